@@ -24,7 +24,13 @@ fn main() {
     println!("cargo:rerun-if-changed=proto");
     let mut files = Vec::new();
     proto_files(root, &mut files);
-    let descriptors = protox::compile(&files, [root]).unwrap_or_else(|e| panic!("compiling proto/: {e:?}"));
+    // encode_file_descriptor_set keeps custom options (prost_types would drop them).
+    let descriptors = protox::Compiler::new([root])
+        .and_then(|mut c| {
+            c.include_imports(true).open_files(&files)?;
+            Ok(c.encode_file_descriptor_set())
+        })
+        .unwrap_or_else(|e| panic!("compiling proto/: {e:?}"));
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("k8s_descriptors.bin");
-    std::fs::write(&out, prost::Message::encode_to_vec(&descriptors)).expect("writing descriptor set");
+    std::fs::write(&out, descriptors).expect("writing descriptor set");
 }

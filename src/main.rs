@@ -1,1 +1,33 @@
-fn main() {}
+//! Entry point: parse arguments, dispatch, turn errors into one line and an
+//! exit status (0 ok, 1 error, 2 usage, others per command).
+
+use clap::Parser;
+use etcd_inspector::cli::{Cli, Command};
+use etcd_inspector::cmd;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Decode(args) => cmd::decode::run(args),
+    };
+    match result {
+        Ok(status) => status,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            let chain: Vec<String> = e.chain().map(ToString::to_string).collect();
+            eprintln!("error: {}", chain.join(": "));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `etcd-inspector ... | head` closing the pipe is not an error.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || c.downcast_ref::<serde_json::Error>()
+                .is_some_and(|j| j.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe))
+    })
+}

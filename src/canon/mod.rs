@@ -1,0 +1,52 @@
+//! Canonical form of a decoded object: keys sorted, empty values dropped, so
+//! that two encodings of the same content compare equal.
+
+use serde_json::{Map, Value};
+
+/// Whether a value is empty in Kubernetes' `omitempty` sense.
+pub fn is_empty(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+    }
+}
+
+/// `v` with every object's keys sorted and empty values (`""`, `0`,
+/// `false`, `[]`, `{}`, `null`) removed from objects, recursively; an
+/// object or array left empty is removed from its parent too.
+pub fn canonical(v: &Value) -> Value {
+    match v {
+        Value::Object(o) => {
+            let mut keys: Vec<&String> = o.keys().collect();
+            keys.sort();
+            let mut out = Map::new();
+            for k in keys {
+                let c = canonical(&o[k]);
+                if !is_empty(&c) {
+                    out.insert(k.clone(), c);
+                }
+            }
+            Value::Object(out)
+        }
+        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn drops_empties_and_sorts() {
+        let v = json!({"b": {"x": "", "y": [], "z": {"q": null}}, "a": 0, "c": [{"k": false}, 1], "d": "v"});
+        let c = canonical(&v);
+        assert_eq!(c, json!({"c": [{}, 1], "d": "v"}));
+        assert_eq!(serde_json::to_string(&c).unwrap(), r#"{"c":[{},1],"d":"v"}"#);
+    }
+}

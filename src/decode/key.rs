@@ -1,0 +1,322 @@
+//! etcd key → API group, resource, namespace and name (reference §1).
+//!
+//! Keys are `<prefix><storage segment>/[<namespace>/]<name>`. Built-in
+//! storage segments are resource names without a group, with a few
+//! historical exceptions (`minions`, `controllers`, `services/specs`, ...).
+//! A first segment with a dot is an API group (CRDs, APIServices, custom
+//! resources), since built-in segments never contain one.
+
+use super::schema::{schema, Scope};
+use serde::Serialize;
+
+/// kube-apiserver's default `--etcd-prefix`, with the trailing slash.
+pub const DEFAULT_PREFIX: &str = "/registry/";
+
+/// The key the apiserver's compactor writes, at the etcd root.
+pub const COMPACT_REV_KEY: &str = "compact_rev_key";
+
+/// Keys that do not hold an ordinary API object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SpecialKey {
+    /// `compact_rev_key`: the last compaction revision, as decimal text.
+    CompactRevision,
+    /// `masterleases/<ip>`: an apiserver's Endpoints lease.
+    MasterLease,
+    /// `ranges/<name>`: a service IP or node port allocation bitmap.
+    RangeAllocation,
+}
+
+/// What a key says about the object stored under it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ParsedKey {
+    /// The storage prefix the key was found under.
+    pub prefix: String,
+    /// API group, `""` for core.
+    pub group: String,
+    /// Plural resource name (`pods`, `nodes`, `customresourcedefinitions`).
+    pub resource: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub special: Option<SpecialKey>,
+}
+
+/// A key that is not under the storage prefix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("key {key:?} is not under the storage prefix {prefix:?}")]
+pub struct KeyError {
+    pub key: String,
+    pub prefix: String,
+}
+
+/// Storage segments whose resource (and group) differ from their name.
+fn renamed_segment(segment: &str) -> Option<(&'static str, &'static str, Option<SpecialKey>)> {
+    Some(match segment {
+        "minions" => ("", "nodes", None),
+        "controllers" => ("", "replicationcontrollers", None),
+        "ingress" => ("networking.k8s.io", "ingresses", None),
+        "podsecuritypolicy" => ("policy", "podsecuritypolicies", None),
+        "masterleases" => ("", "endpoints", Some(SpecialKey::MasterLease)),
+        "ranges" => ("", "rangeallocations", Some(SpecialKey::RangeAllocation)),
+        _ => return None,
+    })
+}
+
+/// The group a built-in resource is stored under. Cohabiting resources
+/// (events, deployments, networkpolicies, ...) live in the first enabled
+/// group: core before any other, `extensions` never first.
+fn builtin_group(resource: &str) -> String {
+    let mut groups: Vec<&str> = schema()
+        .kinds()
+        .iter()
+        .filter(|k| k.resource == resource && k.scope != Scope::Unknown)
+        .map(|k| k.group())
+        .filter(|g| !g.contains('.') || g.ends_with(".k8s.io"))
+        .collect();
+    groups.sort_by_key(|g| (*g == "extensions", !g.is_empty(), g.to_string()));
+    groups.first().map(|g| g.to_string()).unwrap_or_default()
+}
+
+/// Parses `key` stored under `prefix` (normally [`DEFAULT_PREFIX`]).
+pub fn parse_key(key: &str, prefix: &str) -> Result<ParsedKey, KeyError> {
+    let mut parsed = ParsedKey {
+        prefix: String::new(),
+        group: String::new(),
+        resource: String::new(),
+        namespace: None,
+        name: None,
+        special: None,
+    };
+    if key == COMPACT_REV_KEY {
+        parsed.resource = COMPACT_REV_KEY.into();
+        parsed.special = Some(SpecialKey::CompactRevision);
+        return Ok(parsed);
+    }
+    let prefix_slash = if prefix.ends_with('/') {
+        prefix.to_string()
+    } else {
+        format!("{prefix}/")
+    };
+    let rest = key.strip_prefix(&prefix_slash).ok_or_else(|| KeyError {
+        key: key.into(),
+        prefix: prefix_slash.clone(),
+    })?;
+    let segs: Vec<&str> = rest.split('/').collect();
+    // A server with a nested storage prefix (`<prefix><group>/registry/...`,
+    // or a group segment repeated) writes more prefix before the real group.
+    let mut i = 0;
+    while i + 2 < segs.len()
+        && segs[i].contains('.')
+        && (segs[i + 1] == "registry" || segs[i + 1].contains('.'))
+    {
+        i += if segs[i + 1] == "registry" { 2 } else { 1 };
+    }
+    parsed.prefix = format!(
+        "{prefix_slash}{}",
+        segs[..i].iter().map(|s| format!("{s}/")).collect::<String>()
+    );
+    let segs = &segs[i..];
+    let object_path: &[&str];
+    if segs[0].contains('.') {
+        parsed.group = segs[0].into();
+        parsed.resource = segs.get(1).copied().unwrap_or_default().into();
+        object_path = segs.get(2..).unwrap_or_default();
+    } else if segs[0] == "services" && matches!(segs.get(1), Some(&"specs") | Some(&"endpoints")) {
+        parsed.resource = if segs[1] == "specs" {
+            "services"
+        } else {
+            "endpoints"
+        }
+        .into();
+        object_path = &segs[2..];
+    } else if let Some((group, resource, special)) = renamed_segment(segs[0]) {
+        parsed.group = group.into();
+        parsed.resource = resource.into();
+        parsed.special = special;
+        object_path = &segs[1..];
+    } else {
+        parsed.resource = segs[0].into();
+        parsed.group = builtin_group(segs[0]);
+        object_path = &segs[1..];
+    }
+    match object_path {
+        [] | [""] => {}
+        [name] => parsed.name = Some((*name).into()),
+        [ns, name @ ..] => {
+            parsed.namespace = Some((*ns).into());
+            parsed.name = Some(name.join("/"));
+        }
+    }
+    Ok(parsed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(key: &str) -> (String, String, Option<String>, Option<String>, Option<SpecialKey>) {
+        let k = parse_key(key, DEFAULT_PREFIX).unwrap();
+        (k.group, k.resource, k.namespace, k.name, k.special)
+    }
+
+    fn s(v: &str) -> Option<String> {
+        Some(v.to_string())
+    }
+
+    #[test]
+    fn builtins() {
+        assert_eq!(
+            p("/registry/pods/default/web-1"),
+            ("".into(), "pods".into(), s("default"), s("web-1"), None)
+        );
+        assert_eq!(
+            p("/registry/namespaces/kube-system"),
+            ("".into(), "namespaces".into(), None, s("kube-system"), None)
+        );
+        assert_eq!(p("/registry/deployments/ns/d").0, "apps");
+        assert_eq!(p("/registry/events/ns/e").0, "");
+        assert_eq!(p("/registry/networkpolicies/ns/n").0, "networking.k8s.io");
+        assert_eq!(p("/registry/leases/kube-node-lease/n1").0, "coordination.k8s.io");
+        assert_eq!(p("/registry/clusterroles/admin").0, "rbac.authorization.k8s.io");
+    }
+
+    #[test]
+    fn renamed_segments() {
+        assert_eq!(
+            p("/registry/services/specs/default/kubernetes"),
+            ("".into(), "services".into(), s("default"), s("kubernetes"), None)
+        );
+        assert_eq!(
+            p("/registry/services/endpoints/default/kubernetes"),
+            ("".into(), "endpoints".into(), s("default"), s("kubernetes"), None)
+        );
+        assert_eq!(
+            p("/registry/minions/node-1"),
+            ("".into(), "nodes".into(), None, s("node-1"), None)
+        );
+        assert_eq!(
+            p("/registry/controllers/ns/rc"),
+            ("".into(), "replicationcontrollers".into(), s("ns"), s("rc"), None)
+        );
+        assert_eq!(
+            p("/registry/ingress/ns/web"),
+            (
+                "networking.k8s.io".into(),
+                "ingresses".into(),
+                s("ns"),
+                s("web"),
+                None
+            )
+        );
+    }
+
+    #[test]
+    fn special_keys() {
+        assert_eq!(
+            p("compact_rev_key"),
+            (
+                "".into(),
+                "compact_rev_key".into(),
+                None,
+                None,
+                Some(SpecialKey::CompactRevision)
+            )
+        );
+        assert_eq!(
+            p("/registry/masterleases/10.0.0.1"),
+            (
+                "".into(),
+                "endpoints".into(),
+                None,
+                s("10.0.0.1"),
+                Some(SpecialKey::MasterLease)
+            )
+        );
+        assert_eq!(
+            p("/registry/ranges/serviceips"),
+            (
+                "".into(),
+                "rangeallocations".into(),
+                None,
+                s("serviceips"),
+                Some(SpecialKey::RangeAllocation)
+            )
+        );
+    }
+
+    #[test]
+    fn dotted_first_segment_is_a_group() {
+        assert_eq!(
+            p("/registry/apiextensions.k8s.io/customresourcedefinitions/widgets.example.com"),
+            (
+                "apiextensions.k8s.io".into(),
+                "customresourcedefinitions".into(),
+                None,
+                s("widgets.example.com"),
+                None
+            )
+        );
+        assert_eq!(
+            p("/registry/apiregistration.k8s.io/apiservices/v1.apps").1,
+            "apiservices"
+        );
+        assert_eq!(
+            p("/registry/example.com/widgets/ns/w1"),
+            ("example.com".into(), "widgets".into(), s("ns"), s("w1"), None)
+        );
+        assert_eq!(
+            p("/registry/example.com/clusterwidgets/w1"),
+            ("example.com".into(), "clusterwidgets".into(), None, s("w1"), None)
+        );
+    }
+
+    #[test]
+    fn nested_storage_prefix() {
+        let k = parse_key(
+            "/registry/wardle.kubernetes.io/registry/wardle.kubernetes.io/hyrule.k8s.io/hyrulecastles/default/links-place",
+            DEFAULT_PREFIX,
+        )
+        .unwrap();
+        assert_eq!(
+            k.prefix,
+            "/registry/wardle.kubernetes.io/registry/wardle.kubernetes.io/"
+        );
+        assert_eq!(
+            (k.group.as_str(), k.resource.as_str()),
+            ("hyrule.k8s.io", "hyrulecastles")
+        );
+        assert_eq!(
+            (k.namespace.as_deref(), k.name.as_deref()),
+            (Some("default"), Some("links-place"))
+        );
+    }
+
+    #[test]
+    fn a_namespace_named_registry_is_not_a_prefix() {
+        assert_eq!(
+            p("/registry/example.com/widgets/registry/w"),
+            (
+                "example.com".into(),
+                "widgets".into(),
+                s("registry"),
+                s("w"),
+                None
+            )
+        );
+    }
+
+    #[test]
+    fn foreign_keys_are_errors() {
+        let e = parse_key("/other/pods/a/b", DEFAULT_PREFIX).unwrap_err();
+        assert!(e.to_string().contains("/registry/"));
+        assert_eq!(
+            parse_key("/kubernetes.io/pods/a/b", "/kubernetes.io")
+                .unwrap()
+                .resource,
+            "pods"
+        );
+    }
+}

@@ -1,0 +1,37 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+/// `../shared/corpus`, or `None` (with a message) where it is absent, as in
+/// a user's fresh clone.
+pub fn corpus_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("skipping: corpus folder {} is absent", dir.display());
+        None
+    }
+}
+
+/// Runs the built `etcd-inspector` binary with `args`, feeding `stdin`.
+pub fn run_inspector(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_etcd-inspector"))
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("etcd-inspector starts");
+    if let Some(input) = stdin {
+        child.stdin.take().unwrap().write_all(input).unwrap();
+    }
+    child.wait_with_output().unwrap()
+}
