@@ -3,6 +3,7 @@
 //! name.
 
 mod cbor;
+pub mod encode;
 pub mod envelope;
 mod gotime;
 pub mod key;

@@ -84,7 +84,7 @@ const APIEXT_V1: &str = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v
 const APIEXT_V1BETA1: &str = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1beta1.";
 
 /// Kubernetes types whose JSON form is not their protobuf structure.
-enum Special {
+pub(super) enum Special {
     Time,
     MicroTime,
     Duration,
@@ -96,7 +96,7 @@ enum Special {
     SchemaOrStringArray,
 }
 
-fn special(full_name: &str) -> Option<Special> {
+pub(super) fn special(full_name: &str) -> Option<Special> {
     let apiext = full_name
         .strip_prefix(APIEXT_V1)
         .or_else(|| full_name.strip_prefix(APIEXT_V1BETA1));
