@@ -12,7 +12,7 @@ fn main() -> ExitCode {
         Command::Decode(args) => cmd::decode::run(args),
     };
     match result {
-        Ok(status) => status,
+        Ok(status) => ExitCode::from(status),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             let chain: Vec<String> = e.chain().map(ToString::to_string).collect();

@@ -37,7 +37,7 @@ pub fn run(args: &DecodeArgs) -> Result<Status> {
             .parse()
             .with_context(|| format!("{label}: compact_rev_key value {text:?} is not a revision"))?;
         print_object(&serde_json::json!({ "compactRevision": rev }), args.output)?;
-        return Ok(Status::SUCCESS);
+        return Ok(0);
     }
     match decode::decode_value(&value) {
         Ok(Outcome::Decoded(d)) => {
@@ -74,7 +74,7 @@ pub fn run(args: &DecodeArgs) -> Result<Status> {
                 writeln!(err, "warning: {w}")?;
             }
             print_object(&d.object, args.output)?;
-            Ok(Status::SUCCESS)
+            Ok(0)
         }
         Ok(Outcome::Encrypted(info)) => {
             writeln!(
@@ -82,7 +82,7 @@ pub fn run(args: &DecodeArgs) -> Result<Status> {
                 "{label}: value is encrypted at rest (provider {} {}, key {:?}); decoding it needs the apiserver's EncryptionConfiguration",
                 info.provider, info.version, info.key_name
             )?;
-            Ok(Status::from(EXIT_ENCRYPTED))
+            Ok(EXIT_ENCRYPTED)
         }
         Err(e) => bail!("{label}: {e}"),
     }

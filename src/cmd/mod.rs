@@ -2,5 +2,6 @@
 
 pub mod decode;
 
-/// Exit status of a finished command that did not fail outright.
-pub type Status = std::process::ExitCode;
+/// Exit status of a command that finished: 0 for success, or a documented
+/// per-command status (errors are returned as `Err` and exit with 1).
+pub type Status = u8;
