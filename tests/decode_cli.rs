@@ -230,6 +230,21 @@ fn protobuf_fixture_with_key() {
 }
 
 #[test]
+fn value_piped_from_etcdctl_with_a_trailing_newline() {
+    let Some(corpus) = corpus_dir() else { return };
+    let mut value = std::fs::read(corpus.join("k8s-api-fixtures/core.v1.Pod.pb")).unwrap();
+    let plain = stdout_json(&run_inspector(&["decode"], Some(&value)));
+    value.push(b'\n');
+    let out = run_inspector(&["decode", "-"], Some(&value));
+    assert_eq!(stdout_json(&out), plain);
+    assert!(
+        stderr(&out).contains("warning: ignored a newline after the protobuf envelope"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn key_special_cases_through_the_cli() {
     let dir = tempfile::tempdir().unwrap();
     let value = write_value(

@@ -57,6 +57,8 @@ pub enum Envelope<'a> {
         raw: &'a [u8],
         /// Offset of `raw` within the stored value.
         raw_offset: usize,
+        /// A newline after the envelope was ignored (`etcdctl get` adds one).
+        trailing_newline: bool,
     },
     Json(&'a [u8]),
     Cbor(&'a [u8]),
@@ -92,7 +94,30 @@ pub fn detect(value: &[u8]) -> Result<Envelope<'_>, EnvelopeError> {
         return encrypted(rest).map(Envelope::Encrypted);
     }
     if let Some(rest) = value.strip_prefix(PROTOBUF_MAGIC) {
-        return protobuf(rest, PROTOBUF_MAGIC.len());
+        let parsed = protobuf(rest, PROTOBUF_MAGIC.len());
+        if parsed.is_err() {
+            // `etcdctl get --print-value-only` appends a newline; a 0x0a
+            // after a complete envelope cannot start a valid field.
+            if let Some(trimmed) = rest.strip_suffix(b"\n") {
+                if let Ok(Envelope::Protobuf {
+                    api_version,
+                    kind,
+                    raw,
+                    raw_offset,
+                    ..
+                }) = protobuf(trimmed, PROTOBUF_MAGIC.len())
+                {
+                    return Ok(Envelope::Protobuf {
+                        api_version,
+                        kind,
+                        raw,
+                        raw_offset,
+                        trailing_newline: true,
+                    });
+                }
+            }
+        }
+        return parsed;
     }
     if value.starts_with(CBOR_MAGIC) {
         return Ok(Envelope::Cbor(value));
@@ -219,6 +244,7 @@ fn protobuf(buf: &[u8], base: usize) -> Result<Envelope<'_>, EnvelopeError> {
         kind,
         raw,
         raw_offset,
+        trailing_newline: false,
     })
 }
 

@@ -119,6 +119,7 @@ fn decode_inner(value: &[u8], base64_wrapped: bool) -> Result<Outcome, Undecodab
             kind,
             raw,
             raw_offset,
+            trailing_newline,
         } => {
             let s = schema::schema();
             let (desc, resolution) = s.resolve(&api_version, &kind);
@@ -127,6 +128,13 @@ fn decode_inner(value: &[u8], base64_wrapped: bool) -> Result<Outcome, Undecodab
                 reason: format!("{api_version} {kind}: {e}"),
                 offset: e.offset,
             })?;
+            let mut warnings = json.warnings;
+            if trailing_newline {
+                warnings.insert(
+                    0,
+                    "ignored a newline after the protobuf envelope (as `etcdctl get` adds)".into(),
+                );
+            }
             let mut object = Map::new();
             object.insert("apiVersion".into(), Value::String(api_version.clone()));
             object.insert("kind".into(), Value::String(kind.clone()));
@@ -139,7 +147,7 @@ fn decode_inner(value: &[u8], base64_wrapped: bool) -> Result<Outcome, Undecodab
                 message: Some(desc.full_name().to_string()),
                 resolution: Some(resolution),
                 unknown_fields: json.unknown_fields,
-                warnings: json.warnings,
+                warnings,
                 object: Value::Object(object),
             }))
         }
