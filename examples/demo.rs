@@ -6,7 +6,7 @@
 //! Run: `cargo run --release --example demo`
 
 use anyhow::{Context, Result};
-use etcd_inspector::cli::{DecodeArgs, Format};
+use etcd_inspector::cli::{DecodeArgs, Format, ViewArgs};
 use etcd_inspector::decode::encode::encode_protobuf;
 use etcd_inspector::decode::key::DEFAULT_PREFIX;
 use serde_json::{json, Value};
@@ -136,9 +136,11 @@ fn main() -> Result<()> {
         let args = DecodeArgs {
             input: Some(path),
             key: Some(key.to_string()),
-            prefix: DEFAULT_PREFIX.to_string(),
-            output: Format::Yaml,
-            show_envelope: true,
+            view: ViewArgs {
+                prefix: DEFAULT_PREFIX.to_string(),
+                output: Format::Yaml,
+                show_envelope: true,
+            },
         };
         match etcd_inspector::cmd::decode::run(&args) {
             Ok(status) => println!("(exit status {status})"),

@@ -20,16 +20,69 @@ pub enum Command {
     /// encrypted at rest (k8s:enc:...). Exit status: 0 decoded, 1 error or
     /// undecodable value, 2 usage error, 3 value is encrypted.
     Decode(DecodeArgs),
+    /// Fetch one key from a live etcd (read-only) and print the decoded
+    /// object, with `metadata.resourceVersion` set to the key's mod_revision
+    /// as kube-apiserver does.
+    ///
+    /// Exit status: 0 decoded, 1 error (unreachable etcd, TLS or
+    /// authentication failure, key not found, undecodable value), 2 usage
+    /// error, 3 value is encrypted.
+    Get(GetArgs),
 }
 
+/// How to reach etcd; flags and environment variables follow etcdctl.
 #[derive(clap::Args, Debug)]
-pub struct DecodeArgs {
-    /// File holding the raw value; `-` or nothing reads standard input.
-    pub input: Option<PathBuf>,
-    /// The etcd key the value was stored under; parsed into group,
-    /// resource, namespace and name (shown on standard error).
-    #[arg(long)]
-    pub key: Option<String>,
+pub struct EtcdArgs {
+    /// Comma-separated etcd endpoints.
+    #[arg(
+        long,
+        env = "ETCDCTL_ENDPOINTS",
+        value_delimiter = ',',
+        default_value = "http://127.0.0.1:2379"
+    )]
+    pub endpoints: Vec<String>,
+    /// CA certificate that signed etcd's serving certificate (PEM).
+    #[arg(long, env = "ETCDCTL_CACERT")]
+    pub cacert: Option<PathBuf>,
+    /// Client certificate (PEM), e.g. /etc/kubernetes/pki/etcd/healthcheck-client.crt.
+    #[arg(long, env = "ETCDCTL_CERT")]
+    pub cert: Option<PathBuf>,
+    /// Client key (PEM), e.g. /etc/kubernetes/pki/etcd/healthcheck-client.key.
+    #[arg(long, env = "ETCDCTL_KEY")]
+    pub key: Option<PathBuf>,
+    /// User name for etcd authentication.
+    #[arg(long, env = "ETCDCTL_USER")]
+    pub user: Option<String>,
+    /// Password for --user.
+    #[arg(long, env = "ETCDCTL_PASSWORD", hide_env_values = true)]
+    pub password: Option<String>,
+    /// Time allowed to connect, e.g. 5s, 500ms.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub dial_timeout: std::time::Duration,
+    /// Time allowed for each request.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub command_timeout: std::time::Duration,
+}
+
+/// Parses `500ms`, `5s`, `2m`, `1h`.
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (n, unit) = text.split_at(split);
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration like 5s or 500ms"))?;
+    Ok(match unit {
+        "ms" => std::time::Duration::from_millis(n),
+        "s" | "" => std::time::Duration::from_secs(n),
+        "m" => std::time::Duration::from_secs(n * 60),
+        "h" => std::time::Duration::from_secs(n * 3600),
+        _ => return Err(format!("{text:?}: unknown unit {unit:?} (use ms, s, m or h)")),
+    })
+}
+
+/// How a decoded object is shown.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ViewArgs {
     /// The apiserver's storage prefix (`--etcd-prefix`).
     #[arg(long, default_value = crate::decode::key::DEFAULT_PREFIX)]
     pub prefix: String,
@@ -42,9 +95,43 @@ pub struct DecodeArgs {
     pub show_envelope: bool,
 }
 
+#[derive(clap::Args, Debug)]
+pub struct GetArgs {
+    /// The etcd key, e.g. /registry/pods/default/web-1.
+    #[arg(value_name = "KEY")]
+    pub etcd_key: String,
+    /// Read the key as of this revision instead of the current one.
+    #[arg(long, default_value_t = 0)]
+    pub rev: i64,
+    #[command(flatten)]
+    pub etcd: EtcdArgs,
+    #[command(flatten)]
+    pub view: ViewArgs,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DecodeArgs {
+    /// File holding the raw value; `-` or nothing reads standard input.
+    pub input: Option<PathBuf>,
+    /// The etcd key the value was stored under; parsed into group,
+    /// resource, namespace and name (shown on standard error).
+    #[arg(long)]
+    pub key: Option<String>,
+    #[command(flatten)]
+    pub view: ViewArgs,
+}
+
 /// How an object is printed.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Format {
     Json,
     Yaml,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn arguments_are_consistent() {
+        <super::Cli as clap::CommandFactory>::command().debug_assert();
+    }
 }

@@ -9,3 +9,4 @@ pub mod canon;
 pub mod cli;
 pub mod cmd;
 pub mod decode;
+pub mod source;

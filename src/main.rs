@@ -10,6 +10,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Decode(args) => cmd::decode::run(args),
+        Command::Get(args) => cmd::get::run(args),
     };
     match result {
         Ok(status) => ExitCode::from(status),

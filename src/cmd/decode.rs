@@ -1,7 +1,7 @@
 //! `etcd-inspector decode`: one raw stored value → the object it holds.
 
 use super::Status;
-use crate::cli::{DecodeArgs, Format};
+use crate::cli::{DecodeArgs, Format, ViewArgs};
 use crate::decode::key::SpecialKey;
 use crate::decode::{self, Outcome};
 use anyhow::{bail, Context, Result};
@@ -12,9 +12,22 @@ pub const EXIT_ENCRYPTED: u8 = 3;
 
 pub fn run(args: &DecodeArgs) -> Result<Status> {
     let (label, value) = read_input(args.input.as_deref())?;
+    show(&label, &value, args.key.as_deref(), None, &args.view)
+}
+
+/// Decodes `value` (stored under `key`, at `mod_revision` when known) and
+/// prints it as `view` asks; shared by `decode` and `get`.
+pub fn show(
+    label: &str,
+    value: &[u8],
+    key: Option<&str>,
+    mod_revision: Option<i64>,
+    view: &ViewArgs,
+) -> Result<Status> {
+    let args = view;
     let mut err = std::io::stderr().lock();
     let mut special = None;
-    if let Some(key) = &args.key {
+    if let Some(key) = key {
         let parsed = decode::parse_key(key, &args.prefix)?;
         writeln!(
             err,
@@ -31,7 +44,7 @@ pub fn run(args: &DecodeArgs) -> Result<Status> {
         special = parsed.special;
     }
     if special == Some(SpecialKey::CompactRevision) {
-        let text = String::from_utf8_lossy(&value);
+        let text = String::from_utf8_lossy(value);
         let rev: i64 = text
             .trim()
             .parse()
@@ -39,8 +52,18 @@ pub fn run(args: &DecodeArgs) -> Result<Status> {
         print_object(&serde_json::json!({ "compactRevision": rev }), args.output)?;
         return Ok(0);
     }
-    match decode::decode_value(&value) {
-        Ok(Outcome::Decoded(d)) => {
+    match decode::decode_value(value) {
+        Ok(Outcome::Decoded(mut d)) => {
+            // kube-apiserver fills resourceVersion from the key's mod_revision.
+            if let (Some(rev), Some(meta)) = (
+                mod_revision,
+                d.object.get_mut("metadata").and_then(|m| m.as_object_mut()),
+            ) {
+                meta.insert(
+                    "resourceVersion".into(),
+                    serde_json::Value::String(rev.to_string()),
+                );
+            }
             if args.show_envelope {
                 writeln!(
                     err,

@@ -1,0 +1,60 @@
+//! `etcd-inspector get KEY`: read one key from a live etcd and decode it.
+
+use super::Status;
+use crate::cli::{EtcdArgs, GetArgs};
+use crate::source::etcd::Connection;
+use anyhow::{bail, Context, Result};
+use std::io::Write;
+
+impl From<&EtcdArgs> for Connection {
+    fn from(a: &EtcdArgs) -> Self {
+        Connection {
+            endpoints: a.endpoints.clone(),
+            cacert: a.cacert.clone(),
+            cert: a.cert.clone(),
+            key: a.key.clone(),
+            user: a.user.clone(),
+            password: a.password.clone(),
+            dial_timeout: a.dial_timeout,
+            command_timeout: a.command_timeout,
+        }
+    }
+}
+
+pub fn run(args: &GetArgs) -> Result<Status> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let kv = runtime.block_on(async {
+        let etcd = Connection::from(&args.etcd).connect().await?;
+        etcd.get(args.etcd_key.as_bytes(), args.rev).await
+    })?;
+    let Some(kv) = kv else {
+        let at = if args.rev > 0 {
+            format!(" at revision {}", args.rev)
+        } else {
+            String::new()
+        };
+        bail!("key {} not found{at}", args.etcd_key);
+    };
+    writeln!(
+        std::io::stderr(),
+        "revision: create {} mod {} version {}{}",
+        kv.create_revision,
+        kv.mod_revision,
+        kv.version,
+        if kv.lease != 0 {
+            format!(" lease {:x}", kv.lease)
+        } else {
+            String::new()
+        }
+    )?;
+    super::decode::show(
+        &args.etcd_key,
+        &kv.value,
+        Some(&args.etcd_key),
+        Some(kv.mod_revision),
+        &args.view,
+    )
+}

@@ -1,0 +1,3 @@
+//! Sources of stored records: a live etcd through its API.
+
+pub mod etcd;
