@@ -7,7 +7,7 @@
 
 use anyhow::{Context, Result};
 use etcd_inspector::cli::{DecodeArgs, Format, ViewArgs};
-use etcd_inspector::decode::encode::encode_protobuf;
+use etcd_inspector::decode::encode::{encode_cbor, encode_protobuf};
 use etcd_inspector::decode::key::DEFAULT_PREFIX;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -74,33 +74,12 @@ fn widget() -> Value {
            "spec": {"size": 3, "colour": "blue"}})
 }
 
-/// Kubernetes' CBOR: the self-described tag around a map of byte strings.
-fn cbor(v: &Value) -> ciborium::Value {
-    use ciborium::Value as C;
-    match v {
-        Value::Null => C::Null,
-        Value::Bool(b) => C::Bool(*b),
-        Value::Number(n) => C::Integer(n.as_i64().unwrap_or_default().into()),
-        Value::String(s) => C::Bytes(s.as_bytes().to_vec()),
-        Value::Array(a) => C::Array(a.iter().map(cbor).collect()),
-        Value::Object(o) => C::Map(
-            o.iter()
-                .map(|(k, v)| (C::Bytes(k.as_bytes().to_vec()), cbor(v)))
-                .collect(),
-        ),
-    }
-}
-
 fn main() -> Result<()> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/demo");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut json_cr = serde_json::to_vec(&widget())?;
     json_cr.push(b'\n');
-    let mut cbor_cr = Vec::new();
-    ciborium::into_writer(
-        &ciborium::Value::Tag(55799, Box::new(cbor(&widget()))),
-        &mut cbor_cr,
-    )?;
+    let cbor_cr = encode_cbor(&widget());
     let mut encrypted = b"k8s:enc:aescbc:v1:key-2026-11:".to_vec();
     encrypted.extend((0u8..64).map(|i| i.wrapping_mul(73).wrapping_add(11)));
     let mut corrupted = encode_protobuf(&pod())?;

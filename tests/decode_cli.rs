@@ -88,27 +88,7 @@ fn json_crd_and_yaml_output() {
 #[test]
 fn cbor_custom_resource() {
     // Kubernetes' CBOR: self-described tag 55799, strings as byte strings.
-    fn to_cbor(v: &Value) -> ciborium::Value {
-        use ciborium::Value as C;
-        match v {
-            Value::Null => C::Null,
-            Value::Bool(b) => C::Bool(*b),
-            Value::Number(n) => C::Integer(n.as_i64().unwrap().into()),
-            Value::String(s) => C::Bytes(s.as_bytes().to_vec()),
-            Value::Array(a) => C::Array(a.iter().map(to_cbor).collect()),
-            Value::Object(o) => C::Map(
-                o.iter()
-                    .map(|(k, v)| (C::Bytes(k.as_bytes().to_vec()), to_cbor(v)))
-                    .collect(),
-            ),
-        }
-    }
-    let mut bytes = Vec::new();
-    ciborium::into_writer(
-        &ciborium::Value::Tag(55799, Box::new(to_cbor(&widget()))),
-        &mut bytes,
-    )
-    .unwrap();
+    let bytes = etcd_inspector::decode::encode::encode_cbor(&widget());
     assert_eq!(&bytes[..3], &[0xd9, 0xd9, 0xf7]);
     let dir = tempfile::tempdir().unwrap();
     let file = write_value(dir.path(), "cbor", &bytes);

@@ -256,3 +256,32 @@ fn join(path: &str, name: &str) -> String {
         format!("{path}.{name}")
     }
 }
+
+/// Encodes an object as kube-apiserver stores a custom resource in CBOR
+/// (`CBORServingAndStorage`): the self-described tag 55799 around the value,
+/// strings and map keys as byte strings.
+pub fn encode_cbor(object: &Value) -> Vec<u8> {
+    fn convert(v: &Value) -> ciborium::Value {
+        use ciborium::Value as C;
+        match v {
+            Value::Null => C::Null,
+            Value::Bool(b) => C::Bool(*b),
+            Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+                (Some(i), _, _) => C::Integer(i.into()),
+                (None, Some(u), _) => C::Integer(u.into()),
+                (_, _, f) => C::Float(f.unwrap_or_default()),
+            },
+            Value::String(s) => C::Bytes(s.as_bytes().to_vec()),
+            Value::Array(a) => C::Array(a.iter().map(convert).collect()),
+            Value::Object(o) => C::Map(
+                o.iter()
+                    .map(|(k, v)| (C::Bytes(k.as_bytes().to_vec()), convert(v)))
+                    .collect(),
+            ),
+        }
+    }
+    let mut out = Vec::new();
+    ciborium::into_writer(&ciborium::Value::Tag(55799, Box::new(convert(object))), &mut out)
+        .expect("writing CBOR to memory cannot fail");
+    out
+}
