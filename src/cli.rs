@@ -8,6 +8,9 @@ use std::path::PathBuf;
 #[derive(Parser, Debug)]
 #[command(name = "etcd-inspector", version, about, long_about = None)]
 pub struct Cli {
+    /// The SQLite database runs are recorded in.
+    #[arg(long, global = true, env = "ETCD_INSPECTOR_DB", default_value = crate::store::DEFAULT_DB)]
+    pub db: PathBuf,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -28,6 +31,53 @@ pub enum Command {
     /// authentication failure, key not found, undecodable value), 2 usage
     /// error, 3 value is encrypted.
     Get(GetArgs),
+    /// Read a live etcd (read-only) into the database: the full state under
+    /// the prefix at one pinned revision, and every revision etcd still
+    /// retains since its last compaction. Later runs add only what is new and
+    /// record revisions lost to compaction in between as a history gap.
+    ///
+    /// Exit status: 0 complete, 1 failed (the run is recorded as failed),
+    /// 130 interrupted by Ctrl-C or SIGTERM (recorded as interrupted).
+    Snapshot(SnapshotArgs),
+    /// List the runs recorded in the database.
+    Runs(RunsArgs),
+    /// Every stored revision of one key, oldest first, across deletes and
+    /// recreates.
+    History(HistoryArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SnapshotArgs {
+    #[command(flatten)]
+    pub etcd: EtcdArgs,
+    /// Storage prefix to read (kube-apiserver's `--etcd-prefix`).
+    #[arg(long, default_value = crate::decode::key::DEFAULT_PREFIX)]
+    pub prefix: String,
+    /// Keys per range request.
+    #[arg(long, default_value_t = 1000, hide = true)]
+    pub page_size: i64,
+}
+
+/// Table for people, JSON for programs.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ListFormat {
+    Table,
+    Json,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct RunsArgs {
+    #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
+    pub output: ListFormat,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct HistoryArgs {
+    /// The etcd key, e.g. /registry/pods/default/web-1.
+    #[arg(value_name = "KEY")]
+    pub etcd_key: String,
+    #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
+    pub output: ListFormat,
 }
 
 /// How to reach etcd; flags and environment variables follow etcdctl.

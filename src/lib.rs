@@ -10,3 +10,4 @@ pub mod cli;
 pub mod cmd;
 pub mod decode;
 pub mod source;
+pub mod store;

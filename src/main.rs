@@ -11,6 +11,9 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Decode(args) => cmd::decode::run(args),
         Command::Get(args) => cmd::get::run(args),
+        Command::Snapshot(args) => cmd::snapshot::run(&cli.db, args),
+        Command::Runs(args) => cmd::runs::run(&cli.db, args),
+        Command::History(args) => cmd::history::run(&cli.db, args),
     };
     match result {
         Ok(status) => ExitCode::from(status),

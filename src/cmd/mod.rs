@@ -2,6 +2,10 @@
 
 pub mod decode;
 pub mod get;
+pub mod history;
+mod output;
+pub mod runs;
+pub mod snapshot;
 
 /// Exit status of a command that finished: 0 for success, or a documented
 /// per-command status (errors are returned as `Err` and exit with 1).

@@ -171,3 +171,318 @@ impl Etcd {
         }))
     }
 }
+
+/// A read that stopped: etcd failed, or the sink refused a record.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError<E: std::error::Error + 'static> {
+    #[error(transparent)]
+    Etcd(#[from] EtcdError),
+    #[error(transparent)]
+    Sink(E),
+}
+
+/// What a history replay found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Replay {
+    /// Every revision from the start up to the head was delivered.
+    Complete,
+    /// The start revision had been compacted; history is retained from this
+    /// revision on.
+    Compacted(i64),
+}
+
+/// What the server holds, pinned at the start of a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pinned {
+    /// etcd's cluster id, hex.
+    pub cluster_id: String,
+    /// The revision the run reads the state at.
+    pub head: i64,
+}
+
+/// A key that no object uses, watched to learn the compaction revision.
+const PROBE_KEY: &[u8] = b"\0etcd-inspector/compaction-probe";
+
+/// The first key after every key starting with `prefix`.
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+fn record_of(kv: etcd_client::KeyValue) -> crate::source::Record {
+    let (create_revision, mod_revision, version, lease) =
+        (kv.create_revision(), kv.mod_revision(), kv.version(), kv.lease());
+    let (key, value) = kv.into_key_value();
+    crate::source::Record {
+        key,
+        mod_revision,
+        create_revision,
+        version,
+        lease,
+        value,
+        deleted: false,
+    }
+}
+
+impl Etcd {
+    fn request_err(&self, e: etcd_client::Error) -> EtcdError {
+        EtcdError::Request {
+            endpoints: self.endpoints.clone(),
+            reason: reason(&e),
+        }
+    }
+
+    /// Pins the current revision and names the cluster.
+    pub async fn pin(&self) -> Result<Pinned, EtcdError> {
+        let resp = self
+            .client
+            .kv_client()
+            .get(
+                crate::decode::key::COMPACT_REV_KEY,
+                Some(GetOptions::new().with_count_only()),
+            )
+            .await
+            .map_err(|e| self.request_err(e))?;
+        let header = resp.header().ok_or_else(|| EtcdError::Request {
+            endpoints: self.endpoints.clone(),
+            reason: "response without a header".into(),
+        })?;
+        Ok(Pinned {
+            cluster_id: format!("{:x}", header.cluster_id()),
+            head: header.revision(),
+        })
+    }
+
+    /// The server's compaction revision (0 if nothing was ever compacted),
+    /// learnt by watching a key from revision 1: etcd cancels such a watch
+    /// with the compaction revision, or syncs it when nothing was compacted.
+    pub async fn compaction_revision(&self, timeout: Duration) -> Result<i64, EtcdError> {
+        let mut stream = self
+            .client
+            .watch_client()
+            .watch(
+                PROBE_KEY,
+                Some(etcd_client::WatchOptions::new().with_start_revision(1)),
+            )
+            .await
+            .map_err(|e| self.request_err(e))?;
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if tokio::time::Instant::now() > deadline {
+                return Err(EtcdError::Request {
+                    endpoints: self.endpoints.clone(),
+                    reason: format!("no answer to the compaction probe within {timeout:?}"),
+                });
+            }
+            match tokio::time::timeout(Duration::from_millis(300), stream.message()).await {
+                Err(_) => stream.request_progress().await.map_err(|e| self.request_err(e))?,
+                Ok(msg) => {
+                    let Some(resp) = msg.map_err(|e| self.request_err(e))? else {
+                        return Err(EtcdError::Request {
+                            endpoints: self.endpoints.clone(),
+                            reason: "watch stream closed".into(),
+                        });
+                    };
+                    if resp.canceled() {
+                        if resp.compact_revision() > 0 {
+                            return Ok(resp.compact_revision());
+                        }
+                        return Err(EtcdError::Request {
+                            endpoints: self.endpoints.clone(),
+                            reason: format!("watch cancelled: {}", resp.cancel_reason()),
+                        });
+                    }
+                    if resp.created() {
+                        stream.request_progress().await.map_err(|e| self.request_err(e))?;
+                    } else if resp.events().is_empty() {
+                        return Ok(0);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads every key under `prefix`, and `compact_rev_key`, as of `head`,
+    /// `page` keys per request; returns how many keys it read.
+    pub async fn read_state<S>(
+        &self,
+        prefix: &[u8],
+        head: i64,
+        page: i64,
+        sink: &mut S,
+    ) -> Result<i64, ReadError<S::Error>>
+    where
+        S: crate::source::Sink,
+        S::Error: std::error::Error + 'static,
+    {
+        let mut kv = self
+            .client
+            .kv_client()
+            .max_decoding_message_size(MAX_RESPONSE_BYTES);
+        let end = prefix_end(prefix);
+        let mut start = prefix.to_vec();
+        let mut keys = 0;
+        loop {
+            let mut resp = kv
+                .get(
+                    start.clone(),
+                    Some(
+                        GetOptions::new()
+                            .with_range(end.clone())
+                            .with_revision(head)
+                            .with_limit(page),
+                    ),
+                )
+                .await
+                .map_err(|e| self.request_err(e))?;
+            let more = resp.more();
+            let kvs = resp.take_kvs();
+            if let Some(last) = kvs.last() {
+                start = last.key().to_vec();
+                start.push(0);
+            }
+            for item in kvs {
+                keys += 1;
+                sink.record(record_of(item)).map_err(ReadError::Sink)?;
+            }
+            if !more {
+                break;
+            }
+        }
+        let mut resp = kv
+            .get(
+                crate::decode::key::COMPACT_REV_KEY,
+                Some(GetOptions::new().with_revision(head)),
+            )
+            .await
+            .map_err(|e| self.request_err(e))?;
+        for item in resp.take_kvs() {
+            sink.record(record_of(item)).map_err(ReadError::Sink)?;
+        }
+        Ok(keys)
+    }
+
+    /// Replays every revision under `prefix` from `from` up to `head`: puts,
+    /// deletes (as tombstones) and the earlier revision each one replaced.
+    pub async fn replay<S>(
+        &self,
+        prefix: &[u8],
+        from: i64,
+        head: i64,
+        idle: Duration,
+        sink: &mut S,
+    ) -> Result<Replay, ReadError<S::Error>>
+    where
+        S: crate::source::Sink,
+        S::Error: std::error::Error + 'static,
+    {
+        if from > head {
+            return Ok(Replay::Complete);
+        }
+        let opts = etcd_client::WatchOptions::new()
+            .with_prefix()
+            .with_start_revision(from)
+            .with_prev_key();
+        let mut stream = self
+            .client
+            .watch_client()
+            .max_decoding_message_size(MAX_RESPONSE_BYTES)
+            .watch(prefix, Some(opts))
+            .await
+            .map_err(|e| self.request_err(e))?;
+        let mut last_message = tokio::time::Instant::now();
+        loop {
+            let msg = match tokio::time::timeout(Duration::from_millis(500), stream.message()).await {
+                Err(_) => {
+                    if last_message.elapsed() > idle {
+                        return Err(EtcdError::Request {
+                            endpoints: self.endpoints.clone(),
+                            reason: format!("history replay stalled: nothing received for {idle:?}"),
+                        }
+                        .into());
+                    }
+                    // Ask where the watch is; etcd answers once it has caught up.
+                    stream.request_progress().await.map_err(|e| self.request_err(e))?;
+                    continue;
+                }
+                Ok(msg) => msg.map_err(|e| self.request_err(e))?,
+            };
+            last_message = tokio::time::Instant::now();
+            let Some(resp) = msg else {
+                return Err(EtcdError::Request {
+                    endpoints: self.endpoints.clone(),
+                    reason: "watch stream closed".into(),
+                }
+                .into());
+            };
+            if resp.canceled() {
+                if resp.compact_revision() > 0 {
+                    return Ok(Replay::Compacted(resp.compact_revision()));
+                }
+                return Err(EtcdError::Request {
+                    endpoints: self.endpoints.clone(),
+                    reason: format!("watch cancelled: {}", resp.cancel_reason()),
+                }
+                .into());
+            }
+            if resp.created() {
+                stream.request_progress().await.map_err(|e| self.request_err(e))?;
+                continue;
+            }
+            if resp.events().is_empty() {
+                // A progress notification: every event up to its revision was sent.
+                if resp.header().is_some_and(|h| h.revision() >= head) {
+                    return Ok(Replay::Complete);
+                }
+                continue;
+            }
+            let mut reached_head = false;
+            for ev in resp.events() {
+                let Some(kv) = ev.kv() else { continue };
+                if kv.mod_revision() > head {
+                    reached_head = true;
+                    continue;
+                }
+                reached_head |= kv.mod_revision() == head;
+                let prev_create = ev.prev_kv().map(|p| p.create_revision()).unwrap_or(0);
+                if let Some(prev) = ev.prev_kv() {
+                    sink.record(record_of(prev.clone())).map_err(ReadError::Sink)?;
+                }
+                let record = match ev.event_type() {
+                    etcd_client::EventType::Put => record_of(kv.clone()),
+                    etcd_client::EventType::Delete => crate::source::Record {
+                        key: kv.key().to_vec(),
+                        mod_revision: kv.mod_revision(),
+                        create_revision: prev_create,
+                        version: 0,
+                        lease: 0,
+                        value: Vec::new(),
+                        deleted: true,
+                    },
+                };
+                sink.record(record).map_err(ReadError::Sink)?;
+            }
+            if reached_head {
+                return Ok(Replay::Complete);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefix_end;
+
+    #[test]
+    fn prefix_ends() {
+        assert_eq!(prefix_end(b"/registry/"), b"/registry0");
+        assert_eq!(prefix_end(b"a\xff"), b"b");
+        assert_eq!(prefix_end(b"\xff"), vec![0]);
+    }
+}

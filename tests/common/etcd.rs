@@ -11,6 +11,9 @@ pub struct TestEtcd {
     pub endpoint: String,
     dir: tempfile::TempDir,
     runtime: tokio::runtime::Runtime,
+    client_tls: Option<etcd_client::TlsOptions>,
+    /// Root credentials once [`TestEtcd::enable_auth`] ran.
+    auth: Option<(String, String)>,
 }
 
 fn free_port() -> u16 {
@@ -21,13 +24,86 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// Server and client certificates for a TLS etcd, as PEM files.
+pub struct Tls {
+    pub ca: std::path::PathBuf,
+    pub server_cert: std::path::PathBuf,
+    pub server_key: std::path::PathBuf,
+    pub client_cert: std::path::PathBuf,
+    pub client_key: std::path::PathBuf,
+    /// A CA that signed nothing here.
+    pub other_ca: std::path::PathBuf,
+}
+
+impl Tls {
+    /// A fresh CA, a server certificate for 127.0.0.1 and a client
+    /// certificate, written into `dir`.
+    pub fn generate(dir: &std::path::Path) -> Tls {
+        use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca = ca_params.self_signed(&ca_key).unwrap();
+        let issuer = rcgen::Issuer::new(ca_params, ca_key);
+        let server_key = KeyPair::generate().unwrap();
+        let server = CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+            .unwrap()
+            .signed_by(&server_key, &issuer)
+            .unwrap();
+        let client_key = KeyPair::generate().unwrap();
+        let client = CertificateParams::new(vec!["client".to_string()])
+            .unwrap()
+            .signed_by(&client_key, &issuer)
+            .unwrap();
+        let other_key = KeyPair::generate().unwrap();
+        let mut other_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        other_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let other = other_params.self_signed(&other_key).unwrap();
+        let write = |name: &str, pem: String| {
+            let path = dir.join(name);
+            std::fs::write(&path, pem).unwrap();
+            path
+        };
+        Tls {
+            ca: write("ca.crt", ca.pem()),
+            server_cert: write("server.crt", server.pem()),
+            server_key: write("server.key", server_key.serialize_pem()),
+            client_cert: write("client.crt", client.pem()),
+            client_key: write("client.key", client_key.serialize_pem()),
+            other_ca: write("other-ca.crt", other.pem()),
+        }
+    }
+}
+
 impl TestEtcd {
     pub fn start() -> TestEtcd {
+        Self::start_inner(None)
+    }
+
+    /// etcd serving TLS and requiring client certificates signed by `tls.ca`.
+    pub fn start_tls(tls: &Tls) -> TestEtcd {
+        Self::start_inner(Some(tls))
+    }
+
+    fn start_inner(tls: Option<&Tls>) -> TestEtcd {
         let bin = etcd_bin_vendored::etcd_bin_path().expect("vendored etcd for this platform");
         let dir = tempfile::tempdir().unwrap();
         let (client, peer) = (free_port(), free_port());
-        let endpoint = format!("http://127.0.0.1:{client}");
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let endpoint = format!("{scheme}://127.0.0.1:{client}");
         let peer_url = format!("http://127.0.0.1:{peer}");
+        let mut tls_args: Vec<std::ffi::OsString> = Vec::new();
+        if let Some(t) = tls {
+            for (flag, path) in [
+                ("--cert-file", &t.server_cert),
+                ("--key-file", &t.server_key),
+                ("--trusted-ca-file", &t.ca),
+            ] {
+                tls_args.push(flag.into());
+                tls_args.push(path.into());
+            }
+            tls_args.push("--client-cert-auth".into());
+        }
         let log = std::fs::File::create(dir.path().join("etcd.log")).unwrap();
         let child = Command::new(bin)
             .args(["--name", "test", "--data-dir"])
@@ -50,6 +126,7 @@ impl TestEtcd {
                 "--log-level",
                 "error",
             ])
+            .args(&tls_args)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -58,11 +135,21 @@ impl TestEtcd {
             .enable_all()
             .build()
             .unwrap();
+        let client_tls = tls.map(|t| {
+            etcd_client::TlsOptions::new()
+                .ca_certificate(etcd_client::Certificate::from_pem(std::fs::read(&t.ca).unwrap()))
+                .identity(etcd_client::Identity::from_pem(
+                    std::fs::read(&t.client_cert).unwrap(),
+                    std::fs::read(&t.client_key).unwrap(),
+                ))
+        });
         let etcd = TestEtcd {
             child,
             endpoint,
             dir,
             runtime,
+            client_tls,
+            auth: None,
         };
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
@@ -75,11 +162,58 @@ impl TestEtcd {
     }
 
     fn client_result(&self) -> Result<etcd_client::Client, etcd_client::Error> {
+        let mut opts = etcd_client::ConnectOptions::new();
+        if let Some(tls) = &self.client_tls {
+            opts = opts.with_tls(tls.clone());
+        }
+        if let Some((user, password)) = &self.auth {
+            opts = opts.with_user(user.clone(), password.clone());
+        }
         self.runtime.block_on(async {
-            let mut c = etcd_client::Client::connect([&self.endpoint], None).await?;
+            let mut c = etcd_client::Client::connect([&self.endpoint], Some(opts)).await?;
             c.status().await?;
             Ok(c)
         })
+    }
+
+    /// Turns on authentication with a `root` user (password `root_password`)
+    /// and a `reader` user (password `reader_password`) that has no roles.
+    pub fn enable_auth(&mut self, root_password: &str, reader_password: &str) {
+        let mut c = self.client_result().unwrap();
+        self.runtime.block_on(async {
+            c.user_add("root", root_password, None).await.unwrap();
+            c.user_grant_role("root", "root").await.unwrap();
+            c.user_add("reader", reader_password, None).await.unwrap();
+            c.auth_enable().await.unwrap();
+        });
+        self.auth = Some(("root".into(), root_password.into()));
+    }
+
+    /// Compacts etcd's history at `revision`, as kube-apiserver does.
+    pub fn compact(&self, revision: i64) {
+        let mut c = self.client_result().unwrap();
+        self.runtime.block_on(async {
+            c.compact(
+                revision,
+                Some(etcd_client::CompactionOptions::new().with_physical()),
+            )
+            .await
+            .unwrap()
+        });
+    }
+
+    /// Writes many keys at once (one transaction per 100 keys).
+    pub fn put_many(&self, items: &[(String, Vec<u8>)]) {
+        let mut c = self.client_result().unwrap();
+        self.runtime.block_on(async {
+            for chunk in items.chunks(100) {
+                let ops: Vec<etcd_client::TxnOp> = chunk
+                    .iter()
+                    .map(|(k, v)| etcd_client::TxnOp::put(k.as_str(), v.clone(), None))
+                    .collect();
+                c.txn(etcd_client::Txn::new().and_then(ops)).await.unwrap();
+            }
+        });
     }
 
     /// The server's log so far, for failure messages.

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod etcd;
+pub mod k8s;
 
 use std::io::Write;
 use std::path::PathBuf;

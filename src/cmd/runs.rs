@@ -1,0 +1,50 @@
+//! `etcd-inspector runs`: the runs recorded in the database.
+
+use super::output::{or_dash, print_list};
+use super::Status;
+use crate::cli::RunsArgs;
+use crate::store::Store;
+use anyhow::Result;
+use std::path::Path;
+
+pub fn run(db: &Path, args: &RunsArgs) -> Result<Status> {
+    let store = Store::open_for_reading(db)?;
+    let runs = store.runs()?;
+    print_list(
+        &runs,
+        args.output,
+        &[
+            "run",
+            "status",
+            "started",
+            "source",
+            "head",
+            "compacted",
+            "history from",
+            "keys",
+            "added",
+            "gaps",
+            "error",
+        ],
+        |r| {
+            vec![
+                r.id.0.to_string(),
+                r.status.as_str().to_string(),
+                r.started_at.clone(),
+                r.source.clone(),
+                or_dash(r.head_revision),
+                or_dash(r.compact_revision),
+                or_dash(r.history_from),
+                r.keys_seen.to_string(),
+                r.revisions_added.to_string(),
+                r.gaps
+                    .iter()
+                    .map(|g| format!("{}-{}", g.from_revision, g.to_revision))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                or_dash(r.error.as_deref()),
+            ]
+        },
+    )?;
+    Ok(0)
+}

@@ -1,0 +1,179 @@
+//! The SQLite database: one file holds any number of runs against any number
+//! of clusters. The schema changes only through `migrations/`.
+
+mod history;
+mod runs;
+mod writer;
+
+pub use history::HistoryRow;
+pub use runs::{Gap, RunId, RunInfo, RunStatus};
+pub use writer::RevisionWriter;
+
+use rusqlite::Connection;
+use rusqlite_migration::{Migrations, M};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+/// Default database path.
+pub const DEFAULT_DB: &str = "etcd-inspector.sqlite";
+
+/// The migrations, applied in order when a database is opened.
+fn migrations() -> Migrations<'static> {
+    Migrations::new(vec![M::up(include_str!(
+        "../../migrations/0001_runs_keys_revisions.sql"
+    ))])
+}
+
+/// Store failures, naming the database.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database {path}: {source}")]
+    Sqlite { path: PathBuf, source: rusqlite::Error },
+    #[error("database {path}: cannot upgrade the schema: {source}")]
+    Migrate {
+        path: PathBuf,
+        source: rusqlite_migration::Error,
+    },
+    #[error("database {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("database {path} is being written by another etcd-inspector run (lock {lock} is held); wait for it to finish or use another --db")]
+    Busy { path: PathBuf, lock: PathBuf },
+}
+
+/// An open database.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+    /// Held while this process writes runs; released on drop.
+    _lock: Option<File>,
+}
+
+impl Store {
+    fn err(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Opens (creating with mode 0600 if needed) and upgrades the database.
+    fn open_inner(path: &Path, lock: Option<File>) -> Result<Store, StoreError> {
+        let io = |source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        if !path.exists() {
+            let mut opts = std::fs::OpenOptions::new();
+            opts.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+            match opts.open(path) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(io(e)),
+            }
+        }
+        let sql = |source| StoreError::Sqlite {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut conn = Connection::open(path).map_err(sql)?;
+        conn.busy_timeout(std::time::Duration::from_secs(30))
+            .map_err(sql)?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(sql)?;
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(sql)?;
+        migrations()
+            .to_latest(&mut conn)
+            .map_err(|source| StoreError::Migrate {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+            _lock: lock,
+        })
+    }
+
+    /// Opens the database to write a run, holding `<db>.lock` so that a
+    /// second writer fails clearly instead of interleaving.
+    pub fn open_for_writing(path: &Path) -> Result<Store, StoreError> {
+        let lock_path = PathBuf::from(format!("{}.lock", path.display()));
+        let mut opts = std::fs::OpenOptions::new();
+        opts.write(true).create(true).truncate(false);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+        let lock = opts.open(&lock_path).map_err(|source| StoreError::Io {
+            path: lock_path.clone(),
+            source,
+        })?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(StoreError::Busy {
+                    path: path.to_path_buf(),
+                    lock: lock_path,
+                })
+            }
+            Err(std::fs::TryLockError::Error(source)) => {
+                return Err(StoreError::Io {
+                    path: lock_path,
+                    source,
+                })
+            }
+        }
+        let store = Store::open_inner(path, Some(lock))?;
+        store.abandon_stale_runs()?;
+        Ok(store)
+    }
+
+    /// Opens an existing database to read it.
+    pub fn open_for_reading(path: &Path) -> Result<Store, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Io {
+                path: path.to_path_buf(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "no such database (run `etcd-inspector snapshot` first)",
+                ),
+            });
+        }
+        Store::open_inner(path, None)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn creates_private_file_and_refuses_a_second_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        let first = Store::open_for_writing(&path).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(
+                std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
+        }
+        let second = Store::open_for_writing(&path)
+            .err()
+            .expect("second writer refused");
+        assert!(matches!(second, StoreError::Busy { .. }), "{second}");
+        drop(first);
+        Store::open_for_writing(&path).unwrap();
+    }
+
+    #[test]
+    fn migrations_are_valid() {
+        migrations().validate().unwrap();
+    }
+}

@@ -1,0 +1,235 @@
+//! Runs: one row per `snapshot` invocation, its status and what it saw.
+
+use super::{Store, StoreError};
+use rusqlite::{params, OptionalExtension};
+use serde::Serialize;
+
+/// A run's row id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct RunId(pub i64);
+
+/// Where a run ended up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Running,
+    Complete,
+    Failed,
+    Interrupted,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Failed => "failed",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+
+    fn parse(s: &str) -> RunStatus {
+        match s {
+            "complete" => RunStatus::Complete,
+            "failed" => RunStatus::Failed,
+            "interrupted" => RunStatus::Interrupted,
+            _ => RunStatus::Running,
+        }
+    }
+}
+
+/// Revisions lost to compaction between two runs, inclusive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Gap {
+    pub from_revision: i64,
+    pub to_revision: i64,
+}
+
+/// A run as `runs` shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunInfo {
+    pub id: RunId,
+    pub status: RunStatus,
+    pub cluster_id: Option<String>,
+    pub source: String,
+    pub prefix: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub head_revision: Option<i64>,
+    pub compact_revision: Option<i64>,
+    pub history_from: Option<i64>,
+    pub keys_seen: i64,
+    pub revisions_added: i64,
+    pub gaps: Vec<Gap>,
+    pub error: Option<String>,
+    pub tool_version: String,
+}
+
+fn now() -> String {
+    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+impl Store {
+    /// Runs left `running` by a process that no longer holds the lock (killed
+    /// or crashed) are marked interrupted. Called with the lock held.
+    pub(super) fn abandon_stale_runs(&self) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET status = 'interrupted', error = coalesce(error, 'the process ended before the run finished') \
+                 WHERE status = 'running'",
+                [],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Starts a run.
+    pub fn begin_run(&self, source: &str, prefix: &str) -> Result<RunId, StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO runs (source, prefix, started_at, status, tool_version, pid) VALUES (?1, ?2, ?3, 'running', ?4, ?5)",
+                params![source, prefix, now(), env!("CARGO_PKG_VERSION"), std::process::id()],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(RunId(self.conn.last_insert_rowid()))
+    }
+
+    /// The cluster's row id, created on first sight.
+    pub fn cluster(&self, etcd_cluster_id: &str) -> Result<i64, StoreError> {
+        self.conn
+            .execute(
+                "INSERT OR IGNORE INTO clusters (etcd_cluster_id, first_seen) VALUES (?1, ?2)",
+                params![etcd_cluster_id, now()],
+            )
+            .map_err(|e| self.err(e))?;
+        self.conn
+            .query_row(
+                "SELECT id FROM clusters WHERE etcd_cluster_id = ?1",
+                [etcd_cluster_id],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err(e))
+    }
+
+    /// Head revision of the cluster's latest complete run, if any.
+    pub fn previous_head(&self, cluster: i64) -> Result<Option<i64>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT max(head_revision) FROM runs WHERE cluster_id = ?1 AND status = 'complete'",
+                [cluster],
+                |r| r.get(0),
+            )
+            .optional()
+            .map(Option::flatten)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Records what the run pinned once connected.
+    pub fn set_run_target(
+        &self,
+        run: RunId,
+        cluster: i64,
+        head: i64,
+        compact: i64,
+        history_from: i64,
+    ) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET cluster_id = ?2, head_revision = ?3, compact_revision = ?4, history_from = ?5 WHERE id = ?1",
+                params![run.0, cluster, head, compact, history_from],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    pub fn record_gap(&self, run: RunId, cluster: i64, gap: Gap) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO history_gaps (run_id, cluster_id, from_revision, to_revision) VALUES (?1, ?2, ?3, ?4)",
+                params![run.0, cluster, gap.from_revision, gap.to_revision],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Ends a run with its status, key count and error; the revisions it
+    /// added are counted from what it committed.
+    pub fn finish_run(
+        &self,
+        run: RunId,
+        status: RunStatus,
+        keys_seen: i64,
+        error: Option<&str>,
+    ) -> Result<i64, StoreError> {
+        let added: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM revisions WHERE run_id = ?1", [run.0], |r| {
+                r.get(0)
+            })
+            .map_err(|e| self.err(e))?;
+        self.conn
+            .execute(
+                "UPDATE runs SET status = ?2, finished_at = ?3, keys_seen = ?4, revisions_added = ?5, error = ?6 WHERE id = ?1",
+                params![run.0, status.as_str(), now(), keys_seen, added, error],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(added)
+    }
+
+    /// Every run, oldest first.
+    pub fn runs(&self) -> Result<Vec<RunInfo>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT r.id, r.status, c.etcd_cluster_id, r.source, r.prefix, r.started_at, r.finished_at, r.head_revision, \
+                 r.compact_revision, r.history_from, r.keys_seen, r.revisions_added, r.error, r.tool_version \
+                 FROM runs r LEFT JOIN clusters c ON c.id = r.cluster_id ORDER BY r.id",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(RunInfo {
+                    id: RunId(r.get(0)?),
+                    status: RunStatus::parse(&r.get::<_, String>(1)?),
+                    cluster_id: r.get(2)?,
+                    source: r.get(3)?,
+                    prefix: r.get(4)?,
+                    started_at: r.get(5)?,
+                    finished_at: r.get(6)?,
+                    head_revision: r.get(7)?,
+                    compact_revision: r.get(8)?,
+                    history_from: r.get(9)?,
+                    keys_seen: r.get(10)?,
+                    revisions_added: r.get(11)?,
+                    gaps: Vec::new(),
+                    error: r.get(12)?,
+                    tool_version: r.get(13)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        let mut runs: Vec<RunInfo> = rows.collect::<Result<_, _>>().map_err(|e| self.err(e))?;
+        let mut gaps = self
+            .conn
+            .prepare("SELECT run_id, from_revision, to_revision FROM history_gaps ORDER BY from_revision")
+            .map_err(|e| self.err(e))?;
+        let gap_rows = gaps
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    Gap {
+                        from_revision: r.get(1)?,
+                        to_revision: r.get(2)?,
+                    },
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        for g in gap_rows {
+            let (run, gap) = g.map_err(|e| self.err(e))?;
+            if let Some(info) = runs.iter_mut().find(|i| i.id.0 == run) {
+                info.gaps.push(gap);
+            }
+        }
+        Ok(runs)
+    }
+}

@@ -1,0 +1,57 @@
+//! Kubernetes objects encoded as kube-apiserver stores them, built with the
+//! k8s-pb crate (independent of our own encoder) and as JSON.
+
+use k8s_pb::api::core::v1::{Container, Pod, PodSpec};
+use k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
+use prost::Message;
+
+/// `k8s\0` + runtime.Unknown{typeMeta, raw}.
+pub fn stored_protobuf(api_version: &str, kind: &str, raw: Vec<u8>) -> Vec<u8> {
+    let envelope = Unknown {
+        type_meta: Some(TypeMeta {
+            api_version: Some(api_version.into()),
+            kind: Some(kind.into()),
+        }),
+        raw: Some(raw),
+        content_encoding: Some(String::new()),
+        content_type: Some(String::new()),
+    };
+    let mut out = b"k8s\0".to_vec();
+    out.extend(envelope.encode_to_vec());
+    out
+}
+
+/// A Pod with one container running `image`.
+pub fn pod(namespace: &str, name: &str, uid: &str, image: &str) -> Vec<u8> {
+    let pod = Pod {
+        metadata: Some(ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some(namespace.into()),
+            uid: Some(uid.into()),
+            ..ObjectMeta::default()
+        }),
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: Some("main".into()),
+                image: Some(image.into()),
+                ..Container::default()
+            }],
+            ..PodSpec::default()
+        }),
+        status: None,
+    };
+    stored_protobuf("v1", "Pod", pod.encode_to_vec())
+}
+
+/// A custom resource as the apiextensions server stores it (JSON + newline).
+pub fn widget(namespace: &str, name: &str, uid: &str, size: i64) -> Vec<u8> {
+    let mut v = serde_json::to_vec(&serde_json::json!({
+        "apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": name, "namespace": namespace, "uid": uid, "generation": 1},
+        "spec": {"size": size}
+    }))
+    .unwrap();
+    v.push(b'\n');
+    v
+}

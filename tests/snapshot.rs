@@ -1,0 +1,505 @@
+//! `snapshot`, `runs` and `history` against a real etcd started by the test,
+//! holding Kubernetes-encoded values.
+
+mod common;
+
+use common::etcd::{TestEtcd, Tls};
+use common::k8s::{pod, widget};
+use common::run_inspector;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Output;
+
+fn inspector(db: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["--db", db.to_str().unwrap()];
+    all.extend_from_slice(args);
+    run_inspector(&all, None)
+}
+
+fn snapshot(etcd: &TestEtcd, db: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["snapshot", "--endpoints", &etcd.endpoint];
+    args.extend_from_slice(extra);
+    inspector(db, &args)
+}
+
+fn ok(out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn json(out: Output) -> Value {
+    serde_json::from_slice(&ok(out).stdout).unwrap()
+}
+
+fn runs(db: &Path) -> Vec<Value> {
+    json(inspector(db, &["runs", "-o", "json"]))
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn history(db: &Path, key: &str) -> Vec<Value> {
+    json(inspector(db, &["history", key, "-o", "json"]))
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn one_line_error(out: &Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(err.trim_end().lines().count(), 1, "one line expected: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+fn history_of_create_update_rewrite_delete_recreate() {
+    let etcd = TestEtcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let key = "/registry/pods/shop/web";
+    let first = pod("shop", "web", "uid-a", "web:1");
+    let created = etcd.put(key, &first);
+    let updated = etcd.put(key, &pod("shop", "web", "uid-a", "web:2"));
+    let rewritten = etcd.put(key, &pod("shop", "web", "uid-a", "web:2"));
+    let deleted = etcd.delete(key);
+    let recreated = etcd.put(key, &pod("shop", "web", "uid-b", "web:2"));
+    let cr_key = "/registry/example.com/widgets/shop/blue";
+    let cr = etcd.put(cr_key, &widget("shop", "blue", "uid-w", 3));
+
+    let out = ok(snapshot(&etcd, &db, &[]));
+    let summary = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        summary.contains("run 1 complete: 2 keys") && summary.contains("6 revisions added"),
+        "{summary}"
+    );
+
+    let h = history(&db, key);
+    let got: Vec<(i64, i64, i64, bool, Option<&str>)> = h
+        .iter()
+        .map(|r| {
+            (
+                r["mod_revision"].as_i64().unwrap(),
+                r["create_revision"].as_i64().unwrap(),
+                r["version"].as_i64().unwrap(),
+                r["deleted"].as_bool().unwrap(),
+                r["uid"].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (created, created, 1, false, Some("uid-a")),
+            (updated, created, 2, false, Some("uid-a")),
+            (rewritten, created, 3, false, Some("uid-a")),
+            (deleted, created, 0, true, None),
+            (recreated, recreated, 1, false, Some("uid-b")),
+        ]
+    );
+    assert_eq!(
+        h[1]["value_sha256"], h[2]["value_sha256"],
+        "an identical rewrite stores the same bytes"
+    );
+    assert_ne!(h[0]["value_sha256"], h[1]["value_sha256"]);
+    assert!(h[3]["value_sha256"].is_null());
+    for r in [&h[0], &h[1], &h[2], &h[4]] {
+        assert_eq!(
+            (
+                r["encoding"].as_str(),
+                r["kind"].as_str(),
+                r["api_version"].as_str()
+            ),
+            (Some("protobuf"), Some("Pod"), Some("v1"))
+        );
+    }
+    let w = history(&db, cr_key);
+    assert_eq!(w.len(), 1);
+    assert_eq!(
+        (
+            w[0]["mod_revision"].as_i64(),
+            w[0]["encoding"].as_str(),
+            w[0]["uid"].as_str()
+        ),
+        (Some(cr), Some("json"), Some("uid-w"))
+    );
+
+    let r = runs(&db);
+    assert_eq!(r.len(), 1);
+    assert_eq!(
+        (
+            r[0]["status"].as_str(),
+            r[0]["head_revision"].as_i64(),
+            r[0]["revisions_added"].as_i64()
+        ),
+        (Some("complete"), Some(cr), Some(6))
+    );
+    assert_eq!(r[0]["compact_revision"].as_i64(), Some(0));
+    assert_eq!(r[0]["source"].as_str(), Some(etcd.endpoint.as_str()));
+
+    let table = String::from_utf8_lossy(&ok(inspector(&db, &["history", key])).stdout).into_owned();
+    assert!(table.contains("uid-b") && table.contains("deleted"), "{table}");
+}
+
+#[test]
+fn later_runs_add_only_new_revisions() {
+    let etcd = TestEtcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    for i in 0..5 {
+        etcd.put(
+            &format!("/registry/pods/ns/p{i}"),
+            &pod("ns", &format!("p{i}"), &format!("u{i}"), "img:1"),
+        );
+    }
+    ok(snapshot(&etcd, &db, &[]));
+    ok(snapshot(&etcd, &db, &[]));
+    let a = etcd.put("/registry/pods/ns/p1", &pod("ns", "p1", "u1", "img:2"));
+    let b = etcd.delete("/registry/pods/ns/p2");
+    ok(snapshot(&etcd, &db, &[]));
+    let r = runs(&db);
+    let added: Vec<i64> = r.iter().map(|x| x["revisions_added"].as_i64().unwrap()).collect();
+    assert_eq!(added, vec![5, 0, 2]);
+    assert_eq!(r[2]["head_revision"].as_i64(), Some(b));
+    assert_eq!(
+        r[2]["history_from"].as_i64(),
+        Some(r[1]["head_revision"].as_i64().unwrap() + 1)
+    );
+    let h = history(&db, "/registry/pods/ns/p1");
+    assert_eq!(h.last().unwrap()["mod_revision"].as_i64(), Some(a));
+    assert!(r.iter().all(|x| x["gaps"].as_array().unwrap().is_empty()));
+}
+
+#[test]
+fn compaction_between_runs_is_a_gap() {
+    let etcd = TestEtcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let key = "/registry/pods/ns/flappy";
+    etcd.put(key, &pod("ns", "flappy", "u", "img:0"));
+    ok(snapshot(&etcd, &db, &[]));
+    let head1 = runs(&db)[0]["head_revision"].as_i64().unwrap();
+    let revs: Vec<i64> = (1..=5)
+        .map(|i| etcd.put(key, &pod("ns", "flappy", "u", &format!("img:{i}"))))
+        .collect();
+    assert_eq!(revs[0], head1 + 1);
+    let compact_at = revs[2];
+    etcd.compact(compact_at);
+    ok(snapshot(&etcd, &db, &[]));
+    let r = runs(&db);
+    assert_eq!(r[1]["compact_revision"].as_i64(), Some(compact_at));
+    assert_eq!(
+        r[1]["gaps"],
+        serde_json::json!([{"from_revision": head1 + 1, "to_revision": compact_at - 1}])
+    );
+    assert_eq!(r[1]["history_from"].as_i64(), Some(compact_at));
+    let stored: Vec<i64> = history(&db, key)
+        .iter()
+        .map(|h| h["mod_revision"].as_i64().unwrap())
+        .collect();
+    let mut want = vec![head1];
+    want.extend(&revs[2..]);
+    assert_eq!(
+        stored, want,
+        "revisions before the compaction point are lost, the rest are stored"
+    );
+}
+
+#[test]
+fn first_run_on_a_compacted_etcd_starts_at_the_compaction_point() {
+    let etcd = TestEtcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let key = "/registry/pods/ns/p";
+    let revs: Vec<i64> = (0..4)
+        .map(|i| etcd.put(key, &pod("ns", "p", "u", &format!("img:{i}"))))
+        .collect();
+    etcd.delete("/registry/pods/ns/none");
+    etcd.compact(revs[1]);
+    ok(snapshot(&etcd, &db, &[]));
+    let r = runs(&db);
+    assert_eq!(
+        (r[0]["compact_revision"].as_i64(), r[0]["history_from"].as_i64()),
+        (Some(revs[1]), Some(revs[1]))
+    );
+    assert!(
+        r[0]["gaps"].as_array().unwrap().is_empty(),
+        "a first run has no earlier run to have a gap with"
+    );
+    let stored: Vec<i64> = history(&db, key)
+        .iter()
+        .map(|h| h["mod_revision"].as_i64().unwrap())
+        .collect();
+    assert_eq!(stored, revs[1..].to_vec());
+}
+
+#[test]
+fn keyspace_larger_than_a_page_is_read_completely() {
+    let etcd = TestEtcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let items: Vec<(String, Vec<u8>)> = (0..3000)
+        .map(|i| {
+            (
+                format!("/registry/pods/ns{}/pod-{i:05}", i % 7),
+                pod(
+                    &format!("ns{}", i % 7),
+                    &format!("pod-{i:05}"),
+                    &format!("u{i}"),
+                    "img",
+                ),
+            )
+        })
+        .collect();
+    etcd.put_many(&items);
+    ok(snapshot(&etcd, &db, &["--page-size", "128"]));
+    let r = runs(&db);
+    assert_eq!(
+        (r[0]["keys_seen"].as_i64(), r[0]["revisions_added"].as_i64()),
+        (Some(3000), Some(3000))
+    );
+    assert_eq!(history(&db, "/registry/pods/ns3/pod-02999").len(), 1);
+}
+
+#[test]
+fn unreachable_etcd_is_one_line_and_a_failed_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let out = inspector(
+        &db,
+        &["snapshot", "--endpoints", &endpoint, "--dial-timeout", "2s"],
+    );
+    let err = one_line_error(&out);
+    assert!(
+        err.contains(&format!("cannot connect to etcd at {endpoint}")),
+        "{err}"
+    );
+    let r = runs(&db);
+    assert_eq!(r[0]["status"].as_str(), Some("failed"));
+    assert!(
+        r[0]["error"].as_str().unwrap().contains("cannot connect"),
+        "{:?}",
+        r[0]
+    );
+}
+
+#[test]
+fn wrong_password_and_missing_permission() {
+    let mut etcd = TestEtcd::start();
+    etcd.put("/registry/pods/ns/p", &pod("ns", "p", "u", "img"));
+    etcd.enable_auth("root-secret", "reader-secret");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let err = one_line_error(&snapshot(&etcd, &db, &["--user", "root", "--password", "wrong"]));
+    assert!(err.contains("authentication failed"), "{err}");
+    assert!(!err.contains("wrong"), "the password is not echoed: {err}");
+    let err = one_line_error(&snapshot(
+        &etcd,
+        &db,
+        &["--user", "reader", "--password", "reader-secret"],
+    ));
+    assert!(err.contains("permission denied"), "{err}");
+    ok(snapshot(
+        &etcd,
+        &db,
+        &["--user", "root", "--password", "root-secret"],
+    ));
+    let statuses: Vec<String> = runs(&db)
+        .iter()
+        .map(|r| r["status"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(statuses, ["failed", "failed", "complete"]);
+}
+
+#[test]
+fn tls_with_client_certificates() {
+    let certs = tempfile::tempdir().unwrap();
+    let tls = Tls::generate(certs.path());
+    let etcd = TestEtcd::start_tls(&tls);
+    etcd.put("/registry/pods/ns/p", &pod("ns", "p", "u", "img"));
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let (ca, cert, key, other) = (
+        s(&tls.ca),
+        s(&tls.client_cert),
+        s(&tls.client_key),
+        s(&tls.other_ca),
+    );
+
+    let out = snapshot(&etcd, &db, &["--cacert", &ca, "--cert", &cert, "--key", &key]);
+    ok(out);
+    let err = one_line_error(&snapshot(&etcd, &db, &["--cacert", &ca, "--dial-timeout", "3s"]));
+    assert!(
+        err.contains("cannot connect to etcd"),
+        "no client certificate: {err}"
+    );
+    let err = one_line_error(&snapshot(
+        &etcd,
+        &db,
+        &[
+            "--cacert",
+            &other,
+            "--cert",
+            &cert,
+            "--key",
+            &key,
+            "--dial-timeout",
+            "3s",
+        ],
+    ));
+    assert!(err.contains("cannot connect to etcd"), "untrusted server: {err}");
+    let err = one_line_error(&snapshot(&etcd, &db, &["--cacert", &ca, "--cert", &cert]));
+    assert!(err.contains("--cert and --key must be given together"), "{err}");
+    let statuses: Vec<String> = runs(&db)
+        .iter()
+        .map(|r| r["status"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(statuses, ["complete", "failed", "failed", "failed"]);
+}
+
+/// Starts a slow snapshot (many keys, tiny pages) and returns once it has
+/// committed some revisions.
+fn start_slow_snapshot(etcd: &TestEtcd, db: &Path) -> std::process::Child {
+    let items: Vec<(String, Vec<u8>)> = (0..6000)
+        .map(|i| {
+            (
+                format!("/registry/pods/ns/p{i:05}"),
+                pod("ns", &format!("p{i:05}"), &format!("u{i}"), "img"),
+            )
+        })
+        .collect();
+    etcd.put_many(&items);
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_etcd-inspector"))
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "snapshot",
+            "--endpoints",
+            &etcd.endpoint,
+            "--page-size",
+            "3",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        if stored_revisions(db) > 0 {
+            return child;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the snapshot never committed anything"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+fn stored_revisions(db: &Path) -> i64 {
+    let Ok(conn) = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+    else {
+        return 0;
+    };
+    conn.query_row("SELECT count(*) FROM revisions", [], |r| r.get(0))
+        .unwrap_or(0)
+}
+
+fn integrity(db: &Path) -> String {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap()
+}
+
+#[test]
+fn killed_run_leaves_a_consistent_database_and_is_not_complete() {
+    let etcd = TestEtcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let mut child = start_slow_snapshot(&etcd, &db);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(integrity(&db), "ok");
+    let r = runs(&db);
+    assert_eq!(
+        r[0]["status"].as_str(),
+        Some("running"),
+        "killed before it could finish: {:?}",
+        r[0]
+    );
+    let partial = stored_revisions(&db);
+    assert!(partial > 0 && partial < 6000, "{partial}");
+
+    ok(snapshot(&etcd, &db, &[]));
+    let r = runs(&db);
+    assert_eq!(r[0]["status"].as_str(), Some("interrupted"));
+    assert_eq!(
+        r[0]["error"].as_str(),
+        Some("the process ended before the run finished")
+    );
+    assert_eq!(r[1]["status"].as_str(), Some("complete"));
+    assert_eq!(
+        stored_revisions(&db),
+        6000,
+        "the next run completes the history, nothing twice"
+    );
+    assert_eq!(r[1]["revisions_added"].as_i64(), Some(6000 - partial));
+}
+
+#[test]
+fn sigterm_marks_the_run_interrupted() {
+    let etcd = TestEtcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let child = start_slow_snapshot(&etcd, &db);
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("run 1 interrupted"));
+    assert_eq!(integrity(&db), "ok");
+    let r = runs(&db);
+    assert_eq!(r[0]["status"].as_str(), Some("interrupted"));
+    assert_eq!(r[0]["revisions_added"].as_i64(), Some(stored_revisions(&db)));
+}
+
+#[test]
+fn a_second_writer_fails_clearly() {
+    let etcd = TestEtcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let mut child = start_slow_snapshot(&etcd, &db);
+    let err = one_line_error(&snapshot(&etcd, &db, &[]));
+    assert!(
+        err.contains("is being written by another etcd-inspector run"),
+        "{err}"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
