@@ -387,7 +387,7 @@ fn start_slow_snapshot(etcd: &TestEtcd, db: &Path) -> std::process::Child {
         })
         .collect();
     etcd.put_many(&items);
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_etcd-inspector"))
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_etcd-inspector"))
         .args([
             "--db",
             db.to_str().unwrap(),
@@ -402,16 +402,15 @@ fn start_slow_snapshot(etcd: &TestEtcd, db: &Path) -> std::process::Child {
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        if stored_revisions(db) > 0 {
-            return child;
+    while stored_revisions(db) == 0 {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("the snapshot never committed anything");
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the snapshot never committed anything"
-        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    child
 }
 
 fn stored_revisions(db: &Path) -> i64 {
