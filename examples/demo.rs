@@ -119,6 +119,7 @@ fn main() -> Result<()> {
                 prefix: DEFAULT_PREFIX.to_string(),
                 output: Format::Yaml,
                 show_envelope: true,
+                show_secrets: false,
             },
         };
         match etcd_inspector::cmd::decode::run(&args) {

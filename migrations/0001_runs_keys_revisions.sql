@@ -1,5 +1,11 @@
 -- Runs, keys and every revision seen, written once however many runs see it.
 
+-- Per-database settings, e.g. the random key for hashing sensitive values.
+CREATE TABLE settings (
+    name TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+);
+
 CREATE TABLE clusters (
     id INTEGER PRIMARY KEY,
     -- etcd's cluster id (hex) from response headers.
@@ -49,7 +55,11 @@ CREATE TABLE revisions (
     lease INTEGER NOT NULL,
     deleted INTEGER NOT NULL,
     value_size INTEGER NOT NULL,
+    -- SHA-256 of the raw value; for sensitive resources (Secrets) an
+    -- HMAC-SHA-256 under this database's random key, so a leaked database is
+    -- no oracle for guessing short secrets.
     value_sha256 BLOB,
+    value_hash TEXT CHECK (value_hash IN ('sha256', 'hmac-sha256')),
     encoding TEXT,
     -- provider:version:key for values encrypted at rest.
     encryption TEXT,

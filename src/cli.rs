@@ -143,6 +143,10 @@ pub struct ViewArgs {
     /// unknown fields on standard error.
     #[arg(long)]
     pub show_envelope: bool,
+    /// Print Secret `data` values; by default they are replaced by a
+    /// placeholder that keeps each key and the value's length.
+    #[arg(long)]
+    pub show_secrets: bool,
 }
 
 #[derive(clap::Args, Debug)]

@@ -383,3 +383,32 @@ fn lookup<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
     }
     Some(cur)
 }
+
+#[test]
+fn secret_values_are_redacted_unless_asked_for() {
+    let Some(corpus) = corpus_dir() else { return };
+    let file = corpus.join("k8s-api-fixtures/core.v1.Secret.pb");
+    let want: Value = serde_json::from_slice(&std::fs::read(file.with_extension("json")).unwrap()).unwrap();
+    let out = run_inspector(&["decode", file.to_str().unwrap()], None);
+    let obj = stdout_json(&out);
+    let data = want["data"].as_object().unwrap();
+    assert!(!data.is_empty());
+    for (k, v) in data {
+        assert_ne!(&obj["data"][k], v, "{k} printed");
+        assert!(
+            obj["data"][k].as_str().unwrap().starts_with("<redacted"),
+            "{}",
+            obj["data"][k]
+        );
+    }
+    assert!(
+        stderr(&out).contains("redacted; --show-secrets prints them"),
+        "{}",
+        stderr(&out)
+    );
+    let shown = stdout_json(&run_inspector(
+        &["decode", file.to_str().unwrap(), "--show-secrets"],
+        None,
+    ));
+    assert_eq!(shown["data"], want["data"]);
+}

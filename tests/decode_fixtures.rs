@@ -46,7 +46,10 @@ fn check_dir(dir: &Path) -> usize {
         .collect();
     pbs.sort();
     for pb in &pbs {
-        let out = run_inspector(&["decode", pb.to_str().unwrap(), "-o", "json"], None);
+        let out = run_inspector(
+            &["decode", pb.to_str().unwrap(), "-o", "json", "--show-secrets"],
+            None,
+        );
         assert!(
             out.status.success(),
             "{}: {}",

@@ -502,3 +502,41 @@ fn a_second_writer_fails_clearly() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+#[test]
+fn secrets_get_a_keyed_hash_and_never_reach_the_database() {
+    use sha2::Digest;
+    let etcd = TestEtcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let password = "correct-horse-battery-staple";
+    let value = common::k8s::secret("shop", "db", password);
+    etcd.put("/registry/secrets/shop/db", &value);
+    etcd.put("/registry/pods/shop/p", &pod("shop", "p", "u", "img"));
+    ok(snapshot(&etcd, &db, &[]));
+    let h = history(&db, "/registry/secrets/shop/db");
+    assert_eq!(
+        (h[0]["value_hash"].as_str(), h[0]["kind"].as_str()),
+        (Some("hmac-sha256"), Some("Secret"))
+    );
+    let plain: String = sha2::Sha256::digest(&value)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_ne!(
+        h[0]["value_sha256"].as_str(),
+        Some(plain.as_str()),
+        "no plain SHA-256 of a Secret"
+    );
+    assert_eq!(
+        history(&db, "/registry/pods/shop/p")[0]["value_hash"].as_str(),
+        Some("sha256")
+    );
+    for file in std::fs::read_dir(dir.path()).unwrap() {
+        let bytes = std::fs::read(file.unwrap().path()).unwrap();
+        assert!(
+            !bytes.windows(password.len()).any(|w| w == password.as_bytes()),
+            "the secret is in a database file"
+        );
+    }
+}

@@ -1,6 +1,8 @@
 //! Canonical form of a decoded object: keys sorted, empty values dropped, so
 //! that two encodings of the same content compare equal.
 
+pub mod sensitive;
+
 use serde_json::{Map, Value};
 
 /// Whether a value is empty in Kubernetes' `omitempty` sense.

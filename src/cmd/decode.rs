@@ -1,6 +1,7 @@
 //! `etcd-inspector decode`: one raw stored value → the object it holds.
 
 use super::Status;
+use crate::canon::sensitive::{is_secret, redact_secret};
 use crate::cli::{DecodeArgs, Format, ViewArgs};
 use crate::decode::key::SpecialKey;
 use crate::decode::{self, Outcome};
@@ -95,6 +96,15 @@ pub fn show(
             }
             for w in &d.warnings {
                 writeln!(err, "warning: {w}")?;
+            }
+            if !args.show_secrets && is_secret(&d.object) {
+                let n = redact_secret(&mut d.object);
+                if n > 0 {
+                    writeln!(
+                        err,
+                        "note: {n} Secret value(s) redacted; --show-secrets prints them"
+                    )?;
+                }
             }
             print_object(&d.object, args.output)?;
             Ok(0)

@@ -105,7 +105,7 @@ async fn snapshot(store: &Store, run: RunId, args: &SnapshotArgs, bar: &Progress
     };
     store.set_run_target(run, cluster, pinned.head, compact, from)?;
     let prefix = args.prefix.as_bytes();
-    let mut writer = RevisionWriter::new(store, cluster, run, &args.prefix);
+    let mut writer = RevisionWriter::new(store, cluster, run, &args.prefix)?;
     let mut sink = Progress {
         writer: &mut writer,
         bar: bar.clone(),

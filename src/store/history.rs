@@ -13,7 +13,11 @@ pub struct HistoryRow {
     pub deleted: bool,
     pub lease: i64,
     pub value_size: i64,
+    /// SHA-256 of the raw value, or for Secrets an HMAC-SHA-256 under this
+    /// database's key (see `value_hash`).
     pub value_sha256: Option<String>,
+    /// `sha256` or `hmac-sha256`.
+    pub value_hash: Option<String>,
     pub encoding: Option<String>,
     pub encryption: Option<String>,
     pub api_version: Option<String>,
@@ -37,7 +41,7 @@ impl Store {
             .conn
             .prepare(
                 "SELECT c.etcd_cluster_id, r.mod_revision, r.create_revision, r.version, r.deleted, r.lease, r.value_size, \
-                 r.value_sha256, r.encoding, r.encryption, r.api_version, r.kind, r.namespace, r.name, r.uid, r.generation, \
+                 r.value_sha256, r.value_hash, r.encoding, r.encryption, r.api_version, r.kind, r.namespace, r.name, r.uid, r.generation, \
                  r.decode_error, r.run_id \
                  FROM revisions r JOIN keys k ON k.id = r.key_id JOIN clusters c ON c.id = k.cluster_id \
                  WHERE k.key = ?1 ORDER BY c.id, r.mod_revision",
@@ -54,16 +58,17 @@ impl Store {
                     lease: r.get(5)?,
                     value_size: r.get(6)?,
                     value_sha256: r.get::<_, Option<Vec<u8>>>(7)?.map(|b| hex(&b)),
-                    encoding: r.get(8)?,
-                    encryption: r.get(9)?,
-                    api_version: r.get(10)?,
-                    kind: r.get(11)?,
-                    namespace: r.get(12)?,
-                    name: r.get(13)?,
-                    uid: r.get(14)?,
-                    generation: r.get(15)?,
-                    decode_error: r.get(16)?,
-                    run_id: r.get(17)?,
+                    value_hash: r.get(8)?,
+                    encoding: r.get(9)?,
+                    encryption: r.get(10)?,
+                    api_version: r.get(11)?,
+                    kind: r.get(12)?,
+                    namespace: r.get(13)?,
+                    name: r.get(14)?,
+                    uid: r.get(15)?,
+                    generation: r.get(16)?,
+                    decode_error: r.get(17)?,
+                    run_id: r.get(18)?,
                 })
             })
             .map_err(|e| self.err(e))?;

@@ -2,6 +2,7 @@
 //! of clusters. The schema changes only through `migrations/`.
 
 mod history;
+mod keyed_hash;
 mod runs;
 mod writer;
 

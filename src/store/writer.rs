@@ -2,12 +2,13 @@
 //! what decoding its value tells (encoding, apiVersion, kind, uid, ...), in
 //! batched transactions.
 
+use super::keyed_hash::ValueHasher;
 use super::{RunId, Store, StoreError};
+use crate::canon::sensitive::is_sensitive_resource;
 use crate::decode::key::{parse_key, SpecialKey};
 use crate::decode::{decode_value, Outcome};
 use crate::source::{Record, Sink};
 use rusqlite::{params, OptionalExtension};
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 
 /// Revisions written per transaction.
@@ -23,6 +24,7 @@ pub struct RevisionWriter<'s> {
     prefix: String,
     in_batch: usize,
     key_ids: HashMap<Vec<u8>, i64>,
+    hasher: ValueHasher,
     /// Revisions this writer stored that were not stored before.
     pub added: i64,
 }
@@ -84,28 +86,34 @@ fn describe(value: &[u8], special: Option<SpecialKey>) -> Decoded {
 }
 
 impl<'s> RevisionWriter<'s> {
-    pub fn new(store: &'s Store, cluster: i64, run: RunId, prefix: &str) -> Self {
-        RevisionWriter {
+    pub fn new(store: &'s Store, cluster: i64, run: RunId, prefix: &str) -> Result<Self, StoreError> {
+        Ok(RevisionWriter {
             store,
             cluster,
             run,
             prefix: prefix.to_string(),
             in_batch: 0,
             key_ids: HashMap::new(),
+            hasher: store.value_hasher()?,
             added: 0,
-        }
+        })
     }
 
     fn sql(&self, e: rusqlite::Error) -> StoreError {
         self.store.err(e)
     }
 
-    fn key_id(&mut self, key: &[u8]) -> Result<(i64, Option<SpecialKey>), StoreError> {
+    /// The key's row id, whether it is a special key, and whether its values
+    /// are sensitive.
+    fn key_id(&mut self, key: &[u8]) -> Result<(i64, Option<SpecialKey>, bool), StoreError> {
         let text = String::from_utf8_lossy(key);
         let parsed = parse_key(&text, &self.prefix).ok();
         let special = parsed.as_ref().and_then(|p| p.special);
+        let sensitive = parsed
+            .as_ref()
+            .is_some_and(|p| is_sensitive_resource(&p.group, &p.resource));
         if let Some(&id) = self.key_ids.get(key) {
-            return Ok((id, special));
+            return Ok((id, special, sensitive));
         }
         let conn = &self.store.conn;
         let existing: Option<i64> = conn
@@ -137,7 +145,7 @@ impl<'s> RevisionWriter<'s> {
             self.key_ids.clear();
         }
         self.key_ids.insert(key.to_vec(), id);
-        Ok((id, special))
+        Ok((id, special, sensitive))
     }
 
     fn begin_if_needed(&mut self) -> Result<(), StoreError> {
@@ -182,7 +190,7 @@ impl Sink for RevisionWriter<'_> {
     fn record(&mut self, r: Record) -> Result<(), StoreError> {
         self.begin_if_needed()?;
         self.in_batch += 1;
-        let (key_id, special) = self.key_id(&r.key)?;
+        let (key_id, special, sensitive) = self.key_id(&r.key)?;
         let conn = &self.store.conn;
         let known = conn
             .prepare_cached("SELECT 1 FROM revisions WHERE key_id = ?1 AND mod_revision = ?2")
@@ -194,11 +202,17 @@ impl Sink for RevisionWriter<'_> {
             } else {
                 describe(&r.value, special)
             };
-            let sha = (!r.deleted).then(|| Sha256::digest(&r.value).to_vec());
+            let (hash, hash_kind) = match r.deleted {
+                true => (None, None),
+                false => {
+                    let (h, kind) = self.hasher.hash(&r.value, sensitive);
+                    (Some(h), Some(kind.as_str()))
+                }
+            };
             conn.prepare_cached(
                 "INSERT INTO revisions (key_id, mod_revision, create_revision, version, lease, deleted, value_size, value_sha256, \
-                 encoding, encryption, api_version, kind, namespace, name, uid, generation, decode_error, run_id) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                 value_hash, encoding, encryption, api_version, kind, namespace, name, uid, generation, decode_error, run_id) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -209,7 +223,8 @@ impl Sink for RevisionWriter<'_> {
                     r.lease,
                     r.deleted,
                     r.value.len() as i64,
-                    sha,
+                    hash,
+                    hash_kind,
                     d.encoding,
                     d.encryption,
                     d.api_version,

@@ -55,3 +55,18 @@ pub fn widget(namespace: &str, name: &str, uid: &str, size: i64) -> Vec<u8> {
     v.push(b'\n');
     v
 }
+
+/// A Secret holding `password`.
+pub fn secret(namespace: &str, name: &str, password: &str) -> Vec<u8> {
+    let secret = k8s_pb::api::core::v1::Secret {
+        metadata: Some(ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some(namespace.into()),
+            ..ObjectMeta::default()
+        }),
+        data: [("password".to_string(), password.as_bytes().to_vec())].into(),
+        r#type: Some("Opaque".into()),
+        ..Default::default()
+    };
+    stored_protobuf("v1", "Secret", secret.encode_to_vec())
+}
