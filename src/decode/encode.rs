@@ -8,7 +8,9 @@ use super::protobuf::{special, Special};
 use super::schema::{schema, Resolution, Schema};
 use base64::Engine;
 use prost::Message;
-use prost_reflect::{DynamicMessage, FieldDescriptor, Kind, MapKey, MessageDescriptor, Value as PValue};
+use prost_reflect::{
+    DynamicMessage, FieldDescriptor, Kind, MapKey, MessageDescriptor, ReflectMessage, Value as PValue,
+};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
@@ -48,7 +50,8 @@ pub fn encode_protobuf(object: &Value) -> Result<Vec<u8>, EncodeError> {
     let mut body = obj.clone();
     body.remove("apiVersion");
     body.remove("kind");
-    let raw = Encoder { schema: s }.message(&desc, &body, "")?.encode_to_vec();
+    let mut raw = Vec::new();
+    encode_sorted(&Encoder { schema: s }.message(&desc, &body, "")?, &mut raw);
     let unknown = s
         .pool
         .get_message_by_name("k8s.io.apimachinery.pkg.runtime.Unknown")
@@ -63,9 +66,65 @@ pub fn encode_protobuf(object: &Value) -> Result<Vec<u8>, EncodeError> {
     let mut envelope = DynamicMessage::new(unknown);
     envelope.set_field_by_number(1, PValue::Message(tm));
     envelope.set_field_by_number(2, PValue::Bytes(raw.into()));
+    // Go writes the empty contentEncoding and contentType too.
+    envelope.set_field_by_number(3, PValue::String(String::new()));
+    envelope.set_field_by_number(4, PValue::String(String::new()));
     let mut out = PROTOBUF_MAGIC.to_vec();
     out.extend(envelope.encode_to_vec());
     Ok(out)
+}
+
+/// Encodes `msg` as Go's generated marshallers do: fields in number order,
+/// map entries sorted by key (prost-reflect would write map entries in hash
+/// order, so equal objects would not give equal bytes).
+fn encode_sorted(msg: &DynamicMessage, out: &mut Vec<u8>) {
+    let mut fields: Vec<_> = msg.fields().collect();
+    fields.sort_by_key(|(fd, _)| fd.number());
+    for (fd, value) in fields {
+        encode_field(msg.descriptor(), &fd, value, out);
+    }
+}
+
+fn length_delimited(number: u32, body: &[u8], out: &mut Vec<u8>) {
+    prost::encoding::encode_key(number, prost::encoding::WireType::LengthDelimited, out);
+    prost::encoding::encode_varint(body.len() as u64, out);
+    out.extend_from_slice(body);
+}
+
+/// One field: messages recursively, maps sorted, scalars by prost-reflect.
+fn encode_field(parent: MessageDescriptor, fd: &FieldDescriptor, value: &PValue, out: &mut Vec<u8>) {
+    match value {
+        PValue::Message(m) => {
+            let mut body = Vec::new();
+            encode_sorted(m, &mut body);
+            length_delimited(fd.number(), &body, out);
+        }
+        PValue::List(items) if matches!(fd.kind(), Kind::Message(_)) => {
+            for item in items {
+                encode_field(parent.clone(), fd, item, out);
+            }
+        }
+        PValue::Map(entries) => {
+            let Kind::Message(entry_desc) = fd.kind() else {
+                unreachable!("map fields have entry messages")
+            };
+            let value_fd = entry_desc.map_entry_value_field();
+            let mut sorted: Vec<_> = entries.iter().collect();
+            sorted.sort_by(|a, b| a.0.cmp(b.0));
+            for (k, v) in sorted {
+                let mut key_only = DynamicMessage::new(entry_desc.clone());
+                key_only.set_field(&entry_desc.map_entry_key_field(), PValue::from(k.clone()));
+                let mut body = key_only.encode_to_vec();
+                encode_field(entry_desc.clone(), &value_fd, v, &mut body);
+                length_delimited(fd.number(), &body, out);
+            }
+        }
+        scalar => {
+            let mut single = DynamicMessage::new(parent);
+            single.set_field(fd, scalar.clone());
+            out.extend(single.encode_to_vec());
+        }
+    }
 }
 
 struct Encoder<'s> {
@@ -190,23 +249,25 @@ impl Encoder<'_> {
                 (_, Value::Null) => {}
                 (Special::Time | Special::MicroTime, Value::String(s)) => {
                     let ts: jiff::Timestamp = s.parse().map_err(|e| err(path, format!("not a time: {e}")))?;
+                    // Go's Timestamp marshaller writes nanos even when zero.
                     set(&mut msg, 1, PValue::I64(ts.as_second()));
-                    if ts.subsec_nanosecond() != 0 {
-                        set(&mut msg, 2, PValue::I32(ts.subsec_nanosecond()));
-                    }
+                    set(&mut msg, 2, PValue::I32(ts.subsec_nanosecond()));
                 }
                 (Special::Quantity, Value::String(s)) => set(&mut msg, 1, PValue::String(s.clone())),
                 (Special::Quantity, Value::Number(n)) => set(&mut msg, 1, PValue::String(n.to_string())),
+                // Go writes all three IntOrString fields.
                 (Special::IntOrString, Value::Number(n)) => {
-                    set(&mut msg, 1, PValue::I64(0));
                     let n = n
                         .as_i64()
                         .and_then(|n| i32::try_from(n).ok())
                         .ok_or_else(|| err(path, "out of int32 range"))?;
+                    set(&mut msg, 1, PValue::I64(0));
                     set(&mut msg, 2, PValue::I32(n));
+                    set(&mut msg, 3, PValue::String(String::new()));
                 }
                 (Special::IntOrString, Value::String(s)) => {
                     set(&mut msg, 1, PValue::I64(1));
+                    set(&mut msg, 2, PValue::I32(0));
                     set(&mut msg, 3, PValue::String(s.clone()));
                 }
                 (Special::RawJson, v) => set(
