@@ -167,11 +167,17 @@ fn later_runs_add_only_new_revisions() {
     ok(snapshot(&etcd, &db, &[]));
     let a = etcd.put("/registry/pods/ns/p1", &pod("ns", "p1", "u1", "img:2"));
     let b = etcd.delete("/registry/pods/ns/p2");
+    // The newest revision lies outside the prefix: the replay must still end.
+    let outside = etcd.put("/other-app/config", b"x");
     ok(snapshot(&etcd, &db, &[]));
     let r = runs(&db);
     let added: Vec<i64> = r.iter().map(|x| x["revisions_added"].as_i64().unwrap()).collect();
     assert_eq!(added, vec![5, 0, 2]);
-    assert_eq!(r[2]["head_revision"].as_i64(), Some(b));
+    assert_eq!(r[2]["head_revision"].as_i64(), Some(outside));
+    assert_eq!(
+        history(&db, "/registry/pods/ns/p2").last().unwrap()["mod_revision"].as_i64(),
+        Some(b)
+    );
     assert_eq!(
         r[2]["history_from"].as_i64(),
         Some(r[1]["head_revision"].as_i64().unwrap() + 1)
