@@ -1,135 +1,162 @@
-//! The built-in example: writes values exactly as kube-apiserver stores
-//! them in etcd (protobuf built-ins, a JSON and a CBOR custom resource, an
-//! encrypted Secret, a corrupted value) into a folder, then decodes each
-//! with `etcd-inspector decode`, as a user would.
+//! The built-in example: starts the etcd the `etcd-bin-vendored` crate
+//! ships, writes a small cluster exactly as kube-apiserver stores it
+//! (protobuf built-ins, JSON and CBOR custom resources, a Secret, a Lease),
+//! snapshots it, plays an incident (a delete and recreate, an identical
+//! rewrite, a scale flip-flop, heartbeats, a compaction), snapshots again and
+//! shows what was recorded.
 //!
 //! Run: `cargo run --release --example demo`
 
+#[path = "../tests/common/etcd.rs"]
+#[allow(dead_code)]
+mod etcd;
+
 use anyhow::{Context, Result};
-use etcd_inspector::cli::{DecodeArgs, Format, ViewArgs};
+use clap::Parser;
+use etcd_inspector::cli::Cli;
 use etcd_inspector::decode::encode::{encode_cbor, encode_protobuf};
-use etcd_inspector::decode::key::DEFAULT_PREFIX;
 use serde_json::{json, Value};
-use std::path::PathBuf;
+use std::path::Path;
 
-/// A Pod as the apiserver stores it after scheduling: owner, managed
-/// fields, probes, volumes, resources and status.
-fn pod() -> Value {
-    json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {
-            "name": "web-7d4b9c6f5d-x2kqp", "generateName": "web-7d4b9c6f5d-", "namespace": "shop",
-            "uid": "0b7f3d52-5a41-4c5e-9d8e-2f1f6f7b9a10", "creationTimestamp": "2026-11-29T07:58:12Z",
-            "labels": {"app": "web", "pod-template-hash": "7d4b9c6f5d"},
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-7d4b9c6f5d",
-                                 "uid": "5c3a9d1e-8f0b-4e62-a6c4-7b2d9e0f1a23", "controller": true, "blockOwnerDeletion": true}],
-            "managedFields": [
-                {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1", "time": "2026-11-29T07:58:12Z",
-                 "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:generateName": {}, "f:labels": {"f:app": {}}}, "f:spec": {"f:containers": {"k:{\"name\":\"web\"}": {".": {}, "f:image": {}}}}}},
-                {"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": "2026-11-29T07:58:20Z",
-                 "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:conditions": {}, "f:podIP": {}}}, "subresource": "status"}
-            ]
-        },
-        "spec": {
-            "volumes": [{"name": "config", "configMap": {"name": "web-config", "defaultMode": 420}}],
-            "containers": [{
-                "name": "web", "image": "registry.example.com/shop/web:1.42.0",
-                "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
-                "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
-                "readinessProbe": {"httpGet": {"path": "/healthz", "port": "http", "scheme": "HTTP"}, "periodSeconds": 5},
-                "volumeMounts": [{"name": "config", "mountPath": "/etc/web"}],
-                "terminationMessagePath": "/dev/termination-log", "imagePullPolicy": "IfNotPresent"
-            }],
-            "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
-            "serviceAccountName": "web", "nodeName": "worker-3", "schedulerName": "default-scheduler"
-        },
-        "status": {
-            "phase": "Running", "podIP": "10.244.3.17", "podIPs": [{"ip": "10.244.3.17"}], "hostIP": "192.0.2.13",
-            "startTime": "2026-11-29T07:58:12Z", "qosClass": "Burstable",
-            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-29T07:58:20Z"}]
-        }
-    })
+fn meta(ns: &str, name: &str, uid: &str) -> Value {
+    json!({"name": name, "namespace": ns, "uid": uid, "creationTimestamp": "2026-11-29T07:50:00Z"})
 }
 
-fn deployment() -> Value {
-    json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": "shop", "uid": "9e1c2b3a-4d5e-4f60-8a7b-1c2d3e4f5a6b", "generation": 4,
-                     "creationTimestamp": "2026-11-20T09:00:00Z", "annotations": {"deployment.kubernetes.io/revision": "3"}},
-        "spec": {
-            "replicas": 3, "selector": {"matchLabels": {"app": "web"}},
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": 1}},
-            "template": {"metadata": {"labels": {"app": "web"}},
-                         "spec": {"containers": [{"name": "web", "image": "registry.example.com/shop/web:1.42.0"}]}},
-            "revisionHistoryLimit": 10, "progressDeadlineSeconds": 600
-        },
-        "status": {"observedGeneration": 4, "replicas": 3, "readyReplicas": 3, "availableReplicas": 3, "updatedReplicas": 3}
-    })
+fn deployment(replicas: i64, generation: i64) -> Value {
+    let mut m = meta("shop", "web", "9e1c2b3a-4d5e-4f60-8a7b-1c2d3e4f5a6b");
+    m["generation"] = json!(generation);
+    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": m,
+           "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+                    "template": {"metadata": {"labels": {"app": "web"}},
+                                 "spec": {"containers": [{"name": "web", "image": "registry.example.com/shop/web:1.42.0",
+                                                          "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}}}]}}},
+           "status": {"observedGeneration": generation, "replicas": replicas, "readyReplicas": replicas}})
 }
 
-fn widget() -> Value {
-    json!({"apiVersion": "example.com/v1", "kind": "Widget",
-           "metadata": {"name": "blue", "namespace": "shop", "uid": "77aa0c2d-3b4e-4f5a-9b8c-0d1e2f3a4b5c", "generation": 2,
-                        "creationTimestamp": "2026-11-28T12:00:00Z"},
-           "spec": {"size": 3, "colour": "blue"}})
+fn pod(name: &str, uid: &str, ip: &str) -> Value {
+    let mut m = meta("shop", name, uid);
+    m["generateName"] = json!("web-7d4b9c6f5d-");
+    m["labels"] = json!({"app": "web", "pod-template-hash": "7d4b9c6f5d"});
+    m["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-7d4b9c6f5d",
+                                   "uid": "5c3a9d1e-8f0b-4e62-a6c4-7b2d9e0f1a23", "controller": true, "blockOwnerDeletion": true}]);
+    m["managedFields"] = json!([{"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1",
+                                 "time": "2026-11-29T07:50:00Z", "fieldsType": "FieldsV1",
+                                 "fieldsV1": {"f:metadata": {"f:generateName": {}, "f:labels": {"f:app": {}}}}}]);
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": m,
+           "spec": {"containers": [{"name": "web", "image": "registry.example.com/shop/web:1.42.0",
+                                    "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}}}],
+                    "nodeName": "worker-3"},
+           "status": {"phase": "Running", "podIP": ip}})
+}
+
+fn lease(renew: &str) -> Value {
+    json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta("kube-node-lease", "worker-3", "0d0c0b0a-0000-4000-8000-000000000003"),
+           "spec": {"holderIdentity": "worker-3", "leaseDurationSeconds": 40, "renewTime": renew}})
+}
+
+fn widget(name: &str, uid: &str) -> Value {
+    json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": meta("shop", name, uid),
+           "spec": {"size": 3, "colour": name}})
+}
+
+fn json_value(v: &Value) -> Vec<u8> {
+    let mut b = serde_json::to_vec(v).expect("JSON");
+    b.push(b'\n');
+    b
+}
+
+/// Runs one etcd-inspector command line, as a user would type it.
+fn inspector(line: &str) -> Result<()> {
+    println!("\n$ etcd-inspector {line}");
+    let cli = Cli::try_parse_from(std::iter::once("etcd-inspector").chain(line.split_whitespace()))?;
+    let status = etcd_inspector::cmd::dispatch(&cli)?;
+    if status != 0 {
+        println!("(exit status {status})");
+    }
+    Ok(())
 }
 
 fn main() -> Result<()> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/demo");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/demo");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut json_cr = serde_json::to_vec(&widget())?;
-    json_cr.push(b'\n');
-    let cbor_cr = encode_cbor(&widget());
-    let mut encrypted = b"k8s:enc:aescbc:v1:key-2026-11:".to_vec();
-    encrypted.extend((0u8..64).map(|i| i.wrapping_mul(73).wrapping_add(11)));
-    let mut corrupted = encode_protobuf(&pod())?;
-    corrupted.truncate(corrupted.len() * 2 / 3);
-
-    let values: Vec<(&str, &str, Vec<u8>)> = vec![
-        (
-            "pod.pb",
-            "/registry/pods/shop/web-7d4b9c6f5d-x2kqp",
-            encode_protobuf(&pod())?,
-        ),
-        (
-            "deployment.pb",
-            "/registry/deployments/shop/web",
-            encode_protobuf(&deployment())?,
-        ),
-        ("widget.json", "/registry/example.com/widgets/shop/blue", json_cr),
-        ("widget.cbor", "/registry/example.com/widgets/shop/blue", cbor_cr),
-        ("secret.enc", "/registry/secrets/shop/db-password", encrypted),
-        (
-            "pod-truncated.pb",
-            "/registry/pods/shop/web-7d4b9c6f5d-x2kqp",
-            corrupted,
-        ),
-    ];
-    for (file, key, bytes) in values {
-        let path = dir.join(file);
-        std::fs::write(&path, &bytes)?;
-        println!(
-            "\n=== etcd-inspector decode {} --key {key} --show-envelope -o yaml",
-            path.display()
-        );
-        let args = DecodeArgs {
-            input: Some(path),
-            key: Some(key.to_string()),
-            view: ViewArgs {
-                prefix: DEFAULT_PREFIX.to_string(),
-                output: Format::Yaml,
-                show_envelope: true,
-                show_secrets: false,
-            },
-        };
-        match etcd_inspector::cmd::decode::run(&args) {
-            Ok(status) => println!("(exit status {status})"),
-            Err(e) => println!("error: {e:#} (exit status 1)"),
-        }
+    let db = dir.join("demo.sqlite");
+    for suffix in ["", "-wal", "-shm", ".lock"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
     }
+    println!("Starting etcd (from the etcd-bin-vendored crate) ...");
+    let etcd = etcd::TestEtcd::start();
+    let ep = etcd.endpoint.clone();
+    let pb = |v: &Value| encode_protobuf(v).expect("built-in object");
+
+    // A small cluster.
+    etcd.put("/registry/deployments/shop/web", &pb(&deployment(3, 1)));
+    for (name, uid, ip) in [
+        ("web-7d4b9c6f5d-x2kqp", "0b7f3d52-0001", "10.244.3.17"),
+        ("web-7d4b9c6f5d-9fzvt", "0b7f3d52-0002", "10.244.1.4"),
+        ("web-7d4b9c6f5d-q8w2n", "0b7f3d52-0003", "10.244.2.9"),
+    ] {
+        etcd.put(&format!("/registry/pods/shop/{name}"), &pb(&pod(name, uid, ip)));
+    }
+    etcd.put("/registry/configmaps/shop/web-config", &pb(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta("shop", "web-config", "c0f1"), "data": {"mode": "fast"}})));
+    etcd.put("/registry/secrets/shop/db", &pb(&json!({"apiVersion": "v1", "kind": "Secret", "metadata": meta("shop", "db", "5ec7"), "type": "Opaque", "data": {"password": "aHVudGVyMg=="}})));
+    etcd.put(
+        "/registry/example.com/widgets/shop/blue",
+        &json_value(&widget("blue", "77aa0c2d-0001")),
+    );
+    etcd.put(
+        "/registry/example.com/widgets/shop/green",
+        &encode_cbor(&widget("green", "77aa0c2d-0002")),
+    );
+    etcd.put(
+        "/registry/leases/kube-node-lease/worker-3",
+        &pb(&lease("2026-11-29T07:59:00.000000Z")),
+    );
+
+    let db_arg = db.display().to_string();
+    inspector(&format!("--db {db_arg} snapshot --endpoints {ep}"))?;
+
+    println!("\nHeartbeats, then the apiserver compacts etcd (history before it is lost) ...");
+    let mut beat = 0;
+    for i in 0..4 {
+        beat = etcd.put(
+            "/registry/leases/kube-node-lease/worker-3",
+            &pb(&lease(&format!("2026-11-29T08:0{i}:00.000000Z"))),
+        );
+    }
+    etcd.compact(beat - 1);
+    println!("Playing an incident: a pod deleted and recreated with a new UID, an identical rewrite, a scale flip-flop ...");
+    let pod_key = "/registry/pods/shop/web-7d4b9c6f5d-x2kqp";
+    etcd.delete(pod_key);
+    etcd.put(
+        pod_key,
+        &pb(&pod("web-7d4b9c6f5d-x2kqp", "0b7f3d52-0004", "10.244.3.21")),
+    );
+    let cm = pb(
+        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta("shop", "web-config", "c0f1"), "data": {"mode": "fast"}}),
+    );
+    etcd.put("/registry/configmaps/shop/web-config", &cm);
+    for (i, replicas) in [5, 3, 5, 3].into_iter().enumerate() {
+        etcd.put(
+            "/registry/deployments/shop/web",
+            &pb(&deployment(replicas, 2 + i as i64)),
+        );
+    }
+
+    inspector(&format!("--db {db_arg} snapshot --endpoints {ep}"))?;
+    inspector(&format!("--db {db_arg} runs"))?;
+    inspector(&format!("--db {db_arg} history {pod_key}"))?;
+    inspector(&format!(
+        "--db {db_arg} history /registry/configmaps/shop/web-config"
+    ))?;
+    inspector(&format!("--db {db_arg} history /registry/deployments/shop/web"))?;
+    inspector(&format!("get /registry/secrets/shop/db --endpoints {ep} -o yaml"))?;
+    inspector(&format!(
+        "get /registry/example.com/widgets/shop/green --endpoints {ep} --show-envelope -o yaml"
+    ))?;
     println!(
-        "\nThe values are in {}; decode them yourself with `cargo run -- decode FILE`.",
-        dir.display()
+        "\nThe database is {}; explore it with `cargo run -- --db {} runs` or `history KEY`.",
+        db.display(),
+        db.display()
     );
     Ok(())
 }

@@ -2,19 +2,13 @@
 //! exit status (0 ok, 1 error, 2 usage, others per command).
 
 use clap::Parser;
-use etcd_inspector::cli::{Cli, Command};
+use etcd_inspector::cli::Cli;
 use etcd_inspector::cmd;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match &cli.command {
-        Command::Decode(args) => cmd::decode::run(args),
-        Command::Get(args) => cmd::get::run(args),
-        Command::Snapshot(args) => cmd::snapshot::run(&cli.db, args),
-        Command::Runs(args) => cmd::runs::run(&cli.db, args),
-        Command::History(args) => cmd::history::run(&cli.db, args),
-    };
+    let result = cmd::dispatch(&cli);
     match result {
         Ok(status) => ExitCode::from(status),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,

@@ -1,25 +1,10 @@
 //! `etcd-inspector get KEY`: read one key from a live etcd and decode it.
 
 use super::Status;
-use crate::cli::{EtcdArgs, GetArgs};
+use crate::cli::GetArgs;
 use crate::source::etcd::Connection;
 use anyhow::{bail, Context, Result};
 use std::io::Write;
-
-impl From<&EtcdArgs> for Connection {
-    fn from(a: &EtcdArgs) -> Self {
-        Connection {
-            endpoints: a.endpoints.clone(),
-            cacert: a.cacert.clone(),
-            cert: a.cert.clone(),
-            key: a.key.clone(),
-            user: a.user.clone(),
-            password: a.password.clone(),
-            dial_timeout: a.dial_timeout,
-            command_timeout: a.command_timeout,
-        }
-    }
-}
 
 pub fn run(args: &GetArgs) -> Result<Status> {
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -7,6 +7,36 @@ mod output;
 pub mod runs;
 pub mod snapshot;
 
+use crate::cli::{Cli, Command, EtcdArgs};
+use crate::source::etcd::Connection;
+
+/// Connection settings from the command line.
+impl From<&EtcdArgs> for Connection {
+    fn from(a: &EtcdArgs) -> Self {
+        Connection {
+            endpoints: a.endpoints.clone(),
+            cacert: a.cacert.clone(),
+            cert: a.cert.clone(),
+            key: a.key.clone(),
+            user: a.user.clone(),
+            password: a.password.clone(),
+            dial_timeout: a.dial_timeout,
+            command_timeout: a.command_timeout,
+        }
+    }
+}
+
 /// Exit status of a command that finished: 0 for success, or a documented
 /// per-command status (errors are returned as `Err` and exit with 1).
 pub type Status = u8;
+
+/// Runs the command `cli` names.
+pub fn dispatch(cli: &Cli) -> anyhow::Result<Status> {
+    match &cli.command {
+        Command::Decode(args) => decode::run(args),
+        Command::Get(args) => get::run(args),
+        Command::Snapshot(args) => snapshot::run(&cli.db, args),
+        Command::Runs(args) => runs::run(&cli.db, args),
+        Command::History(args) => history::run(&cli.db, args),
+    }
+}
