@@ -546,3 +546,30 @@ fn secrets_get_a_keyed_hash_and_never_reach_the_database() {
         );
     }
 }
+
+#[test]
+fn responses_larger_than_four_mib_are_read() {
+    let etcd = TestEtcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    // Five ConfigMaps of 1.2 MiB each: one range page and the history replay
+    // both carry about 6 MiB, over gRPC's default 4 MiB message limit.
+    for i in 0..5 {
+        let big = "x".repeat(1200 * 1024);
+        let cm = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("big-{i}"), "namespace": "ns", "uid": format!("u{i}")}, "data": {"blob": big}});
+        etcd.put(
+            &format!("/registry/configmaps/ns/big-{i}"),
+            &etcd_inspector::decode::encode::encode_protobuf(&cm).unwrap(),
+        );
+    }
+    ok(snapshot(&etcd, &db, &[]));
+    let r = runs(&db);
+    assert_eq!(
+        (r[0]["keys_seen"].as_i64(), r[0]["revisions_added"].as_i64()),
+        (Some(5), Some(5))
+    );
+    let h = history(&db, "/registry/configmaps/ns/big-4");
+    assert!(h[0]["value_size"].as_i64().unwrap() > 1200 * 1024);
+    assert_eq!(h[0]["kind"].as_str(), Some("ConfigMap"));
+}
