@@ -86,6 +86,7 @@ fn read_error(e: ReadError<StoreError>) -> anyhow::Error {
 
 async fn snapshot(store: &Store, run: RunId, args: &SnapshotArgs, bar: &ProgressBar) -> Result<Summary> {
     let conn = Connection::from(&args.etcd);
+    bar.set_message(format!("connecting to {}", conn.endpoints.join(",")));
     let etcd = conn.connect().await?;
     let pinned = etcd.pin().await?;
     let cluster = store.cluster(&pinned.cluster_id)?;
@@ -120,6 +121,10 @@ async fn snapshot(store: &Store, run: RunId, args: &SnapshotArgs, bar: &Progress
         .await
         .map_err(read_error)?;
     loop {
+        bar.set_message(format!(
+            "replaying history from revision {from} to {}",
+            pinned.head
+        ));
         match etcd
             .replay(prefix, from, pinned.head, conn.command_timeout, &mut sink)
             .await
