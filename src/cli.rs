@@ -31,10 +31,11 @@ pub enum Command {
     /// authentication failure, key not found, undecodable value), 2 usage
     /// error, 3 value is encrypted.
     Get(GetArgs),
-    /// Read a live etcd (read-only) into the database: the full state under
-    /// the prefix at one pinned revision, and every revision etcd still
-    /// retains since its last compaction. Later runs add only what is new and
-    /// record revisions lost to compaction in between as a history gap.
+    /// Read a live etcd (read-only), an etcd data file (--file) or a
+    /// downloaded snapshot (--fetch-snapshot) into the database: the full
+    /// state under the prefix and every revision etcd still retains since its
+    /// last compaction. Later runs add only what is new and record revisions
+    /// lost to compaction in between as a history gap.
     ///
     /// Exit status: 0 complete, 1 failed (the run is recorded as failed),
     /// 130 interrupted by Ctrl-C or SIGTERM (recorded as interrupted).
@@ -56,6 +57,25 @@ pub struct SnapshotArgs {
     /// Keys per range request.
     #[arg(long, default_value_t = 1000, hide = true)]
     pub page_size: i64,
+    /// Read an etcd data file instead of a live server: a copied
+    /// `member/snap/db` or an `etcdctl snapshot save` file (its SHA-256
+    /// trailer is verified). No etcd needs to run; the file is only read.
+    #[arg(long, value_name = "PATH", conflicts_with = "fetch_snapshot")]
+    pub file: Option<PathBuf>,
+    /// Download the server's snapshot (every retained revision, as the data
+    /// file holds it) and read that, instead of reading through the API.
+    #[arg(long)]
+    pub fetch_snapshot: bool,
+    /// Keep the downloaded snapshot at PATH (default: a temporary file next
+    /// to the database, removed afterwards).
+    #[arg(long, value_name = "PATH", requires = "fetch_snapshot")]
+    pub save: Option<PathBuf>,
+    /// The cluster a --file belongs to (etcd's cluster id in hex, as
+    /// `etcdctl endpoint status` shows it). By default it is derived from the
+    /// file's members, which matches the live cluster unless its membership
+    /// changed since it formed.
+    #[arg(long, value_name = "HEX", requires = "file")]
+    pub cluster_id: Option<String>,
 }
 
 /// Table for people, JSON for programs.

@@ -1,15 +1,20 @@
-//! `etcd-inspector snapshot`: a live etcd's state and retained history into
-//! the database, as one recorded run.
+//! `etcd-inspector snapshot`: a live etcd, an etcd data file or a downloaded
+//! snapshot into the database, as one recorded run.
 
 use super::Status;
 use crate::cli::SnapshotArgs;
-use crate::source::etcd::{Connection, ReadError, Replay};
+use crate::decode::key::COMPACT_REV_KEY;
+use crate::source::bolt::BoltDb;
+use crate::source::db_file::{self, ReadFileError};
+use crate::source::etcd::{Connection, Etcd, Keys, ReadError, Replay};
 use crate::source::{Record, Sink};
 use crate::store::{Gap, RevisionWriter, RunId, RunStatus, Store, StoreError};
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use std::io::IsTerminal;
-use std::path::Path;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Exit status of a run stopped by Ctrl-C or SIGTERM.
@@ -23,7 +28,20 @@ struct Summary {
     gaps: Vec<Gap>,
 }
 
-/// Counts records on their way to the store and shows progress.
+/// Set when Ctrl-C or SIGTERM arrives; sources stop at the next record.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// Why the store sink refused a record.
+#[derive(Debug, thiserror::Error)]
+enum SinkError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("interrupted by a signal")]
+    Interrupted,
+}
+
+/// Counts records on their way to the store, shows progress, and stops the
+/// source when a signal arrived.
 struct Progress<'w, 's> {
     writer: &'w mut RevisionWriter<'s>,
     bar: ProgressBar,
@@ -31,9 +49,12 @@ struct Progress<'w, 's> {
 }
 
 impl Sink for Progress<'_, '_> {
-    type Error = StoreError;
+    type Error = SinkError;
 
-    fn record(&mut self, record: Record) -> Result<(), StoreError> {
+    fn record(&mut self, record: Record) -> Result<(), SinkError> {
+        if STOP.load(Ordering::Relaxed) {
+            return Err(SinkError::Interrupted);
+        }
         self.seen += 1;
         if self.seen.is_multiple_of(500) {
             self.bar.set_message(format!(
@@ -41,7 +62,7 @@ impl Sink for Progress<'_, '_> {
                 self.seen, self.writer.added, record.mod_revision
             ));
         }
-        self.writer.record(record)
+        Ok(self.writer.record(record)?)
     }
 }
 
@@ -77,23 +98,27 @@ async fn shutdown_signal() {
     }
 }
 
-fn read_error(e: ReadError<StoreError>) -> anyhow::Error {
+fn read_error(e: ReadError<SinkError>) -> anyhow::Error {
     match e {
         ReadError::Etcd(e) => e.into(),
         ReadError::Sink(e) => e.into(),
     }
 }
 
-async fn snapshot(store: &Store, run: RunId, args: &SnapshotArgs, bar: &ProgressBar) -> Result<Summary> {
-    let conn = Connection::from(&args.etcd);
-    bar.set_message(format!("connecting to {}", conn.endpoints.join(",")));
-    let etcd = conn.connect().await?;
-    let pinned = etcd.pin().await?;
-    let cluster = store.cluster(&pinned.cluster_id)?;
-    let previous = store.previous_head(cluster)?;
-    let compact = etcd.compaction_revision(conn.command_timeout).await?;
+/// Where history starts for this run, and what compaction lost since the
+/// previous complete run of the same cluster.
+struct Plan {
+    cluster: i64,
+    previous_head: Option<i64>,
+    from: i64,
+    gaps: Vec<Gap>,
+}
+
+fn plan(store: &Store, cluster_id: &str, compact: i64) -> Result<Plan> {
+    let cluster = store.cluster(cluster_id)?;
+    let previous_head = store.previous_head(cluster)?;
     let mut gaps = Vec::new();
-    let mut from = match previous {
+    let from = match previous_head {
         Some(p) if compact > p + 1 => {
             gaps.push(Gap {
                 from_revision: p + 1,
@@ -104,6 +129,58 @@ async fn snapshot(store: &Store, run: RunId, args: &SnapshotArgs, bar: &Progress
         Some(p) => p + 1,
         None => compact.max(1),
     };
+    Ok(Plan {
+        cluster,
+        previous_head,
+        from,
+        gaps,
+    })
+}
+
+/// Replays `keys` from `from` to `head`, starting again after a compaction
+/// that overtook the replay (recording what it lost); returns where history
+/// really started.
+async fn replay_all(
+    etcd: &Etcd,
+    keys: Keys<'_>,
+    mut from: i64,
+    head: i64,
+    idle: Duration,
+    sink: &mut Progress<'_, '_>,
+    gaps: &mut Vec<Gap>,
+) -> Result<i64> {
+    loop {
+        match etcd
+            .replay(keys, from, head, idle, sink)
+            .await
+            .map_err(read_error)?
+        {
+            Replay::Complete => return Ok(from),
+            Replay::Compacted(c) => {
+                if c > from {
+                    gaps.push(Gap {
+                        from_revision: from,
+                        to_revision: c - 1,
+                    });
+                }
+                from = c;
+            }
+        }
+    }
+}
+
+async fn from_live(store: &Store, run: RunId, args: &SnapshotArgs, bar: &ProgressBar) -> Result<Summary> {
+    let conn = Connection::from(&args.etcd);
+    bar.set_message(format!("connecting to {}", conn.endpoints.join(",")));
+    let etcd = conn.connect().await?;
+    let pinned = etcd.pin().await?;
+    let compact = etcd.compaction_revision(conn.command_timeout).await?;
+    let Plan {
+        cluster,
+        mut from,
+        mut gaps,
+        ..
+    } = plan(store, &pinned.cluster_id, compact)?;
     store.set_run_target(run, cluster, pinned.head, compact, from)?;
     let prefix = args.prefix.as_bytes();
     let mut writer = RevisionWriter::new(store, cluster, run, &args.prefix)?;
@@ -120,29 +197,31 @@ async fn snapshot(store: &Store, run: RunId, args: &SnapshotArgs, bar: &Progress
         .read_state(prefix, pinned.head, args.page_size, &mut sink)
         .await
         .map_err(read_error)?;
-    loop {
-        bar.set_message(format!(
-            "replaying history from revision {from} to {}",
-            pinned.head
-        ));
-        match etcd
-            .replay(prefix, from, pinned.head, conn.command_timeout, &mut sink)
-            .await
-            .map_err(read_error)?
-        {
-            Replay::Complete => break,
-            // Compacted while this run was reading: what lay before is lost.
-            Replay::Compacted(c) => {
-                if c > from {
-                    gaps.push(Gap {
-                        from_revision: from,
-                        to_revision: c - 1,
-                    });
-                }
-                from = c;
-            }
-        }
-    }
+    bar.set_message(format!(
+        "replaying history from revision {from} to {}",
+        pinned.head
+    ));
+    let idle = conn.command_timeout;
+    from = replay_all(
+        &etcd,
+        Keys::Prefix(prefix),
+        from,
+        pinned.head,
+        idle,
+        &mut sink,
+        &mut gaps,
+    )
+    .await?;
+    from = replay_all(
+        &etcd,
+        Keys::Exact(COMPACT_REV_KEY.as_bytes()),
+        from,
+        pinned.head,
+        idle,
+        &mut sink,
+        &mut gaps,
+    )
+    .await?;
     writer.flush()?;
     for gap in &gaps {
         store.record_gap(run, cluster, *gap)?;
@@ -155,9 +234,128 @@ async fn snapshot(store: &Store, run: RunId, args: &SnapshotArgs, bar: &Progress
     })
 }
 
-/// The endpoints without credentials, for the runs table.
+/// Reads an etcd data file; `cluster_id` overrides the id derived from it.
+fn from_file(
+    store: &Store,
+    run: RunId,
+    path: &Path,
+    cluster_id: Option<&str>,
+    prefix: &str,
+    bar: &ProgressBar,
+) -> Result<Summary> {
+    bar.set_message(format!("opening {}", path.display()));
+    let db = BoltDb::open(path)?;
+    let info = db_file::inspect(&db)?;
+    let cluster_id = cluster_id
+        .map(str::to_string)
+        .or(info.cluster_id.clone())
+        .unwrap_or_else(|| format!("file:{}", &info.sha256[..16]));
+    let compact = info.finished_compact.unwrap_or(0);
+    let head = info.head();
+    let Plan {
+        cluster,
+        previous_head,
+        from,
+        gaps,
+    } = plan(store, &cluster_id, compact)?;
+    store.set_run_target(run, cluster, head, compact, from)?;
+    store.set_run_file(
+        run,
+        info.size,
+        &info.sha256,
+        info.first_revision,
+        info.last_revision,
+    )?;
+    let mut writer = RevisionWriter::new(store, cluster, run, prefix)?;
+    let mut sink = Progress {
+        writer: &mut writer,
+        bar: bar.clone(),
+        seen: 0,
+    };
+    bar.set_message(format!(
+        "reading revisions {}-{head} from {}",
+        info.first_revision.unwrap_or(0),
+        path.display()
+    ));
+    // Revisions below the compaction point that etcd kept (each key's latest)
+    // are in the file too: read everything after what is already stored.
+    let read_from = previous_head.map_or(0, |p| p + 1);
+    db_file::read_revisions(&db, prefix.as_bytes(), read_from, &mut sink).map_err(|e| match e {
+        ReadFileError::File(e) => anyhow::Error::from(e),
+        ReadFileError::Sink(e) => e.into(),
+    })?;
+    writer.flush()?;
+    for gap in &gaps {
+        store.record_gap(run, cluster, *gap)?;
+    }
+    let keys = store.live_keys(cluster, prefix.as_bytes(), head)?;
+    Ok(Summary {
+        keys,
+        head,
+        history_from: from,
+        gaps,
+    })
+}
+
+/// Streams the server's snapshot into `dest`; returns the cluster id.
+async fn fetch(args: &SnapshotArgs, dest: &Path, bar: &ProgressBar) -> Result<String> {
+    let conn = Connection::from(&args.etcd);
+    bar.set_message(format!("connecting to {}", conn.endpoints.join(",")));
+    let etcd = conn.connect().await?;
+    let pinned = etcd.pin().await?;
+    let mut file =
+        std::fs::File::create(dest).with_context(|| format!("cannot create {}", dest.display()))?;
+    let written = etcd
+        .download_snapshot(&mut |chunk, remaining| {
+            bar.set_message(format!("downloading the snapshot, {remaining} bytes to go"));
+            file.write_all(chunk)
+        })
+        .await
+        .with_context(|| format!("downloading the snapshot into {}", dest.display()))?;
+    file.sync_all()
+        .with_context(|| format!("writing {}", dest.display()))?;
+    if written % 512 != crate::source::bolt::TRAILER as u64 {
+        bail!("the server's snapshot ({written} bytes) has no SHA-256 trailer; refusing an unverifiable download");
+    }
+    Ok(pinned.cluster_id)
+}
+
+async fn snapshot(
+    store: &Store,
+    run: RunId,
+    args: &SnapshotArgs,
+    db_path: &Path,
+    bar: &ProgressBar,
+) -> Result<Summary> {
+    if let Some(path) = &args.file {
+        return from_file(store, run, path, args.cluster_id.as_deref(), &args.prefix, bar);
+    }
+    if !args.fetch_snapshot {
+        return from_live(store, run, args, bar).await;
+    }
+    let keep = args.save.is_some();
+    let dest = args
+        .save
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{}.snapshot.tmp", db_path.display())));
+    let result = async {
+        let cluster_id = fetch(args, &dest, bar).await?;
+        from_file(store, run, &dest, Some(&cluster_id), &args.prefix, bar)
+    }
+    .await;
+    if !keep {
+        let _ = std::fs::remove_file(&dest);
+    }
+    result
+}
+
+/// What the runs table calls the source.
 fn source_label(args: &SnapshotArgs) -> String {
-    args.etcd.endpoints.join(",")
+    match &args.file {
+        Some(path) => format!("file:{}", path.display()),
+        None if args.fetch_snapshot => format!("fetch-snapshot:{}", args.etcd.endpoints.join(",")),
+        None => args.etcd.endpoints.join(","),
+    }
 }
 
 pub fn run(db: &Path, args: &SnapshotArgs) -> Result<Status> {
@@ -165,17 +363,31 @@ pub fn run(db: &Path, args: &SnapshotArgs) -> Result<Status> {
     let run = store.begin_run(&source_label(args), &args.prefix)?;
     let started = Instant::now();
     let bar = progress_bar();
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    // One worker thread watches for signals while this thread reads (a file
+    // read is synchronous); the reading stops at the next record.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
         .enable_all()
         .build()
         .context("starting the async runtime")?;
+    let signalled = Arc::new(tokio::sync::Notify::new());
+    let notify = signalled.clone();
+    runtime.spawn(async move {
+        shutdown_signal().await;
+        STOP.store(true, Ordering::Relaxed);
+        notify.notify_one();
+    });
     let outcome = runtime.block_on(async {
         tokio::select! {
-            r = snapshot(&store, run, args, &bar) => Some(r),
-            _ = shutdown_signal() => None,
+            r = snapshot(&store, run, args, db, &bar) => Some(r),
+            _ = signalled.notified() => None,
         }
     });
     bar.finish_and_clear();
+    let outcome = match outcome {
+        Some(Err(_)) if STOP.load(Ordering::Relaxed) => None,
+        other => other,
+    };
     match outcome {
         Some(Ok(s)) => {
             let added = store.finish_run(run, RunStatus::Complete, s.keys, None)?;

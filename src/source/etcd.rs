@@ -39,6 +39,8 @@ pub enum EtcdError {
     Connect { endpoints: String, reason: String },
     #[error("etcd at {endpoints}: {reason}")]
     Request { endpoints: String, reason: String },
+    #[error("saving the snapshot: {0}")]
+    Save(std::io::Error),
 }
 
 /// One key as etcd returned it.
@@ -179,6 +181,15 @@ pub enum ReadError<E: std::error::Error + 'static> {
     Etcd(#[from] EtcdError),
     #[error(transparent)]
     Sink(E),
+}
+
+/// The keys a replay follows.
+#[derive(Clone, Copy, Debug)]
+pub enum Keys<'a> {
+    /// Every key starting with these bytes.
+    Prefix(&'a [u8]),
+    /// One key.
+    Exact(&'a [u8]),
 }
 
 /// What a history replay found.
@@ -368,11 +379,11 @@ impl Etcd {
         Ok(keys)
     }
 
-    /// Replays every revision under `prefix` from `from` up to `head`: puts,
+    /// Replays every revision of `keys` from `from` up to `head`: puts,
     /// deletes (as tombstones) and the earlier revision each one replaced.
     pub async fn replay<S>(
         &self,
-        prefix: &[u8],
+        keys: Keys<'_>,
         from: i64,
         head: i64,
         idle: Duration,
@@ -385,15 +396,21 @@ impl Etcd {
         if from > head {
             return Ok(Replay::Complete);
         }
-        let opts = etcd_client::WatchOptions::new()
-            .with_prefix()
+        let mut opts = etcd_client::WatchOptions::new()
             .with_start_revision(from)
             .with_prev_key();
+        let key = match keys {
+            Keys::Prefix(p) => {
+                opts = opts.with_prefix();
+                p
+            }
+            Keys::Exact(k) => k,
+        };
         let mut stream = self
             .client
             .watch_client()
             .max_decoding_message_size(MAX_RESPONSE_BYTES)
-            .watch(prefix, Some(opts))
+            .watch(key, Some(opts))
             .await
             .map_err(|e| self.request_err(e))?;
         let mut last_message = tokio::time::Instant::now();
@@ -472,6 +489,29 @@ impl Etcd {
                 return Ok(Replay::Complete);
             }
         }
+    }
+}
+
+impl Etcd {
+    /// Streams the server's snapshot (the whole data file, with every
+    /// retained revision, then its SHA-256) into `write(chunk,
+    /// remaining_bytes)`; returns the bytes written.
+    pub async fn download_snapshot(
+        &self,
+        write: &mut dyn FnMut(&[u8], u64) -> std::io::Result<()>,
+    ) -> Result<u64, EtcdError> {
+        let mut stream = self
+            .client
+            .maintenance_client()
+            .snapshot()
+            .await
+            .map_err(|e| self.request_err(e))?;
+        let mut total = 0u64;
+        while let Some(resp) = stream.message().await.map_err(|e| self.request_err(e))? {
+            write(resp.blob(), resp.remaining_bytes()).map_err(EtcdError::Save)?;
+            total += resp.blob().len() as u64;
+        }
+        Ok(total)
     }
 }
 

@@ -1,7 +1,10 @@
 //! Sources of stored records. A source pushes every revision it reads into a
 //! [`Sink`]; the store writer is one sink, a test's collecting `Vec` another.
 
+pub mod bolt;
+pub mod db_file;
 pub mod etcd;
+pub mod revision;
 
 /// One revision of one key as etcd keeps it.
 #[derive(Clone, Debug, PartialEq, Eq)]

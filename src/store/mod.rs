@@ -20,9 +20,10 @@ pub const DEFAULT_DB: &str = "etcd-inspector.sqlite";
 
 /// The migrations, applied in order when a database is opened.
 fn migrations() -> Migrations<'static> {
-    Migrations::new(vec![M::up(include_str!(
-        "../../migrations/0001_runs_keys_revisions.sql"
-    ))])
+    Migrations::new(vec![
+        M::up(include_str!("../../migrations/0001_runs_keys_revisions.sql")),
+        M::up(include_str!("../../migrations/0002_file_runs.sql")),
+    ])
 }
 
 /// Store failures, naming the database.
@@ -176,5 +177,37 @@ mod tests {
     #[test]
     fn migrations_are_valid() {
         migrations().validate().unwrap();
+    }
+
+    #[test]
+    fn a_database_from_an_older_version_upgrades_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.sqlite");
+        {
+            // What the first release wrote: only the first migration.
+            let mut conn = Connection::open(&path).unwrap();
+            Migrations::new(vec![M::up(include_str!(
+                "../../migrations/0001_runs_keys_revisions.sql"
+            ))])
+            .to_latest(&mut conn)
+            .unwrap();
+            conn.execute(
+                "INSERT INTO runs (source, prefix, started_at, status, tool_version, pid) \
+                 VALUES ('http://old:2379', '/registry/', '2026-01-01T00:00:00Z', 'complete', '0.0.1', 1)",
+                [],
+            )
+            .unwrap();
+        }
+        let store = Store::open_for_reading(&path).unwrap();
+        let runs = store.runs().unwrap();
+        assert_eq!(
+            (runs.len(), runs[0].source.as_str(), runs[0].file.is_none()),
+            (1, "http://old:2379", true)
+        );
+        let version: i64 = store
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, 2);
     }
 }

@@ -64,6 +64,18 @@ pub struct RunInfo {
     pub gaps: Vec<Gap>,
     pub error: Option<String>,
     pub tool_version: String,
+    /// For a run that read a data file: its size, SHA-256 and revisions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<FileInfo>,
+}
+
+/// The data file a run read.
+#[derive(Clone, Debug, Serialize)]
+pub struct FileInfo {
+    pub size: i64,
+    pub sha256: String,
+    pub first_revision: Option<i64>,
+    pub last_revision: Option<i64>,
 }
 
 fn now() -> String {
@@ -143,6 +155,40 @@ impl Store {
         Ok(())
     }
 
+    /// Records the data file a run read.
+    pub fn set_run_file(
+        &self,
+        run: RunId,
+        size: u64,
+        sha256: &str,
+        first: Option<i64>,
+        last: Option<i64>,
+    ) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET file_size = ?2, file_sha256 = ?3, file_first_revision = ?4, file_last_revision = ?5 WHERE id = ?1",
+                params![run.0, size as i64, sha256, first, last],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Keys under `prefix` whose newest stored revision at or before `head`
+    /// is not a tombstone.
+    pub fn live_keys(&self, cluster: i64, prefix: &[u8], head: i64) -> Result<i64, StoreError> {
+        let mut end = prefix.to_vec();
+        end.push(0xff);
+        self.conn
+            .query_row(
+                "SELECT count(*) FROM keys k WHERE k.cluster_id = ?1 AND k.key >= ?2 AND k.key < ?3 AND \
+                 (SELECT r.deleted FROM revisions r WHERE r.key_id = k.id AND r.mod_revision <= ?4 \
+                  ORDER BY r.mod_revision DESC LIMIT 1) = 0",
+                params![cluster, prefix, end, head],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err(e))
+    }
+
     pub fn record_gap(&self, run: RunId, cluster: i64, gap: Gap) -> Result<(), StoreError> {
         self.conn
             .execute(
@@ -183,7 +229,8 @@ impl Store {
             .conn
             .prepare(
                 "SELECT r.id, r.status, c.etcd_cluster_id, r.source, r.prefix, r.started_at, r.finished_at, r.head_revision, \
-                 r.compact_revision, r.history_from, r.keys_seen, r.revisions_added, r.error, r.tool_version \
+                 r.compact_revision, r.history_from, r.keys_seen, r.revisions_added, r.error, r.tool_version, \
+                 r.file_size, r.file_sha256, r.file_first_revision, r.file_last_revision \
                  FROM runs r LEFT JOIN clusters c ON c.id = r.cluster_id ORDER BY r.id",
             )
             .map_err(|e| self.err(e))?;
@@ -205,6 +252,15 @@ impl Store {
                     gaps: Vec::new(),
                     error: r.get(12)?,
                     tool_version: r.get(13)?,
+                    file: match (r.get::<_, Option<i64>>(14)?, r.get::<_, Option<String>>(15)?) {
+                        (Some(size), Some(sha256)) => Some(FileInfo {
+                            size,
+                            sha256,
+                            first_revision: r.get(16)?,
+                            last_revision: r.get(17)?,
+                        }),
+                        _ => None,
+                    },
                 })
             })
             .map_err(|e| self.err(e))?;

@@ -56,6 +56,7 @@ fn describe(value: &[u8], special: Option<SpecialKey>) -> Decoded {
             let text = |k: &str| {
                 meta.and_then(|m| m.get(k))
                     .and_then(|v| v.as_str())
+                    .filter(|v| !v.is_empty())
                     .map(str::to_string)
             };
             Decoded {
@@ -202,6 +203,22 @@ impl Sink for RevisionWriter<'_> {
             } else {
                 describe(&r.value, special)
             };
+            // A tombstone read from a file carries only its key: it ends the
+            // generation of the key's previous revision.
+            let create_revision = if r.deleted && r.create_revision == 0 {
+                conn.prepare_cached(
+                    "SELECT create_revision FROM revisions WHERE key_id = ?1 AND mod_revision < ?2 \
+                     ORDER BY mod_revision DESC LIMIT 1",
+                )
+                .and_then(|mut s| {
+                    s.query_row(params![key_id, r.mod_revision], |row| row.get(0))
+                        .optional()
+                })
+                .map_err(|e| self.sql(e))?
+                .unwrap_or(0)
+            } else {
+                r.create_revision
+            };
             let (hash, hash_kind) = match r.deleted {
                 true => (None, None),
                 false => {
@@ -218,7 +235,7 @@ impl Sink for RevisionWriter<'_> {
                 s.execute(params![
                     key_id,
                     r.mod_revision,
-                    r.create_revision,
+                    create_revision,
                     r.version,
                     r.lease,
                     r.deleted,

@@ -216,6 +216,17 @@ impl TestEtcd {
         });
     }
 
+    /// The server's bbolt file, `<data-dir>/member/snap/db`.
+    pub fn db_file(&self) -> std::path::PathBuf {
+        self.dir.path().join("data/member/snap/db")
+    }
+
+    /// Stops the server (its data stays until drop).
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// The server's log so far, for failure messages.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("etcd.log")).unwrap_or_default()
