@@ -149,6 +149,18 @@ fn main() -> Result<()> {
         "--db {db_arg} history /registry/configmaps/shop/web-config"
     ))?;
     inspector(&format!("--db {db_arg} history /registry/deployments/shop/web"))?;
+    println!("\nThe same history, offline: download etcd's snapshot file and read it with no API calls ...");
+    let offline = dir.join("demo-offline.sqlite");
+    let saved = dir.join("etcd-snapshot.db");
+    for path in [offline.clone(), saved.clone()] {
+        let _ = std::fs::remove_file(&path);
+    }
+    inspector(&format!(
+        "--db {} snapshot --endpoints {ep} --fetch-snapshot --save {}",
+        offline.display(),
+        saved.display()
+    ))?;
+    inspector(&format!("--db {} history {pod_key}", offline.display()))?;
     inspector(&format!("get /registry/secrets/shop/db --endpoints {ep} -o yaml"))?;
     inspector(&format!(
         "get /registry/example.com/widgets/shop/green --endpoints {ep} --show-envelope -o yaml"
