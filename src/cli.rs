@@ -76,6 +76,18 @@ pub struct SnapshotArgs {
     /// changed since it formed.
     #[arg(long, value_name = "HEX", requires = "file")]
     pub cluster_id: Option<String>,
+    /// Depth of field paths hashed per revision (1: `spec`, 2:
+    /// `spec.replicas`, ...). Fixed by the database's first run.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=8))]
+    pub field_depth: Option<u8>,
+    /// A field path whose values are sensitive (hashed with the database's
+    /// secret key, never stored), e.g. `spec.token`; repeatable. Secret
+    /// `data` and `stringData` always are. Fixed by the first run.
+    #[arg(long, value_name = "PATH")]
+    pub sensitive_path: Vec<String>,
+    /// Do not run `analyze` after the snapshot.
+    #[arg(long)]
+    pub no_analyze: bool,
 }
 
 /// Table for people, JSON for programs.

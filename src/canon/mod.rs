@@ -1,6 +1,9 @@
 //! Canonical form of a decoded object: keys sorted, empty values dropped, so
 //! that two encodings of the same content compare equal.
 
+pub mod change;
+pub mod keyed_hash;
+pub mod semantic;
 pub mod sensitive;
 
 use serde_json::{Map, Value};

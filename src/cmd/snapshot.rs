@@ -8,7 +8,7 @@ use crate::source::bolt::BoltDb;
 use crate::source::db_file::{self, ReadFileError};
 use crate::source::etcd::{Connection, Etcd, Keys, ReadError, Replay};
 use crate::source::{Record, Sink};
-use crate::store::{Gap, RevisionWriter, RunId, RunStatus, Store, StoreError};
+use crate::store::{FieldConfig, Gap, RevisionWriter, RunId, RunStatus, Store, StoreError};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{IsTerminal, Write};
@@ -169,7 +169,13 @@ async fn replay_all(
     }
 }
 
-async fn from_live(store: &Store, run: RunId, args: &SnapshotArgs, bar: &ProgressBar) -> Result<Summary> {
+async fn from_live(
+    store: &Store,
+    run: RunId,
+    args: &SnapshotArgs,
+    fields: &FieldConfig,
+    bar: &ProgressBar,
+) -> Result<Summary> {
     let conn = Connection::from(&args.etcd);
     bar.set_message(format!("connecting to {}", conn.endpoints.join(",")));
     let etcd = conn.connect().await?;
@@ -183,7 +189,7 @@ async fn from_live(store: &Store, run: RunId, args: &SnapshotArgs, bar: &Progres
     } = plan(store, &pinned.cluster_id, compact)?;
     store.set_run_target(run, cluster, pinned.head, compact, from)?;
     let prefix = args.prefix.as_bytes();
-    let mut writer = RevisionWriter::new(store, cluster, run, &args.prefix)?;
+    let mut writer = RevisionWriter::new(store, cluster, run, &args.prefix, fields.clone())?;
     let mut sink = Progress {
         writer: &mut writer,
         bar: bar.clone(),
@@ -241,6 +247,7 @@ fn from_file(
     path: &Path,
     cluster_id: Option<&str>,
     prefix: &str,
+    fields: &FieldConfig,
     bar: &ProgressBar,
 ) -> Result<Summary> {
     bar.set_message(format!("opening {}", path.display()));
@@ -266,7 +273,7 @@ fn from_file(
         info.first_revision,
         info.last_revision,
     )?;
-    let mut writer = RevisionWriter::new(store, cluster, run, prefix)?;
+    let mut writer = RevisionWriter::new(store, cluster, run, prefix, fields.clone())?;
     let mut sink = Progress {
         writer: &mut writer,
         bar: bar.clone(),
@@ -327,11 +334,20 @@ async fn snapshot(
     db_path: &Path,
     bar: &ProgressBar,
 ) -> Result<Summary> {
+    let fields = store.field_config(args.field_depth.map(usize::from), &args.sensitive_path)?;
     if let Some(path) = &args.file {
-        return from_file(store, run, path, args.cluster_id.as_deref(), &args.prefix, bar);
+        return from_file(
+            store,
+            run,
+            path,
+            args.cluster_id.as_deref(),
+            &args.prefix,
+            &fields,
+            bar,
+        );
     }
     if !args.fetch_snapshot {
-        return from_live(store, run, args, bar).await;
+        return from_live(store, run, args, &fields, bar).await;
     }
     let keep = args.save.is_some();
     let dest = args
@@ -340,7 +356,7 @@ async fn snapshot(
         .unwrap_or_else(|| PathBuf::from(format!("{}.snapshot.tmp", db_path.display())));
     let result = async {
         let cluster_id = fetch(args, &dest, bar).await?;
-        from_file(store, run, &dest, Some(&cluster_id), &args.prefix, bar)
+        from_file(store, run, &dest, Some(&cluster_id), &args.prefix, &fields, bar)
     }
     .await;
     if !keep {

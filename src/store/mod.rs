@@ -2,13 +2,13 @@
 //! of clusters. The schema changes only through `migrations/`.
 
 mod history;
-mod keyed_hash;
 mod runs;
+mod settings;
 mod writer;
 
 pub use history::HistoryRow;
 pub use runs::{Gap, RunId, RunInfo, RunStatus};
-pub use writer::RevisionWriter;
+pub use writer::{FieldConfig, RevisionWriter};
 
 use rusqlite::Connection;
 use rusqlite_migration::{Migrations, M};
@@ -23,6 +23,7 @@ fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
         M::up(include_str!("../../migrations/0001_runs_keys_revisions.sql")),
         M::up(include_str!("../../migrations/0002_file_runs.sql")),
+        M::up(include_str!("../../migrations/0003_semantics_and_findings.sql")),
     ])
 }
 
@@ -38,6 +39,8 @@ pub enum StoreError {
     },
     #[error("database {path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
+    #[error("database {path} {message}")]
+    Conflict { path: PathBuf, message: String },
     #[error("database {path} is being written by another etcd-inspector run (lock {lock} is held); wait for it to finish or use another --db")]
     Busy { path: PathBuf, lock: PathBuf },
 }
@@ -208,6 +211,6 @@ mod tests {
             .conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(version, 2);
+        assert_eq!(version, 3);
     }
 }

@@ -1,20 +1,31 @@
 //! Writes records into the database: each `(key, mod_revision)` once, with
-//! what decoding its value tells (encoding, apiVersion, kind, uid, ...), in
-//! batched transactions.
+//! what decoding its value tells (encoding, apiVersion, kind, uid, ...), its
+//! semantic hash, and each distinct semantic content once (compressed
+//! canonical JSON and field hashes), in batched transactions.
 
-use super::keyed_hash::ValueHasher;
 use super::{RunId, Store, StoreError};
-use crate::canon::sensitive::is_sensitive_resource;
+use crate::canon::keyed_hash::ValueHasher;
+use crate::canon::semantic::{field_hashes, semantic_form, Sensitivity};
+use crate::canon::sensitive::{is_secret, is_sensitive_resource};
 use crate::decode::key::{parse_key, SpecialKey};
 use crate::decode::{decode_value, Outcome};
 use crate::source::{Record, Sink};
 use rusqlite::{params, OptionalExtension};
+use serde_json::Value;
 use std::collections::HashMap;
+use std::io::Write;
 
 /// Revisions written per transaction.
 const BATCH: usize = 2000;
 /// Key ids cached before the cache is dropped (bounds memory).
 const KEY_CACHE: usize = 200_000;
+
+/// How field hashes are taken; fixed per database.
+#[derive(Clone, Debug)]
+pub struct FieldConfig {
+    pub depth: usize,
+    pub sensitivity: Sensitivity,
+}
 
 /// A [`Sink`] that stores records for one run of one cluster.
 pub struct RevisionWriter<'s> {
@@ -24,12 +35,14 @@ pub struct RevisionWriter<'s> {
     prefix: String,
     in_batch: usize,
     key_ids: HashMap<Vec<u8>, i64>,
+    path_ids: HashMap<String, i64>,
     hasher: ValueHasher,
+    fields: FieldConfig,
     /// Revisions this writer stored that were not stored before.
     pub added: i64,
 }
 
-/// The columns decoding a value fills.
+/// The columns decoding a value fills, and the object itself.
 #[derive(Default)]
 struct Decoded {
     encoding: Option<String>,
@@ -41,6 +54,7 @@ struct Decoded {
     uid: Option<String>,
     generation: Option<i64>,
     error: Option<String>,
+    object: Option<Value>,
 }
 
 fn describe(value: &[u8], special: Option<SpecialKey>) -> Decoded {
@@ -61,12 +75,13 @@ fn describe(value: &[u8], special: Option<SpecialKey>) -> Decoded {
             };
             Decoded {
                 encoding: Some(d.encoding.as_str().into()),
-                api_version: Some(d.api_version),
-                kind: Some(d.kind),
                 namespace: text("namespace"),
                 name: text("name"),
                 uid: text("uid"),
                 generation: meta.and_then(|m| m.get("generation")).and_then(|v| v.as_i64()),
+                api_version: Some(d.api_version),
+                kind: Some(d.kind),
+                object: Some(d.object),
                 ..Decoded::default()
             }
         }
@@ -86,8 +101,27 @@ fn describe(value: &[u8], special: Option<SpecialKey>) -> Decoded {
     }
 }
 
+/// Appends `n` as a LEB128 varint.
+fn put_varint(out: &mut Vec<u8>, mut n: u64) {
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
 impl<'s> RevisionWriter<'s> {
-    pub fn new(store: &'s Store, cluster: i64, run: RunId, prefix: &str) -> Result<Self, StoreError> {
+    pub fn new(
+        store: &'s Store,
+        cluster: i64,
+        run: RunId,
+        prefix: &str,
+        fields: FieldConfig,
+    ) -> Result<Self, StoreError> {
         Ok(RevisionWriter {
             store,
             cluster,
@@ -95,7 +129,9 @@ impl<'s> RevisionWriter<'s> {
             prefix: prefix.to_string(),
             in_batch: 0,
             key_ids: HashMap::new(),
+            path_ids: HashMap::new(),
             hasher: store.value_hasher()?,
+            fields,
             added: 0,
         })
     }
@@ -149,6 +185,65 @@ impl<'s> RevisionWriter<'s> {
         Ok((id, special, sensitive))
     }
 
+    fn path_id(&mut self, path: &str) -> Result<i64, StoreError> {
+        if let Some(&id) = self.path_ids.get(path) {
+            return Ok(id);
+        }
+        let conn = &self.store.conn;
+        conn.prepare_cached("INSERT OR IGNORE INTO field_paths (path) VALUES (?1)")
+            .and_then(|mut s| s.execute([path]))
+            .map_err(|e| self.sql(e))?;
+        let id = conn
+            .prepare_cached("SELECT id FROM field_paths WHERE path = ?1")
+            .and_then(|mut s| s.query_row([path], |r| r.get(0)))
+            .map_err(|e| self.sql(e))?;
+        self.path_ids.insert(path.to_string(), id);
+        Ok(id)
+    }
+
+    /// Stores the object's semantic content once and returns its hash.
+    fn semantic(&mut self, object: &Value, sensitive_resource: bool) -> Result<Vec<u8>, StoreError> {
+        let form = semantic_form(object);
+        let secret = sensitive_resource || is_secret(object);
+        let keyed = self.fields.sensitivity.covers_any(secret, &form);
+        let canonical = serde_json::to_vec(&form).expect("JSON values serialize");
+        let hash = self.hasher.hash(&canonical, keyed).0;
+        let known = self
+            .store
+            .conn
+            .prepare_cached("SELECT 1 FROM semantic_values WHERE hash = ?1")
+            .and_then(|mut s| s.exists([&hash]))
+            .map_err(|e| self.sql(e))?;
+        if known {
+            return Ok(hash);
+        }
+        let mut fields = Vec::new();
+        for (path, h) in field_hashes(
+            &form,
+            self.fields.depth,
+            secret,
+            &self.fields.sensitivity,
+            &self.hasher,
+        ) {
+            put_varint(&mut fields, self.path_id(&path)? as u64);
+            fields.extend_from_slice(&h);
+        }
+        let stored = if keyed {
+            None
+        } else {
+            let mut z = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+            z.write_all(&canonical).and_then(|_| z.finish()).ok()
+        };
+        self.store
+            .conn
+            .prepare_cached(
+                "INSERT INTO semantic_values (hash, keyed, canonical, fields) VALUES (?1, ?2, ?3, ?4)",
+            )
+            .and_then(|mut s| s.execute(params![hash, keyed, stored, fields]))
+            .map_err(|e| self.sql(e))?;
+        Ok(hash)
+    }
+
     fn begin_if_needed(&mut self) -> Result<(), StoreError> {
         if self.in_batch == 0 {
             self.store
@@ -192,8 +287,9 @@ impl Sink for RevisionWriter<'_> {
         self.begin_if_needed()?;
         self.in_batch += 1;
         let (key_id, special, sensitive) = self.key_id(&r.key)?;
-        let conn = &self.store.conn;
-        let known = conn
+        let known = self
+            .store
+            .conn
             .prepare_cached("SELECT 1 FROM revisions WHERE key_id = ?1 AND mod_revision = ?2")
             .and_then(|mut s| s.exists(params![key_id, r.mod_revision]))
             .map_err(|e| self.sql(e))?;
@@ -203,6 +299,11 @@ impl Sink for RevisionWriter<'_> {
             } else {
                 describe(&r.value, special)
             };
+            let semantic = match &d.object {
+                Some(object) => Some(self.semantic(object, sensitive)?),
+                None => None,
+            };
+            let conn = &self.store.conn;
             // A tombstone read from a file carries only its key: it ends the
             // generation of the key's previous revision.
             let create_revision = if r.deleted && r.create_revision == 0 {
@@ -228,8 +329,9 @@ impl Sink for RevisionWriter<'_> {
             };
             conn.prepare_cached(
                 "INSERT INTO revisions (key_id, mod_revision, create_revision, version, lease, deleted, value_size, value_sha256, \
-                 value_hash, encoding, encryption, api_version, kind, namespace, name, uid, generation, decode_error, run_id) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+                 value_hash, encoding, encryption, api_version, kind, namespace, name, uid, generation, decode_error, run_id, \
+                 semantic_sha256) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -252,6 +354,7 @@ impl Sink for RevisionWriter<'_> {
                     d.generation,
                     d.error,
                     self.run.0,
+                    semantic,
                 ])
             })
             .map_err(|e| self.sql(e))?;

@@ -1,0 +1,341 @@
+//! Change classes: what a revision changed against the previous revision of
+//! the same key generation.
+
+use super::semantic::FIELD_HASH_LEN;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// What kind of write a revision was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChangeClass {
+    /// The first revision of a key generation.
+    Create,
+    Delete,
+    /// Byte-identical to the previous value.
+    Rewrite,
+    /// Different bytes, same content.
+    EncodingOnly,
+    MetadataOnly,
+    StatusOnly,
+    /// Desired state changed (spec, or the content of kinds without one,
+    /// such as a ConfigMap's data), possibly with metadata.
+    Spec,
+    /// Desired state and status changed together.
+    Mixed,
+    /// The previous revision of this generation is not stored (history
+    /// starts after it), so there is nothing to compare with.
+    FirstSeen,
+    /// The content cannot be compared (encrypted or undecodable value).
+    Unknown,
+}
+
+/// Why an `encoding-only` (or `unknown`) revision's bytes changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChangeCause {
+    /// Another encoding (JSON, protobuf, CBOR, YAML).
+    MediaType,
+    /// Another storage apiVersion of the same group and kind.
+    StorageVersion,
+    /// Encrypted, decrypted or re-encrypted (provider or key changed).
+    Encryption,
+    /// Same encoding and version, different bytes (field order, defaults).
+    Serialization,
+}
+
+impl ChangeClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeClass::Create => "create",
+            ChangeClass::Delete => "delete",
+            ChangeClass::Rewrite => "rewrite",
+            ChangeClass::EncodingOnly => "encoding-only",
+            ChangeClass::MetadataOnly => "metadata-only",
+            ChangeClass::StatusOnly => "status-only",
+            ChangeClass::Spec => "spec",
+            ChangeClass::Mixed => "mixed",
+            ChangeClass::FirstSeen => "first-seen",
+            ChangeClass::Unknown => "unknown",
+        }
+    }
+}
+
+impl ChangeCause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeCause::MediaType => "media-type",
+            ChangeCause::StorageVersion => "storage-version",
+            ChangeCause::Encryption => "encryption",
+            ChangeCause::Serialization => "serialization",
+        }
+    }
+}
+
+/// What classification needs to know about one revision.
+#[derive(Clone, Debug, Default)]
+pub struct Facts {
+    pub deleted: bool,
+    pub version: i64,
+    pub value_hash: Option<Vec<u8>>,
+    pub semantic_hash: Option<Vec<u8>>,
+    pub encoding: Option<String>,
+    pub api_version: Option<String>,
+    pub encryption: Option<String>,
+    /// Field path → hash, when the value decoded.
+    pub fields: Option<BTreeMap<String, [u8; FIELD_HASH_LEN]>>,
+}
+
+/// A revision's change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    pub class: ChangeClass,
+    pub cause: Option<ChangeCause>,
+    /// Field paths whose value changed, appeared or disappeared.
+    pub changed_paths: Vec<String>,
+}
+
+impl Change {
+    fn of(class: ChangeClass) -> Change {
+        Change {
+            class,
+            cause: None,
+            changed_paths: Vec::new(),
+        }
+    }
+}
+
+fn root(path: &str) -> &str {
+    path.split('.').next().unwrap_or(path)
+}
+
+/// Classifies `cur` against `prev`, the previous stored revision of the same
+/// key generation (`None` when there is none).
+pub fn classify(prev: Option<&Facts>, cur: &Facts) -> Change {
+    if cur.deleted {
+        return Change::of(ChangeClass::Delete);
+    }
+    let Some(prev) = prev.filter(|p| !p.deleted) else {
+        return Change::of(if cur.version <= 1 {
+            ChangeClass::Create
+        } else {
+            ChangeClass::FirstSeen
+        });
+    };
+    if prev.value_hash.is_some() && prev.value_hash == cur.value_hash {
+        return Change::of(ChangeClass::Rewrite);
+    }
+    let encryption_changed = prev.encryption != cur.encryption;
+    let (Some(a), Some(b)) = (&prev.semantic_hash, &cur.semantic_hash) else {
+        return Change {
+            class: ChangeClass::Unknown,
+            cause: encryption_changed.then_some(ChangeCause::Encryption),
+            changed_paths: Vec::new(),
+        };
+    };
+    if a == b {
+        let cause = if encryption_changed {
+            ChangeCause::Encryption
+        } else if prev.encoding != cur.encoding {
+            ChangeCause::MediaType
+        } else if prev.api_version != cur.api_version {
+            ChangeCause::StorageVersion
+        } else {
+            ChangeCause::Serialization
+        };
+        return Change {
+            class: ChangeClass::EncodingOnly,
+            cause: Some(cause),
+            changed_paths: Vec::new(),
+        };
+    }
+    let empty = BTreeMap::new();
+    let (old, new) = (
+        prev.fields.as_ref().unwrap_or(&empty),
+        cur.fields.as_ref().unwrap_or(&empty),
+    );
+    let mut changed: Vec<String> = new
+        .iter()
+        .filter(|(p, h)| old.get(*p) != Some(h))
+        .map(|(p, _)| p.clone())
+        .collect();
+    changed.extend(old.keys().filter(|p| !new.contains_key(*p)).cloned());
+    changed.sort();
+    // Keep the deepest paths: `spec.replicas` says more than `spec`.
+    let deepest: Vec<String> = changed
+        .iter()
+        .filter(|p| {
+            !changed
+                .iter()
+                .any(|q| q.len() > p.len() && q.starts_with(p.as_str()) && q.as_bytes()[p.len()] == b'.')
+        })
+        .cloned()
+        .collect();
+    let status = deepest.iter().any(|p| root(p) == "status");
+    let content = deepest.iter().any(|p| !matches!(root(p), "metadata" | "status"));
+    let class = match (content, status) {
+        (true, true) => ChangeClass::Mixed,
+        (true, false) => ChangeClass::Spec,
+        (false, true) => ChangeClass::StatusOnly,
+        (false, false) => ChangeClass::MetadataOnly,
+    };
+    Change {
+        class,
+        cause: None,
+        changed_paths: deepest,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(value: &[u8], semantic: &[u8], fields: &[(&str, u8)]) -> Facts {
+        Facts {
+            version: 2,
+            value_hash: Some(value.to_vec()),
+            semantic_hash: Some(semantic.to_vec()),
+            encoding: Some("protobuf".into()),
+            api_version: Some("v1".into()),
+            fields: Some(fields.iter().map(|(p, h)| (p.to_string(), [*h; 16])).collect()),
+            ..Facts::default()
+        }
+    }
+
+    #[test]
+    fn classes() {
+        let base = facts(
+            b"a",
+            b"s1",
+            &[
+                ("metadata", 1),
+                ("metadata.labels", 1),
+                ("spec", 1),
+                ("spec.replicas", 1),
+                ("status", 1),
+                ("status.conditions", 1),
+            ],
+        );
+        assert_eq!(
+            classify(
+                None,
+                &Facts {
+                    version: 1,
+                    ..base.clone()
+                }
+            )
+            .class,
+            ChangeClass::Create
+        );
+        assert_eq!(classify(None, &base).class, ChangeClass::FirstSeen);
+        assert_eq!(classify(Some(&base), &base).class, ChangeClass::Rewrite);
+        assert_eq!(
+            classify(
+                Some(&base),
+                &Facts {
+                    deleted: true,
+                    ..Facts::default()
+                }
+            )
+            .class,
+            ChangeClass::Delete
+        );
+
+        let json = Facts {
+            value_hash: Some(b"b".to_vec()),
+            encoding: Some("json".into()),
+            ..base.clone()
+        };
+        assert_eq!(classify(Some(&json), &base).cause, Some(ChangeCause::MediaType));
+        let v2 = Facts {
+            value_hash: Some(b"c".to_vec()),
+            api_version: Some("v2".into()),
+            ..base.clone()
+        };
+        assert_eq!(
+            (classify(Some(&base), &v2).class, classify(Some(&base), &v2).cause),
+            (ChangeClass::EncodingOnly, Some(ChangeCause::StorageVersion))
+        );
+
+        let labels = facts(
+            b"d",
+            b"s2",
+            &[
+                ("metadata", 2),
+                ("metadata.labels", 2),
+                ("spec", 1),
+                ("spec.replicas", 1),
+                ("status", 1),
+                ("status.conditions", 1),
+            ],
+        );
+        let c = classify(Some(&base), &labels);
+        assert_eq!(
+            (c.class, c.changed_paths),
+            (ChangeClass::MetadataOnly, vec!["metadata.labels".to_string()])
+        );
+        let cond = facts(
+            b"e",
+            b"s3",
+            &[
+                ("metadata", 2),
+                ("metadata.labels", 2),
+                ("spec", 1),
+                ("spec.replicas", 1),
+                ("status", 2),
+                ("status.conditions", 2),
+            ],
+        );
+        assert_eq!(classify(Some(&labels), &cond).class, ChangeClass::StatusOnly);
+        let replicas = facts(
+            b"f",
+            b"s4",
+            &[
+                ("metadata", 3),
+                ("metadata.labels", 2),
+                ("spec", 2),
+                ("spec.replicas", 2),
+                ("status", 2),
+                ("status.conditions", 2),
+            ],
+        );
+        let c = classify(Some(&cond), &replicas);
+        assert_eq!(
+            (c.class, c.changed_paths),
+            (
+                ChangeClass::Spec,
+                vec!["metadata".to_string(), "spec.replicas".to_string()]
+            )
+        );
+        let both = facts(
+            b"g",
+            b"s5",
+            &[
+                ("metadata", 3),
+                ("metadata.labels", 2),
+                ("spec", 3),
+                ("spec.replicas", 3),
+                ("status", 3),
+                ("status.conditions", 3),
+            ],
+        );
+        assert_eq!(classify(Some(&replicas), &both).class, ChangeClass::Mixed);
+        let encrypted = Facts {
+            semantic_hash: None,
+            fields: None,
+            encryption: Some("aescbc:v1:k".into()),
+            ..base.clone()
+        };
+        let c = classify(
+            Some(&base),
+            &Facts {
+                value_hash: Some(b"z".to_vec()),
+                ..encrypted
+            },
+        );
+        assert_eq!(
+            (c.class, c.cause),
+            (ChangeClass::Unknown, Some(ChangeCause::Encryption))
+        );
+    }
+}

@@ -1,0 +1,129 @@
+//! Per-database settings: the random key for hashing sensitive values, and
+//! choices fixed when the database is first used.
+
+use super::{FieldConfig, Store, StoreError};
+use crate::canon::keyed_hash::ValueHasher;
+use crate::canon::semantic::{Sensitivity, DEFAULT_DEPTH};
+use rusqlite::OptionalExtension;
+
+const HMAC_KEY: &str = "value_hmac_key";
+const FIELD_DEPTH: &str = "field_depth";
+const SENSITIVE_PATHS: &str = "sensitive_paths";
+
+impl Store {
+    fn setting(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.conn
+            .query_row("SELECT value FROM settings WHERE name = ?1", [name], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    fn set_setting(&self, name: &str, value: &[u8]) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO settings (name, value) VALUES (?1, ?2)",
+                rusqlite::params![name, value],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// This database's value hasher, creating its random key on first use.
+    pub fn value_hasher(&self) -> Result<ValueHasher, StoreError> {
+        if let Some(key) = self.setting(HMAC_KEY)?.and_then(|k| <[u8; 32]>::try_from(k).ok()) {
+            return Ok(ValueHasher::new(key));
+        }
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).map_err(|e| StoreError::Io {
+            path: self.path.clone(),
+            source: std::io::Error::other(format!("no randomness for the hashing key: {e}")),
+        })?;
+        self.set_setting(HMAC_KEY, &key)?;
+        Ok(ValueHasher::new(key))
+    }
+}
+
+impl Store {
+    /// How this database takes field hashes. The first run fixes it (from
+    /// `depth` and `sensitive`, or the defaults); later runs may repeat the
+    /// same choice but not change it, since hashes taken differently do not
+    /// compare.
+    pub fn field_config(
+        &self,
+        depth: Option<usize>,
+        sensitive: &[String],
+    ) -> Result<FieldConfig, StoreError> {
+        let stored_depth = self
+            .setting(FIELD_DEPTH)?
+            .and_then(|v| String::from_utf8(v).ok())
+            .and_then(|v| v.parse().ok());
+        let stored_paths: Option<Vec<String>> = self
+            .setting(SENSITIVE_PATHS)?
+            .and_then(|v| serde_json::from_slice(&v).ok());
+        let conflict = |what: String| StoreError::Conflict {
+            path: self.path.clone(),
+            message: what,
+        };
+        let depth = match (stored_depth, depth) {
+            (Some(s), Some(d)) if s != d => {
+                return Err(conflict(format!(
+                    "takes field hashes to depth {s}; --field-depth {d} would not compare"
+                )))
+            }
+            (Some(s), _) => s,
+            (None, d) => {
+                let d = d.unwrap_or(DEFAULT_DEPTH);
+                self.set_setting(FIELD_DEPTH, d.to_string().as_bytes())?;
+                d
+            }
+        };
+        let mut wanted: Vec<String> = sensitive.to_vec();
+        wanted.sort();
+        wanted.dedup();
+        let paths = match stored_paths {
+            Some(s) if !wanted.is_empty() && s != wanted => {
+                return Err(conflict(format!(
+                    "treats {s:?} as sensitive; --sensitive-path cannot change that"
+                )))
+            }
+            Some(s) => s,
+            None => {
+                self.set_setting(SENSITIVE_PATHS, &serde_json::to_vec(&wanted).expect("JSON"))?;
+                wanted
+            }
+        };
+        Ok(FieldConfig {
+            depth,
+            sensitivity: Sensitivity { paths },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_settings_are_fixed_by_the_first_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_for_writing(&dir.path().join("a.sqlite")).unwrap();
+        let first = store.field_config(Some(3), &["spec.token".into()]).unwrap();
+        assert_eq!(
+            (first.depth, first.sensitivity.paths.clone()),
+            (3, vec!["spec.token".to_string()])
+        );
+        assert_eq!(store.field_config(None, &[]).unwrap().depth, 3);
+        assert!(store.field_config(Some(2), &[]).is_err());
+        assert!(store.field_config(None, &["data.x".into()]).is_err());
+    }
+
+    #[test]
+    fn the_key_is_created_once_per_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = Store::open_for_writing(&dir.path().join("a.sqlite")).unwrap();
+        let b = Store::open_for_writing(&dir.path().join("b.sqlite")).unwrap();
+        let first = a.value_hasher().unwrap().hash(b"x", true).0;
+        assert_eq!(a.value_hasher().unwrap().hash(b"x", true).0, first);
+        assert_ne!(b.value_hasher().unwrap().hash(b"x", true).0, first);
+    }
+}
