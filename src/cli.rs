@@ -43,8 +43,33 @@ pub enum Command {
     /// List the runs recorded in the database.
     Runs(RunsArgs),
     /// Every stored revision of one key, oldest first, across deletes and
-    /// recreates.
+    /// recreates, with its change class.
     History(HistoryArgs),
+    /// Classify new revisions and run the detectors (`rewrite`,
+    /// `encoding-only`), storing their findings. `snapshot` runs it at its
+    /// end unless given --no-analyze.
+    Analyze(AnalyzeArgs),
+    /// List the stored findings, most severe first.
+    Findings(FindingsArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct AnalyzeArgs {
+    /// Analyze only the cluster this run read (default: every cluster).
+    #[arg(long, value_name = "N")]
+    pub run: Option<i64>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct FindingsArgs {
+    #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
+    pub output: ListFormat,
+    /// Only this detector's findings.
+    #[arg(long)]
+    pub detector: Option<String>,
+    /// Only findings at or above this severity.
+    #[arg(long, value_enum)]
+    pub severity: Option<crate::analyze::finding::Severity>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -110,6 +135,10 @@ pub struct HistoryArgs {
     pub etcd_key: String,
     #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
     pub output: ListFormat,
+    /// Show each revision's changed fields with old → new values (sensitive
+    /// values as `<redacted>`).
+    #[arg(long)]
+    pub diff: bool,
 }
 
 /// How to reach etcd; flags and environment variables follow etcdctl.

@@ -5,6 +5,7 @@
 //! The crate follows the data: `decode` turns one stored value into the
 //! Kubernetes object it holds.
 
+pub mod analyze;
 pub mod canon;
 pub mod cli;
 pub mod cmd;

@@ -5,34 +5,12 @@ mod common;
 
 use common::etcd::TestEtcd;
 use common::k8s::{pod, widget};
-use common::{corpus_dir, run_inspector};
+use common::{corpus_dir, inspector, json, ok};
 use etcd_inspector::decode::encode::encode_protobuf;
 use etcd_inspector::source::bolt::BoltDb;
 use etcd_inspector::source::{db_file, Record};
-use serde_json::Value;
 use sha2::Digest;
 use std::path::Path;
-use std::process::Output;
-
-fn inspector(db: &Path, args: &[&str]) -> Output {
-    let mut all = vec!["--db", db.to_str().unwrap()];
-    all.extend_from_slice(args);
-    run_inspector(&all, None)
-}
-
-fn ok(out: Output) -> Output {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn json(out: Output) -> Value {
-    serde_json::from_slice(&ok(out).stdout).unwrap()
-}
 
 fn sha256(path: &Path) -> Vec<u8> {
     sha2::Sha256::digest(std::fs::read(path).unwrap()).to_vec()

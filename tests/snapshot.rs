@@ -5,49 +5,14 @@ mod common;
 
 use common::etcd::{TestEtcd, Tls};
 use common::k8s::{pod, widget};
-use common::run_inspector;
-use serde_json::Value;
+use common::{history, inspector, ok, runs};
 use std::path::Path;
 use std::process::Output;
-
-fn inspector(db: &Path, args: &[&str]) -> Output {
-    let mut all = vec!["--db", db.to_str().unwrap()];
-    all.extend_from_slice(args);
-    run_inspector(&all, None)
-}
 
 fn snapshot(etcd: &TestEtcd, db: &Path, extra: &[&str]) -> Output {
     let mut args = vec!["snapshot", "--endpoints", &etcd.endpoint];
     args.extend_from_slice(extra);
     inspector(db, &args)
-}
-
-fn ok(out: Output) -> Output {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn json(out: Output) -> Value {
-    serde_json::from_slice(&ok(out).stdout).unwrap()
-}
-
-fn runs(db: &Path) -> Vec<Value> {
-    json(inspector(db, &["runs", "-o", "json"]))
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
-fn history(db: &Path, key: &str) -> Vec<Value> {
-    json(inspector(db, &["history", key, "-o", "json"]))
-        .as_array()
-        .unwrap()
-        .clone()
 }
 
 fn one_line_error(out: &Output) -> String {

@@ -2,16 +2,34 @@
 
 use super::output::{or_dash, print_list};
 use super::Status;
-use crate::cli::HistoryArgs;
+use crate::cli::{HistoryArgs, ListFormat};
 use crate::store::Store;
 use anyhow::{bail, Result};
+use std::io::Write;
 use std::path::Path;
+
+/// A value for one line: compact JSON, cut when long.
+fn short(v: &serde_json::Value) -> String {
+    let text = match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => "(absent)".into(),
+        other => other.to_string(),
+    };
+    if text.chars().count() > 80 {
+        format!("{}…", text.chars().take(79).collect::<String>())
+    } else {
+        text
+    }
+}
 
 pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
     let store = Store::open_for_reading(db)?;
-    let rows = store.history(args.etcd_key.as_bytes())?;
+    let mut rows = store.history(args.etcd_key.as_bytes())?;
     if rows.is_empty() {
         bail!("no revisions of {} in {}", args.etcd_key, db.display());
+    }
+    if args.diff {
+        store.add_diffs(&mut rows)?;
     }
     print_list(
         &rows,
@@ -20,35 +38,54 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
             "mod rev",
             "create rev",
             "version",
-            "deleted",
             "uid",
             "generation",
             "encoding",
             "size",
-            "sha256",
+            "change",
+            "changed fields",
             "error",
         ],
         |r| {
+            let change = match (&r.change_class, &r.change_cause) {
+                (Some(c), Some(cause)) => format!("{c} ({cause})"),
+                (Some(c), None) => c.clone(),
+                _ => "-".into(),
+            };
             vec![
                 r.mod_revision.to_string(),
                 r.create_revision.to_string(),
                 r.version.to_string(),
                 if r.deleted {
-                    "deleted".into()
+                    "(deleted)".into()
                 } else {
-                    String::new()
+                    or_dash(r.uid.as_deref())
                 },
-                or_dash(r.uid.as_deref()),
                 or_dash(r.generation),
                 or_dash(r.encoding.as_deref()),
                 r.value_size.to_string(),
-                r.value_sha256
-                    .as_deref()
-                    .map(|s| s[..12].to_string())
-                    .unwrap_or_else(|| "-".into()),
+                change,
+                r.changed_paths.join("\n"),
                 or_dash(r.decode_error.as_deref()),
             ]
         },
     )?;
+    if args.diff && matches!(args.output, ListFormat::Table) {
+        let mut out = std::io::stdout().lock();
+        for r in &rows {
+            let Some(diff) = r.diff.as_ref().filter(|d| !d.is_empty()) else {
+                continue;
+            };
+            writeln!(
+                out,
+                "revision {} ({}):",
+                r.mod_revision,
+                r.change_class.as_deref().unwrap_or("-")
+            )?;
+            for c in diff {
+                writeln!(out, "  {}: {} → {}", c.path, short(&c.old), short(&c.new))?;
+            }
+        }
+    }
     Ok(0)
 }

@@ -1,6 +1,8 @@
 //! One module per subcommand, each with a `run` that returns the exit status.
 
+pub mod analyze;
 pub mod decode;
+pub mod findings;
 pub mod get;
 pub mod history;
 mod output;
@@ -38,5 +40,7 @@ pub fn dispatch(cli: &Cli) -> anyhow::Result<Status> {
         Command::Snapshot(args) => snapshot::run(&cli.db, args),
         Command::Runs(args) => runs::run(&cli.db, args),
         Command::History(args) => history::run(&cli.db, args),
+        Command::Analyze(args) => analyze::run(&cli.db, args),
+        Command::Findings(args) => findings::run(&cli.db, args),
     }
 }

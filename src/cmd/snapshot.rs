@@ -22,6 +22,7 @@ pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// What a finished run did.
 struct Summary {
+    cluster: i64,
     keys: i64,
     head: i64,
     history_from: i64,
@@ -233,6 +234,7 @@ async fn from_live(
         store.record_gap(run, cluster, *gap)?;
     }
     Ok(Summary {
+        cluster,
         keys,
         head: pinned.head,
         history_from: from,
@@ -297,6 +299,7 @@ fn from_file(
     }
     let keys = store.live_keys(cluster, prefix.as_bytes(), head)?;
     Ok(Summary {
+        cluster,
         keys,
         head,
         history_from: from,
@@ -417,6 +420,11 @@ pub fn run(db: &Path, args: &SnapshotArgs) -> Result<Status> {
                     )
                 })
                 .collect();
+            let analysis = if args.no_analyze {
+                None
+            } else {
+                Some(crate::analyze::analyze(&store, Some(s.cluster))?)
+            };
             eprintln!(
                 "run {} complete: {} keys at revision {}, {} revisions added (history from revision {}){}, {:.1}s",
                 run.0,
@@ -427,6 +435,9 @@ pub fn run(db: &Path, args: &SnapshotArgs) -> Result<Status> {
                 gaps.concat(),
                 started.elapsed().as_secs_f64()
             );
+            if let Some(a) = analysis {
+                eprintln!("{}", super::analyze::summary(&a));
+            }
             Ok(0)
         }
         Some(Err(e)) => {

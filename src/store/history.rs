@@ -28,6 +28,22 @@ pub struct HistoryRow {
     pub generation: Option<i64>,
     pub decode_error: Option<String>,
     pub run_id: i64,
+    /// SHA-256 of the semantic form (HMAC for objects with sensitive values).
+    pub semantic_sha256: Option<String>,
+    pub change_class: Option<String>,
+    pub change_cause: Option<String>,
+    pub changed_paths: Vec<String>,
+    /// Changed paths with old and new values, when asked for (`--diff`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<Vec<FieldChange>>,
+}
+
+/// One changed field: its old and new value (`<redacted>` when sensitive).
+#[derive(Clone, Debug, Serialize)]
+pub struct FieldChange {
+    pub path: String,
+    pub old: serde_json::Value,
+    pub new: serde_json::Value,
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -42,7 +58,7 @@ impl Store {
             .prepare(
                 "SELECT c.etcd_cluster_id, r.mod_revision, r.create_revision, r.version, r.deleted, r.lease, r.value_size, \
                  r.value_sha256, r.value_hash, r.encoding, r.encryption, r.api_version, r.kind, r.namespace, r.name, r.uid, r.generation, \
-                 r.decode_error, r.run_id \
+                 r.decode_error, r.run_id, r.semantic_sha256, r.change_class, r.change_cause, r.changed_paths \
                  FROM revisions r JOIN keys k ON k.id = r.key_id JOIN clusters c ON c.id = k.cluster_id \
                  WHERE k.key = ?1 ORDER BY c.id, r.mod_revision",
             )
@@ -69,9 +85,97 @@ impl Store {
                     generation: r.get(16)?,
                     decode_error: r.get(17)?,
                     run_id: r.get(18)?,
+                    semantic_sha256: r.get::<_, Option<Vec<u8>>>(19)?.map(|b| hex(&b)),
+                    change_class: r.get(20)?,
+                    change_cause: r.get(21)?,
+                    changed_paths: r
+                        .get::<_, Option<String>>(22)?
+                        .and_then(|p| serde_json::from_str(&p).ok())
+                        .unwrap_or_default(),
+                    diff: None,
                 })
             })
             .map_err(|e| self.err(e))?;
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
+}
+
+/// The value at a dotted field path.
+fn at_path<'a>(v: &'a serde_json::Value, path: &str) -> Option<&'a serde_json::Value> {
+    path.split('.').try_fold(v, |cur, k| cur.as_object()?.get(k))
+}
+
+impl Store {
+    /// A stored canonical value, or `None` when it holds sensitive values
+    /// (never stored) or is unknown.
+    pub fn canonical_value(&self, semantic_sha256: &[u8]) -> Result<Option<serde_json::Value>, StoreError> {
+        use rusqlite::OptionalExtension;
+        let blob: Option<Option<Vec<u8>>> = self
+            .conn
+            .query_row(
+                "SELECT canonical FROM semantic_values WHERE hash = ?1",
+                [semantic_sha256],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        let Some(Some(compressed)) = blob else {
+            return Ok(None);
+        };
+        let mut json = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::DeflateDecoder::new(&compressed[..]), &mut json)
+            .map_err(|source| StoreError::Io {
+                path: self.path.clone(),
+                source,
+            })?;
+        Ok(serde_json::from_slice(&json).ok())
+    }
+
+    /// Fills each row's `diff`: its changed paths with the previous
+    /// revision's and its own values.
+    pub fn add_diffs(&self, rows: &mut [HistoryRow]) -> Result<(), StoreError> {
+        let redacted = serde_json::Value::String("<redacted>".into());
+        let mut prev: Option<serde_json::Value> = None;
+        let mut prev_keyed = false;
+        for row in rows.iter_mut() {
+            let hash = row.semantic_sha256.as_deref().and_then(unhex);
+            let value = match &hash {
+                Some(h) => self.canonical_value(h)?,
+                None => None,
+            };
+            let keyed = hash.is_some() && value.is_none();
+            let changes = row
+                .changed_paths
+                .iter()
+                .map(|path| {
+                    let side = |v: &Option<serde_json::Value>, keyed: bool| {
+                        if keyed {
+                            redacted.clone()
+                        } else {
+                            v.as_ref()
+                                .and_then(|v| at_path(v, path))
+                                .cloned()
+                                .unwrap_or(serde_json::Value::Null)
+                        }
+                    };
+                    FieldChange {
+                        path: path.clone(),
+                        old: side(&prev, prev_keyed),
+                        new: side(&value, keyed),
+                    }
+                })
+                .collect();
+            row.diff = Some(changes);
+            prev = value;
+            prev_keyed = keyed;
+        }
+        Ok(())
+    }
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
 }

@@ -1,12 +1,14 @@
 //! The SQLite database: one file holds any number of runs against any number
 //! of clusters. The schema changes only through `migrations/`.
 
+mod changes;
 mod history;
 mod runs;
 mod settings;
 mod writer;
 
-pub use history::HistoryRow;
+pub use changes::{ClassifyStats, StoredFinding};
+pub use history::{FieldChange, HistoryRow};
 pub use runs::{Gap, RunId, RunInfo, RunStatus};
 pub use writer::{FieldConfig, RevisionWriter};
 

@@ -202,6 +202,17 @@ impl TestEtcd {
         });
     }
 
+    /// Writes many values one put at a time (each its own revision, so the
+    /// same key may appear many times).
+    pub fn put_many_sequential(&self, items: &[(String, Vec<u8>)]) {
+        let mut c = self.client_result().unwrap();
+        self.runtime.block_on(async {
+            for (k, v) in items {
+                c.put(k.as_str(), v.clone(), None).await.unwrap();
+            }
+        });
+    }
+
     /// Writes many keys at once (one transaction per 100 keys).
     pub fn put_many(&self, items: &[(String, Vec<u8>)]) {
         let mut c = self.client_result().unwrap();

@@ -38,3 +38,42 @@ pub fn run_inspector(args: &[&str], stdin: Option<&[u8]>) -> Output {
     }
     child.wait_with_output().unwrap()
 }
+
+/// Runs `etcd-inspector --db DB ARGS...`.
+pub fn inspector(db: &std::path::Path, args: &[&str]) -> Output {
+    let mut all = vec!["--db", db.to_str().unwrap()];
+    all.extend_from_slice(args);
+    run_inspector(&all, None)
+}
+
+/// Asserts success and returns the output.
+pub fn ok(out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Asserts success and parses standard output as JSON.
+pub fn json(out: Output) -> serde_json::Value {
+    serde_json::from_slice(&ok(out).stdout).unwrap()
+}
+
+/// `history KEY -o json` rows.
+pub fn history(db: &std::path::Path, key: &str) -> Vec<serde_json::Value> {
+    json(inspector(db, &["history", key, "-o", "json"]))
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// `runs -o json` rows.
+pub fn runs(db: &std::path::Path) -> Vec<serde_json::Value> {
+    json(inspector(db, &["runs", "-o", "json"]))
+        .as_array()
+        .unwrap()
+        .clone()
+}

@@ -1,0 +1,98 @@
+//! `encoding-only`: revisions whose bytes changed but whose content did not:
+//! another media type (JSON ↔ protobuf), another storage version, a
+//! re-encryption, or a different serialization of the same object.
+
+use super::finding::{ClassifiedRevision, Finding, Severity};
+use std::collections::BTreeMap;
+
+pub const NAME: &str = "encoding-only";
+
+fn describe(r: &ClassifiedRevision) -> String {
+    let pair = |a: &Option<String>, b: &Option<String>| {
+        format!(
+            "{} → {}",
+            a.as_deref().unwrap_or("-"),
+            b.as_deref().unwrap_or("-")
+        )
+    };
+    match r.cause.as_deref() {
+        Some("media-type") => pair(&r.prev_encoding, &r.encoding),
+        Some("storage-version") => pair(&r.prev_api_version, &r.api_version),
+        Some("encryption") => pair(&r.prev_encryption, &r.encryption),
+        _ => "same encoding, different bytes".to_string(),
+    }
+}
+
+/// A finding for one key's history (oldest first), if it has encoding-only
+/// revisions.
+pub fn detect(history: &[ClassifiedRevision]) -> Option<Finding> {
+    let hits: Vec<&ClassifiedRevision> = history.iter().filter(|r| r.class == "encoding-only").collect();
+    let first = hits.first()?;
+    let mut causes: BTreeMap<String, usize> = BTreeMap::new();
+    for r in &hits {
+        *causes
+            .entry(r.cause.clone().unwrap_or_else(|| "serialization".into()))
+            .or_default() += 1;
+    }
+    let n = hits.len();
+    // A storage migration re-encodes every object once on purpose; repeated
+    // or unexplained re-encodes deserve a look.
+    let severity = if n >= 10 {
+        Severity::Medium
+    } else if causes.keys().all(|c| c == "storage-version") {
+        Severity::Info
+    } else {
+        Severity::Low
+    };
+    let changes: Vec<serde_json::Value> = hits
+        .iter()
+        .map(|r| serde_json::json!({"revision": r.mod_revision, "cause": r.cause, "change": describe(r)}))
+        .collect();
+    let last = hits.last().expect("non-empty");
+    let cause_text: Vec<String> = causes
+        .iter()
+        .map(|(c, k)| if *k == 1 { c.clone() } else { format!("{c} ×{k}") })
+        .collect();
+    Some(Finding {
+        detector: NAME,
+        severity,
+        keys: vec![first.key.clone()],
+        revisions: hits.iter().map(|r| r.mod_revision).collect(),
+        summary: format!(
+            "{} re-encoded {n} time{} without a content change ({}; last: {} at revision {})",
+            first.object(),
+            if n == 1 { "" } else { "s" },
+            cause_text.join(", "),
+            describe(last),
+            last.mod_revision
+        ),
+        details: serde_json::json!({"object": first.object(), "count": n, "causes": causes, "changes": changes}),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_the_cause_and_the_transition() {
+        let r = ClassifiedRevision {
+            key: "/registry/deployments/shop/web".into(),
+            mod_revision: 30,
+            class: "encoding-only".into(),
+            cause: Some("storage-version".into()),
+            kind: Some("Deployment".into()),
+            namespace: Some("shop".into()),
+            name: Some("web".into()),
+            api_version: Some("apps/v1".into()),
+            prev_api_version: Some("apps/v1beta2".into()),
+            ..Default::default()
+        };
+        let f = detect(&[r]).unwrap();
+        assert_eq!(f.severity, Severity::Info);
+        assert_eq!(
+            f.summary,
+            "Deployment shop/web re-encoded 1 time without a content change (storage-version; last: apps/v1beta2 → apps/v1 at revision 30)"
+        );
+    }
+}

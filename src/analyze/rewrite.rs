@@ -1,0 +1,78 @@
+//! `rewrite`: revisions whose value is byte-identical to the previous one.
+//! etcd never skips a put, so each is a write some client made with nothing
+//! to change (reference §4: a stale writer, a controller without a no-op
+//! check, or the apiserver rewriting a stale encrypted value).
+
+use super::finding::{ClassifiedRevision, Finding, Severity};
+
+pub const NAME: &str = "rewrite";
+
+/// A finding for one key's history (oldest first), if it has rewrites.
+pub fn detect(history: &[ClassifiedRevision]) -> Option<Finding> {
+    let rewrites: Vec<&ClassifiedRevision> = history.iter().filter(|r| r.class == "rewrite").collect();
+    let first = rewrites.first()?;
+    let revisions: Vec<i64> = rewrites.iter().map(|r| r.mod_revision).collect();
+    let n = revisions.len();
+    let severity = if n >= 10 { Severity::Medium } else { Severity::Low };
+    let shown: Vec<String> = revisions.iter().take(8).map(i64::to_string).collect();
+    let more = if n > 8 {
+        format!(", … {} more", n - 8)
+    } else {
+        String::new()
+    };
+    Some(Finding {
+        detector: NAME,
+        severity,
+        keys: vec![first.key.clone()],
+        revisions: revisions.clone(),
+        summary: format!(
+            "{} written {n} time{} with byte-identical content (revision{} {}{more})",
+            first.object(),
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "" } else { "s" },
+            shown.join(", ")
+        ),
+        details: serde_json::json!({
+            "object": first.object(),
+            "count": n,
+            "revisions": revisions,
+            "encoding": first.encoding,
+        }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rev(n: i64, class: &str) -> ClassifiedRevision {
+        ClassifiedRevision {
+            key: "/registry/configmaps/shop/c".into(),
+            mod_revision: n,
+            class: class.into(),
+            kind: Some("ConfigMap".into()),
+            namespace: Some("shop".into()),
+            name: Some("c".into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn counts_rewrites_only() {
+        assert!(detect(&[rev(1, "create"), rev(2, "spec")]).is_none());
+        let f = detect(&[
+            rev(1, "create"),
+            rev(2, "rewrite"),
+            rev(3, "spec"),
+            rev(4, "rewrite"),
+        ])
+        .unwrap();
+        assert_eq!((f.severity, f.revisions.clone()), (Severity::Low, vec![2, 4]));
+        assert_eq!(
+            f.summary,
+            "ConfigMap shop/c written 2 times with byte-identical content (revisions 2, 4)"
+        );
+        let many: Vec<_> = (1..=12).map(|n| rev(n, "rewrite")).collect();
+        assert_eq!(detect(&many).unwrap().severity, Severity::Medium);
+    }
+}

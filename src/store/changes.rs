@@ -1,0 +1,323 @@
+//! Change classes and findings in the database: the classification pass,
+//! the classified history detectors read, and the findings they write.
+
+use super::{Store, StoreError};
+use crate::analyze::finding::{ClassifiedRevision, Finding, Severity};
+use crate::canon::change::{classify, Facts};
+use crate::canon::semantic::FIELD_HASH_LEN;
+use rusqlite::params;
+use std::collections::{BTreeMap, HashMap};
+
+/// What a classification pass did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClassifyStats {
+    /// Revisions that got a change class.
+    pub classified: i64,
+    /// Rows the pass read: each revision of the keys involved, once.
+    pub rows_read: i64,
+}
+
+/// A stored finding.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct StoredFinding {
+    pub id: i64,
+    pub cluster_id: String,
+    pub detector: String,
+    pub severity: Severity,
+    pub keys: Vec<String>,
+    pub revisions: Vec<i64>,
+    pub summary: String,
+    pub details: serde_json::Value,
+    pub analyzed_at: String,
+}
+
+fn read_varint(b: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut n = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = *b.get(*pos)?;
+        *pos += 1;
+        n |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Some(n);
+        }
+    }
+    None
+}
+
+/// Decodes a `semantic_values.fields` blob.
+fn decode_fields(blob: &[u8], paths: &HashMap<i64, String>) -> BTreeMap<String, [u8; FIELD_HASH_LEN]> {
+    let mut out = BTreeMap::new();
+    let mut pos = 0;
+    while pos < blob.len() {
+        let Some(id) = read_varint(blob, &mut pos) else {
+            break;
+        };
+        let Some(hash) = blob.get(pos..pos + FIELD_HASH_LEN) else {
+            break;
+        };
+        pos += FIELD_HASH_LEN;
+        if let Some(path) = paths.get(&(id as i64)) {
+            out.insert(path.clone(), hash.try_into().expect("16 bytes"));
+        }
+    }
+    out
+}
+
+impl Store {
+    /// Gives every revision without a change class one, comparing it with
+    /// the previous revision of its key generation. One pass: the keys with
+    /// unclassified revisions are read once each, oldest first; memory is
+    /// bounded by one key's history.
+    pub fn classify_pending(&self) -> Result<ClassifyStats, StoreError> {
+        let err = |e| self.err(e);
+        let paths: HashMap<i64, String> = {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT id, path FROM field_paths")
+                .map_err(err)?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(err)?;
+            rows.collect::<Result<_, _>>().map_err(err)?
+        };
+        let keys: Vec<i64> = {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT DISTINCT key_id FROM revisions WHERE change_class IS NULL")
+                .map_err(err)?;
+            let rows = stmt.query_map([], |r| r.get(0)).map_err(err)?;
+            rows.collect::<Result<_, _>>().map_err(err)?
+        };
+        let mut stats = ClassifyStats::default();
+        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(err)?;
+        let result = (|| {
+            let mut read = self
+                .conn
+                .prepare_cached(
+                    "SELECT r.mod_revision, r.create_revision, r.version, r.deleted, r.value_sha256, r.semantic_sha256, \
+                     r.encoding, r.api_version, r.encryption, s.fields, r.change_class IS NULL \
+                     FROM revisions r LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
+                     WHERE r.key_id = ?1 ORDER BY r.mod_revision",
+                )
+                .map_err(err)?;
+            let mut write = self
+                .conn
+                .prepare_cached(
+                    "UPDATE revisions SET change_class = ?3, change_cause = ?4, changed_paths = ?5 \
+                     WHERE key_id = ?1 AND mod_revision = ?2",
+                )
+                .map_err(err)?;
+            for key in keys {
+                let rows: Vec<(i64, i64, Facts, bool)> = read
+                    .query_map([key], |r| {
+                        let fields: Option<Vec<u8>> = r.get(9)?;
+                        Ok((
+                            r.get(0)?,
+                            r.get(1)?,
+                            Facts {
+                                version: r.get(2)?,
+                                deleted: r.get(3)?,
+                                value_hash: r.get(4)?,
+                                semantic_hash: r.get(5)?,
+                                encoding: r.get(6)?,
+                                api_version: r.get(7)?,
+                                encryption: r.get(8)?,
+                                fields: fields.map(|b| decode_fields(&b, &paths)),
+                            },
+                            r.get(10)?,
+                        ))
+                    })
+                    .map_err(err)?
+                    .collect::<Result<_, _>>()
+                    .map_err(err)?;
+                stats.rows_read += rows.len() as i64;
+                let mut prev: Option<(i64, &Facts)> = None;
+                for (mod_revision, create_revision, facts, pending) in &rows {
+                    if *pending {
+                        let same_generation = prev.filter(|(c, _)| c == create_revision).map(|(_, f)| f);
+                        let change = classify(same_generation, facts);
+                        let paths = (!change.changed_paths.is_empty())
+                            .then(|| serde_json::to_string(&change.changed_paths).expect("JSON"));
+                        write
+                            .execute(params![
+                                key,
+                                mod_revision,
+                                change.class.as_str(),
+                                change.cause.map(|c| c.as_str()),
+                                paths
+                            ])
+                            .map_err(err)?;
+                        stats.classified += 1;
+                    }
+                    prev = Some((*create_revision, facts));
+                }
+            }
+            Ok(())
+        })();
+        match result {
+            Ok(()) => self.conn.execute_batch("COMMIT").map_err(err)?,
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                return Err(e);
+            }
+        }
+        Ok(stats)
+    }
+
+    /// Streams, key by key (oldest revision first), the classified history of
+    /// every key of `cluster` that has a revision of one of `classes`.
+    pub fn classified_history(
+        &self,
+        cluster: i64,
+        classes: &[&str],
+        visit: &mut dyn FnMut(&[ClassifiedRevision]),
+    ) -> Result<(), StoreError> {
+        let err = |e| self.err(e);
+        let list = classes
+            .iter()
+            .map(|c| format!("'{}'", c.replace('\'', "")))
+            .collect::<Vec<_>>()
+            .join(",");
+        let sql = format!(
+            "SELECT k.key, r.mod_revision, r.change_class, r.change_cause, r.kind, r.namespace, r.name, r.encoding, \
+             r.api_version, r.encryption, \
+             lag(r.encoding) OVER w, lag(r.api_version) OVER w, lag(r.encryption) OVER w \
+             FROM revisions r JOIN keys k ON k.id = r.key_id \
+             WHERE k.cluster_id = ?1 AND r.key_id IN (SELECT key_id FROM revisions WHERE change_class IN ({list})) \
+             WINDOW w AS (PARTITION BY r.key_id ORDER BY r.mod_revision) \
+             ORDER BY r.key_id, r.mod_revision"
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(err)?;
+        let mut rows = stmt.query([cluster]).map_err(err)?;
+        let mut current: Vec<ClassifiedRevision> = Vec::new();
+        while let Some(r) = rows.next().map_err(err)? {
+            let key: Vec<u8> = r.get(0).map_err(err)?;
+            let rev = ClassifiedRevision {
+                key: String::from_utf8_lossy(&key).into_owned(),
+                mod_revision: r.get(1).map_err(err)?,
+                class: r.get::<_, Option<String>>(2).map_err(err)?.unwrap_or_default(),
+                cause: r.get(3).map_err(err)?,
+                kind: r.get(4).map_err(err)?,
+                namespace: r.get(5).map_err(err)?,
+                name: r.get(6).map_err(err)?,
+                encoding: r.get(7).map_err(err)?,
+                api_version: r.get(8).map_err(err)?,
+                encryption: r.get(9).map_err(err)?,
+                prev_encoding: r.get(10).map_err(err)?,
+                prev_api_version: r.get(11).map_err(err)?,
+                prev_encryption: r.get(12).map_err(err)?,
+            };
+            if current.last().is_some_and(|c| c.key != rev.key) {
+                visit(&current);
+                current.clear();
+            }
+            current.push(rev);
+        }
+        if !current.is_empty() {
+            visit(&current);
+        }
+        Ok(())
+    }
+
+    /// Replaces `detectors`' findings for `cluster` with `findings`.
+    pub fn replace_findings(
+        &self,
+        cluster: i64,
+        detectors: &[&str],
+        findings: &[Finding],
+    ) -> Result<(), StoreError> {
+        let err = |e| self.err(e);
+        let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(err)?;
+        let result = (|| {
+            for d in detectors {
+                self.conn
+                    .execute(
+                        "DELETE FROM findings WHERE cluster_id = ?1 AND detector = ?2",
+                        params![cluster, d],
+                    )
+                    .map_err(err)?;
+            }
+            let mut insert = self
+                .conn
+                .prepare_cached(
+                    "INSERT INTO findings (cluster_id, detector, severity, keys, revisions, summary, details, analyzed_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                )
+                .map_err(err)?;
+            for f in findings {
+                insert
+                    .execute(params![
+                        cluster,
+                        f.detector,
+                        f.severity.as_str(),
+                        serde_json::to_string(&f.keys).expect("JSON"),
+                        serde_json::to_string(&f.revisions).expect("JSON"),
+                        f.summary,
+                        f.details.to_string(),
+                        now
+                    ])
+                    .map_err(err)?;
+            }
+            Ok(())
+        })();
+        match result {
+            Ok(()) => self.conn.execute_batch("COMMIT").map_err(err),
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    /// Every stored finding, most severe first.
+    pub fn findings(&self) -> Result<Vec<StoredFinding>, StoreError> {
+        let err = |e| self.err(e);
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT f.id, c.etcd_cluster_id, f.detector, f.severity, f.keys, f.revisions, f.summary, f.details, f.analyzed_at \
+                 FROM findings f JOIN clusters c ON c.id = f.cluster_id \
+                 ORDER BY CASE f.severity WHEN 'critical' THEN 0 WHEN 'high' THEN 1 WHEN 'medium' THEN 2 WHEN 'low' THEN 3 ELSE 4 END, f.id",
+            )
+            .map_err(err)?;
+        let rows = stmt
+            .query_map([], |r| {
+                let json = |i: usize| -> rusqlite::Result<serde_json::Value> {
+                    Ok(serde_json::from_str(&r.get::<_, String>(i)?).unwrap_or(serde_json::Value::Null))
+                };
+                Ok(StoredFinding {
+                    id: r.get(0)?,
+                    cluster_id: r.get(1)?,
+                    detector: r.get(2)?,
+                    severity: Severity::parse(&r.get::<_, String>(3)?).unwrap_or(Severity::Info),
+                    keys: serde_json::from_value(json(4)?).unwrap_or_default(),
+                    revisions: serde_json::from_value(json(5)?).unwrap_or_default(),
+                    summary: r.get(6)?,
+                    details: json(7)?,
+                    analyzed_at: r.get(8)?,
+                })
+            })
+            .map_err(err)?;
+        rows.collect::<Result<_, _>>().map_err(err)
+    }
+
+    /// Every cluster's row id.
+    pub fn clusters(&self) -> Result<Vec<i64>, StoreError> {
+        let err = |e| self.err(e);
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id FROM clusters ORDER BY id")
+            .map_err(err)?;
+        let rows = stmt.query_map([], |r| r.get(0)).map_err(err)?;
+        rows.collect::<Result<_, _>>().map_err(err)
+    }
+
+    /// The cluster a run read.
+    pub fn run_cluster(&self, run: i64) -> Result<Option<i64>, StoreError> {
+        use rusqlite::OptionalExtension;
+        self.conn
+            .query_row("SELECT cluster_id FROM runs WHERE id = ?1", [run], |r| r.get(0))
+            .optional()
+            .map(Option::flatten)
+            .map_err(|e| self.err(e))
+    }
+}
