@@ -22,15 +22,15 @@ fn meta(ns: &str, name: &str, uid: &str) -> Value {
     json!({"name": name, "namespace": ns, "uid": uid, "creationTimestamp": "2026-11-29T07:50:00Z"})
 }
 
-fn deployment(replicas: i64, generation: i64) -> Value {
+fn deployment(api_version: &str, replicas: i64, generation: i64) -> Value {
     let mut m = meta("shop", "web", "9e1c2b3a-4d5e-4f60-8a7b-1c2d3e4f5a6b");
     m["generation"] = json!(generation);
-    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": m,
+    json!({"apiVersion": api_version, "kind": "Deployment", "metadata": m,
            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
                     "template": {"metadata": {"labels": {"app": "web"}},
                                  "spec": {"containers": [{"name": "web", "image": "registry.example.com/shop/web:1.42.0",
                                                           "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}}}]}}},
-           "status": {"observedGeneration": generation, "replicas": replicas, "readyReplicas": replicas}})
+           "status": {"observedGeneration": 1, "replicas": 3, "readyReplicas": 3}})
 }
 
 fn pod(name: &str, uid: &str, ip: &str) -> Value {
@@ -88,8 +88,11 @@ fn main() -> Result<()> {
     let ep = etcd.endpoint.clone();
     let pb = |v: &Value| encode_protobuf(v).expect("built-in object");
 
-    // A small cluster.
-    etcd.put("/registry/deployments/shop/web", &pb(&deployment(3, 1)));
+    // A small cluster; the Deployment was stored by an older apiserver.
+    etcd.put(
+        "/registry/deployments/shop/web",
+        &pb(&deployment("apps/v1beta2", 3, 1)),
+    );
     for (name, uid, ip) in [
         ("web-7d4b9c6f5d-x2kqp", "0b7f3d52-0001", "10.244.3.17"),
         ("web-7d4b9c6f5d-9fzvt", "0b7f3d52-0002", "10.244.1.4"),
@@ -124,7 +127,16 @@ fn main() -> Result<()> {
         );
     }
     etcd.compact(beat - 1);
-    println!("Playing an incident: a pod deleted and recreated with a new UID, an identical rewrite, a scale flip-flop ...");
+    println!("Playing an incident: a storage-version migration, a custom resource re-stored as CBOR, a pod deleted and");
+    println!("recreated with a new UID, an identical rewrite, a scale flip-flop ...");
+    etcd.put(
+        "/registry/deployments/shop/web",
+        &pb(&deployment("apps/v1", 3, 1)),
+    );
+    etcd.put(
+        "/registry/example.com/widgets/shop/blue",
+        &encode_cbor(&widget("blue", "77aa0c2d-0001")),
+    );
     let pod_key = "/registry/pods/shop/web-7d4b9c6f5d-x2kqp";
     etcd.delete(pod_key);
     etcd.put(
@@ -138,7 +150,7 @@ fn main() -> Result<()> {
     for (i, replicas) in [5, 3, 5, 3].into_iter().enumerate() {
         etcd.put(
             "/registry/deployments/shop/web",
-            &pb(&deployment(replicas, 2 + i as i64)),
+            &pb(&deployment("apps/v1", replicas, 2 + i as i64)),
         );
     }
 
@@ -148,7 +160,10 @@ fn main() -> Result<()> {
     inspector(&format!(
         "--db {db_arg} history /registry/configmaps/shop/web-config"
     ))?;
-    inspector(&format!("--db {db_arg} history /registry/deployments/shop/web"))?;
+    inspector(&format!(
+        "--db {db_arg} history /registry/deployments/shop/web --diff"
+    ))?;
+    inspector(&format!("--db {db_arg} findings"))?;
     println!("\nThe same history, offline: download etcd's snapshot file and read it with no API calls ...");
     let offline = dir.join("demo-offline.sqlite");
     let saved = dir.join("etcd-snapshot.db");

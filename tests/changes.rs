@@ -256,3 +256,56 @@ fn ten_thousand_revisions_are_classified_in_one_pass() {
         "{again}"
     );
 }
+
+#[test]
+fn configured_sensitive_paths_are_keyed_and_never_stored() {
+    let etcd = TestEtcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let key = "/registry/example.com/tokens/shop/t";
+    let token = |value: &str| {
+        json_value(
+            &j!({"apiVersion": "example.com/v1", "kind": "Token", "metadata": {"name": "t", "namespace": "shop", "uid": "u-t"},
+                        "spec": {"token": value, "owner": "team-a"}}),
+        )
+    };
+    etcd.put(key, &token("tok-AAAA-1111"));
+    etcd.put(key, &token("tok-BBBB-2222"));
+    ok(inspector(
+        &db,
+        &[
+            "snapshot",
+            "--endpoints",
+            &etcd.endpoint,
+            "--sensitive-path",
+            "spec.token",
+        ],
+    ));
+    let diff = json(inspector(&db, &["history", key, "--diff", "-o", "json"]));
+    assert_eq!(diff[1]["change_class"], "spec");
+    assert_eq!(
+        diff[1]["diff"],
+        j!([{"path": "spec.token", "old": "<redacted>", "new": "<redacted>"}])
+    );
+    for file in std::fs::read_dir(dir.path()).unwrap() {
+        let bytes = std::fs::read(file.unwrap().path()).unwrap();
+        for needle in ["tok-AAAA-1111", "tok-BBBB-2222"] {
+            assert!(
+                !bytes.windows(needle.len()).any(|w| w == needle.as_bytes()),
+                "{needle} is in the database"
+            );
+        }
+    }
+    let err = String::from_utf8_lossy(
+        &inspector(
+            &db,
+            &["snapshot", "--endpoints", &etcd.endpoint, "--field-depth", "3"],
+        )
+        .stderr,
+    )
+    .into_owned();
+    assert!(
+        err.contains("takes field hashes to depth 2"),
+        "the depth is fixed by the first run: {err}"
+    );
+}
