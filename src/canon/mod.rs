@@ -2,6 +2,8 @@
 //! that two encodings of the same content compare equal.
 
 pub mod change;
+pub mod duplicates;
+pub mod facts;
 pub mod keyed_hash;
 pub mod semantic;
 pub mod sensitive;

@@ -217,7 +217,9 @@ impl Store {
         Ok(())
     }
 
-    /// Replaces `detectors`' findings for `cluster` with `findings`.
+    /// Makes `detectors`' stored findings for `cluster` equal `findings`:
+    /// unchanged findings keep their id, vanished ones are removed, new ones
+    /// added; running it twice with the same findings changes nothing.
     pub fn replace_findings(
         &self,
         cluster: i64,
@@ -225,16 +227,33 @@ impl Store {
         findings: &[Finding],
     ) -> Result<(), StoreError> {
         let err = |e| self.err(e);
+        let identity = |detector: &str, keys: &str, revisions: &str, summary: &str| {
+            format!("{detector}\u{0}{keys}\u{0}{revisions}\u{0}{summary}")
+        };
         let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
         self.conn.execute_batch("BEGIN IMMEDIATE").map_err(err)?;
         let result = (|| {
-            for d in detectors {
-                self.conn
-                    .execute(
-                        "DELETE FROM findings WHERE cluster_id = ?1 AND detector = ?2",
-                        params![cluster, d],
+            let mut existing: HashMap<String, i64> = HashMap::new();
+            {
+                let mut stmt = self
+                    .conn
+                    .prepare(
+                        "SELECT id, detector, keys, revisions, summary FROM findings WHERE cluster_id = ?1",
                     )
                     .map_err(err)?;
+                let mut rows = stmt.query([cluster]).map_err(err)?;
+                while let Some(r) = rows.next().map_err(err)? {
+                    let detector: String = r.get(1).map_err(err)?;
+                    if detectors.contains(&detector.as_str()) {
+                        let id = identity(
+                            &detector,
+                            &r.get::<_, String>(2).map_err(err)?,
+                            &r.get::<_, String>(3).map_err(err)?,
+                            &r.get::<_, String>(4).map_err(err)?,
+                        );
+                        existing.insert(id, r.get(0).map_err(err)?);
+                    }
+                }
             }
             let mut insert = self
                 .conn
@@ -244,17 +263,29 @@ impl Store {
                 )
                 .map_err(err)?;
             for f in findings {
-                insert
-                    .execute(params![
-                        cluster,
-                        f.detector,
-                        f.severity.as_str(),
-                        serde_json::to_string(&f.keys).expect("JSON"),
-                        serde_json::to_string(&f.revisions).expect("JSON"),
-                        f.summary,
-                        f.details.to_string(),
-                        now
-                    ])
+                let keys = serde_json::to_string(&f.keys).expect("JSON");
+                let revisions = serde_json::to_string(&f.revisions).expect("JSON");
+                if existing
+                    .remove(&identity(f.detector, &keys, &revisions, &f.summary))
+                    .is_none()
+                {
+                    insert
+                        .execute(params![
+                            cluster,
+                            f.detector,
+                            f.severity.as_str(),
+                            keys,
+                            revisions,
+                            f.summary,
+                            f.details.to_string(),
+                            now
+                        ])
+                        .map_err(err)?;
+                }
+            }
+            for id in existing.values() {
+                self.conn
+                    .execute("DELETE FROM findings WHERE id = ?1", [id])
                     .map_err(err)?;
             }
             Ok(())
@@ -319,5 +350,80 @@ impl Store {
             .optional()
             .map(Option::flatten)
             .map_err(|e| self.err(e))
+    }
+}
+
+/// Which revisions an object-history query returns, and in what order.
+#[derive(Clone, Copy, Debug)]
+pub enum ObjectQuery {
+    /// Keys with more than one generation, key by key.
+    Recreated,
+    /// Keys of owned or generateName objects and of owners, in revision
+    /// order across keys.
+    Siblings,
+    /// Keys with a revision that has repeated list entries, key by key.
+    Duplicates,
+}
+
+impl Store {
+    /// Streams the revisions `query` selects for `cluster`, with their object
+    /// facts.
+    pub fn object_revisions(
+        &self,
+        cluster: i64,
+        query: ObjectQuery,
+        visit: &mut dyn FnMut(crate::analyze::object::ObjectRevision),
+    ) -> Result<(), StoreError> {
+        let err = |e| self.err(e);
+        let (filter, order) = match query {
+            ObjectQuery::Recreated => (
+                "r.key_id IN (SELECT key_id FROM revisions GROUP BY key_id HAVING count(DISTINCT create_revision) > 1)",
+                "r.key_id, r.mod_revision",
+            ),
+            ObjectQuery::Siblings => (
+                "r.key_id IN (SELECT key_id FROM revisions \
+                 WHERE owner_uid IS NOT NULL OR generate_name IS NOT NULL OR desired IS NOT NULL)",
+                "r.mod_revision, r.key_id",
+            ),
+            ObjectQuery::Duplicates => {
+                ("r.key_id IN (SELECT key_id FROM revisions WHERE duplicates IS NOT NULL)", "r.key_id, r.mod_revision")
+            }
+        };
+        let sql = format!(
+            "SELECT k.key, k.resource, r.mod_revision, r.create_revision, r.deleted, r.kind, coalesce(r.namespace, k.namespace), \
+             coalesce(r.name, k.name), r.uid, r.owner_kind, r.owner_name, r.owner_uid, r.generate_name, r.spec_hash, \
+             r.creation_timestamp, r.deletion_timestamp, r.phase, r.node, r.desired, r.managers, r.duplicates, r.semantic_sha256 \
+             FROM revisions r JOIN keys k ON k.id = r.key_id WHERE k.cluster_id = ?1 AND {filter} ORDER BY {order}"
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(err)?;
+        let mut rows = stmt.query([cluster]).map_err(err)?;
+        while let Some(r) = rows.next().map_err(err)? {
+            let key: Vec<u8> = r.get(0).map_err(err)?;
+            visit(crate::analyze::object::ObjectRevision {
+                key: String::from_utf8_lossy(&key).into_owned(),
+                resource: r.get(1).map_err(err)?,
+                mod_revision: r.get(2).map_err(err)?,
+                create_revision: r.get(3).map_err(err)?,
+                deleted: r.get(4).map_err(err)?,
+                kind: r.get(5).map_err(err)?,
+                namespace: r.get(6).map_err(err)?,
+                name: r.get(7).map_err(err)?,
+                uid: r.get(8).map_err(err)?,
+                owner_kind: r.get(9).map_err(err)?,
+                owner_name: r.get(10).map_err(err)?,
+                owner_uid: r.get(11).map_err(err)?,
+                generate_name: r.get(12).map_err(err)?,
+                spec_hash: r.get(13).map_err(err)?,
+                creation_timestamp: r.get(14).map_err(err)?,
+                deletion_timestamp: r.get(15).map_err(err)?,
+                phase: r.get(16).map_err(err)?,
+                node: r.get(17).map_err(err)?,
+                desired: r.get(18).map_err(err)?,
+                managers: r.get(19).map_err(err)?,
+                duplicates: r.get(20).map_err(err)?,
+                semantic_sha256: r.get(21).map_err(err)?,
+            });
+        }
+        Ok(())
     }
 }

@@ -7,7 +7,7 @@ mod runs;
 mod settings;
 mod writer;
 
-pub use changes::{ClassifyStats, StoredFinding};
+pub use changes::{ClassifyStats, ObjectQuery, StoredFinding};
 pub use history::{FieldChange, HistoryRow};
 pub use runs::{Gap, RunId, RunInfo, RunStatus};
 pub use writer::{FieldConfig, RevisionWriter};
@@ -26,6 +26,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0001_runs_keys_revisions.sql")),
         M::up(include_str!("../../migrations/0002_file_runs.sql")),
         M::up(include_str!("../../migrations/0003_semantics_and_findings.sql")),
+        M::up(include_str!("../../migrations/0004_object_facts.sql")),
     ])
 }
 
@@ -213,6 +214,6 @@ mod tests {
             .conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(version, 3);
+        assert_eq!(version, 4);
     }
 }

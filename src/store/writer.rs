@@ -4,6 +4,8 @@
 //! canonical JSON and field hashes), in batched transactions.
 
 use super::{RunId, Store, StoreError};
+use crate::canon::duplicates::duplicate_entries;
+use crate::canon::facts::object_facts;
 use crate::canon::keyed_hash::ValueHasher;
 use crate::canon::semantic::{field_hashes, semantic_form, Sensitivity};
 use crate::canon::sensitive::{is_secret, is_sensitive_resource};
@@ -303,6 +305,13 @@ impl Sink for RevisionWriter<'_> {
                 Some(object) => Some(self.semantic(object, sensitive)?),
                 None => None,
             };
+            let f = d.object.as_ref().map(object_facts).unwrap_or_default();
+            let duplicates = d
+                .object
+                .as_ref()
+                .map(duplicate_entries)
+                .filter(|d| !d.is_empty())
+                .map(|d| serde_json::to_string(&d).expect("JSON"));
             let conn = &self.store.conn;
             // A tombstone read from a file carries only its key: it ends the
             // generation of the key's previous revision.
@@ -330,8 +339,10 @@ impl Sink for RevisionWriter<'_> {
             conn.prepare_cached(
                 "INSERT INTO revisions (key_id, mod_revision, create_revision, version, lease, deleted, value_size, value_sha256, \
                  value_hash, encoding, encryption, api_version, kind, namespace, name, uid, generation, decode_error, run_id, \
-                 semantic_sha256) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+                 semantic_sha256, owner_kind, owner_name, owner_uid, generate_name, spec_hash, creation_timestamp, \
+                 deletion_timestamp, phase, node, desired, managers, duplicates) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, \
+                 ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32)",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -355,6 +366,18 @@ impl Sink for RevisionWriter<'_> {
                     d.error,
                     self.run.0,
                     semantic,
+                    f.owner_kind,
+                    f.owner_name,
+                    f.owner_uid,
+                    f.generate_name,
+                    f.spec_hash,
+                    f.creation_timestamp,
+                    f.deletion_timestamp,
+                    f.phase,
+                    f.node,
+                    f.desired,
+                    f.managers,
+                    duplicates,
                 ])
             })
             .map_err(|e| self.sql(e))?;

@@ -1,0 +1,131 @@
+//! `duplicate-entries`: repeated entries within one revision's lists
+//! (ownerReferences, finalizers, RBAC subjects, pod-spec lists keyed by
+//! name), with the revision where each first appeared and how the list grew.
+
+use super::finding::{Finding, Severity};
+use super::object::ObjectRevision;
+use crate::canon::duplicates::Duplicate;
+use std::collections::BTreeMap;
+
+pub const NAME: &str = "duplicate-entries";
+
+/// A finding for one key's history (oldest first). `sizes` gives, per
+/// revision, the sizes of the object's top-level lists.
+pub fn detect(history: &[ObjectRevision], sizes: &BTreeMap<i64, BTreeMap<String, usize>>) -> Option<Finding> {
+    let mut first_seen: BTreeMap<(String, String), (i64, usize)> = BTreeMap::new();
+    let mut last_with: Option<&ObjectRevision> = None;
+    for r in history {
+        let Some(json) = &r.duplicates else { continue };
+        let Ok(dups) = serde_json::from_str::<Vec<Duplicate>>(json) else {
+            continue;
+        };
+        for d in dups {
+            first_seen
+                .entry((d.path, d.entry))
+                .or_insert((r.mod_revision, d.count));
+        }
+        last_with = Some(r);
+    }
+    let last = last_with?;
+    let severity = if first_seen
+        .keys()
+        .any(|(p, _)| p.starts_with("metadata.") || p == "subjects")
+    {
+        Severity::Medium
+    } else {
+        Severity::Low
+    };
+    let paths: Vec<&String> = first_seen.keys().map(|(p, _)| p).collect();
+    let growth: BTreeMap<&String, Vec<(i64, usize)>> = paths
+        .iter()
+        .map(|p| {
+            let mut steps: Vec<(i64, usize)> = Vec::new();
+            for (rev, s) in sizes {
+                if let Some(&n) = s.get(*p) {
+                    if steps.last().is_none_or(|(_, prev)| *prev != n) {
+                        steps.push((*rev, n));
+                    }
+                }
+            }
+            (*p, steps)
+        })
+        .collect();
+    let first_rev = first_seen
+        .values()
+        .map(|(r, _)| *r)
+        .min()
+        .unwrap_or(last.mod_revision);
+    let listed: Vec<String> = first_seen
+        .iter()
+        .map(|((path, entry), (rev, count))| format!("{path}: {entry} ×{count} since revision {rev}"))
+        .collect();
+    let grew: Vec<String> = growth
+        .iter()
+        .filter(|(_, steps)| steps.len() > 1)
+        .map(|(p, steps)| {
+            let s: Vec<String> = steps.iter().map(|(r, n)| format!("{n}@{r}")).collect();
+            format!("{p} grew {}", s.join(" → "))
+        })
+        .collect();
+    Some(Finding {
+        detector: NAME,
+        severity,
+        keys: vec![last.key.clone()],
+        revisions: first_seen
+            .values()
+            .map(|(r, _)| *r)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect(),
+        summary: format!(
+            "{} has repeated list entries ({}){}",
+            last.object(),
+            listed.join("; "),
+            if grew.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", grew.join("; "))
+            }
+        ),
+        details: serde_json::json!({
+            "object": last.object(),
+            "first_revision": first_rev,
+            "duplicates": first_seen.iter().map(|((path, entry), (rev, count))| serde_json::json!({
+                "path": path, "entry": entry, "count": count, "first_revision": rev})).collect::<Vec<_>>(),
+            "growth": growth.iter().map(|(p, steps)| serde_json::json!({"path": p, "sizes": steps.iter().map(|(r, n)| serde_json::json!({"revision": r, "size": n})).collect::<Vec<_>>()})).collect::<Vec<_>>(),
+        }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_the_first_revision_and_the_growth() {
+        let rev = |n: i64, dups: Option<&str>| ObjectRevision {
+            key: "/registry/deployments/ns/web".into(),
+            mod_revision: n,
+            create_revision: 2,
+            kind: Some("Deployment".into()),
+            namespace: Some("ns".into()),
+            name: Some("web".into()),
+            duplicates: dups.map(str::to_string),
+            ..Default::default()
+        };
+        let dup = r#"[{"path":"metadata.ownerReferences","entry":"uid a","count":2}]"#;
+        let history = [rev(2, None), rev(5, Some(dup)), rev(6, Some(dup))];
+        let sizes = BTreeMap::from([
+            (2, BTreeMap::from([("metadata.ownerReferences".to_string(), 1)])),
+            (5, BTreeMap::from([("metadata.ownerReferences".to_string(), 2)])),
+            (6, BTreeMap::from([("metadata.ownerReferences".to_string(), 2)])),
+        ]);
+        let f = detect(&history, &sizes).unwrap();
+        assert_eq!((f.severity, f.revisions.clone()), (Severity::Medium, vec![5]));
+        assert_eq!(
+            f.summary,
+            "Deployment ns/web has repeated list entries (metadata.ownerReferences: uid a ×2 since revision 5); metadata.ownerReferences grew 1@2 → 2@5"
+        );
+        assert!(detect(&history[..1], &sizes).is_none());
+    }
+}

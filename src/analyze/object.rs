@@ -1,0 +1,54 @@
+//! One stored revision with the object facts detectors compare.
+
+/// A revision of one key, with its object's facts (empty for tombstones).
+#[derive(Clone, Debug, Default)]
+pub struct ObjectRevision {
+    pub key: String,
+    pub resource: Option<String>,
+    pub mod_revision: i64,
+    pub create_revision: i64,
+    pub deleted: bool,
+    pub kind: Option<String>,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub uid: Option<String>,
+    pub owner_kind: Option<String>,
+    pub owner_name: Option<String>,
+    pub owner_uid: Option<String>,
+    pub generate_name: Option<String>,
+    pub spec_hash: Option<Vec<u8>>,
+    pub creation_timestamp: Option<String>,
+    pub deletion_timestamp: Option<String>,
+    pub phase: Option<String>,
+    pub node: Option<String>,
+    pub desired: Option<i64>,
+    pub managers: Option<String>,
+    /// JSON array of repeated list entries in this revision.
+    pub duplicates: Option<String>,
+    pub semantic_sha256: Option<Vec<u8>>,
+}
+
+impl ObjectRevision {
+    /// `Kind namespace/name`, or the key.
+    pub fn object(&self) -> String {
+        match (&self.kind, &self.name) {
+            (Some(kind), Some(name)) => match &self.namespace {
+                Some(ns) => format!("{kind} {ns}/{name}"),
+                None => format!("{kind} {name}"),
+            },
+            _ => self.key.clone(),
+        }
+    }
+
+    /// Whether this revision starts its key generation.
+    pub fn is_create(&self) -> bool {
+        !self.deleted && self.mod_revision == self.create_revision
+    }
+}
+
+/// Seconds between two RFC 3339 times, when both parse.
+pub fn seconds_between(from: Option<&str>, to: Option<&str>) -> Option<i64> {
+    let from: jiff::Timestamp = from?.parse().ok()?;
+    let to: jiff::Timestamp = to?.parse().ok()?;
+    Some(to.as_second() - from.as_second())
+}

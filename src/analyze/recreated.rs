@@ -1,0 +1,179 @@
+//! `recreated`: a key with two or more generations whose objects have
+//! different UIDs: the object was deleted and created again under the same
+//! name (reference §4). Worse when the new object has the same spec (the same
+//! object created again) and when it happened more than once.
+
+use super::finding::{Finding, Severity};
+use super::object::{seconds_between, ObjectRevision};
+
+pub const NAME: &str = "recreated";
+
+/// One delete + create of the key.
+struct Recreate<'a> {
+    old: &'a ObjectRevision,
+    deleted_at: Option<i64>,
+    new: &'a ObjectRevision,
+}
+
+/// A finding for one key's history (oldest first), if it was recreated.
+pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
+    let mut events = Vec::new();
+    let mut last_live: Option<&ObjectRevision> = None;
+    let mut deleted_at = None;
+    for r in history {
+        if r.deleted {
+            deleted_at = Some(r.mod_revision);
+            continue;
+        }
+        if let Some(prev) = last_live {
+            if r.create_revision != prev.create_revision
+                && r.uid.is_some()
+                && prev.uid.is_some()
+                && r.uid != prev.uid
+            {
+                events.push(Recreate {
+                    old: prev,
+                    deleted_at,
+                    new: r,
+                });
+                deleted_at = None;
+            }
+        }
+        last_live = Some(r);
+    }
+    let last = events.last()?;
+    let same_spec = |e: &Recreate| e.old.spec_hash.is_some() && e.old.spec_hash == e.new.spec_hash;
+    let mut severity = if events.iter().any(same_spec) {
+        Severity::Medium
+    } else {
+        Severity::Low
+    };
+    if events.len() > 1 {
+        severity = if severity == Severity::Medium {
+            Severity::High
+        } else {
+            Severity::Medium
+        };
+    }
+    let describe = |e: &Recreate| {
+        let gap_revs = e.deleted_at.map(|d| e.new.create_revision - d);
+        let secs = seconds_between(
+            e.old
+                .deletion_timestamp
+                .as_deref()
+                .or(e.old.creation_timestamp.as_deref()),
+            e.new.creation_timestamp.as_deref(),
+        )
+        .filter(|_| e.old.deletion_timestamp.is_some());
+        let mut gap = Vec::new();
+        if let Some(g) = gap_revs {
+            gap.push(format!("{g} revision{}", if g == 1 { "" } else { "s" }));
+        }
+        if let Some(s) = secs {
+            gap.push(format!("{s} s"));
+        }
+        let deleted = e
+            .deleted_at
+            .map(|d| format!("deleted at revision {d}, "))
+            .unwrap_or_default();
+        format!(
+            "uid {} → {}; {deleted}recreated at revision {}{}{}",
+            e.old.uid.as_deref().unwrap_or("-"),
+            e.new.uid.as_deref().unwrap_or("-"),
+            e.new.create_revision,
+            if gap.is_empty() {
+                String::new()
+            } else {
+                format!(", {} later", gap.join(" / "))
+            },
+            if same_spec(e) { "; same spec" } else { "" }
+        )
+    };
+    let times = if events.len() == 1 {
+        String::new()
+    } else {
+        format!(" {} times", events.len())
+    };
+    let details: Vec<serde_json::Value> = events
+        .iter()
+        .map(|e| {
+            serde_json::json!({
+                "old_uid": e.old.uid, "new_uid": e.new.uid,
+                "old_created_at": e.old.creation_timestamp, "old_deletion_timestamp": e.old.deletion_timestamp,
+                "deleted_at_revision": e.deleted_at, "recreated_at_revision": e.new.create_revision,
+                "new_created_at": e.new.creation_timestamp, "same_spec": same_spec(e),
+                "managers": e.new.managers,
+            })
+        })
+        .collect();
+    let mut revisions: Vec<i64> = events
+        .iter()
+        .flat_map(|e| e.deleted_at.into_iter().chain([e.new.create_revision]))
+        .collect();
+    revisions.dedup();
+    Some(Finding {
+        detector: NAME,
+        severity,
+        keys: vec![last.new.key.clone()],
+        revisions,
+        summary: format!(
+            "{} deleted and recreated{times} ({})",
+            last.new.object(),
+            describe(last)
+        ),
+        details: serde_json::json!({"object": last.new.object(), "count": events.len(), "recreations": details}),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rev(n: i64, create: i64, uid: &str, spec: u8) -> ObjectRevision {
+        ObjectRevision {
+            key: "/registry/pods/ns/p".into(),
+            mod_revision: n,
+            create_revision: create,
+            kind: Some("Pod".into()),
+            namespace: Some("ns".into()),
+            name: Some("p".into()),
+            uid: Some(uid.into()),
+            spec_hash: Some(vec![spec]),
+            ..Default::default()
+        }
+    }
+
+    fn tomb(n: i64, create: i64) -> ObjectRevision {
+        ObjectRevision {
+            key: "/registry/pods/ns/p".into(),
+            mod_revision: n,
+            create_revision: create,
+            deleted: true,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn in_place_updates_are_not_recreates() {
+        assert!(detect(&[rev(2, 2, "a", 1), rev(3, 2, "a", 2)]).is_none());
+    }
+
+    #[test]
+    fn same_spec_recreates_rank_higher_and_more_so_when_repeated() {
+        let once = detect(&[rev(2, 2, "a", 1), tomb(5, 2), rev(7, 7, "b", 1)]).unwrap();
+        assert_eq!(once.severity, Severity::Medium);
+        assert_eq!(once.revisions, vec![5, 7]);
+        assert_eq!(once.summary, "Pod ns/p deleted and recreated (uid a → b; deleted at revision 5, recreated at revision 7, 2 revisions later; same spec)");
+        let twice = detect(&[
+            rev(2, 2, "a", 1),
+            tomb(5, 2),
+            rev(7, 7, "b", 1),
+            tomb(8, 7),
+            rev(9, 9, "c", 1),
+        ])
+        .unwrap();
+        assert_eq!(twice.severity, Severity::High);
+        let other_spec = detect(&[rev(2, 2, "a", 1), tomb(5, 2), rev(7, 7, "b", 2)]).unwrap();
+        assert_eq!(other_spec.severity, Severity::Low);
+    }
+}

@@ -1,0 +1,184 @@
+//! Repeated entries within one object's lists: `metadata.ownerReferences`
+//! (same uid, or same apiVersion+kind+name), `metadata.finalizers`, RBAC
+//! `subjects` (same kind+name+namespace), and pod-spec lists keyed by name
+//! (containers, init and ephemeral containers, volumes, each container's env
+//! and named ports), in Pods and in the pod templates of workloads.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// One repeated entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Duplicate {
+    /// The list, e.g. `metadata.ownerReferences` or
+    /// `spec.template.spec.containers[web].env`.
+    pub path: String,
+    /// What repeats, e.g. `uid 5c3a…` or `name DB_HOST`.
+    pub entry: String,
+    pub count: usize,
+}
+
+fn text(v: &Value, k: &str) -> String {
+    v.get(k).and_then(Value::as_str).unwrap_or_default().to_string()
+}
+
+/// Counts entries by `key_of` and reports those seen more than once.
+fn repeats(
+    path: &str,
+    items: Option<&Value>,
+    key_of: &dyn Fn(&Value) -> Option<String>,
+    out: &mut Vec<Duplicate>,
+) {
+    let Some(items) = items.and_then(Value::as_array) else {
+        return;
+    };
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for item in items {
+        if let Some(k) = key_of(item) {
+            *counts.entry(k).or_default() += 1;
+        }
+    }
+    out.extend(
+        counts
+            .into_iter()
+            .filter(|(_, n)| *n > 1)
+            .map(|(entry, count)| Duplicate {
+                path: path.to_string(),
+                entry,
+                count,
+            }),
+    );
+}
+
+fn by_name(v: &Value) -> Option<String> {
+    v.get("name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .map(|n| format!("name {n}"))
+}
+
+fn pod_spec(path: &str, spec: &Value, out: &mut Vec<Duplicate>) {
+    for list in ["containers", "initContainers", "ephemeralContainers"] {
+        let list_path = format!("{path}.{list}");
+        repeats(&list_path, spec.get(list), &by_name, out);
+        for c in spec.get(list).and_then(Value::as_array).into_iter().flatten() {
+            let cpath = format!("{list_path}[{}]", text(c, "name"));
+            repeats(&format!("{cpath}.env"), c.get("env"), &by_name, out);
+            repeats(&format!("{cpath}.ports"), c.get("ports"), &by_name, out);
+        }
+    }
+    repeats(&format!("{path}.volumes"), spec.get("volumes"), &by_name, out);
+}
+
+/// Every repeated entry in `object`.
+pub fn duplicate_entries(object: &Value) -> Vec<Duplicate> {
+    let mut out = Vec::new();
+    let meta = object.get("metadata");
+    let refs = meta.and_then(|m| m.get("ownerReferences"));
+    repeats(
+        "metadata.ownerReferences",
+        refs,
+        &|r| Some(format!("uid {}", text(r, "uid"))).filter(|_| !text(r, "uid").is_empty()),
+        &mut out,
+    );
+    let by_uid: Vec<String> = out.iter().map(|d| d.entry.clone()).collect();
+    let mut by_ref = Vec::new();
+    repeats(
+        "metadata.ownerReferences",
+        refs,
+        &|r| {
+            Some(format!(
+                "{} {} {}",
+                text(r, "apiVersion"),
+                text(r, "kind"),
+                text(r, "name")
+            ))
+        },
+        &mut by_ref,
+    );
+    // Entries repeated with one uid are already reported; add those that
+    // repeat only by kind and name (different uids).
+    if by_uid.is_empty() {
+        out.extend(by_ref);
+    }
+    repeats(
+        "metadata.finalizers",
+        meta.and_then(|m| m.get("finalizers")),
+        &|f| f.as_str().map(str::to_string),
+        &mut out,
+    );
+    repeats(
+        "subjects",
+        object.get("subjects"),
+        &|s| {
+            Some(format!(
+                "{} {}/{}",
+                text(s, "kind"),
+                text(s, "namespace"),
+                text(s, "name")
+            ))
+        },
+        &mut out,
+    );
+    for (path, pointer) in [
+        ("spec", "/spec"),
+        ("spec.template.spec", "/spec/template/spec"),
+        (
+            "spec.jobTemplate.spec.template.spec",
+            "/spec/jobTemplate/spec/template/spec",
+        ),
+    ] {
+        if let Some(spec) = object.pointer(pointer).filter(|s| s.get("containers").is_some()) {
+            pod_spec(path, spec, &mut out);
+        }
+    }
+    out
+}
+
+/// Sizes of the lists [`duplicate_entries`] checks at the object level, for
+/// showing how a list grew.
+pub fn list_sizes(object: &Value) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for (path, pointer) in [
+        ("metadata.ownerReferences", "/metadata/ownerReferences"),
+        ("metadata.finalizers", "/metadata/finalizers"),
+        ("subjects", "/subjects"),
+    ] {
+        if let Some(a) = object.pointer(pointer).and_then(Value::as_array) {
+            out.insert(path.to_string(), a.len());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn finds_repeats() {
+        let dep = json!({"kind": "Deployment", "metadata": {
+                "ownerReferences": [{"uid": "a", "kind": "X", "name": "x"}, {"uid": "a", "kind": "X", "name": "x"}],
+                "finalizers": ["f", "g", "f"]},
+            "spec": {"template": {"spec": {"containers": [{"name": "web", "env": [{"name": "A"}, {"name": "A"}]}]}}}});
+        let d = duplicate_entries(&dep);
+        let got: Vec<(&str, &str, usize)> = d
+            .iter()
+            .map(|d| (d.path.as_str(), d.entry.as_str(), d.count))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("metadata.ownerReferences", "uid a", 2),
+                ("metadata.finalizers", "f", 2),
+                ("spec.template.spec.containers[web].env", "name A", 2)
+            ]
+        );
+        let rb = json!({"kind": "RoleBinding", "subjects": [{"kind": "User", "name": "u"}, {"kind": "User", "name": "u"}, {"kind": "User", "name": "v"}]});
+        assert_eq!(duplicate_entries(&rb)[0].entry, "User /u");
+        assert!(duplicate_entries(&json!({"metadata": {"finalizers": ["a", "b"]}})).is_empty());
+        assert_eq!(list_sizes(&dep)["metadata.finalizers"], 3);
+    }
+}

@@ -1,0 +1,128 @@
+//! Facts about an object that detectors compare across objects: its
+//! controller owner, generateName, spec hash, timestamps, phase, node, the
+//! count an owner asks for, and its field managers.
+
+use super::canonical;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// What detectors need to know about one revision's object.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObjectFacts {
+    pub owner_kind: Option<String>,
+    pub owner_name: Option<String>,
+    pub owner_uid: Option<String>,
+    pub generate_name: Option<String>,
+    pub spec_hash: Option<Vec<u8>>,
+    pub creation_timestamp: Option<String>,
+    pub deletion_timestamp: Option<String>,
+    pub phase: Option<String>,
+    pub node: Option<String>,
+    pub desired: Option<i64>,
+    pub managers: Option<String>,
+}
+
+fn text(v: Option<&Value>) -> Option<String> {
+    v.and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+/// The node a Pod runs on, or the one its (DaemonSet) node affinity pins it to.
+fn node(object: &Value) -> Option<String> {
+    text(object.pointer("/spec/nodeName")).or_else(|| {
+        let terms = object.pointer(
+            "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms",
+        )?;
+        terms.as_array()?.iter().find_map(|t| {
+            t.get("matchFields")?.as_array()?.iter().find_map(|f| {
+                (f.get("key")?.as_str()? == "metadata.name").then(|| text(f.get("values")?.get(0)))?
+            })
+        })
+    })
+}
+
+/// Reads the facts of a decoded object.
+pub fn object_facts(object: &Value) -> ObjectFacts {
+    let meta = object.get("metadata");
+    let controller = meta
+        .and_then(|m| m.get("ownerReferences"))
+        .and_then(Value::as_array)
+        .and_then(|refs| {
+            refs.iter()
+                .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+        });
+    let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let desired = match kind {
+        "ReplicaSet" | "ReplicationController" | "StatefulSet" => Some(
+            object
+                .pointer("/spec/replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(1),
+        ),
+        "Job" => Some(
+            object
+                .pointer("/spec/parallelism")
+                .and_then(Value::as_i64)
+                .unwrap_or(1),
+        ),
+        _ => None,
+    };
+    let managers: Vec<String> = meta
+        .and_then(|m| m.get("managedFields"))
+        .and_then(Value::as_array)
+        .map(|entries| entries.iter().filter_map(|e| text(e.get("manager"))).collect())
+        .unwrap_or_default();
+    ObjectFacts {
+        owner_kind: controller.and_then(|c| text(c.get("kind"))),
+        owner_name: controller.and_then(|c| text(c.get("name"))),
+        owner_uid: controller.and_then(|c| text(c.get("uid"))),
+        generate_name: text(meta.and_then(|m| m.get("generateName"))),
+        spec_hash: object.get("spec").map(|s| {
+            Sha256::digest(serde_json::to_vec(&canonical(s)).expect("JSON values serialize"))[..16].to_vec()
+        }),
+        creation_timestamp: text(meta.and_then(|m| m.get("creationTimestamp"))),
+        deletion_timestamp: text(meta.and_then(|m| m.get("deletionTimestamp"))),
+        phase: text(object.pointer("/status/phase")),
+        node: node(object),
+        desired,
+        managers: (!managers.is_empty()).then(|| managers.join(",")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_owner_node_and_desired() {
+        let pod = json!({"kind": "Pod", "metadata": {"generateName": "ds-", "ownerReferences": [
+                {"kind": "Node", "name": "n", "uid": "x"},
+                {"kind": "DaemonSet", "name": "ds", "uid": "u1", "controller": true}],
+                "managedFields": [{"manager": "kube-controller-manager"}]},
+            "spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["worker-1"]}]}]}}}},
+            "status": {"phase": "Running"}});
+        let f = object_facts(&pod);
+        assert_eq!(
+            (f.owner_kind.as_deref(), f.owner_uid.as_deref()),
+            (Some("DaemonSet"), Some("u1"))
+        );
+        assert_eq!(
+            (f.node.as_deref(), f.phase.as_deref(), f.desired),
+            (Some("worker-1"), Some("Running"), None)
+        );
+        assert_eq!(f.managers.as_deref(), Some("kube-controller-manager"));
+        assert_eq!(object_facts(&json!({"kind": "Job", "spec": {}})).desired, Some(1));
+        assert_eq!(
+            object_facts(&json!({"kind": "ReplicaSet", "spec": {"replicas": 0}})).desired,
+            Some(0)
+        );
+        let a = object_facts(&json!({"kind": "Pod", "spec": {"x": 1, "y": ""}})).spec_hash;
+        assert_eq!(
+            a,
+            object_facts(&json!({"kind": "Pod", "spec": {"x": 1}})).spec_hash
+        );
+    }
+}
