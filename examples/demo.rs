@@ -49,6 +49,22 @@ fn pod(name: &str, uid: &str, ip: &str) -> Value {
            "status": {"phase": "Running", "podIP": ip}})
 }
 
+fn replicaset(replicas: i64) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": meta("shop", "web-7d4b9c6f5d", "5c3a9d1e-8f0b-4e62-a6c4-7b2d9e0f1a23"),
+           "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web", "pod-template-hash": "7d4b9c6f5d"}}}})
+}
+
+/// A backup Job's pod; a client that retries its create after a timeout
+/// makes two of them.
+fn backup_pod(name: &str, uid: &str) -> Value {
+    let mut m = meta("shop", name, uid);
+    m["generateName"] = json!("nightly-backup-");
+    m["ownerReferences"] = json!([{"apiVersion": "batch/v1", "kind": "Job", "name": "nightly-backup", "uid": "b7c1-job", "controller": true}]);
+    m["managedFields"] = json!([{"manager": "backup-operator", "operation": "Update", "apiVersion": "v1", "time": "2026-11-29T08:01:00Z"}]);
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": m,
+           "spec": {"containers": [{"name": "backup", "image": "registry.example.com/tools/backup:7"}], "restartPolicy": "Never"}})
+}
+
 fn lease(renew: &str) -> Value {
     json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta("kube-node-lease", "worker-3", "0d0c0b0a-0000-4000-8000-000000000003"),
            "spec": {"holderIdentity": "worker-3", "leaseDurationSeconds": 40, "renewTime": renew}})
@@ -89,6 +105,7 @@ fn main() -> Result<()> {
     let pb = |v: &Value| encode_protobuf(v).expect("built-in object");
 
     // A small cluster; the Deployment was stored by an older apiserver.
+    etcd.put("/registry/replicasets/shop/web-7d4b9c6f5d", &pb(&replicaset(3)));
     etcd.put(
         "/registry/deployments/shop/web",
         &pb(&deployment("apps/v1beta2", 3, 1)),
@@ -128,7 +145,7 @@ fn main() -> Result<()> {
     }
     etcd.compact(beat - 1);
     println!("Playing an incident: a storage-version migration, a custom resource re-stored as CBOR, a pod deleted and");
-    println!("recreated with a new UID, an identical rewrite, a scale flip-flop ...");
+    println!("recreated with a new UID, an identical rewrite, a retried create, a duplicated subject, a scale flip-flop ...");
     etcd.put(
         "/registry/deployments/shop/web",
         &pb(&deployment("apps/v1", 3, 1)),
@@ -147,6 +164,27 @@ fn main() -> Result<()> {
         &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta("shop", "web-config", "c0f1"), "data": {"mode": "fast"}}),
     );
     etcd.put("/registry/configmaps/shop/web-config", &cm);
+    // A Job with parallelism 1 gets two pods: its creator retried after a timeout.
+    etcd.put(
+        "/registry/jobs/shop/nightly-backup",
+        &pb(&json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": meta("shop", "nightly-backup", "b7c1-job"),
+                    "spec": {"parallelism": 1, "template": {"spec": {"containers": [{"name": "backup", "image": "registry.example.com/tools/backup:7"}], "restartPolicy": "Never"}}}})),
+    );
+    etcd.put(
+        "/registry/pods/shop/nightly-backup-4kq9z",
+        &pb(&backup_pod("nightly-backup-4kq9z", "bk-0001")),
+    );
+    etcd.put(
+        "/registry/pods/shop/nightly-backup-7xw2m",
+        &pb(&backup_pod("nightly-backup-7xw2m", "bk-0002")),
+    );
+    // A RoleBinding that an automation appended the same subject to twice.
+    etcd.put(
+        "/registry/rolebindings/shop/deployers",
+        &pb(&json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta("shop", "deployers", "rb01"),
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "deployer"},
+                    "subjects": [{"kind": "ServiceAccount", "name": "ci", "namespace": "shop"}, {"kind": "ServiceAccount", "name": "ci", "namespace": "shop"}]})),
+    );
     for (i, replicas) in [5, 3, 5, 3].into_iter().enumerate() {
         etcd.put(
             "/registry/deployments/shop/web",
