@@ -172,7 +172,7 @@ fn encodings_rewrites_and_field_changes_are_classified() {
     let diff = json(inspector(&db, &["history", dep, "--diff", "-o", "json"]));
     assert_eq!(
         diff[2]["diff"],
-        j!([{"path": "spec.replicas", "old": 3, "new": 5}])
+        j!([{"path": "spec.replicas", "old": 3, "new": 5, "managers": []}])
     );
     let table = String::from_utf8_lossy(&ok(inspector(&db, &["history", dep, "--diff"])).stdout).into_owned();
     assert!(table.contains("spec.replicas: 5 → 4"), "{table}");
@@ -201,7 +201,7 @@ fn secret_changes_show_as_field_changes_without_the_values() {
     let diff = json(inspector(&db, &["history", key, "--diff", "-o", "json"]));
     assert_eq!(
         diff[1]["diff"],
-        j!([{"path": "data.password", "old": "<redacted>", "new": "<redacted>"}])
+        j!([{"path": "data.password", "old": "<redacted>", "new": "<redacted>", "managers": []}])
     );
     for file in std::fs::read_dir(dir.path()).unwrap() {
         let bytes = std::fs::read(file.unwrap().path()).unwrap();
@@ -285,7 +285,7 @@ fn configured_sensitive_paths_are_keyed_and_never_stored() {
     assert_eq!(diff[1]["change_class"], "spec");
     assert_eq!(
         diff[1]["diff"],
-        j!([{"path": "spec.token", "old": "<redacted>", "new": "<redacted>"}])
+        j!([{"path": "spec.token", "old": "<redacted>", "new": "<redacted>", "managers": []}])
     );
     for file in std::fs::read_dir(dir.path()).unwrap() {
         let bytes = std::fs::read(file.unwrap().path()).unwrap();

@@ -20,6 +20,7 @@ pub struct ObjectFacts {
     pub node: Option<String>,
     pub desired: Option<i64>,
     pub managers: Option<String>,
+    pub observed_generation: Option<i64>,
 }
 
 fn text(v: Option<&Value>) -> Option<String> {
@@ -87,6 +88,9 @@ pub fn object_facts(object: &Value) -> ObjectFacts {
         node: node(object),
         desired,
         managers: (!managers.is_empty()).then(|| managers.join(",")),
+        observed_generation: object
+            .pointer("/status/observedGeneration")
+            .and_then(Value::as_i64),
     }
 }
 

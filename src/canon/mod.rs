@@ -5,6 +5,7 @@ pub mod change;
 pub mod duplicates;
 pub mod facts;
 pub mod keyed_hash;
+pub mod managed;
 pub mod semantic;
 pub mod sensitive;
 

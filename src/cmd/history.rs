@@ -83,7 +83,12 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
                 r.change_class.as_deref().unwrap_or("-")
             )?;
             for c in diff {
-                writeln!(out, "  {}: {} → {}", c.path, short(&c.old), short(&c.new))?;
+                let by = if c.managers.is_empty() {
+                    String::new()
+                } else {
+                    format!("  (by {})", c.managers.join(", "))
+                };
+                writeln!(out, "  {}: {} → {}{by}", c.path, short(&c.old), short(&c.new))?;
             }
         }
     }

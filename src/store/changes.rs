@@ -4,6 +4,7 @@
 use super::{Store, StoreError};
 use crate::analyze::finding::{ClassifiedRevision, Finding, Severity};
 use crate::canon::change::{classify, Facts};
+use crate::canon::managed::{attribute, entries, Entry};
 use crate::canon::semantic::FIELD_HASH_LEN;
 use rusqlite::params;
 use std::collections::{BTreeMap, HashMap};
@@ -29,6 +30,27 @@ pub struct StoredFinding {
     pub summary: String,
     pub details: serde_json::Value,
     pub analyzed_at: String,
+}
+
+/// One revision as the classification pass sees it.
+struct Row {
+    mod_revision: i64,
+    create_revision: i64,
+    facts: Facts,
+    pending: bool,
+    /// Compressed `managedFields` JSON of the revision's content.
+    managed: Option<Vec<u8>>,
+}
+
+impl Row {
+    fn entries(&self) -> Vec<Entry> {
+        self.managed
+            .as_deref()
+            .and_then(|b| super::decompress(b).ok())
+            .and_then(|json| serde_json::from_slice::<serde_json::Value>(&json).ok())
+            .map(|v| entries(&v))
+            .unwrap_or_default()
+    }
 }
 
 fn read_varint(b: &[u8], pos: &mut usize) -> Option<u64> {
@@ -65,7 +87,8 @@ fn decode_fields(blob: &[u8], paths: &HashMap<i64, String>) -> BTreeMap<String, 
 
 impl Store {
     /// Gives every revision without a change class one, comparing it with
-    /// the previous revision of its key generation. One pass: the keys with
+    /// the previous revision of its key generation, and names the field
+    /// managers behind each changed path. One pass: the keys with
     /// unclassified revisions are read once each, oldest first; memory is
     /// bounded by one key's history.
     pub fn classify_pending(&self) -> Result<ClassifyStats, StoreError> {
@@ -93,7 +116,7 @@ impl Store {
                 .conn
                 .prepare_cached(
                     "SELECT r.mod_revision, r.create_revision, r.version, r.deleted, r.value_sha256, r.semantic_sha256, \
-                     r.encoding, r.api_version, r.encryption, s.fields, r.change_class IS NULL \
+                     r.encoding, r.api_version, r.encryption, s.fields, r.change_class IS NULL, s.managed \
                      FROM revisions r LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
                      WHERE r.key_id = ?1 ORDER BY r.mod_revision",
                 )
@@ -101,18 +124,19 @@ impl Store {
             let mut write = self
                 .conn
                 .prepare_cached(
-                    "UPDATE revisions SET change_class = ?3, change_cause = ?4, changed_paths = ?5 \
+                    "UPDATE revisions SET change_class = ?3, change_cause = ?4, changed_paths = ?5, changed_by = ?6 \
                      WHERE key_id = ?1 AND mod_revision = ?2",
                 )
                 .map_err(err)?;
             for key in keys {
-                let rows: Vec<(i64, i64, Facts, bool)> = read
+                let rows: Vec<Row> = read
                     .query_map([key], |r| {
                         let fields: Option<Vec<u8>> = r.get(9)?;
-                        Ok((
-                            r.get(0)?,
-                            r.get(1)?,
-                            Facts {
+                        let managed: Option<Vec<u8>> = r.get(11)?;
+                        Ok(Row {
+                            mod_revision: r.get(0)?,
+                            create_revision: r.get(1)?,
+                            facts: Facts {
                                 version: r.get(2)?,
                                 deleted: r.get(3)?,
                                 value_hash: r.get(4)?,
@@ -122,32 +146,39 @@ impl Store {
                                 encryption: r.get(8)?,
                                 fields: fields.map(|b| decode_fields(&b, &paths)),
                             },
-                            r.get(10)?,
-                        ))
+                            pending: r.get(10)?,
+                            managed,
+                        })
                     })
                     .map_err(err)?
                     .collect::<Result<_, _>>()
                     .map_err(err)?;
                 stats.rows_read += rows.len() as i64;
-                let mut prev: Option<(i64, &Facts)> = None;
-                for (mod_revision, create_revision, facts, pending) in &rows {
-                    if *pending {
-                        let same_generation = prev.filter(|(c, _)| c == create_revision).map(|(_, f)| f);
-                        let change = classify(same_generation, facts);
-                        let paths = (!change.changed_paths.is_empty())
+                let mut prev: Option<&Row> = None;
+                for row in &rows {
+                    if row.pending {
+                        let same_generation = prev.filter(|p| p.create_revision == row.create_revision);
+                        let change = classify(same_generation.map(|p| &p.facts), &row.facts);
+                        let changed_paths = (!change.changed_paths.is_empty())
                             .then(|| serde_json::to_string(&change.changed_paths).expect("JSON"));
+                        let changed_by = same_generation
+                            .filter(|_| !change.changed_paths.is_empty())
+                            .map(|p| attribute(&p.entries(), &row.entries(), &change.changed_paths))
+                            .filter(|by| !by.is_empty())
+                            .map(|by| serde_json::to_string(&by).expect("JSON"));
                         write
                             .execute(params![
                                 key,
-                                mod_revision,
+                                row.mod_revision,
                                 change.class.as_str(),
                                 change.cause.map(|c| c.as_str()),
-                                paths
+                                changed_paths,
+                                changed_by
                             ])
                             .map_err(err)?;
                         stats.classified += 1;
                     }
-                    prev = Some((*create_revision, facts));
+                    prev = Some(row);
                 }
             }
             Ok(())

@@ -33,6 +33,8 @@ pub struct HistoryRow {
     pub change_class: Option<String>,
     pub change_cause: Option<String>,
     pub changed_paths: Vec<String>,
+    /// Changed path → the field managers that wrote it.
+    pub changed_by: std::collections::BTreeMap<String, Vec<String>>,
     /// Changed paths with old and new values, when asked for (`--diff`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<Vec<FieldChange>>,
@@ -44,6 +46,8 @@ pub struct FieldChange {
     pub path: String,
     pub old: serde_json::Value,
     pub new: serde_json::Value,
+    /// Field managers that wrote the change.
+    pub managers: Vec<String>,
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -58,7 +62,7 @@ impl Store {
             .prepare(
                 "SELECT c.etcd_cluster_id, r.mod_revision, r.create_revision, r.version, r.deleted, r.lease, r.value_size, \
                  r.value_sha256, r.value_hash, r.encoding, r.encryption, r.api_version, r.kind, r.namespace, r.name, r.uid, r.generation, \
-                 r.decode_error, r.run_id, r.semantic_sha256, r.change_class, r.change_cause, r.changed_paths \
+                 r.decode_error, r.run_id, r.semantic_sha256, r.change_class, r.change_cause, r.changed_paths, r.changed_by \
                  FROM revisions r JOIN keys k ON k.id = r.key_id JOIN clusters c ON c.id = k.cluster_id \
                  WHERE k.key = ?1 ORDER BY c.id, r.mod_revision",
             )
@@ -92,6 +96,10 @@ impl Store {
                         .get::<_, Option<String>>(22)?
                         .and_then(|p| serde_json::from_str(&p).ok())
                         .unwrap_or_default(),
+                    changed_by: r
+                        .get::<_, Option<String>>(23)?
+                        .and_then(|p| serde_json::from_str(&p).ok())
+                        .unwrap_or_default(),
                     diff: None,
                 })
             })
@@ -122,12 +130,10 @@ impl Store {
         let Some(Some(compressed)) = blob else {
             return Ok(None);
         };
-        let mut json = Vec::new();
-        std::io::Read::read_to_end(&mut flate2::read::DeflateDecoder::new(&compressed[..]), &mut json)
-            .map_err(|source| StoreError::Io {
-                path: self.path.clone(),
-                source,
-            })?;
+        let json = super::decompress(&compressed).map_err(|source| StoreError::Io {
+            path: self.path.clone(),
+            source,
+        })?;
         Ok(serde_json::from_slice(&json).ok())
     }
 
@@ -162,6 +168,7 @@ impl Store {
                         path: path.clone(),
                         old: side(&prev, prev_keyed),
                         new: side(&value, keyed),
+                        managers: row.changed_by.get(path).cloned().unwrap_or_default(),
                     }
                 })
                 .collect();

@@ -17,6 +17,22 @@ use rusqlite_migration::{Migrations, M};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+/// Deflate-compresses a stored blob.
+fn compress(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut z = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+    z.write_all(bytes)
+        .and_then(|_| z.finish())
+        .expect("compressing into memory cannot fail")
+}
+
+/// Inflates a stored blob.
+fn decompress(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::DeflateDecoder::new(bytes), &mut out)?;
+    Ok(out)
+}
+
 /// Default database path.
 pub const DEFAULT_DB: &str = "etcd-inspector.sqlite";
 
@@ -27,6 +43,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0002_file_runs.sql")),
         M::up(include_str!("../../migrations/0003_semantics_and_findings.sql")),
         M::up(include_str!("../../migrations/0004_object_facts.sql")),
+        M::up(include_str!("../../migrations/0005_managers_and_generations.sql")),
     ])
 }
 
@@ -214,6 +231,6 @@ mod tests {
             .conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(version, 4);
+        assert_eq!(version, 5);
     }
 }

@@ -15,7 +15,6 @@ use crate::source::{Record, Sink};
 use rusqlite::{params, OptionalExtension};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::io::Write;
 
 /// Revisions written per transaction.
 const BATCH: usize = 2000;
@@ -230,18 +229,14 @@ impl<'s> RevisionWriter<'s> {
             put_varint(&mut fields, self.path_id(&path)? as u64);
             fields.extend_from_slice(&h);
         }
-        let stored = if keyed {
-            None
-        } else {
-            let mut z = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
-            z.write_all(&canonical).and_then(|_| z.finish()).ok()
-        };
+        let stored = (!keyed).then(|| super::compress(&canonical));
+        let managed = form
+            .pointer("/metadata/managedFields")
+            .map(|m| super::compress(&serde_json::to_vec(m).expect("JSON values serialize")));
         self.store
             .conn
-            .prepare_cached(
-                "INSERT INTO semantic_values (hash, keyed, canonical, fields) VALUES (?1, ?2, ?3, ?4)",
-            )
-            .and_then(|mut s| s.execute(params![hash, keyed, stored, fields]))
+            .prepare_cached("INSERT INTO semantic_values (hash, keyed, canonical, fields, managed) VALUES (?1, ?2, ?3, ?4, ?5)")
+            .and_then(|mut s| s.execute(params![hash, keyed, stored, fields, managed]))
             .map_err(|e| self.sql(e))?;
         Ok(hash)
     }
@@ -340,9 +335,9 @@ impl Sink for RevisionWriter<'_> {
                 "INSERT INTO revisions (key_id, mod_revision, create_revision, version, lease, deleted, value_size, value_sha256, \
                  value_hash, encoding, encryption, api_version, kind, namespace, name, uid, generation, decode_error, run_id, \
                  semantic_sha256, owner_kind, owner_name, owner_uid, generate_name, spec_hash, creation_timestamp, \
-                 deletion_timestamp, phase, node, desired, managers, duplicates) \
+                 deletion_timestamp, phase, node, desired, managers, duplicates, observed_generation) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, \
-                 ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32)",
+                 ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33)",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -378,6 +373,7 @@ impl Sink for RevisionWriter<'_> {
                     f.desired,
                     f.managers,
                     duplicates,
+                    f.observed_generation,
                 ])
             })
             .map_err(|e| self.sql(e))?;
