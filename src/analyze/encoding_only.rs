@@ -2,34 +2,40 @@
 //! another media type (JSON ↔ protobuf), another storage version, a
 //! re-encryption, or a different serialization of the same object.
 
-use super::finding::{ClassifiedRevision, Finding, Severity};
+use super::finding::{Finding, Severity};
+use super::object::ObjectRevision;
 use std::collections::BTreeMap;
 
 pub const NAME: &str = "encoding-only";
 
-fn describe(r: &ClassifiedRevision) -> String {
-    let pair = |a: &Option<String>, b: &Option<String>| {
+fn describe(prev: Option<&ObjectRevision>, r: &ObjectRevision) -> String {
+    let pair = |a: Option<&Option<String>>, b: &Option<String>| {
         format!(
             "{} → {}",
-            a.as_deref().unwrap_or("-"),
+            a.and_then(|a| a.as_deref()).unwrap_or("-"),
             b.as_deref().unwrap_or("-")
         )
     };
     match r.cause.as_deref() {
-        Some("media-type") => pair(&r.prev_encoding, &r.encoding),
-        Some("storage-version") => pair(&r.prev_api_version, &r.api_version),
-        Some("encryption") => pair(&r.prev_encryption, &r.encryption),
+        Some("media-type") => pair(prev.map(|p| &p.encoding), &r.encoding),
+        Some("storage-version") => pair(prev.map(|p| &p.api_version), &r.api_version),
+        Some("encryption") => pair(prev.map(|p| &p.encryption), &r.encryption),
         _ => "same encoding, different bytes".to_string(),
     }
 }
 
 /// A finding for one key's history (oldest first), if it has encoding-only
 /// revisions.
-pub fn detect(history: &[ClassifiedRevision]) -> Option<Finding> {
-    let hits: Vec<&ClassifiedRevision> = history.iter().filter(|r| r.class == "encoding-only").collect();
-    let first = hits.first()?;
+pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
+    let hits: Vec<(Option<&ObjectRevision>, &ObjectRevision)> = history
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.class.as_deref() == Some("encoding-only"))
+        .map(|(i, r)| (i.checked_sub(1).map(|p| &history[p]), r))
+        .collect();
+    let (_, first) = hits.first()?;
     let mut causes: BTreeMap<String, usize> = BTreeMap::new();
-    for r in &hits {
+    for (_, r) in &hits {
         *causes
             .entry(r.cause.clone().unwrap_or_else(|| "serialization".into()))
             .or_default() += 1;
@@ -46,9 +52,9 @@ pub fn detect(history: &[ClassifiedRevision]) -> Option<Finding> {
     };
     let changes: Vec<serde_json::Value> = hits
         .iter()
-        .map(|r| serde_json::json!({"revision": r.mod_revision, "cause": r.cause, "change": describe(r)}))
+        .map(|(p, r)| serde_json::json!({"revision": r.mod_revision, "cause": r.cause, "change": describe(*p, r)}))
         .collect();
-    let last = hits.last().expect("non-empty");
+    let (last_prev, last) = hits.last().expect("non-empty");
     let cause_text: Vec<String> = causes
         .iter()
         .map(|(c, k)| if *k == 1 { c.clone() } else { format!("{c} ×{k}") })
@@ -57,13 +63,13 @@ pub fn detect(history: &[ClassifiedRevision]) -> Option<Finding> {
         detector: NAME,
         severity,
         keys: vec![first.key.clone()],
-        revisions: hits.iter().map(|r| r.mod_revision).collect(),
+        revisions: hits.iter().map(|(_, r)| r.mod_revision).collect(),
         summary: format!(
             "{} re-encoded {n} time{} without a content change ({}; last: {} at revision {})",
             first.object(),
             if n == 1 { "" } else { "s" },
             cause_text.join(", "),
-            describe(last),
+            describe(*last_prev, last),
             last.mod_revision
         ),
         details: serde_json::json!({"object": first.object(), "count": n, "causes": causes, "changes": changes}),
@@ -76,19 +82,27 @@ mod tests {
 
     #[test]
     fn names_the_cause_and_the_transition() {
-        let r = ClassifiedRevision {
+        let base = ObjectRevision {
             key: "/registry/deployments/shop/web".into(),
-            mod_revision: 30,
-            class: "encoding-only".into(),
-            cause: Some("storage-version".into()),
             kind: Some("Deployment".into()),
             namespace: Some("shop".into()),
             name: Some("web".into()),
-            api_version: Some("apps/v1".into()),
-            prev_api_version: Some("apps/v1beta2".into()),
             ..Default::default()
         };
-        let f = detect(&[r]).unwrap();
+        let old = ObjectRevision {
+            mod_revision: 20,
+            class: Some("create".into()),
+            api_version: Some("apps/v1beta2".into()),
+            ..base.clone()
+        };
+        let new = ObjectRevision {
+            mod_revision: 30,
+            class: Some("encoding-only".into()),
+            cause: Some("storage-version".into()),
+            api_version: Some("apps/v1".into()),
+            ..base
+        };
+        let f = detect(&[old, new]).unwrap();
         assert_eq!(f.severity, Severity::Info);
         assert_eq!(
             f.summary,

@@ -51,34 +51,3 @@ pub struct Finding {
     /// Everything else, for reports and programs.
     pub details: serde_json::Value,
 }
-
-/// One classified revision, with what its predecessor was stored as.
-#[derive(Clone, Debug, Default)]
-pub struct ClassifiedRevision {
-    pub key: String,
-    pub mod_revision: i64,
-    pub class: String,
-    pub cause: Option<String>,
-    pub kind: Option<String>,
-    pub namespace: Option<String>,
-    pub name: Option<String>,
-    pub encoding: Option<String>,
-    pub api_version: Option<String>,
-    pub encryption: Option<String>,
-    pub prev_encoding: Option<String>,
-    pub prev_api_version: Option<String>,
-    pub prev_encryption: Option<String>,
-}
-
-impl ClassifiedRevision {
-    /// `Kind namespace/name`, or the key when the object did not decode.
-    pub fn object(&self) -> String {
-        match (&self.kind, &self.name) {
-            (Some(kind), Some(name)) => match &self.namespace {
-                Some(ns) => format!("{kind} {ns}/{name}"),
-                None => format!("{kind} {name}"),
-            },
-            _ => self.key.clone(),
-        }
-    }
-}

@@ -1,17 +1,21 @@
 //! Detectors: pure functions from stored, classified history to findings.
-//! `analyze` first gives every new revision its change class, then runs each
-//! detector over the history of the keys it cares about.
+//! `analyze` first gives every new revision its change class, then reads the
+//! history once, key by key and oldest first, holding one key's revisions at
+//! a time: key-local detectors run on each key; the revisions the
+//! excess-siblings sweep needs are kept aside and swept in revision order.
 
 pub mod duplicate_entries;
 pub mod encoding_only;
 pub mod excess_siblings;
 pub mod finding;
+pub mod flapping;
+pub mod generation_mismatch;
 pub mod object;
 pub mod recreated;
 pub mod rewrite;
 
 use crate::canon::duplicates::list_sizes;
-use crate::store::{ClassifyStats, ObjectQuery, Store, StoreError};
+use crate::store::{ClassifyStats, Store, StoreError};
 use finding::Finding;
 use object::ObjectRevision;
 use std::collections::BTreeMap;
@@ -23,6 +27,8 @@ pub const DETECTORS: &[&str] = &[
     recreated::NAME,
     excess_siblings::NAME,
     duplicate_entries::NAME,
+    flapping::NAME,
+    generation_mismatch::NAME,
 ];
 
 /// What an `analyze` did.
@@ -32,58 +38,77 @@ pub struct Analysis {
     pub findings: Vec<Finding>,
 }
 
-/// Calls `per_key` with each key's revisions from a key-ordered stream.
-fn by_key(
+/// The value at a dotted path of a stored canonical value.
+fn value_at(
     store: &Store,
-    cluster: i64,
-    query: ObjectQuery,
-    per_key: &mut dyn FnMut(&[ObjectRevision]),
-) -> Result<(), StoreError> {
-    let mut current: Vec<ObjectRevision> = Vec::new();
-    store.object_revisions(cluster, query, &mut |r| {
-        if current.last().is_some_and(|c| c.key != r.key) {
-            per_key(&current);
-            current.clear();
-        }
-        current.push(r);
-    })?;
-    if !current.is_empty() {
-        per_key(&current);
-    }
-    Ok(())
+    cache: &mut BTreeMap<Vec<u8>, Option<serde_json::Value>>,
+    r: &ObjectRevision,
+    path: &str,
+) -> Option<serde_json::Value> {
+    let hash = r.semantic_sha256.clone()?;
+    let value = cache
+        .entry(hash.clone())
+        .or_insert_with(|| store.canonical_value(&hash).ok().flatten());
+    path.split('.')
+        .try_fold(value.as_ref()?, |cur, k| cur.as_object()?.get(k))
+        .cloned()
 }
 
 fn detect_cluster(store: &Store, cluster: i64) -> Result<Vec<Finding>, StoreError> {
+    let gaps = store.gaps(cluster)?;
     let mut findings = Vec::new();
-    store.classified_history(cluster, &["rewrite", "encoding-only"], &mut |history| {
+    let mut sibling_revisions: Vec<ObjectRevision> = Vec::new();
+    let mut later: Vec<Vec<ObjectRevision>> = Vec::new();
+    store.key_histories(cluster, &mut |history| {
         findings.extend(rewrite::detect(history));
         findings.extend(encoding_only::detect(history));
-    })?;
-    by_key(store, cluster, ObjectQuery::Recreated, &mut |history| {
-        findings.extend(recreated::detect(history))
-    })?;
-    let mut sweep = excess_siblings::Sweep::new(excess_siblings::DEFAULT_WINDOW_SECONDS);
-    store.object_revisions(cluster, ObjectQuery::Siblings, &mut |r| sweep.push(&r))?;
-    findings.extend(sweep.finish());
-    let mut keys_with_duplicates: Vec<Vec<ObjectRevision>> = Vec::new();
-    by_key(store, cluster, ObjectQuery::Duplicates, &mut |history| {
-        keys_with_duplicates.push(history.to_vec())
-    })?;
-    for history in keys_with_duplicates {
-        let mut sizes = BTreeMap::new();
-        for r in &history {
-            if let Some(value) = r
-                .semantic_sha256
-                .as_deref()
-                .map(|h| store.canonical_value(h))
-                .transpose()?
-                .flatten()
-            {
-                sizes.insert(r.mod_revision, list_sizes(&value));
-            }
+        findings.extend(recreated::detect(history));
+        findings.extend(generation_mismatch::detect(history));
+        if history
+            .iter()
+            .any(|r| r.owner_uid.is_some() || r.generate_name.is_some() || r.desired.is_some())
+        {
+            sibling_revisions.extend(history.iter().map(|r| ObjectRevision {
+                fields: BTreeMap::new(),
+                ..r.clone()
+            }));
         }
-        findings.extend(duplicate_entries::detect(&history, &sizes));
+        // Detectors that read stored values run after the pass, for the few
+        // keys that need them.
+        let repeated = history.iter().any(|r| r.duplicates.is_some());
+        let changes = history.iter().filter(|r| !r.changed_paths.is_empty()).count();
+        if repeated || changes >= 2 * flapping::DEFAULT_MIN_RETURNS {
+            later.push(history.to_vec());
+        }
+    })?;
+    for history in later {
+        let mut cache = BTreeMap::new();
+        findings.extend(flapping::detect(
+            &history,
+            flapping::DEFAULT_MIN_RETURNS,
+            &gaps,
+            &mut |r, p| value_at(store, &mut cache, r, p),
+        ));
+        if history.iter().any(|r| r.duplicates.is_some()) {
+            let mut sizes = BTreeMap::new();
+            for r in &history {
+                if let Some(value) = r
+                    .semantic_sha256
+                    .as_deref()
+                    .map(|h| store.canonical_value(h))
+                    .transpose()?
+                    .flatten()
+                {
+                    sizes.insert(r.mod_revision, list_sizes(&value));
+                }
+            }
+            findings.extend(duplicate_entries::detect(&history, &sizes));
+        }
     }
+    sibling_revisions.sort_by_key(|r| r.mod_revision);
+    let mut sweep = excess_siblings::Sweep::new(excess_siblings::DEFAULT_WINDOW_SECONDS);
+    sibling_revisions.iter().for_each(|r| sweep.push(r));
+    findings.extend(sweep.finish());
     Ok(findings)
 }
 

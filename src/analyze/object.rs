@@ -1,5 +1,8 @@
 //! One stored revision with the object facts detectors compare.
 
+use crate::canon::semantic::FIELD_HASH_LEN;
+use std::collections::BTreeMap;
+
 /// A revision of one key, with its object's facts (empty for tombstones).
 #[derive(Clone, Debug, Default)]
 pub struct ObjectRevision {
@@ -26,6 +29,19 @@ pub struct ObjectRevision {
     /// JSON array of repeated list entries in this revision.
     pub duplicates: Option<String>,
     pub semantic_sha256: Option<Vec<u8>>,
+    pub generation: Option<i64>,
+    pub observed_generation: Option<i64>,
+    pub encoding: Option<String>,
+    pub api_version: Option<String>,
+    pub encryption: Option<String>,
+    /// Change class against the previous revision of the generation.
+    pub class: Option<String>,
+    pub cause: Option<String>,
+    pub changed_paths: Vec<String>,
+    /// Changed path → field managers.
+    pub changed_by: BTreeMap<String, Vec<String>>,
+    /// Field path → hash of its value (empty when the value did not decode).
+    pub fields: BTreeMap<String, [u8; FIELD_HASH_LEN]>,
 }
 
 impl ObjectRevision {

@@ -3,13 +3,17 @@
 //! to change (reference §4: a stale writer, a controller without a no-op
 //! check, or the apiserver rewriting a stale encrypted value).
 
-use super::finding::{ClassifiedRevision, Finding, Severity};
+use super::finding::{Finding, Severity};
+use super::object::ObjectRevision;
 
 pub const NAME: &str = "rewrite";
 
 /// A finding for one key's history (oldest first), if it has rewrites.
-pub fn detect(history: &[ClassifiedRevision]) -> Option<Finding> {
-    let rewrites: Vec<&ClassifiedRevision> = history.iter().filter(|r| r.class == "rewrite").collect();
+pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
+    let rewrites: Vec<&ObjectRevision> = history
+        .iter()
+        .filter(|r| r.class.as_deref() == Some("rewrite"))
+        .collect();
     let first = rewrites.first()?;
     let revisions: Vec<i64> = rewrites.iter().map(|r| r.mod_revision).collect();
     let n = revisions.len();
@@ -20,6 +24,7 @@ pub fn detect(history: &[ClassifiedRevision]) -> Option<Finding> {
     } else {
         String::new()
     };
+    let managers: Vec<&str> = rewrites.iter().filter_map(|r| r.managers.as_deref()).collect();
     Some(Finding {
         detector: NAME,
         severity,
@@ -37,6 +42,7 @@ pub fn detect(history: &[ClassifiedRevision]) -> Option<Finding> {
             "count": n,
             "revisions": revisions,
             "encoding": first.encoding,
+            "managers": managers,
         }),
     })
 }
@@ -45,11 +51,11 @@ pub fn detect(history: &[ClassifiedRevision]) -> Option<Finding> {
 mod tests {
     use super::*;
 
-    fn rev(n: i64, class: &str) -> ClassifiedRevision {
-        ClassifiedRevision {
+    fn rev(n: i64, class: &str) -> ObjectRevision {
+        ObjectRevision {
             key: "/registry/configmaps/shop/c".into(),
             mod_revision: n,
-            class: class.into(),
+            class: Some(class.into()),
             kind: Some("ConfigMap".into()),
             namespace: Some("shop".into()),
             name: Some("c".into()),

@@ -2,7 +2,8 @@
 //! the classified history detectors read, and the findings they write.
 
 use super::{Store, StoreError};
-use crate::analyze::finding::{ClassifiedRevision, Finding, Severity};
+use crate::analyze::finding::{Finding, Severity};
+use crate::analyze::object::ObjectRevision;
 use crate::canon::change::{classify, Facts};
 use crate::canon::managed::{attribute, entries, Entry};
 use crate::canon::semantic::FIELD_HASH_LEN;
@@ -193,61 +194,6 @@ impl Store {
         Ok(stats)
     }
 
-    /// Streams, key by key (oldest revision first), the classified history of
-    /// every key of `cluster` that has a revision of one of `classes`.
-    pub fn classified_history(
-        &self,
-        cluster: i64,
-        classes: &[&str],
-        visit: &mut dyn FnMut(&[ClassifiedRevision]),
-    ) -> Result<(), StoreError> {
-        let err = |e| self.err(e);
-        let list = classes
-            .iter()
-            .map(|c| format!("'{}'", c.replace('\'', "")))
-            .collect::<Vec<_>>()
-            .join(",");
-        let sql = format!(
-            "SELECT k.key, r.mod_revision, r.change_class, r.change_cause, r.kind, r.namespace, r.name, r.encoding, \
-             r.api_version, r.encryption, \
-             lag(r.encoding) OVER w, lag(r.api_version) OVER w, lag(r.encryption) OVER w \
-             FROM revisions r JOIN keys k ON k.id = r.key_id \
-             WHERE k.cluster_id = ?1 AND r.key_id IN (SELECT key_id FROM revisions WHERE change_class IN ({list})) \
-             WINDOW w AS (PARTITION BY r.key_id ORDER BY r.mod_revision) \
-             ORDER BY r.key_id, r.mod_revision"
-        );
-        let mut stmt = self.conn.prepare(&sql).map_err(err)?;
-        let mut rows = stmt.query([cluster]).map_err(err)?;
-        let mut current: Vec<ClassifiedRevision> = Vec::new();
-        while let Some(r) = rows.next().map_err(err)? {
-            let key: Vec<u8> = r.get(0).map_err(err)?;
-            let rev = ClassifiedRevision {
-                key: String::from_utf8_lossy(&key).into_owned(),
-                mod_revision: r.get(1).map_err(err)?,
-                class: r.get::<_, Option<String>>(2).map_err(err)?.unwrap_or_default(),
-                cause: r.get(3).map_err(err)?,
-                kind: r.get(4).map_err(err)?,
-                namespace: r.get(5).map_err(err)?,
-                name: r.get(6).map_err(err)?,
-                encoding: r.get(7).map_err(err)?,
-                api_version: r.get(8).map_err(err)?,
-                encryption: r.get(9).map_err(err)?,
-                prev_encoding: r.get(10).map_err(err)?,
-                prev_api_version: r.get(11).map_err(err)?,
-                prev_encryption: r.get(12).map_err(err)?,
-            };
-            if current.last().is_some_and(|c| c.key != rev.key) {
-                visit(&current);
-                current.clear();
-            }
-            current.push(rev);
-        }
-        if !current.is_empty() {
-            visit(&current);
-        }
-        Ok(())
-    }
-
     /// Makes `detectors`' stored findings for `cluster` equal `findings`:
     /// unchanged findings keep their id, vanished ones are removed, new ones
     /// added; running it twice with the same findings changes nothing.
@@ -384,53 +330,43 @@ impl Store {
     }
 }
 
-/// Which revisions an object-history query returns, and in what order.
-#[derive(Clone, Copy, Debug)]
-pub enum ObjectQuery {
-    /// Keys with more than one generation, key by key.
-    Recreated,
-    /// Keys of owned or generateName objects and of owners, in revision
-    /// order across keys.
-    Siblings,
-    /// Keys with a revision that has repeated list entries, key by key.
-    Duplicates,
-}
-
 impl Store {
-    /// Streams the revisions `query` selects for `cluster`, with their object
-    /// facts.
-    pub fn object_revisions(
+    /// Streams every key's revisions of `cluster`, key by key and oldest
+    /// first, with their classes, field hashes and object facts: one pass
+    /// over the history, holding one key's revisions at a time.
+    pub fn key_histories(
         &self,
         cluster: i64,
-        query: ObjectQuery,
-        visit: &mut dyn FnMut(crate::analyze::object::ObjectRevision),
+        visit: &mut dyn FnMut(&[ObjectRevision]),
     ) -> Result<(), StoreError> {
         let err = |e| self.err(e);
-        let (filter, order) = match query {
-            ObjectQuery::Recreated => (
-                "r.key_id IN (SELECT key_id FROM revisions GROUP BY key_id HAVING count(DISTINCT create_revision) > 1)",
-                "r.key_id, r.mod_revision",
-            ),
-            ObjectQuery::Siblings => (
-                "r.key_id IN (SELECT key_id FROM revisions \
-                 WHERE owner_uid IS NOT NULL OR generate_name IS NOT NULL OR desired IS NOT NULL)",
-                "r.mod_revision, r.key_id",
-            ),
-            ObjectQuery::Duplicates => {
-                ("r.key_id IN (SELECT key_id FROM revisions WHERE duplicates IS NOT NULL)", "r.key_id, r.mod_revision")
-            }
+        let paths: HashMap<i64, String> = {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT id, path FROM field_paths")
+                .map_err(err)?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(err)?;
+            rows.collect::<Result<_, _>>().map_err(err)?
         };
-        let sql = format!(
-            "SELECT k.key, k.resource, r.mod_revision, r.create_revision, r.deleted, r.kind, coalesce(r.namespace, k.namespace), \
-             coalesce(r.name, k.name), r.uid, r.owner_kind, r.owner_name, r.owner_uid, r.generate_name, r.spec_hash, \
-             r.creation_timestamp, r.deletion_timestamp, r.phase, r.node, r.desired, r.managers, r.duplicates, r.semantic_sha256 \
-             FROM revisions r JOIN keys k ON k.id = r.key_id WHERE k.cluster_id = ?1 AND {filter} ORDER BY {order}"
-        );
-        let mut stmt = self.conn.prepare(&sql).map_err(err)?;
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT k.key, k.resource, r.mod_revision, r.create_revision, r.deleted, r.kind, coalesce(r.namespace, k.namespace), \
+                 coalesce(r.name, k.name), r.uid, r.owner_kind, r.owner_name, r.owner_uid, r.generate_name, r.spec_hash, \
+                 r.creation_timestamp, r.deletion_timestamp, r.phase, r.node, r.desired, r.managers, r.duplicates, \
+                 r.semantic_sha256, r.generation, r.observed_generation, r.encoding, r.api_version, r.encryption, \
+                 r.change_class, r.change_cause, r.changed_paths, r.changed_by, s.fields \
+                 FROM revisions r JOIN keys k ON k.id = r.key_id LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
+                 WHERE k.cluster_id = ?1 ORDER BY r.key_id, r.mod_revision",
+            )
+            .map_err(err)?;
         let mut rows = stmt.query([cluster]).map_err(err)?;
+        let mut current: Vec<ObjectRevision> = Vec::new();
         while let Some(r) = rows.next().map_err(err)? {
             let key: Vec<u8> = r.get(0).map_err(err)?;
-            visit(crate::analyze::object::ObjectRevision {
+            let json_col = |i: usize| -> Result<Option<String>, StoreError> { r.get(i).map_err(err) };
+            let fields: Option<Vec<u8>> = r.get(31).map_err(err)?;
+            let rev = ObjectRevision {
                 key: String::from_utf8_lossy(&key).into_owned(),
                 resource: r.get(1).map_err(err)?,
                 mod_revision: r.get(2).map_err(err)?,
@@ -453,8 +389,48 @@ impl Store {
                 managers: r.get(19).map_err(err)?,
                 duplicates: r.get(20).map_err(err)?,
                 semantic_sha256: r.get(21).map_err(err)?,
-            });
+                generation: r.get(22).map_err(err)?,
+                observed_generation: r.get(23).map_err(err)?,
+                encoding: r.get(24).map_err(err)?,
+                api_version: r.get(25).map_err(err)?,
+                encryption: r.get(26).map_err(err)?,
+                class: r.get(27).map_err(err)?,
+                cause: r.get(28).map_err(err)?,
+                changed_paths: json_col(29)?
+                    .and_then(|j| serde_json::from_str(&j).ok())
+                    .unwrap_or_default(),
+                changed_by: json_col(30)?
+                    .and_then(|j| serde_json::from_str(&j).ok())
+                    .unwrap_or_default(),
+                fields: fields.map(|b| decode_fields(&b, &paths)).unwrap_or_default(),
+            };
+            if current.last().is_some_and(|c| c.key != rev.key) {
+                visit(&current);
+                current.clear();
+            }
+            current.push(rev);
+        }
+        if !current.is_empty() {
+            visit(&current);
         }
         Ok(())
+    }
+
+    /// Revision ranges of `cluster` lost to compaction between runs.
+    pub fn gaps(&self, cluster: i64) -> Result<Vec<super::Gap>, StoreError> {
+        let err = |e| self.err(e);
+        let mut stmt = self
+            .conn
+            .prepare("SELECT from_revision, to_revision FROM history_gaps WHERE cluster_id = ?1 ORDER BY from_revision")
+            .map_err(err)?;
+        let rows = stmt
+            .query_map([cluster], |r| {
+                Ok(super::Gap {
+                    from_revision: r.get(0)?,
+                    to_revision: r.get(1)?,
+                })
+            })
+            .map_err(err)?;
+        rows.collect::<Result<_, _>>().map_err(err)
     }
 }

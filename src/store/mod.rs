@@ -7,7 +7,7 @@ mod runs;
 mod settings;
 mod writer;
 
-pub use changes::{ClassifyStats, ObjectQuery, StoredFinding};
+pub use changes::{ClassifyStats, StoredFinding};
 pub use history::{FieldChange, HistoryRow};
 pub use runs::{Gap, RunId, RunInfo, RunStatus};
 pub use writer::{FieldConfig, RevisionWriter};

@@ -1,0 +1,226 @@
+//! `flapping`: a field whose value returns to an earlier value within one key
+//! generation (A → B → A), again and again: two writers fighting over it, or
+//! a stale writer undoing another's change. Reported from a number of
+//! returns on, with the values (hashes where sensitive), the revisions and
+//! the field managers on each side.
+
+use super::finding::{Finding, Severity};
+use super::object::ObjectRevision;
+use crate::store::Gap;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+pub const NAME: &str = "flapping";
+
+/// Returns to an earlier value needed for a finding.
+pub const DEFAULT_MIN_RETURNS: usize = 2;
+
+/// Paths whose changes are bookkeeping, not someone's intent.
+fn ignored(path: &str) -> bool {
+    path == "metadata.managedFields" || path == "metadata.generation" || path == "status.observedGeneration"
+}
+
+/// One change of the field: the revision and the value hash it took.
+struct Step<'a> {
+    row: &'a ObjectRevision,
+    hash: Option<[u8; 16]>,
+}
+
+fn hex(h: &Option<[u8; 16]>) -> String {
+    h.map(|h| h[..6].iter().map(|b| format!("{b:02x}")).collect())
+        .unwrap_or_else(|| "(absent)".into())
+}
+
+fn short(v: &Value) -> String {
+    let s = match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    if s.chars().count() > 40 {
+        format!("{}…", s.chars().take(39).collect::<String>())
+    } else {
+        s
+    }
+}
+
+/// Findings for one key's history (oldest first). `value_at(row, path)`
+/// gives a field's value when it may be shown; `gaps` are the revision
+/// ranges lost to compaction.
+pub fn detect(
+    history: &[ObjectRevision],
+    min_returns: usize,
+    gaps: &[Gap],
+    value_at: &mut dyn FnMut(&ObjectRevision, &str) -> Option<Value>,
+) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let mut generations: BTreeMap<i64, Vec<&ObjectRevision>> = BTreeMap::new();
+    for r in history.iter().filter(|r| !r.deleted && !r.fields.is_empty()) {
+        generations.entry(r.create_revision).or_default().push(r);
+    }
+    for rows in generations.values() {
+        // Leaf paths: a path with children is covered by them.
+        let paths: BTreeSet<&String> = rows.iter().flat_map(|r| r.fields.keys()).collect();
+        let leaves: Vec<&String> = paths
+            .iter()
+            .copied()
+            .filter(|p| {
+                !ignored(p)
+                    && !paths.iter().any(|q| {
+                        q.len() > p.len() && q.starts_with(p.as_str()) && q.as_bytes()[p.len()] == b'.'
+                    })
+            })
+            .collect();
+        for path in leaves {
+            let mut steps: Vec<Step> = Vec::new();
+            for r in rows {
+                let hash = r.fields.get(path).copied();
+                if steps.last().is_none_or(|s| s.hash != hash) {
+                    steps.push(Step { row: r, hash });
+                }
+            }
+            let returns: Vec<usize> = (2..steps.len())
+                .filter(|&i| steps[..i - 1].iter().any(|s| s.hash == steps[i].hash))
+                .collect();
+            if returns.len() < min_returns {
+                continue;
+            }
+            findings.push(finding(path, &steps, returns.len(), gaps, value_at));
+        }
+    }
+    findings
+}
+
+fn finding(
+    path: &str,
+    steps: &[Step],
+    returns: usize,
+    gaps: &[Gap],
+    value_at: &mut dyn FnMut(&ObjectRevision, &str) -> Option<Value>,
+) -> Finding {
+    let first = steps[0].row;
+    let shown: Vec<String> = steps
+        .iter()
+        .take(12)
+        .map(|s| {
+            value_at(s.row, path)
+                .map(|v| short(&v))
+                .unwrap_or_else(|| hex(&s.hash))
+        })
+        .collect();
+    let mut sides: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for s in &steps[1..] {
+        let value = value_at(s.row, path)
+            .map(|v| short(&v))
+            .unwrap_or_else(|| hex(&s.hash));
+        let by = s.row.changed_by.get(path).cloned().unwrap_or_default();
+        sides.entry(value).or_default().extend(by);
+    }
+    let managers: BTreeSet<&String> = sides.values().flatten().collect();
+    let (from, to) = (
+        steps[0].row.mod_revision,
+        steps.last().expect("steps").row.mod_revision,
+    );
+    let lost: Vec<&Gap> = gaps
+        .iter()
+        .filter(|g| g.from_revision <= to && g.to_revision >= from)
+        .collect();
+    let coverage = if lost.is_empty() {
+        String::new()
+    } else {
+        let ranges: Vec<String> = lost
+            .iter()
+            .map(|g| format!("{}-{}", g.from_revision, g.to_revision))
+            .collect();
+        format!(
+            "; coverage partial: revisions {} lost to compaction",
+            ranges.join(", ")
+        )
+    };
+    let writers = match managers.len() {
+        0 => String::new(),
+        _ => format!(
+            ", written by {}",
+            managers
+                .iter()
+                .map(|m| m.as_str())
+                .collect::<Vec<_>>()
+                .join(" and by ")
+        ),
+    };
+    Finding {
+        detector: NAME,
+        severity: if managers.len() > 1 { Severity::Medium } else { Severity::Low },
+        keys: vec![first.key.clone()],
+        revisions: steps.iter().map(|s| s.row.mod_revision).collect(),
+        summary: format!(
+            "{path} of {} flipped {}{} ({returns} returns to an earlier value, revisions {from}-{to}){writers}{coverage}",
+            first.object(),
+            shown.join("→"),
+            if steps.len() > 12 { "→…" } else { "" }
+        ),
+        details: serde_json::json!({
+            "object": first.object(), "path": path, "returns": returns,
+            "changes": steps.iter().map(|s| serde_json::json!({
+                "revision": s.row.mod_revision, "value_hash": hex(&s.hash),
+                "value": value_at(s.row, path), "managers": s.row.changed_by.get(path)})).collect::<Vec<_>>(),
+            "managers_by_value": sides,
+            "coverage": if lost.is_empty() { "complete" } else { "partial" },
+            "gaps": lost,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rev(n: i64, replicas: u8, by: &str) -> ObjectRevision {
+        ObjectRevision {
+            key: "/registry/deployments/ns/web".into(),
+            mod_revision: n,
+            create_revision: 1,
+            kind: Some("Deployment".into()),
+            namespace: Some("ns".into()),
+            name: Some("web".into()),
+            fields: BTreeMap::from([
+                ("spec".to_string(), [replicas + 100; 16]),
+                ("spec.replicas".to_string(), [replicas; 16]),
+            ]),
+            changed_by: BTreeMap::from([("spec.replicas".to_string(), vec![by.to_string()])]),
+            ..Default::default()
+        }
+    }
+
+    fn values(r: &ObjectRevision, _: &str) -> Option<Value> {
+        Some(Value::from(r.fields["spec.replicas"][0]))
+    }
+
+    #[test]
+    fn alternating_values_flap_and_monotonic_ones_do_not() {
+        let flips = [
+            rev(1, 3, "a"),
+            rev(2, 5, "b"),
+            rev(3, 3, "a"),
+            rev(4, 5, "b"),
+            rev(5, 3, "a"),
+        ];
+        let f = detect(&flips, DEFAULT_MIN_RETURNS, &[], &mut values);
+        assert_eq!(f.len(), 1, "only the leaf spec.replicas");
+        assert_eq!(f[0].summary, "spec.replicas of Deployment ns/web flipped 3→5→3→5→3 (3 returns to an earlier value, revisions 1-5), written by a and by b");
+        assert_eq!(f[0].severity, Severity::Medium);
+        let up = [rev(1, 1, "a"), rev(2, 2, "a"), rev(3, 3, "a")];
+        assert!(detect(&up, DEFAULT_MIN_RETURNS, &[], &mut values).is_empty());
+        let gap = Gap {
+            from_revision: 2,
+            to_revision: 2,
+        };
+        let partial = detect(&flips, DEFAULT_MIN_RETURNS, &[gap], &mut values);
+        assert!(
+            partial[0]
+                .summary
+                .ends_with("coverage partial: revisions 2-2 lost to compaction"),
+            "{}",
+            partial[0].summary
+        );
+    }
+}
