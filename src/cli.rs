@@ -51,6 +51,38 @@ pub enum Command {
     Analyze(AnalyzeArgs),
     /// List the stored findings, most severe first.
     Findings(FindingsArgs),
+    /// Compare the live objects at two runs' head revisions (or at two
+    /// revisions): added, removed, recreated (same name, new UID) and changed
+    /// objects, with each changed field's old → new value (sensitive values
+    /// redacted) and the managers that wrote it.
+    Diff(DiffArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DiffArgs {
+    /// The earlier run (its head revision is the "before" point).
+    #[arg(value_name = "RUN_A")]
+    pub run_a: Option<i64>,
+    /// The later run.
+    #[arg(value_name = "RUN_B")]
+    pub run_b: Option<i64>,
+    /// Compare at this revision instead of RUN_A's head.
+    #[arg(long, value_name = "REV")]
+    pub rev_a: Option<i64>,
+    /// Compare at this revision instead of RUN_B's head.
+    #[arg(long, value_name = "REV")]
+    pub rev_b: Option<i64>,
+    #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
+    pub output: ListFormat,
+    /// Only objects in this namespace.
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// Only this resource (plural, e.g. `deployments`).
+    #[arg(long)]
+    pub resource: Option<String>,
+    /// Only keys starting with this.
+    #[arg(long)]
+    pub key_prefix: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]

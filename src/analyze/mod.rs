@@ -4,6 +4,7 @@
 //! a time: key-local detectors run on each key; the revisions the
 //! excess-siblings sweep needs are kept aside and swept in revision order.
 
+pub mod drift;
 pub mod duplicate_entries;
 pub mod encoding_only;
 pub mod excess_siblings;

@@ -23,6 +23,12 @@ pub fn is_empty(v: &Value) -> bool {
     }
 }
 
+/// Members of a managedFields `fieldsV1` set (`f:name`, `k:{...}`,
+/// `v:...`, `i:N`, `.`) are `{}` and must not be dropped as empty.
+fn is_field_set_member(key: &str) -> bool {
+    key == "." || ["f:", "k:", "v:", "i:"].iter().any(|p| key.starts_with(p))
+}
+
 /// `v` with every object's keys sorted and empty values (`""`, `0`,
 /// `false`, `[]`, `{}`, `null`) removed from objects, recursively; an
 /// object or array left empty is removed from its parent too.
@@ -34,7 +40,7 @@ pub fn canonical(v: &Value) -> Value {
             let mut out = Map::new();
             for k in keys {
                 let c = canonical(&o[k]);
-                if !is_empty(&c) {
+                if !is_empty(&c) || is_field_set_member(k) {
                     out.insert(k.clone(), c);
                 }
             }
@@ -56,5 +62,11 @@ mod tests {
         let c = canonical(&v);
         assert_eq!(c, json!({"c": [{}, 1], "d": "v"}));
         assert_eq!(serde_json::to_string(&c).unwrap(), r#"{"c":[{},1],"d":"v"}"#);
+        let fields = json!({"fieldsV1": {"f:spec": {"f:replicas": {}, ".": {}}}});
+        assert_eq!(
+            canonical(&fields),
+            fields,
+            "managedFields sets keep their {{}} members"
+        );
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod analyze;
 pub mod decode;
+pub mod diff;
 pub mod findings;
 pub mod get;
 pub mod history;
@@ -42,5 +43,6 @@ pub fn dispatch(cli: &Cli) -> anyhow::Result<Status> {
         Command::History(args) => history::run(&cli.db, args),
         Command::Analyze(args) => analyze::run(&cli.db, args),
         Command::Findings(args) => findings::run(&cli.db, args),
+        Command::Diff(args) => diff::run(&cli.db, args),
     }
 }

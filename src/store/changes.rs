@@ -68,7 +68,10 @@ fn read_varint(b: &[u8], pos: &mut usize) -> Option<u64> {
 }
 
 /// Decodes a `semantic_values.fields` blob.
-fn decode_fields(blob: &[u8], paths: &HashMap<i64, String>) -> BTreeMap<String, [u8; FIELD_HASH_LEN]> {
+pub(super) fn decode_fields(
+    blob: &[u8],
+    paths: &HashMap<i64, String>,
+) -> BTreeMap<String, [u8; FIELD_HASH_LEN]> {
     let mut out = BTreeMap::new();
     let mut pos = 0;
     while pos < blob.len() {

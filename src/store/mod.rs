@@ -3,12 +3,14 @@
 
 mod changes;
 mod history;
+mod live;
 mod runs;
 mod settings;
 mod writer;
 
 pub use changes::{ClassifyStats, StoredFinding};
 pub use history::{FieldChange, HistoryRow};
+pub use live::LiveObject;
 pub use runs::{Gap, RunId, RunInfo, RunStatus};
 pub use writer::{FieldConfig, RevisionWriter};
 

@@ -230,7 +230,7 @@ impl<'s> RevisionWriter<'s> {
             fields.extend_from_slice(&h);
         }
         let stored = (!keyed).then(|| super::compress(&canonical));
-        let managed = form
+        let managed = object
             .pointer("/metadata/managedFields")
             .map(|m| super::compress(&serde_json::to_vec(m).expect("JSON values serialize")));
         self.store

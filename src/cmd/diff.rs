@@ -1,0 +1,136 @@
+//! `etcd-inspector diff RUN_A RUN_B`: field-level drift between two points.
+
+use super::Status;
+use crate::analyze::drift::{compare, Filter};
+use crate::cli::{DiffArgs, ListFormat};
+use crate::store::{LiveObject, Store};
+use anyhow::{bail, Result};
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+/// The cluster and revision one side of the diff is taken at.
+fn side(store: &Store, run: Option<i64>, rev: Option<i64>, db: &Path) -> Result<(Option<i64>, Option<i64>)> {
+    match run {
+        Some(run) => match store.run_head(run)? {
+            Some((cluster, head)) => Ok((Some(cluster), Some(rev.unwrap_or(head)))),
+            None => bail!(
+                "run {run} is not in {} or never reached its cluster",
+                db.display()
+            ),
+        },
+        None => Ok((None, rev)),
+    }
+}
+
+pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
+    let store = Store::open_for_reading(db)?;
+    let (cluster_a, rev_a) = side(&store, args.run_a, args.rev_a, db)?;
+    let (cluster_b, rev_b) = side(&store, args.run_b, args.rev_b, db)?;
+    let (Some(rev_a), Some(rev_b)) = (rev_a, rev_b) else {
+        bail!("give two runs (diff RUN_A RUN_B) or two revisions (--rev-a N --rev-b M)");
+    };
+    let cluster = match (cluster_a, cluster_b) {
+        (Some(a), Some(b)) if a != b => bail!(
+            "runs {:?} and {:?} read different clusters",
+            args.run_a,
+            args.run_b
+        ),
+        (Some(c), _) | (None, Some(c)) => c,
+        (None, None) => match store.clusters()?.as_slice() {
+            [only] => *only,
+            [] => bail!("{} holds no runs", db.display()),
+            _ => bail!("{} holds several clusters: name a run to pick one", db.display()),
+        },
+    };
+    let (a, b) = (
+        store.live_objects(cluster, rev_a)?,
+        store.live_objects(cluster, rev_b)?,
+    );
+    let filter = Filter {
+        namespace: args.namespace.clone(),
+        resource: args.resource.clone(),
+        key_prefix: args.key_prefix.clone(),
+    };
+    let mut cache: BTreeMap<Vec<u8>, Option<Value>> = BTreeMap::new();
+    let mut value_at = |o: &LiveObject, path: &str| -> Value {
+        let Some(hash) = o.semantic_sha256.clone() else {
+            return Value::Null;
+        };
+        let value = cache
+            .entry(hash.clone())
+            .or_insert_with(|| store.canonical_value(&hash).ok().flatten());
+        match value {
+            None => Value::String("<redacted>".into()),
+            Some(v) => path
+                .split('.')
+                .try_fold(&*v, |cur, k| cur.as_object()?.get(k))
+                .cloned()
+                .unwrap_or(Value::Null),
+        }
+    };
+    let report = compare(&a, &b, &filter, &mut value_at);
+    let mut out = std::io::stdout().lock();
+    match args.output {
+        ListFormat::Json => {
+            let json = serde_json::json!({"cluster": cluster, "revision_a": rev_a, "revision_b": rev_b,
+                                          "summary": report.summary, "objects": report.objects});
+            serde_json::to_writer_pretty(&mut out, &json)?;
+            writeln!(out)?;
+        }
+        ListFormat::Table => {
+            writeln!(out, "revision {rev_a} → {rev_b}")?;
+            let mut table = Table::new();
+            table.load_preset(UTF8_FULL_CONDENSED).set_header([
+                "resource",
+                "added",
+                "removed",
+                "recreated",
+                "changed",
+            ]);
+            for (resource, c) in &report.summary {
+                table.add_row([
+                    resource.clone(),
+                    c.added.to_string(),
+                    c.removed.to_string(),
+                    c.recreated.to_string(),
+                    c.changed.to_string(),
+                ]);
+            }
+            writeln!(out, "{table}")?;
+            for o in &report.objects {
+                let what = match (&o.kind, &o.name) {
+                    (Some(k), Some(n)) => format!(
+                        "{k} {}{n}",
+                        o.namespace
+                            .as_deref()
+                            .map(|ns| format!("{ns}/"))
+                            .unwrap_or_default()
+                    ),
+                    _ => o.key.clone(),
+                };
+                match o.change.as_str() {
+                    "recreated" => writeln!(
+                        out,
+                        "recreated {what}: uid {} → {}",
+                        o.uid_a.as_deref().unwrap_or("-"),
+                        o.uid_b.as_deref().unwrap_or("-")
+                    )?,
+                    change => writeln!(out, "{change} {what}")?,
+                }
+                for f in &o.fields {
+                    let by = if f.managers.is_empty() {
+                        String::new()
+                    } else {
+                        format!("  (by {})", f.managers.join(", "))
+                    };
+                    writeln!(out, "  {}: {} → {}{by}", f.path, f.old, f.new)?;
+                }
+            }
+        }
+    }
+    out.flush()?;
+    Ok(0)
+}

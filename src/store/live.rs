@@ -1,0 +1,86 @@
+//! The live set of a cluster at a revision: each key's newest stored
+//! revision at or before it, unless that is a tombstone.
+
+use super::{Store, StoreError};
+use std::collections::BTreeMap;
+
+/// One live object at a revision.
+#[derive(Clone, Debug, Default)]
+pub struct LiveObject {
+    pub key: String,
+    pub resource: Option<String>,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub kind: Option<String>,
+    pub uid: Option<String>,
+    pub mod_revision: i64,
+    pub semantic_sha256: Option<Vec<u8>>,
+    /// Field path → value hash.
+    pub fields: BTreeMap<String, [u8; crate::canon::semantic::FIELD_HASH_LEN]>,
+    /// The object's managedFields, when stored.
+    pub managed: Option<serde_json::Value>,
+}
+
+impl Store {
+    /// Every live object of `cluster` at `revision`, by key.
+    pub fn live_objects(&self, cluster: i64, revision: i64) -> Result<Vec<LiveObject>, StoreError> {
+        let err = |e| self.err(e);
+        let paths: std::collections::HashMap<i64, String> = {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT id, path FROM field_paths")
+                .map_err(err)?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(err)?;
+            rows.collect::<Result<_, _>>().map_err(err)?
+        };
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT k.key, k.resource, coalesce(r.namespace, k.namespace), coalesce(r.name, k.name), r.kind, r.uid, \
+                 r.mod_revision, r.semantic_sha256, s.fields, s.managed \
+                 FROM keys k JOIN revisions r ON r.key_id = k.id AND r.mod_revision = \
+                   (SELECT max(mod_revision) FROM revisions WHERE key_id = k.id AND mod_revision <= ?2) \
+                 LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
+                 WHERE k.cluster_id = ?1 AND r.deleted = 0 ORDER BY k.key",
+            )
+            .map_err(err)?;
+        let rows = stmt
+            .query_map(rusqlite::params![cluster, revision], |r| {
+                let key: Vec<u8> = r.get(0)?;
+                let fields: Option<Vec<u8>> = r.get(8)?;
+                let managed: Option<Vec<u8>> = r.get(9)?;
+                Ok(LiveObject {
+                    key: String::from_utf8_lossy(&key).into_owned(),
+                    resource: r.get(1)?,
+                    namespace: r.get(2)?,
+                    name: r.get(3)?,
+                    kind: r.get(4)?,
+                    uid: r.get(5)?,
+                    mod_revision: r.get(6)?,
+                    semantic_sha256: r.get(7)?,
+                    fields: fields
+                        .map(|b| super::changes::decode_fields(&b, &paths))
+                        .unwrap_or_default(),
+                    managed: managed
+                        .and_then(|b| super::decompress(&b).ok())
+                        .and_then(|j| serde_json::from_slice(&j).ok()),
+                })
+            })
+            .map_err(err)?;
+        rows.collect::<Result<_, _>>().map_err(err)
+    }
+
+    /// A run's head revision and cluster.
+    pub fn run_head(&self, run: i64) -> Result<Option<(i64, i64)>, StoreError> {
+        use rusqlite::OptionalExtension;
+        self.conn
+            .query_row(
+                "SELECT cluster_id, head_revision FROM runs WHERE id = ?1",
+                [run],
+                |r| Ok(r.get::<_, Option<i64>>(0)?.zip(r.get::<_, Option<i64>>(1)?)),
+            )
+            .optional()
+            .map(Option::flatten)
+            .map_err(|e| self.err(e))
+    }
+}
