@@ -55,56 +55,86 @@ fn value_at(
         .cloned()
 }
 
+/// The revisions of one key the excess-siblings sweep needs: generation
+/// starts, tombstones, liveness changes and changes of a desired count,
+/// without the per-field data. Keeps the sweep's input small.
+fn sibling_events(history: &[ObjectRevision]) -> Vec<ObjectRevision> {
+    if !history
+        .iter()
+        .any(|r| r.owner_uid.is_some() || r.generate_name.is_some() || r.desired.is_some())
+    {
+        return Vec::new();
+    }
+    let live = |r: &ObjectRevision| {
+        r.deletion_timestamp.is_none() && !matches!(r.phase.as_deref(), Some("Succeeded" | "Failed"))
+    };
+    let mut out = Vec::new();
+    let mut prev: Option<&ObjectRevision> = None;
+    for r in history {
+        let keep = match prev {
+            None => true,
+            Some(p) => {
+                r.deleted
+                    || p.deleted
+                    || p.create_revision != r.create_revision
+                    || live(p) != live(r)
+                    || p.desired != r.desired
+            }
+        };
+        if keep {
+            out.push(ObjectRevision {
+                fields: BTreeMap::new(),
+                changed_by: BTreeMap::new(),
+                changed_paths: Vec::new(),
+                duplicates: None,
+                ..r.clone()
+            });
+        }
+        prev = Some(r);
+    }
+    out
+}
+
 fn detect_cluster(store: &Store, cluster: i64) -> Result<Vec<Finding>, StoreError> {
     let gaps = store.gaps(cluster)?;
     let mut findings = Vec::new();
     let mut sibling_revisions: Vec<ObjectRevision> = Vec::new();
-    let mut later: Vec<Vec<ObjectRevision>> = Vec::new();
+    let mut failure = None;
     store.key_histories(cluster, &mut |history| {
         findings.extend(rewrite::detect(history));
         findings.extend(encoding_only::detect(history));
         findings.extend(recreated::detect(history));
         findings.extend(generation_mismatch::detect(history));
-        if history
-            .iter()
-            .any(|r| r.owner_uid.is_some() || r.generate_name.is_some() || r.desired.is_some())
-        {
-            sibling_revisions.extend(history.iter().map(|r| ObjectRevision {
-                fields: BTreeMap::new(),
-                ..r.clone()
-            }));
-        }
-        // Detectors that read stored values run after the pass, for the few
-        // keys that need them.
-        let repeated = history.iter().any(|r| r.duplicates.is_some());
-        let changes = history.iter().filter(|r| !r.changed_paths.is_empty()).count();
-        if repeated || changes >= 2 * flapping::DEFAULT_MIN_RETURNS {
-            later.push(history.to_vec());
-        }
-    })?;
-    for history in later {
+        // Stored values are read only for the keys that need them.
         let mut cache = BTreeMap::new();
         findings.extend(flapping::detect(
-            &history,
+            history,
             flapping::DEFAULT_MIN_RETURNS,
             &gaps,
             &mut |r, p| value_at(store, &mut cache, r, p),
         ));
         if history.iter().any(|r| r.duplicates.is_some()) {
             let mut sizes = BTreeMap::new();
-            for r in &history {
-                if let Some(value) = r
+            for r in history {
+                match r
                     .semantic_sha256
                     .as_deref()
                     .map(|h| store.canonical_value(h))
-                    .transpose()?
-                    .flatten()
+                    .transpose()
                 {
-                    sizes.insert(r.mod_revision, list_sizes(&value));
+                    Ok(Some(Some(value))) => {
+                        sizes.insert(r.mod_revision, list_sizes(&value));
+                    }
+                    Ok(_) => {}
+                    Err(e) => failure = Some(e),
                 }
             }
-            findings.extend(duplicate_entries::detect(&history, &sizes));
+            findings.extend(duplicate_entries::detect(history, &sizes));
         }
+        sibling_revisions.extend(sibling_events(history));
+    })?;
+    if let Some(e) = failure {
+        return Err(e);
     }
     sibling_revisions.sort_by_key(|r| r.mod_revision);
     let mut sweep = excess_siblings::Sweep::new(excess_siblings::DEFAULT_WINDOW_SECONDS);
