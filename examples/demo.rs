@@ -25,6 +25,22 @@ fn meta(ns: &str, name: &str, uid: &str) -> Value {
 fn deployment(api_version: &str, replicas: i64, generation: i64) -> Value {
     let mut m = meta("shop", "web", "9e1c2b3a-4d5e-4f60-8a7b-1c2d3e4f5a6b");
     m["generation"] = json!(generation);
+    // Two writers own spec.replicas: a person with kubectl and an autoscaler;
+    // each write stamps the writer's managedFields entry.
+    let entry = |manager: &str, minute: i64| {
+        json!({"manager": manager, "operation": "Update", "apiVersion": "apps/v1",
+               "time": format!("2026-11-29T08:{minute:02}:00Z"), "fieldsType": "FieldsV1",
+               "fieldsV1": {"f:spec": {"f:replicas": {}}}})
+    };
+    let (kubectl, hpa) = if replicas == 5 {
+        (generation - 1, generation)
+    } else {
+        (generation, generation - 1)
+    };
+    m["managedFields"] = json!([
+        entry("kubectl-client-side-apply", kubectl.max(0)),
+        entry("hpa-controller", hpa.max(0))
+    ]);
     json!({"apiVersion": api_version, "kind": "Deployment", "metadata": m,
            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
                     "template": {"metadata": {"labels": {"app": "web"}},
@@ -185,7 +201,7 @@ fn main() -> Result<()> {
                     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "deployer"},
                     "subjects": [{"kind": "ServiceAccount", "name": "ci", "namespace": "shop"}, {"kind": "ServiceAccount", "name": "ci", "namespace": "shop"}]})),
     );
-    for (i, replicas) in [5, 3, 5, 3].into_iter().enumerate() {
+    for (i, replicas) in [5, 3, 5, 3, 5, 3].into_iter().enumerate() {
         etcd.put(
             "/registry/deployments/shop/web",
             &pb(&deployment("apps/v1", replicas, 2 + i as i64)),
@@ -202,6 +218,7 @@ fn main() -> Result<()> {
         "--db {db_arg} history /registry/deployments/shop/web --diff"
     ))?;
     inspector(&format!("--db {db_arg} findings"))?;
+    inspector(&format!("--db {db_arg} diff 1 2"))?;
     println!("\nThe same history, offline: download etcd's snapshot file and read it with no API calls ...");
     let offline = dir.join("demo-offline.sqlite");
     let saved = dir.join("etcd-snapshot.db");
