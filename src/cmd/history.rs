@@ -83,6 +83,10 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
                 r.change_class.as_deref().unwrap_or("-")
             )?;
             for c in diff {
+                if c.path == "metadata.managedFields" {
+                    writeln!(out, "  {}: entries changed (see -o json)", c.path)?;
+                    continue;
+                }
                 let by = if c.managers.is_empty() {
                     String::new()
                 } else {
