@@ -45,12 +45,18 @@ pub enum Command {
     /// Every stored revision of one key, oldest first, across deletes and
     /// recreates, with its change class.
     History(HistoryArgs),
-    /// Classify new revisions and run the detectors (`rewrite`,
-    /// `encoding-only`), storing their findings. `snapshot` runs it at its
-    /// end unless given --no-analyze.
+    /// Classify new revisions and run the detectors, storing their
+    /// findings. `snapshot` runs it at its end unless given --no-analyze.
+    ///
+    /// Exit status: 0, or 4 when --fail-on finds findings at or above it.
     Analyze(AnalyzeArgs),
     /// List the stored findings, most severe first.
     Findings(FindingsArgs),
+    /// Write a post-mortem report: the runs covered, gaps, summary tables,
+    /// every finding with its evidence and a timeline of each key involved.
+    ///
+    /// Exit status: 0, or 4 when --fail-on finds findings at or above it.
+    Report(ReportArgs),
     /// Compare the live objects at two runs' head revisions (or at two
     /// revisions): added, removed, recreated (same name, new UID) and changed
     /// objects, with each changed field's old → new value (sensitive values
@@ -90,6 +96,49 @@ pub struct AnalyzeArgs {
     /// Analyze only the cluster this run read (default: every cluster).
     #[arg(long, value_name = "N")]
     pub run: Option<i64>,
+    /// Exit with status 4 when findings at or above this severity exist.
+    #[arg(long, value_enum, value_name = "SEVERITY")]
+    pub fail_on: Option<crate::analyze::finding::Severity>,
+}
+
+/// Report formats.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ReportFormat {
+    Text,
+    Md,
+    Json,
+    Html,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ReportArgs {
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    pub format: ReportFormat,
+    /// Write to FILE instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Start: an RFC 3339 time (resolved to the last complete run that
+    /// started by then) or `rev:N`.
+    #[arg(long, value_name = "TIME|rev:N")]
+    pub since: Option<String>,
+    /// End: an RFC 3339 time (the last complete run started by then) or
+    /// `rev:N`.
+    #[arg(long, value_name = "TIME|rev:N")]
+    pub until: Option<String>,
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// Resource (plural, e.g. `deployments`).
+    #[arg(long)]
+    pub resource: Option<String>,
+    #[arg(long)]
+    pub key_prefix: Option<String>,
+    /// Only findings at or above this severity.
+    #[arg(long, value_enum)]
+    pub severity: Option<crate::analyze::finding::Severity>,
+    /// Exit with status 4 when the report has findings at or above this
+    /// severity.
+    #[arg(long, value_enum, value_name = "SEVERITY")]
+    pub fail_on: Option<crate::analyze::finding::Severity>,
 }
 
 #[derive(clap::Args, Debug)]

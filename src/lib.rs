@@ -10,5 +10,6 @@ pub mod canon;
 pub mod cli;
 pub mod cmd;
 pub mod decode;
+pub mod report;
 pub mod source;
 pub mod store;

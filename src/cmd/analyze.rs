@@ -42,5 +42,8 @@ pub fn run(db: &Path, args: &AnalyzeArgs) -> Result<Status> {
     };
     let analysis = analyze(&store, cluster)?;
     eprintln!("{}", summary(&analysis));
-    Ok(0)
+    Ok(super::report::fail_on_status(
+        args.fail_on,
+        analysis.findings.iter().map(|f| f.severity),
+    ))
 }

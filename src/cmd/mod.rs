@@ -7,6 +7,7 @@ pub mod findings;
 pub mod get;
 pub mod history;
 mod output;
+pub mod report;
 pub mod runs;
 pub mod snapshot;
 
@@ -44,5 +45,6 @@ pub fn dispatch(cli: &Cli) -> anyhow::Result<Status> {
         Command::Analyze(args) => analyze::run(&cli.db, args),
         Command::Findings(args) => findings::run(&cli.db, args),
         Command::Diff(args) => diff::run(&cli.db, args),
+        Command::Report(args) => report::run(&cli.db, args),
     }
 }

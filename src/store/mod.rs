@@ -6,12 +6,14 @@ mod history;
 mod live;
 mod runs;
 mod settings;
+mod stats;
 mod writer;
 
 pub use changes::{ClassifyStats, StoredFinding};
 pub use history::{FieldChange, HistoryRow};
 pub use live::LiveObject;
 pub use runs::{Gap, RunId, RunInfo, RunStatus};
+pub use stats::Scope;
 pub use writer::{FieldConfig, RevisionWriter};
 
 use rusqlite::Connection;

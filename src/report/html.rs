@@ -1,0 +1,153 @@
+//! The HTML report: one self-contained file (no network), with a timeline
+//! per key (revisions as marks coloured by change class, findings
+//! highlighted), collapsible field diffs and a findings table that sorts and
+//! filters. The page renders itself from the report's JSON, embedded inline.
+
+use super::ReportData;
+
+const STYLE: &str = r#"
+:root { --bg:#0f1419; --panel:#171d24; --ink:#e6e6e6; --mute:#8b98a5; --line:#2a333d; --accent:#4ea1ff; }
+* { box-sizing: border-box; }
+body { margin:0; font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif; background:var(--bg); color:var(--ink); }
+header { padding:20px 28px; border-bottom:1px solid var(--line); background:var(--panel); }
+header h1 { margin:0 0 4px; font-size:20px; } header p { margin:0; color:var(--mute); }
+main { padding:20px 28px; display:grid; gap:20px; }
+section { background:var(--panel); border:1px solid var(--line); border-radius:10px; padding:16px 18px; }
+h2 { margin:0 0 12px; font-size:16px; }
+table { width:100%; border-collapse:collapse; }
+th, td { text-align:left; padding:6px 8px; border-bottom:1px solid var(--line); vertical-align:top; }
+th { color:var(--mute); font-weight:600; cursor:pointer; user-select:none; white-space:nowrap; }
+th.sorted::after { content:" ▾"; } th.sorted.asc::after { content:" ▴"; }
+.cards { display:flex; gap:12px; flex-wrap:wrap; }
+.card { flex:1 1 140px; border:1px solid var(--line); border-radius:8px; padding:10px 12px; }
+.card b { display:block; font-size:22px; }
+.sev { display:inline-block; padding:1px 8px; border-radius:10px; font-size:12px; font-weight:600; }
+.sev-critical { background:#ff4d4f; color:#fff; } .sev-high { background:#ff7a45; color:#111; }
+.sev-medium { background:#ffc53d; color:#111; } .sev-low { background:#40a9ff; color:#111; } .sev-info { background:#5c6b7a; color:#fff; }
+input[type=search] { width:320px; max-width:100%; padding:6px 10px; border-radius:6px; border:1px solid var(--line); background:var(--bg); color:var(--ink); margin-bottom:10px; }
+.timeline { margin:14px 0 6px; } .timeline h3 { margin:0 0 4px; font-size:13px; font-family:ui-monospace,monospace; font-weight:500; }
+svg .mark { stroke:var(--bg); stroke-width:1.5; } svg .hit { fill:none; stroke:#ff4d4f; stroke-width:2.5; }
+svg text { fill:var(--mute); font-size:10px; }
+details { margin:2px 0 0 4px; } summary { cursor:pointer; color:var(--mute); }
+code, .mono { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12.5px; }
+.legend span { margin-right:14px; white-space:nowrap; } .legend i { display:inline-block; width:10px; height:10px; border-radius:50%; margin-right:4px; }
+"#;
+
+const SCRIPT: &str = r#"
+const data = JSON.parse(document.getElementById('report-data').textContent);
+const colours = { create:'#52c41a', delete:'#ff4d4f', rewrite:'#ffc53d', 'encoding-only':'#faad14', 'metadata-only':'#8c8c8c',
+  'status-only':'#13c2c2', spec:'#4ea1ff', mixed:'#b37feb', 'first-seen':'#5c6b7a', unknown:'#434343' };
+const order = { critical:0, high:1, medium:2, low:3, info:4 };
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) { if (k === 'class') e.className = v; else e.setAttribute(k, v); }
+  for (const k of kids) e.append(k instanceof Node ? k : document.createTextNode(String(k)));
+  return e;
+}
+function svg(tag, attrs) { const e = document.createElementNS('http://www.w3.org/2000/svg', tag); for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v); return e; }
+function short(v) { const s = v === null ? '(absent)' : (typeof v === 'string' ? v : JSON.stringify(v)); return s.length > 80 ? s.slice(0, 79) + '…' : s; }
+
+// Cards.
+const cards = document.getElementById('cards');
+const bySev = {}; for (const f of data.findings) bySev[f.severity] = (bySev[f.severity] || 0) + 1;
+cards.append(el('div', {class:'card'}, el('b', {}, data.findings.length), 'findings'));
+for (const s of ['critical','high','medium','low','info']) if (bySev[s]) cards.append(el('div', {class:'card'}, el('b', {}, bySev[s]), s));
+cards.append(el('div', {class:'card'}, el('b', {}, data.runs.length), 'runs'));
+const writes = data.summary.writes_by_class.reduce((n, [, c]) => n + c, 0);
+cards.append(el('div', {class:'card'}, el('b', {}, writes), 'revisions'));
+
+// Findings table: sortable, filterable.
+const body = document.getElementById('findings-body');
+function renderFindings(rows) {
+  body.replaceChildren(...rows.map(f => el('tr', {},
+    el('td', {}, el('span', {class:'sev sev-' + f.severity}, f.severity)), el('td', {}, f.detector),
+    el('td', {}, f.summary), el('td', {class:'mono'}, f.keys.join('\n')), el('td', {class:'mono'}, f.revisions.join(', ')))));
+}
+let rows = data.findings.slice(); let sortKey = null; let asc = true;
+function sortBy(key) {
+  asc = key === sortKey ? !asc : true; sortKey = key;
+  const val = f => key === 'severity' ? order[f.severity] : key === 'revisions' ? (f.revisions[0] || 0) : String(f[key]);
+  rows.sort((a, b) => (val(a) < val(b) ? -1 : val(a) > val(b) ? 1 : 0) * (asc ? 1 : -1));
+  document.querySelectorAll('#findings th').forEach(th => { th.classList.toggle('sorted', th.dataset.key === key); th.classList.toggle('asc', th.dataset.key === key && asc); });
+  applyFilter();
+}
+function applyFilter() {
+  const q = document.getElementById('filter').value.toLowerCase();
+  renderFindings(rows.filter(f => !q || JSON.stringify(f).toLowerCase().includes(q)));
+}
+document.querySelectorAll('#findings th').forEach(th => th.addEventListener('click', () => sortBy(th.dataset.key)));
+document.getElementById('filter').addEventListener('input', applyFilter);
+sortBy('severity');
+
+// Legend and timelines.
+const legend = document.getElementById('legend');
+for (const [c, col] of Object.entries(colours)) legend.append(el('span', {}, el('i', {style:'background:' + col}), c));
+const hits = new Set(data.findings.flatMap(f => f.revisions.map(r => f.keys[0] + '@' + r)));
+const timelines = document.getElementById('timelines');
+for (const t of data.timelines) {
+  const box = el('div', {class:'timeline'}, el('h3', {}, t.key));
+  const w = Math.max(240, 40 + t.revisions.length * 26), h = 44;
+  const s = svg('svg', {width:w, height:h, viewBox:`0 0 ${w} ${h}`, role:'img'});
+  s.append(svg('line', {x1:10, y1:18, x2:w - 10, y2:18, stroke:'#2a333d', 'stroke-width':2}));
+  t.revisions.forEach((r, i) => {
+    const x = 20 + i * 26, cls = r.change_class || 'unknown';
+    const dot = svg('circle', {cx:x, cy:18, r:7, fill:colours[cls] || '#888', class:'mark'});
+    const tip = svg('title', {}); tip.textContent = `revision ${r.mod_revision}: ${cls}${r.change_cause ? ' (' + r.change_cause + ')' : ''}`; dot.append(tip);
+    s.append(dot);
+    if (hits.has(t.key + '@' + r.mod_revision)) s.append(svg('circle', {cx:x, cy:18, r:10.5, class:'hit'}));
+    const label = svg('text', {x:x, y:40, 'text-anchor':'middle'}); label.textContent = r.mod_revision; s.append(label);
+  });
+  box.append(s);
+  for (const r of t.revisions) {
+    const changes = (r.diff || []).filter(c => c.path !== 'metadata.managedFields');
+    if (!changes.length) continue;
+    const d = el('details', {}, el('summary', {}, `revision ${r.mod_revision} · ${r.change_class || '-'} · ${changes.length} field(s)`));
+    const tbl = el('table', {}, el('tr', {}, el('th', {}, 'field'), el('th', {}, 'old'), el('th', {}, 'new'), el('th', {}, 'by')));
+    for (const c of changes) tbl.append(el('tr', {}, el('td', {class:'mono'}, c.path), el('td', {class:'mono'}, short(c.old)), el('td', {class:'mono'}, short(c.new)), el('td', {}, c.managers.join(', '))));
+    d.append(tbl); box.append(d);
+  }
+  timelines.append(box);
+}
+
+// Runs.
+const runs = document.getElementById('runs-body');
+for (const r of data.runs) runs.append(el('tr', {}, el('td', {}, r.id), el('td', {}, r.status), el('td', {class:'mono'}, r.source), el('td', {}, r.started_at),
+  el('td', {}, r.head_revision ?? '-'), el('td', {}, r.history_from ?? '-'), el('td', {}, r.gaps.map(g => g.from_revision + '–' + g.to_revision).join(', ') || 'none')));
+document.body.dataset.rendered = 'true';
+"#;
+
+/// The page.
+pub fn render(r: &ReportData) -> String {
+    let json = serde_json::to_string(r)
+        .expect("report data serializes")
+        .replace("</", "<\\/");
+    let title = "etcd-inspector report";
+    format!(
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title><style>{STYLE}</style></head>
+<body>
+<header><h1>{title}</h1><p class="mono">{db} · generated {generated}</p></header>
+<main>
+<section><h2>Summary</h2><div id="cards" class="cards"></div></section>
+<section><h2>Findings</h2><input id="filter" type="search" placeholder="Filter findings…">
+<table id="findings"><thead><tr><th data-key="severity">severity</th><th data-key="detector">detector</th><th data-key="summary">summary</th><th data-key="keys">keys</th><th data-key="revisions">revisions</th></tr></thead>
+<tbody id="findings-body"></tbody></table></section>
+<section><h2>Timelines</h2><div id="legend" class="legend"></div><div id="timelines"></div></section>
+<section><h2>Runs</h2><table><thead><tr><th>run</th><th>status</th><th>source</th><th>started</th><th>head</th><th>history from</th><th>gaps</th></tr></thead><tbody id="runs-body"></tbody></table></section>
+</main>
+<script type="application/json" id="report-data">{json}</script>
+<script>{SCRIPT}</script>
+</body></html>
+"#,
+        db = escape(&r.database),
+        generated = escape(&r.generated_at),
+    )
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}

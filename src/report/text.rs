@@ -1,0 +1,51 @@
+//! The concise text report, for a terminal.
+
+use super::ReportData;
+use std::fmt::Write;
+
+pub fn render(r: &ReportData) -> String {
+    let mut s = String::new();
+    let range = match (r.from_revision, r.to_revision) {
+        (None, None) => "all stored revisions".to_string(),
+        (f, t) => format!(
+            "revisions {}–{}",
+            f.map_or("start".into(), |v| v.to_string()),
+            t.map_or("end".into(), |v| v.to_string())
+        ),
+    };
+    writeln!(s, "etcd-inspector report: {} ({range})", r.database).unwrap();
+    for run in &r.runs {
+        let gaps: Vec<String> = run
+            .gaps
+            .iter()
+            .map(|g| format!("{}-{}", g.from_revision, g.to_revision))
+            .collect();
+        writeln!(
+            s,
+            "  run {} {} {} head {} history from {}{}",
+            run.id.0,
+            run.status.as_str(),
+            run.started_at,
+            run.head_revision.map_or("-".into(), |v| v.to_string()),
+            run.history_from.map_or("-".into(), |v| v.to_string()),
+            if gaps.is_empty() {
+                String::new()
+            } else {
+                format!(", gap {}", gaps.join(" "))
+            }
+        )
+        .unwrap();
+    }
+    let classes: Vec<String> = r
+        .summary
+        .writes_by_class
+        .iter()
+        .map(|(c, n)| format!("{c} {n}"))
+        .collect();
+    writeln!(s, "writes: {}", classes.join(", ")).unwrap();
+    writeln!(s, "{} findings", r.findings.len()).unwrap();
+    for f in &r.findings {
+        writeln!(s, "  [{}] {}: {}", f.severity.as_str(), f.detector, f.summary).unwrap();
+    }
+    s
+}

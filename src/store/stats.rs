@@ -1,0 +1,102 @@
+//! Aggregates for reports, computed in SQL so memory does not grow with the
+//! history.
+
+use super::{Store, StoreError};
+use rusqlite::params;
+
+/// Which revisions an aggregate counts.
+#[derive(Clone, Debug, Default)]
+pub struct Scope {
+    pub from_revision: Option<i64>,
+    pub to_revision: Option<i64>,
+    pub namespace: Option<String>,
+    pub resource: Option<String>,
+    pub key_prefix: Option<String>,
+}
+
+impl Scope {
+    /// SQL conditions over `r` (revisions) and `k` (keys), with the values
+    /// for ?1..?5.
+    fn sql(&self) -> &'static str {
+        "(?1 IS NULL OR r.mod_revision >= ?1) AND (?2 IS NULL OR r.mod_revision <= ?2) \
+         AND (?3 IS NULL OR coalesce(r.namespace, k.namespace) = ?3) AND (?4 IS NULL OR k.resource = ?4) \
+         AND (?5 IS NULL OR substr(k.key, 1, length(?5)) = CAST(?5 AS BLOB))"
+    }
+}
+
+impl Store {
+    fn counts(&self, scope: &Scope, column: &str) -> Result<Vec<(String, i64)>, StoreError> {
+        let err = |e| self.err(e);
+        let sql = format!(
+            "SELECT coalesce({column}, '-'), count(*) FROM revisions r JOIN keys k ON k.id = r.key_id \
+             WHERE {} GROUP BY 1 ORDER BY 2 DESC, 1",
+            scope.sql()
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(err)?;
+        let rows = stmt
+            .query_map(
+                params![
+                    scope.from_revision,
+                    scope.to_revision,
+                    scope.namespace,
+                    scope.resource,
+                    scope.key_prefix
+                ],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(err)?;
+        rows.collect::<Result<_, _>>().map_err(err)
+    }
+
+    /// Stored revisions per change class.
+    pub fn writes_by_class(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError> {
+        self.counts(scope, "r.change_class")
+    }
+
+    /// Stored revisions per resource.
+    pub fn writes_by_resource(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError> {
+        self.counts(scope, "k.resource")
+    }
+
+    /// The keys with the most stored revisions.
+    pub fn busiest_keys(&self, scope: &Scope, limit: i64) -> Result<Vec<(String, i64)>, StoreError> {
+        let err = |e| self.err(e);
+        let sql = format!(
+            "SELECT k.key, count(*) FROM revisions r JOIN keys k ON k.id = r.key_id WHERE {} \
+             GROUP BY k.id ORDER BY 2 DESC, k.key LIMIT ?6",
+            scope.sql()
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(err)?;
+        let rows = stmt
+            .query_map(
+                params![
+                    scope.from_revision,
+                    scope.to_revision,
+                    scope.namespace,
+                    scope.resource,
+                    scope.key_prefix,
+                    limit
+                ],
+                |r| {
+                    Ok((
+                        String::from_utf8_lossy(&r.get::<_, Vec<u8>>(0)?).into_owned(),
+                        r.get(1)?,
+                    ))
+                },
+            )
+            .map_err(err)?;
+        rows.collect::<Result<_, _>>().map_err(err)
+    }
+
+    /// The stored revision at or before a time, by runs: the head of the
+    /// last run that started at or before `time` (RFC 3339).
+    pub fn revision_at_time(&self, time: &str) -> Result<Option<i64>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT max(head_revision) FROM runs WHERE started_at <= ?1 AND status = 'complete'",
+                [time],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err(e))
+    }
+}
