@@ -29,7 +29,11 @@ fn main() -> Result<()> {
         for k in 0..keys {
             revision += 1;
             // One key in a hundred flaps between two values; the rest count up.
-            let value = if k % 100 == 0 { (round % 2).to_string() } else { round.to_string() };
+            let value = if k % 100 == 0 {
+                (round % 2).to_string()
+            } else {
+                round.to_string()
+            };
             let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": format!("cm-{k}"), "namespace": format!("ns-{}", k % 50), "uid": format!("uid-{k}"),
                              "creationTimestamp": "2026-11-29T08:00:00Z"},
