@@ -184,12 +184,18 @@ async fn from_live(
     let compact = etcd.compaction_revision(conn.command_timeout).await?;
     let Plan {
         cluster,
+        previous_head,
         mut from,
         mut gaps,
-        ..
     } = plan(store, &pinned.cluster_id, compact)?;
     store.set_run_target(run, cluster, pinned.head, compact, from)?;
     let prefix = args.prefix.as_bytes();
+    // When the previous run's head is still retained, every change since
+    // is in the replay and the state at the head follows from the stored
+    // history: reading the whole keyspace again would add nothing.
+    let continuous = previous_head.is_some()
+        && gaps.is_empty()
+        && store.previous_prefix(cluster)?.as_deref() == Some(args.prefix.as_str());
     let mut writer = RevisionWriter::new(store, cluster, run, &args.prefix, fields.clone())?;
     let mut sink = Progress {
         writer: &mut writer,
@@ -200,10 +206,15 @@ async fn from_live(
         "reading keys under {} at revision {}",
         args.prefix, pinned.head
     ));
-    let keys = etcd
-        .read_state(prefix, pinned.head, args.page_size, &mut sink)
-        .await
-        .map_err(read_error)?;
+    let keys = if continuous {
+        None
+    } else {
+        Some(
+            etcd.read_state(prefix, pinned.head, args.page_size, &mut sink)
+                .await
+                .map_err(read_error)?,
+        )
+    };
     bar.set_message(format!(
         "replaying history from revision {from} to {}",
         pinned.head
@@ -233,6 +244,10 @@ async fn from_live(
     for gap in &gaps {
         store.record_gap(run, cluster, *gap)?;
     }
+    let keys = match keys {
+        Some(k) => k,
+        None => store.live_keys(cluster, prefix, pinned.head)?,
+    };
     Ok(Summary {
         cluster,
         keys,

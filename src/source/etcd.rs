@@ -291,7 +291,7 @@ impl Etcd {
                     reason: format!("no answer to the compaction probe within {timeout:?}"),
                 });
             }
-            match tokio::time::timeout(Duration::from_millis(300), stream.message()).await {
+            match tokio::time::timeout(Duration::from_millis(50), stream.message()).await {
                 Err(_) => stream.request_progress().await.map_err(|e| self.request_err(e))?,
                 Ok(msg) => {
                     let Some(resp) = msg.map_err(|e| self.request_err(e))? else {
@@ -415,7 +415,7 @@ impl Etcd {
             .map_err(|e| self.request_err(e))?;
         let mut last_message = tokio::time::Instant::now();
         loop {
-            let msg = match tokio::time::timeout(Duration::from_millis(500), stream.message()).await {
+            let msg = match tokio::time::timeout(Duration::from_millis(100), stream.message()).await {
                 Err(_) => {
                     if last_message.elapsed() > idle {
                         return Err(EtcdError::Request {

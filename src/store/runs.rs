@@ -137,6 +137,18 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
+    /// The storage prefix of the cluster's latest complete run.
+    pub fn previous_prefix(&self, cluster: i64) -> Result<Option<String>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT prefix FROM runs WHERE cluster_id = ?1 AND status = 'complete' ORDER BY head_revision DESC LIMIT 1",
+                [cluster],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
     /// Records what the run pinned once connected.
     pub fn set_run_target(
         &self,
