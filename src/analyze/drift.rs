@@ -2,6 +2,7 @@
 //! recreated (same key, new UID) and changed, with each changed field's old
 //! and new value and the managers that wrote it.
 
+use crate::canon::change::deepest_paths;
 use crate::canon::managed::{attribute, entries};
 use crate::store::{FieldChange, LiveObject};
 use serde::Serialize;
@@ -86,18 +87,6 @@ impl Filter {
     }
 }
 
-fn deepest(changed: Vec<String>) -> Vec<String> {
-    changed
-        .iter()
-        .filter(|p| {
-            !changed
-                .iter()
-                .any(|q| q.len() > p.len() && q.starts_with(p.as_str()) && q.as_bytes()[p.len()] == b'.')
-        })
-        .cloned()
-        .collect()
-}
-
 /// Compares the live sets `a` and `b` (each sorted by key). `value_at(object,
 /// path)` gives a field's value, `<redacted>` for sensitive ones.
 pub fn compare(
@@ -138,7 +127,7 @@ pub fn compare(
                 .collect();
             changed.extend(o.fields.keys().filter(|p| !n.fields.contains_key(*p)).cloned());
             changed.sort();
-            let changed: Vec<String> = deepest(changed)
+            let changed: Vec<String> = deepest_paths(&changed)
                 .into_iter()
                 .filter(|p| p != "metadata.managedFields")
                 .collect();

@@ -6,6 +6,7 @@
 
 use super::finding::{Finding, Severity};
 use super::object::ObjectRevision;
+use crate::canon::change::is_under;
 use crate::store::Gap;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -63,12 +64,7 @@ pub fn detect(
         let leaves: Vec<&String> = paths
             .iter()
             .copied()
-            .filter(|p| {
-                !ignored(p)
-                    && !paths.iter().any(|q| {
-                        q.len() > p.len() && q.starts_with(p.as_str()) && q.as_bytes()[p.len()] == b'.'
-                    })
-            })
+            .filter(|p| !ignored(p) && !paths.iter().any(|q| is_under(q, p)))
             .collect();
         for path in leaves {
             let mut steps: Vec<Step> = Vec::new();

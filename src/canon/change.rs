@@ -105,6 +105,22 @@ impl Change {
     }
 }
 
+/// Whether field path `child` lies strictly under `parent`
+/// (`spec.replicas` under `spec`).
+pub fn is_under(child: &str, parent: &str) -> bool {
+    child.len() > parent.len() && child.starts_with(parent) && child.as_bytes()[parent.len()] == b'.'
+}
+
+/// The paths of `paths` that have none of the others under them:
+/// `spec.replicas` says more than `spec`.
+pub fn deepest_paths(paths: &[String]) -> Vec<String> {
+    paths
+        .iter()
+        .filter(|p| !paths.iter().any(|q| is_under(q, p)))
+        .cloned()
+        .collect()
+}
+
 fn root(path: &str) -> &str {
     path.split('.').next().unwrap_or(path)
 }
@@ -162,15 +178,7 @@ pub fn classify(prev: Option<&Facts>, cur: &Facts) -> Change {
     changed.extend(old.keys().filter(|p| !new.contains_key(*p)).cloned());
     changed.sort();
     // Keep the deepest paths: `spec.replicas` says more than `spec`.
-    let deepest: Vec<String> = changed
-        .iter()
-        .filter(|p| {
-            !changed
-                .iter()
-                .any(|q| q.len() > p.len() && q.starts_with(p.as_str()) && q.as_bytes()[p.len()] == b'.')
-        })
-        .cloned()
-        .collect();
+    let deepest = deepest_paths(&changed);
     let status = deepest.iter().any(|p| root(p) == "status");
     let content = deepest.iter().any(|p| !matches!(root(p), "metadata" | "status"));
     let class = match (content, status) {

@@ -90,6 +90,17 @@ pub(super) fn decode_fields(
 }
 
 impl Store {
+    /// Interned field paths by id.
+    pub(super) fn field_path_names(&self) -> Result<HashMap<i64, String>, StoreError> {
+        let err = |e| self.err(e);
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, path FROM field_paths")
+            .map_err(err)?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(err)?;
+        rows.collect::<Result<_, _>>().map_err(err)
+    }
+
     /// Gives every revision without a change class one, comparing it with
     /// the previous revision of its key generation, and names the field
     /// managers behind each changed path. One pass: the keys with
@@ -97,14 +108,7 @@ impl Store {
     /// bounded by one key's history.
     pub fn classify_pending(&self) -> Result<ClassifyStats, StoreError> {
         let err = |e| self.err(e);
-        let paths: HashMap<i64, String> = {
-            let mut stmt = self
-                .conn
-                .prepare("SELECT id, path FROM field_paths")
-                .map_err(err)?;
-            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(err)?;
-            rows.collect::<Result<_, _>>().map_err(err)?
-        };
+        let paths = self.field_path_names()?;
         let keys: Vec<i64> = {
             let mut stmt = self
                 .conn
@@ -343,14 +347,7 @@ impl Store {
         visit: &mut dyn FnMut(&[ObjectRevision]),
     ) -> Result<(), StoreError> {
         let err = |e| self.err(e);
-        let paths: HashMap<i64, String> = {
-            let mut stmt = self
-                .conn
-                .prepare("SELECT id, path FROM field_paths")
-                .map_err(err)?;
-            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(err)?;
-            rows.collect::<Result<_, _>>().map_err(err)?
-        };
+        let paths = self.field_path_names()?;
         let mut stmt = self
             .conn
             .prepare(

@@ -25,14 +25,7 @@ impl Store {
     /// Every live object of `cluster` at `revision`, by key.
     pub fn live_objects(&self, cluster: i64, revision: i64) -> Result<Vec<LiveObject>, StoreError> {
         let err = |e| self.err(e);
-        let paths: std::collections::HashMap<i64, String> = {
-            let mut stmt = self
-                .conn
-                .prepare("SELECT id, path FROM field_paths")
-                .map_err(err)?;
-            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(err)?;
-            rows.collect::<Result<_, _>>().map_err(err)?
-        };
+        let paths = self.field_path_names()?;
         let mut stmt = self
             .conn
             .prepare(
