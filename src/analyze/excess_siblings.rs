@@ -51,7 +51,8 @@ pub struct Sweep {
 }
 
 fn is_live(r: &ObjectRevision) -> bool {
-    r.deletion_timestamp.is_none() && !matches!(r.phase.as_deref(), Some("Succeeded") | Some("Failed"))
+    r.facts.deletion_timestamp.is_none()
+        && !matches!(r.facts.phase.as_deref(), Some("Succeeded") | Some("Failed"))
 }
 
 fn hex(b: &[u8]) -> String {
@@ -70,23 +71,23 @@ impl Sweep {
     }
 
     fn group_of(r: &ObjectRevision) -> Option<Group> {
-        let daemon = r.owner_kind.as_deref() == Some("DaemonSet");
-        if r.owner_uid.is_none() && r.generate_name.is_none() {
+        let daemon = r.facts.owner_kind.as_deref() == Some("DaemonSet");
+        if r.facts.owner_uid.is_none() && r.facts.generate_name.is_none() {
             return None;
         }
         let identity = if daemon {
-            format!("node {}", r.node.clone()?)
+            format!("node {}", r.facts.node.clone()?)
         } else {
             format!(
                 "{} {}",
-                r.generate_name.clone().unwrap_or_default(),
-                hex(r.spec_hash.as_deref().unwrap_or_default())
+                r.facts.generate_name.clone().unwrap_or_default(),
+                hex(r.facts.spec_hash.as_deref().unwrap_or_default())
             )
         };
         Some(Group {
             namespace: r.namespace.clone().unwrap_or_default(),
             resource: r.resource.clone().unwrap_or_default(),
-            owner_uid: r.owner_uid.clone().unwrap_or_default(),
+            owner_uid: r.facts.owner_uid.clone().unwrap_or_default(),
             identity,
         })
     }
@@ -101,7 +102,7 @@ impl Sweep {
 
     /// Feeds the next revision (in revision order across all keys).
     pub fn push(&mut self, r: &ObjectRevision) {
-        if let (Some(d), Some(uid)) = (r.desired, &r.uid) {
+        if let (Some(d), Some(uid)) = (r.facts.desired, &r.uid) {
             self.desired.insert(uid.clone(), (d, r.object()));
         }
         if r.deleted {
@@ -133,7 +134,7 @@ impl Sweep {
             key: r.key.clone(),
             name: r.name.clone().unwrap_or_default(),
             uid: r.uid.clone(),
-            created_at: r.creation_timestamp.clone(),
+            created_at: r.facts.creation_timestamp.clone(),
             create_revision: r.create_revision,
         });
         self.member_of.insert(r.key.clone(), group);
@@ -143,7 +144,7 @@ impl Sweep {
         if live.is_empty() {
             return;
         }
-        let owner = match (&r.owner_kind, &r.owner_name) {
+        let owner = match (&r.facts.owner_kind, &r.facts.owner_name) {
             (Some(k), Some(n)) => format!(
                 "{k} {}{n}",
                 r.namespace
@@ -153,8 +154,9 @@ impl Sweep {
             ),
             _ => "no owner".into(),
         };
-        let daemon = r.owner_kind.as_deref() == Some("DaemonSet");
+        let daemon = r.facts.owner_kind.as_deref() == Some("DaemonSet");
         let desired = r
+            .facts
             .owner_uid
             .as_ref()
             .and_then(|u| self.desired.get(u))
@@ -164,13 +166,13 @@ impl Sweep {
                 Severity::Medium,
                 format!(
                     "{owner} already had a live pod on {}",
-                    r.node.as_deref().unwrap_or("-")
+                    r.facts.node.as_deref().unwrap_or("-")
                 ),
                 live.iter().collect(),
             )
         } else if let Some(d) = desired.filter(|_| {
             matches!(
-                r.owner_kind.as_deref(),
+                r.facts.owner_kind.as_deref(),
                 Some("ReplicaSet" | "ReplicationController" | "StatefulSet" | "Job")
             )
         }) {
@@ -186,7 +188,7 @@ impl Sweep {
             let close: Vec<&Member> = live
                 .iter()
                 .filter(|m| {
-                    seconds_between(m.created_at.as_deref(), r.creation_timestamp.as_deref())
+                    seconds_between(m.created_at.as_deref(), r.facts.creation_timestamp.as_deref())
                         .is_some_and(|s| s.abs() <= self.window)
                 })
                 .collect();
@@ -219,9 +221,9 @@ impl Sweep {
                 names.join(", ")
             ),
             details: serde_json::json!({
-                "object": r.object(), "uid": r.uid, "created_at": r.creation_timestamp, "create_revision": r.create_revision,
-                "managers": r.managers, "owner": {"kind": r.owner_kind, "name": r.owner_name, "uid": r.owner_uid},
-                "desired": desired, "generate_name": r.generate_name, "node": r.node, "group": group.identity,
+                "object": r.object(), "uid": r.uid, "created_at": r.facts.creation_timestamp, "create_revision": r.create_revision,
+                "managers": r.facts.managers, "owner": {"kind": r.facts.owner_kind, "name": r.facts.owner_name, "uid": r.facts.owner_uid},
+                "desired": desired, "generate_name": r.facts.generate_name, "node": r.facts.node, "group": group.identity,
                 "live_siblings": siblings.iter().map(|m| serde_json::json!({
                     "key": m.key, "uid": m.uid, "created_at": m.created_at, "create_revision": m.create_revision})).collect::<Vec<_>>(),
             }),
@@ -236,13 +238,17 @@ impl Sweep {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::canon::facts::ObjectFacts;
 
     fn owner(uid: &str, kind: &str, desired: i64, n: i64) -> ObjectRevision {
         ObjectRevision {
             key: format!("/registry/x/ns/{uid}"),
             kind: Some(kind.into()),
             uid: Some(uid.into()),
-            desired: Some(desired),
+            facts: ObjectFacts {
+                desired: Some(desired),
+                ..Default::default()
+            },
             mod_revision: n,
             create_revision: n,
             ..Default::default()
@@ -257,14 +263,17 @@ mod tests {
             namespace: Some("ns".into()),
             name: Some(name.into()),
             uid: Some(format!("u-{name}")),
-            owner_kind: Some(owner_kind.into()),
-            owner_name: Some("o".into()),
-            owner_uid: Some(owner_uid.into()),
-            generate_name: Some("o-".into()),
-            spec_hash: Some(vec![1]),
+            facts: ObjectFacts {
+                owner_kind: Some(owner_kind.into()),
+                owner_name: Some("o".into()),
+                owner_uid: Some(owner_uid.into()),
+                generate_name: Some("o-".into()),
+                spec_hash: Some(vec![1]),
+                creation_timestamp: Some("2026-11-29T08:00:00Z".into()),
+                ..Default::default()
+            },
             mod_revision: n,
             create_revision: n,
-            creation_timestamp: Some("2026-11-29T08:00:00Z".into()),
             ..Default::default()
         }
     }
@@ -320,7 +329,7 @@ mod tests {
     #[test]
     fn terminating_and_finished_pods_do_not_count() {
         let mut failed = pod("a", 3, "Job", "job");
-        failed.phase = Some("Failed".into());
+        failed.facts.phase = Some("Failed".into());
         failed.create_revision = 2;
         let revs = [
             owner("job", "Job", 1, 1),

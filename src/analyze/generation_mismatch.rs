@@ -38,7 +38,7 @@ pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
                 revisions.push(cur.mod_revision);
             }
         }
-        if let (Some(before), Some(after)) = (prev.observed_generation, cur.observed_generation) {
+        if let (Some(before), Some(after)) = (prev.facts.observed_generation, cur.facts.observed_generation) {
             if after < before {
                 let by = cur
                     .changed_by
@@ -105,7 +105,10 @@ mod tests {
             namespace: Some("ns".into()),
             name: Some("web".into()),
             generation: Some(generation),
-            observed_generation: Some(observed),
+            facts: crate::canon::facts::ObjectFacts {
+                observed_generation: Some(observed),
+                ..Default::default()
+            },
             changed_paths: if spec_changed {
                 vec!["spec.replicas".into()]
             } else {

@@ -61,12 +61,13 @@ fn value_at(
 fn sibling_events(history: &[ObjectRevision]) -> Vec<ObjectRevision> {
     if !history
         .iter()
-        .any(|r| r.owner_uid.is_some() || r.generate_name.is_some() || r.desired.is_some())
+        .any(|r| r.facts.owner_uid.is_some() || r.facts.generate_name.is_some() || r.facts.desired.is_some())
     {
         return Vec::new();
     }
     let live = |r: &ObjectRevision| {
-        r.deletion_timestamp.is_none() && !matches!(r.phase.as_deref(), Some("Succeeded" | "Failed"))
+        r.facts.deletion_timestamp.is_none()
+            && !matches!(r.facts.phase.as_deref(), Some("Succeeded" | "Failed"))
     };
     let mut out = Vec::new();
     let mut prev: Option<&ObjectRevision> = None;
@@ -78,7 +79,7 @@ fn sibling_events(history: &[ObjectRevision]) -> Vec<ObjectRevision> {
                     || p.deleted
                     || p.create_revision != r.create_revision
                     || live(p) != live(r)
-                    || p.desired != r.desired
+                    || p.facts.desired != r.facts.desired
             }
         };
         if keep {

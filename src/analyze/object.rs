@@ -1,5 +1,6 @@
 //! One stored revision with the object facts detectors compare.
 
+use crate::canon::facts::ObjectFacts;
 use crate::canon::semantic::FIELD_HASH_LEN;
 use std::collections::BTreeMap;
 
@@ -15,22 +16,12 @@ pub struct ObjectRevision {
     pub namespace: Option<String>,
     pub name: Option<String>,
     pub uid: Option<String>,
-    pub owner_kind: Option<String>,
-    pub owner_name: Option<String>,
-    pub owner_uid: Option<String>,
-    pub generate_name: Option<String>,
-    pub spec_hash: Option<Vec<u8>>,
-    pub creation_timestamp: Option<String>,
-    pub deletion_timestamp: Option<String>,
-    pub phase: Option<String>,
-    pub node: Option<String>,
-    pub desired: Option<i64>,
-    pub managers: Option<String>,
+    /// The object's owner, timestamps, phase, node, desired count, managers.
+    pub facts: ObjectFacts,
     /// JSON array of repeated list entries in this revision.
     pub duplicates: Option<String>,
     pub semantic_sha256: Option<Vec<u8>>,
     pub generation: Option<i64>,
-    pub observed_generation: Option<i64>,
     pub encoding: Option<String>,
     pub api_version: Option<String>,
     pub encryption: Option<String>,

@@ -42,7 +42,8 @@ pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
         last_live = Some(r);
     }
     let last = events.last()?;
-    let same_spec = |e: &Recreate| e.old.spec_hash.is_some() && e.old.spec_hash == e.new.spec_hash;
+    let same_spec =
+        |e: &Recreate| e.old.facts.spec_hash.is_some() && e.old.facts.spec_hash == e.new.facts.spec_hash;
     let mut severity = if events.iter().any(same_spec) {
         Severity::Medium
     } else {
@@ -59,12 +60,13 @@ pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
         let gap_revs = e.deleted_at.map(|d| e.new.create_revision - d);
         let secs = seconds_between(
             e.old
+                .facts
                 .deletion_timestamp
                 .as_deref()
-                .or(e.old.creation_timestamp.as_deref()),
-            e.new.creation_timestamp.as_deref(),
+                .or(e.old.facts.creation_timestamp.as_deref()),
+            e.new.facts.creation_timestamp.as_deref(),
         )
-        .filter(|_| e.old.deletion_timestamp.is_some());
+        .filter(|_| e.old.facts.deletion_timestamp.is_some());
         let mut gap = Vec::new();
         if let Some(g) = gap_revs {
             gap.push(format!("{g} revision{}", if g == 1 { "" } else { "s" }));
@@ -99,10 +101,10 @@ pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
         .map(|e| {
             serde_json::json!({
                 "old_uid": e.old.uid, "new_uid": e.new.uid,
-                "old_created_at": e.old.creation_timestamp, "old_deletion_timestamp": e.old.deletion_timestamp,
+                "old_created_at": e.old.facts.creation_timestamp, "old_deletion_timestamp": e.old.facts.deletion_timestamp,
                 "deleted_at_revision": e.deleted_at, "recreated_at_revision": e.new.create_revision,
-                "new_created_at": e.new.creation_timestamp, "same_spec": same_spec(e),
-                "managers": e.new.managers,
+                "new_created_at": e.new.facts.creation_timestamp, "same_spec": same_spec(e),
+                "managers": e.new.facts.managers,
             })
         })
         .collect();
@@ -138,7 +140,10 @@ mod tests {
             namespace: Some("ns".into()),
             name: Some("p".into()),
             uid: Some(uid.into()),
-            spec_hash: Some(vec![spec]),
+            facts: crate::canon::facts::ObjectFacts {
+                spec_hash: Some(vec![spec]),
+                ..Default::default()
+            },
             ..Default::default()
         }
     }

@@ -24,7 +24,10 @@ pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
     } else {
         String::new()
     };
-    let managers: Vec<&str> = rewrites.iter().filter_map(|r| r.managers.as_deref()).collect();
+    let managers: Vec<&str> = rewrites
+        .iter()
+        .filter_map(|r| r.facts.managers.as_deref())
+        .collect();
     Some(Finding {
         detector: NAME,
         severity,

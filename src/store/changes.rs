@@ -5,6 +5,7 @@ use super::{Store, StoreError};
 use crate::analyze::finding::{Finding, Severity};
 use crate::analyze::object::ObjectRevision;
 use crate::canon::change::{classify, Facts};
+use crate::canon::facts::ObjectFacts;
 use crate::canon::managed::{attribute, entries, Entry};
 use crate::canon::semantic::FIELD_HASH_LEN;
 use rusqlite::params;
@@ -376,21 +377,23 @@ impl Store {
                 namespace: r.get(6).map_err(err)?,
                 name: r.get(7).map_err(err)?,
                 uid: r.get(8).map_err(err)?,
-                owner_kind: r.get(9).map_err(err)?,
-                owner_name: r.get(10).map_err(err)?,
-                owner_uid: r.get(11).map_err(err)?,
-                generate_name: r.get(12).map_err(err)?,
-                spec_hash: r.get(13).map_err(err)?,
-                creation_timestamp: r.get(14).map_err(err)?,
-                deletion_timestamp: r.get(15).map_err(err)?,
-                phase: r.get(16).map_err(err)?,
-                node: r.get(17).map_err(err)?,
-                desired: r.get(18).map_err(err)?,
-                managers: r.get(19).map_err(err)?,
+                facts: ObjectFacts {
+                    owner_kind: r.get(9).map_err(err)?,
+                    owner_name: r.get(10).map_err(err)?,
+                    owner_uid: r.get(11).map_err(err)?,
+                    generate_name: r.get(12).map_err(err)?,
+                    spec_hash: r.get(13).map_err(err)?,
+                    creation_timestamp: r.get(14).map_err(err)?,
+                    deletion_timestamp: r.get(15).map_err(err)?,
+                    phase: r.get(16).map_err(err)?,
+                    node: r.get(17).map_err(err)?,
+                    desired: r.get(18).map_err(err)?,
+                    managers: r.get(19).map_err(err)?,
+                    observed_generation: r.get(23).map_err(err)?,
+                },
                 duplicates: r.get(20).map_err(err)?,
                 semantic_sha256: r.get(21).map_err(err)?,
                 generation: r.get(22).map_err(err)?,
-                observed_generation: r.get(23).map_err(err)?,
                 encoding: r.get(24).map_err(err)?,
                 api_version: r.get(25).map_err(err)?,
                 encryption: r.get(26).map_err(err)?,
