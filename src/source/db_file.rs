@@ -62,16 +62,11 @@ pub fn inspect(db: &BoltDb) -> Result<FileInfo, BoltError> {
 }
 
 fn inspect_buckets(db: &BoltDb) -> Result<FileInfo, BoltError> {
-    let bytes = std::fs::read(db.path()).map_err(|source| BoltError::Io {
-        path: db.path().to_path_buf(),
-        source,
-    })?;
-    let sha256 = Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    // Hash the mapped file: reading it into memory would cost its size in RAM.
+    let file = db.file_bytes();
+    let sha256 = Sha256::digest(file).iter().map(|b| format!("{b:02x}")).collect();
     let mut info = FileInfo {
-        size: bytes.len() as u64,
+        size: file.len() as u64,
         sha256,
         had_trailer: db.had_trailer,
         consistent_index: None,
@@ -81,7 +76,6 @@ fn inspect_buckets(db: &BoltDb) -> Result<FileInfo, BoltError> {
         last_revision: None,
         cluster_id: None,
     };
-    drop(bytes);
     let meta = db.top_bucket("meta")?;
     db.for_each(meta, &mut |k, v, _| {
         match k {

@@ -183,6 +183,11 @@ impl BoltDb {
         self.meta
     }
 
+    /// The whole file as mapped, trailer included.
+    pub fn file_bytes(&self) -> &[u8] {
+        &self.map
+    }
+
     /// The database bytes (without a trailer).
     pub fn bytes(&self) -> &[u8] {
         &self.map[..self.len]
