@@ -35,7 +35,8 @@ pub struct RevisionWriter<'s> {
     run: RunId,
     prefix: String,
     in_batch: usize,
-    key_ids: HashMap<Vec<u8>, i64>,
+    /// Key → (row id, special key, sensitive values), so a key is parsed once.
+    key_ids: HashMap<Vec<u8>, (i64, Option<SpecialKey>, bool)>,
     path_ids: HashMap<String, i64>,
     hasher: ValueHasher,
     fields: FieldConfig,
@@ -144,15 +145,15 @@ impl<'s> RevisionWriter<'s> {
     /// The key's row id, whether it is a special key, and whether its values
     /// are sensitive.
     fn key_id(&mut self, key: &[u8]) -> Result<(i64, Option<SpecialKey>, bool), StoreError> {
+        if let Some(&cached) = self.key_ids.get(key) {
+            return Ok(cached);
+        }
         let text = String::from_utf8_lossy(key);
         let parsed = parse_key(&text, &self.prefix).ok();
         let special = parsed.as_ref().and_then(|p| p.special);
         let sensitive = parsed
             .as_ref()
             .is_some_and(|p| is_sensitive_resource(&p.group, &p.resource));
-        if let Some(&id) = self.key_ids.get(key) {
-            return Ok((id, special, sensitive));
-        }
         let conn = &self.store.conn;
         let existing: Option<i64> = conn
             .prepare_cached("SELECT id FROM keys WHERE cluster_id = ?1 AND key = ?2")
@@ -182,7 +183,7 @@ impl<'s> RevisionWriter<'s> {
         if self.key_ids.len() >= KEY_CACHE {
             self.key_ids.clear();
         }
-        self.key_ids.insert(key.to_vec(), id);
+        self.key_ids.insert(key.to_vec(), (id, special, sensitive));
         Ok((id, special, sensitive))
     }
 
