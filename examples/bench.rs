@@ -6,7 +6,9 @@
 //! table of medians with peak memory.
 //!
 //! Run: `cargo run --release --example bench -- [OBJECTS] [UPDATES] [REPEATS]`
-//! (defaults 5000 3 3). Asserts nothing: it measures.
+//! (defaults 5000 3 3). Asserts nothing: it measures. With `BENCH_KEEP` set
+//! in the environment the databases and the db file are kept for inspection;
+//! `BENCH_WRAP="heaptrack -o /tmp/ht"` runs each command under a profiler.
 
 #[path = "../tests/common/etcd.rs"]
 #[allow(dead_code)]
@@ -38,12 +40,40 @@ fn object(i: usize, round: usize) -> (String, Vec<u8>) {
     match i % 10 {
         0..=3 => {
             let name = format!("app-{i}");
-            let env: Vec<Value> = (0..40).map(|e| json!({"name": format!("SETTING_{e}"), "value": format!("value-{e}-{round}-padding-to-make-a-realistic-pod-size")})).collect();
+            // Updates between compactions are mostly status: restarts,
+            // conditions, and the managedFields time of the writer.
+            let env: Vec<Value> = (0..40)
+                .map(|e| json!({"name": format!("SETTING_{e}"), "value": format!("value-{e}-of-app-{i}-padding-to-a-realistic-size")}))
+                .collect();
+            let container = |name: &str, image: &str| {
+                json!({"name": name, "image": image, "env": env, "imagePullPolicy": "IfNotPresent",
+                       "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
+                       "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+                       "volumeMounts": [{"name": "config", "mountPath": "/etc/app"}, {"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": true}],
+                       "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"})
+            };
+            let at = |minute: usize| format!("2026-11-29T{:02}:{:02}:00Z", 8 + minute / 60 % 12, minute % 60);
+            let status = |name: &str| {
+                json!({"name": name, "ready": true, "restartCount": round, "image": "registry.example.com/app:1.4.2",
+                       "imageID": "registry.example.com/app@sha256:5d8f7c9b6a1e2f3d4c5b6a7980f1e2d3c4b5a69788f9e0d1c2b3a4958677e8f9",
+                       "containerID": format!("containerd://{i:08x}{round:056x}"), "started": true,
+                       "state": {"running": {"startedAt": at(round * 7)}}})
+            };
+            let conditions: Vec<Value> = ["Initialized", "Ready", "ContainersReady", "PodScheduled"]
+                .iter()
+                .map(|t| json!({"type": t, "status": "True", "lastTransitionTime": at(round * 7)}))
+                .collect();
             let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta(&name),
-                "spec": {"containers": [{"name": "app", "image": format!("registry.example.com/app:{round}"), "env": env,
-                                         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}], "nodeName": format!("node-{}", i % 50)},
-                "status": {"phase": "Running", "podIP": format!("10.0.{}.{}", i % 250, round % 250),
-                           "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-29T08:00:00Z"}]}});
+                "spec": {"containers": [container("app", "registry.example.com/app:1.4.2"), container("proxy", "registry.example.com/proxy:2.0.1")],
+                         "volumes": [{"name": "config", "configMap": {"name": format!("cm-{i}"), "defaultMode": 420}}],
+                         "nodeName": format!("node-{}", i % 50), "serviceAccountName": "default", "restartPolicy": "Always",
+                         "dnsPolicy": "ClusterFirst", "schedulerName": "default-scheduler", "priority": 0,
+                         "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+                                         {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]},
+                "status": {"phase": "Running", "podIP": format!("10.0.{}.{}", i % 250, i / 250 % 250), "hostIP": format!("192.168.0.{}", i % 50),
+                           "qosClass": "Burstable", "startTime": "2026-11-29T07:00:00Z",
+                           "conditions": conditions,
+                           "containerStatuses": [status("app"), status("proxy")]}});
             (format!("/registry/pods/{ns}/{name}"), pb(pod))
         }
         4 => (
@@ -99,6 +129,11 @@ fn timed(bin: &Path, args: &[&str]) -> Result<(f64, u64)> {
     let report = tempfile::NamedTempFile::new()?;
     let out = Command::new("/usr/bin/time")
         .args(["-f", "%e %M", "-o", report.path().to_str().unwrap()])
+        .args(
+            std::env::var("BENCH_WRAP")
+                .iter()
+                .flat_map(|w| w.split_whitespace()),
+        )
         .arg(bin)
         .args(args)
         .output()
@@ -130,6 +165,9 @@ fn main() -> Result<()> {
     let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/etcd-inspector");
     anyhow::ensure!(bin.exists(), "build the binary first: cargo build --release");
     let work = tempfile::tempdir()?;
+    if std::env::var_os("BENCH_KEEP").is_some() {
+        eprintln!("keeping {}", work.path().display());
+    }
     let etcd = etcd::TestEtcd::start();
     let ep = etcd.endpoint.clone();
     eprintln!("filling etcd: {objects} objects × {} versions ...", updates + 1);
@@ -140,6 +178,7 @@ fn main() -> Result<()> {
         etcd.put_many(&batch);
     }
     let revisions = objects * (updates + 1);
+    let pod_size = object(0, 0).1.len();
 
     // Baseline: a plain paginated read and a plain watch replay of the same data.
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -301,7 +340,8 @@ fn main() -> Result<()> {
         median(offline),
     );
     let mib = |kib: u64| kib as f64 / 1024.0;
-    println!("\n{objects} objects × {} versions = {revisions} revisions, {:.1} MiB of values; medians of {repeats}\n", updates + 1, raw_bytes as f64 / 1048576.0);
+    println!("\n{objects} objects × {} versions = {revisions} revisions, {:.1} MiB of values; medians of {repeats}", updates + 1, raw_bytes as f64 / 1048576.0);
+    println!("(a Pod is {pod_size} bytes of protobuf)\n");
     println!("| measurement | time | vs baseline | target | peak RSS |");
     println!("|---|---|---|---|---|");
     println!("| plain etcd read + watch replay (baseline) | {base:.2} s | 1.00× | | |");
@@ -335,5 +375,17 @@ fn main() -> Result<()> {
         "| database size / raw value bytes | {:.0}% | | ≤ 40% | |",
         100.0 * db_size as f64 / raw_bytes as f64
     );
+    println!("\nwhere the database's bytes go:\n");
+    let conn = rusqlite::Connection::open(&db)?;
+    let mut stmt =
+        conn.prepare("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name ORDER BY SUM(pgsize) DESC LIMIT 8")?;
+    let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+    for row in rows {
+        let (name, bytes) = row?;
+        println!("  {name:<28} {:>8.1} MiB", bytes as f64 / 1048576.0);
+    }
+    if std::env::var_os("BENCH_KEEP").is_some() {
+        let _ = work.keep();
+    }
     Ok(())
 }

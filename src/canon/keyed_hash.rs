@@ -7,6 +7,7 @@ use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
 /// Hashes values for one database.
+#[derive(Clone)]
 pub struct ValueHasher {
     key: [u8; 32],
 }

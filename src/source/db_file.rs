@@ -131,6 +131,9 @@ fn cluster_id(members: &[u64]) -> Option<String> {
     ))
 }
 
+/// Records read between releases of the file's resident pages.
+const RELEASE_EVERY: i64 = 8192;
+
 /// Pushes every revision under `prefix` (and of `compact_rev_key`) from
 /// `from` on, in revision order; returns how many it pushed. Empty entries
 /// (`etcdutl snapshot restore --bump-revision` markers) are skipped.
@@ -191,6 +194,9 @@ where
             return Err(BoltError::Content("stopped by the sink".into()));
         }
         pushed += 1;
+        if pushed % RELEASE_EVERY == 0 {
+            db.release_resident();
+        }
         Ok(())
     });
     if let Some(e) = sink_error {

@@ -1,6 +1,7 @@
 //! Change classes and findings in the database: the classification pass,
 //! the classified history detectors read, and the findings they write.
 
+use super::blob::Packed;
 use super::{Store, StoreError};
 use crate::analyze::finding::{Finding, Severity};
 use crate::analyze::object::ObjectRevision;
@@ -41,17 +42,12 @@ struct Row {
     facts: Facts,
     pending: bool,
     /// Compressed `managedFields` JSON of the revision's content.
-    managed: Option<Vec<u8>>,
+    managed: Packed,
 }
 
 impl Row {
     fn entries(&self) -> Vec<Entry> {
-        self.managed
-            .as_deref()
-            .and_then(|b| super::decompress(b).ok())
-            .and_then(|json| serde_json::from_slice::<serde_json::Value>(&json).ok())
-            .map(|v| entries(&v))
-            .unwrap_or_default()
+        self.managed.json().map(|v| entries(&v)).unwrap_or_default()
     }
 }
 
@@ -68,15 +64,16 @@ fn read_varint(b: &[u8], pos: &mut usize) -> Option<u64> {
     None
 }
 
-/// Decodes a `semantic_values.fields` blob.
+/// Decodes a `semantic_values.fields` column; `None` when absent or unreadable.
 pub(super) fn decode_fields(
-    blob: &[u8],
+    packed: &Packed,
     paths: &HashMap<i64, String>,
-) -> BTreeMap<String, [u8; FIELD_HASH_LEN]> {
+) -> Option<BTreeMap<String, [u8; FIELD_HASH_LEN]>> {
+    let blob = packed.field_bytes()?.ok()?;
     let mut out = BTreeMap::new();
     let mut pos = 0;
     while pos < blob.len() {
-        let Some(id) = read_varint(blob, &mut pos) else {
+        let Some(id) = read_varint(&blob, &mut pos) else {
             break;
         };
         let Some(hash) = blob.get(pos..pos + FIELD_HASH_LEN) else {
@@ -87,7 +84,7 @@ pub(super) fn decode_fields(
             out.insert(path.clone(), hash.try_into().expect("16 bytes"));
         }
     }
-    out
+    Some(out)
 }
 
 impl Store {
@@ -125,8 +122,10 @@ impl Store {
                 .conn
                 .prepare_cached(
                     "SELECT r.mod_revision, r.create_revision, r.version, r.deleted, r.value_sha256, r.semantic_sha256, \
-                     r.encoding, r.api_version, r.encryption, s.fields, r.change_class IS NULL, s.managed \
+                     r.encoding, r.api_version, r.encryption, s.codec, s.fields, b.fields, r.change_class IS NULL, s.codec, s.managed, \
+                     b.managed \
                      FROM revisions r LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
+                     LEFT JOIN semantic_values b ON b.id = s.base \
                      WHERE r.key_id = ?1 ORDER BY r.mod_revision",
                 )
                 .map_err(err)?;
@@ -140,8 +139,8 @@ impl Store {
             for key in keys {
                 let rows: Vec<Row> = read
                     .query_map([key], |r| {
-                        let fields: Option<Vec<u8>> = r.get(9)?;
-                        let managed: Option<Vec<u8>> = r.get(11)?;
+                        let fields = Packed::read(r, 9)?;
+                        let managed = Packed::read(r, 13)?;
                         Ok(Row {
                             mod_revision: r.get(0)?,
                             create_revision: r.get(1)?,
@@ -153,9 +152,9 @@ impl Store {
                                 encoding: r.get(6)?,
                                 api_version: r.get(7)?,
                                 encryption: r.get(8)?,
-                                fields: fields.map(|b| decode_fields(&b, &paths)),
+                                fields: decode_fields(&fields, &paths),
                             },
-                            pending: r.get(10)?,
+                            pending: r.get(12)?,
                             managed,
                         })
                     })
@@ -356,8 +355,9 @@ impl Store {
                  coalesce(r.name, k.name), r.uid, r.owner_kind, r.owner_name, r.owner_uid, r.generate_name, r.spec_hash, \
                  r.creation_timestamp, r.deletion_timestamp, r.phase, r.node, r.desired, r.managers, r.duplicates, \
                  r.semantic_sha256, r.generation, r.observed_generation, r.encoding, r.api_version, r.encryption, \
-                 r.change_class, r.change_cause, r.changed_paths, r.changed_by, s.fields \
+                 r.change_class, r.change_cause, r.changed_paths, r.changed_by, s.codec, s.fields, b.fields \
                  FROM revisions r JOIN keys k ON k.id = r.key_id LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
+                 LEFT JOIN semantic_values b ON b.id = s.base \
                  WHERE k.cluster_id = ?1 ORDER BY r.key_id, r.mod_revision",
             )
             .map_err(err)?;
@@ -366,7 +366,7 @@ impl Store {
         while let Some(r) = rows.next().map_err(err)? {
             let key: Vec<u8> = r.get(0).map_err(err)?;
             let json_col = |i: usize| -> Result<Option<String>, StoreError> { r.get(i).map_err(err) };
-            let fields: Option<Vec<u8>> = r.get(31).map_err(err)?;
+            let fields = Packed::read(r, 31).map_err(err)?;
             let rev = ObjectRevision {
                 key: String::from_utf8_lossy(&key).into_owned(),
                 resource: r.get(1).map_err(err)?,
@@ -405,7 +405,7 @@ impl Store {
                 changed_by: json_col(30)?
                     .and_then(|j| serde_json::from_str(&j).ok())
                     .unwrap_or_default(),
-                fields: fields.map(|b| decode_fields(&b, &paths)).unwrap_or_default(),
+                fields: decode_fields(&fields, &paths).unwrap_or_default(),
             };
             if current.last().is_some_and(|c| c.key != rev.key) {
                 visit(&current);

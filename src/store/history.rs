@@ -118,19 +118,21 @@ impl Store {
     /// (never stored) or is unknown.
     pub fn canonical_value(&self, semantic_sha256: &[u8]) -> Result<Option<serde_json::Value>, StoreError> {
         use rusqlite::OptionalExtension;
-        let blob: Option<Option<Vec<u8>>> = self
+        let packed = self
             .conn
             .query_row(
-                "SELECT canonical FROM semantic_values WHERE hash = ?1",
+                "SELECT s.codec, s.canonical, b.canonical FROM semantic_values s \
+                 LEFT JOIN semantic_values b ON b.id = s.base WHERE s.hash = ?1",
                 [semantic_sha256],
-                |r| r.get(0),
+                |r| super::blob::Packed::read(r, 0),
             )
             .optional()
-            .map_err(|e| self.err(e))?;
-        let Some(Some(compressed)) = blob else {
+            .map_err(|e| self.err(e))?
+            .unwrap_or_default();
+        let Some(json) = packed.bytes() else {
             return Ok(None);
         };
-        let json = super::decompress(&compressed).map_err(|source| StoreError::Io {
+        let json = json.map_err(|source| StoreError::Io {
             path: self.path.clone(),
             source,
         })?;

@@ -30,18 +30,19 @@ impl Store {
             .conn
             .prepare(
                 "SELECT k.key, k.resource, coalesce(r.namespace, k.namespace), coalesce(r.name, k.name), r.kind, r.uid, \
-                 r.mod_revision, r.semantic_sha256, s.fields, s.managed \
+                 r.mod_revision, r.semantic_sha256, s.codec, s.fields, b.fields, s.codec, s.managed, b.managed \
                  FROM keys k JOIN revisions r ON r.key_id = k.id AND r.mod_revision = \
                    (SELECT max(mod_revision) FROM revisions WHERE key_id = k.id AND mod_revision <= ?2) \
                  LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
+                 LEFT JOIN semantic_values b ON b.id = s.base \
                  WHERE k.cluster_id = ?1 AND r.deleted = 0 ORDER BY k.key",
             )
             .map_err(err)?;
         let rows = stmt
             .query_map(rusqlite::params![cluster, revision], |r| {
                 let key: Vec<u8> = r.get(0)?;
-                let fields: Option<Vec<u8>> = r.get(8)?;
-                let managed: Option<Vec<u8>> = r.get(9)?;
+                let fields = super::blob::Packed::read(r, 8)?;
+                let managed = super::blob::Packed::read(r, 11)?;
                 Ok(LiveObject {
                     key: String::from_utf8_lossy(&key).into_owned(),
                     resource: r.get(1)?,
@@ -51,12 +52,8 @@ impl Store {
                     uid: r.get(5)?,
                     mod_revision: r.get(6)?,
                     semantic_sha256: r.get(7)?,
-                    fields: fields
-                        .map(|b| super::changes::decode_fields(&b, &paths))
-                        .unwrap_or_default(),
-                    managed: managed
-                        .and_then(|b| super::decompress(&b).ok())
-                        .and_then(|j| serde_json::from_slice(&j).ok()),
+                    fields: super::changes::decode_fields(&fields, &paths).unwrap_or_default(),
+                    managed: managed.json(),
                 })
             })
             .map_err(err)?;

@@ -1,9 +1,12 @@
 //! The SQLite database: one file holds any number of runs against any number
 //! of clusters. The schema changes only through `migrations/`.
 
+mod blob;
 mod changes;
 mod history;
 mod live;
+mod pipeline;
+mod prepare;
 mod runs;
 mod settings;
 mod stats;
@@ -21,26 +24,14 @@ use rusqlite_migration::{Migrations, M};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-/// Deflate-compresses a stored blob.
-fn compress(bytes: &[u8]) -> Vec<u8> {
-    use std::io::Write;
-    let mut z = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
-    z.write_all(bytes)
-        .and_then(|_| z.finish())
-        .expect("compressing into memory cannot fail")
-}
-
-/// Inflates a stored blob.
-fn decompress(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
-    let mut out = Vec::new();
-    std::io::Read::read_to_end(&mut flate2::read::DeflateDecoder::new(bytes), &mut out)?;
-    Ok(out)
-}
-
 /// Default database path.
 pub const DEFAULT_DB: &str = "etcd-inspector.sqlite";
 
 /// The migrations, applied in order when a database is opened.
+/// How many migrations [`migrations`] holds.
+#[cfg(test)]
+const MIGRATION_COUNT: usize = 6;
+
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
         M::up(include_str!("../../migrations/0001_runs_keys_revisions.sql")),
@@ -48,6 +39,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0003_semantics_and_findings.sql")),
         M::up(include_str!("../../migrations/0004_object_facts.sql")),
         M::up(include_str!("../../migrations/0005_managers_and_generations.sql")),
+        M::up(include_str!("../../migrations/0006_semantic_values_delta.sql")),
     ])
 }
 
@@ -112,6 +104,9 @@ impl Store {
         conn.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(sql)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(sql)?;
+        // 32 MiB of page cache (negative: KiB): batches of inserts into
+        // indexed tables otherwise re-read pages from the file.
+        conn.pragma_update(None, "cache_size", -32768).map_err(sql)?;
         migrations()
             .to_latest(&mut conn)
             .map_err(|source| StoreError::Migrate {
@@ -235,6 +230,6 @@ mod tests {
             .conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(version, 5);
+        assert_eq!(version as usize, MIGRATION_COUNT);
     }
 }

@@ -183,6 +183,17 @@ impl BoltDb {
         self.meta
     }
 
+    /// Drops the mapped pages from this process's resident memory (they
+    /// stay in the page cache and fault back in when read again), so that
+    /// reading a large file does not grow the process by the file's size.
+    pub fn release_resident(&self) {
+        #[cfg(unix)]
+        // SAFETY: the map is a read-only shared file mapping; MADV_DONTNEED
+        // only drops its page-table entries, and the next access reads the
+        // same bytes from the file again. Slices into the map stay valid.
+        let _ = unsafe { self.map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+    }
+
     /// The whole file as mapped, trailer included.
     pub fn file_bytes(&self) -> &[u8] {
         &self.map

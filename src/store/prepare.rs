@@ -1,0 +1,183 @@
+//! The CPU-heavy half of storing a revision, which needs no database:
+//! decoding the value, its semantic form and hashes, and the facts the
+//! detectors read. Runs on the [`super::pipeline`] workers; the database
+//! half stays on the writer's thread.
+
+use super::writer::FieldConfig;
+use crate::canon::duplicates::duplicate_entries;
+use crate::canon::facts::{object_facts, ObjectFacts};
+use crate::canon::keyed_hash::ValueHasher;
+use crate::canon::semantic::{field_hashes, semantic_form, FieldHash};
+use crate::canon::sensitive::{is_secret, is_sensitive_resource};
+use crate::decode::key::{ParsedKey, SpecialKey};
+use crate::decode::{decode_value, Outcome};
+use crate::source::Record;
+use serde_json::Value;
+
+/// What the writer knows about a key before any of its values is decoded.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct KeyInfo {
+    pub id: i64,
+    pub special: Option<SpecialKey>,
+    /// Its values are sensitive (Secrets): hashed with the database key.
+    pub sensitive: bool,
+}
+
+impl KeyInfo {
+    /// What the parsed key name tells; `id` is its row.
+    pub(super) fn new(id: i64, parsed: Option<&ParsedKey>) -> KeyInfo {
+        KeyInfo {
+            id,
+            special: parsed.and_then(|p| p.special),
+            sensitive: parsed.is_some_and(|p| is_sensitive_resource(&p.group, &p.resource)),
+        }
+    }
+}
+
+/// The columns decoding a value fills.
+#[derive(Default)]
+pub(super) struct Described {
+    pub encoding: Option<String>,
+    pub encryption: Option<String>,
+    pub api_version: Option<String>,
+    pub kind: Option<String>,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub uid: Option<String>,
+    pub generation: Option<i64>,
+    pub error: Option<String>,
+}
+
+/// An object's semantic content, ready to store once.
+pub(super) struct Semantic {
+    /// SHA-256 (HMAC when `keyed`) of `canonical`.
+    pub hash: Vec<u8>,
+    /// Holds sensitive values: `canonical` is never stored.
+    pub keyed: bool,
+    pub canonical: Vec<u8>,
+    pub fields: Vec<FieldHash>,
+    /// The object's managedFields JSON.
+    pub managed: Option<Vec<u8>>,
+}
+
+/// A revision ready for the database.
+pub(super) struct Prepared {
+    /// The record, without its value.
+    pub record: Record,
+    pub value_size: usize,
+    pub key: KeyInfo,
+    /// Hash of the raw value and its kind (`sha256`, `hmac-sha256`).
+    pub value_hash: Option<(Vec<u8>, &'static str)>,
+    pub described: Described,
+    pub semantic: Option<Semantic>,
+    pub facts: ObjectFacts,
+    /// JSON of duplicate list entries, when there are any.
+    pub duplicates: Option<String>,
+}
+
+fn describe(value: &[u8], special: Option<SpecialKey>) -> (Described, Option<Value>) {
+    if special == Some(SpecialKey::CompactRevision) {
+        let text = Described {
+            encoding: Some("text".into()),
+            ..Described::default()
+        };
+        return (text, None);
+    }
+    match decode_value(value) {
+        Ok(Outcome::Decoded(d)) => {
+            let meta = d.object.get("metadata");
+            let text = |k: &str| {
+                meta.and_then(|m| m.get(k))
+                    .and_then(|v| v.as_str())
+                    .filter(|v| !v.is_empty())
+                    .map(str::to_string)
+            };
+            let described = Described {
+                encoding: Some(d.encoding.as_str().into()),
+                namespace: text("namespace"),
+                name: text("name"),
+                uid: text("uid"),
+                generation: meta.and_then(|m| m.get("generation")).and_then(|v| v.as_i64()),
+                api_version: Some(d.api_version),
+                kind: Some(d.kind),
+                ..Described::default()
+            };
+            (described, Some(d.object))
+        }
+        Ok(Outcome::Encrypted(e)) => {
+            let described = Described {
+                encoding: Some("encrypted".into()),
+                encryption: Some(format!("{}:{}:{}", e.provider, e.version, e.key_name)),
+                ..Described::default()
+            };
+            (described, None)
+        }
+        Err(e) => {
+            let described = Described {
+                encoding: e.encoding.map(|enc| enc.as_str().to_string()),
+                error: Some(match e.offset {
+                    Some(o) if !e.reason.contains("byte offset") => format!("{} (byte offset {o})", e.reason),
+                    _ => e.reason,
+                }),
+                ..Described::default()
+            };
+            (described, None)
+        }
+    }
+}
+
+fn semantic(
+    object: &Value,
+    sensitive_resource: bool,
+    config: &FieldConfig,
+    hasher: &ValueHasher,
+) -> Semantic {
+    let form = semantic_form(object);
+    let secret = sensitive_resource || is_secret(object);
+    let keyed = config.sensitivity.covers_any(secret, &form);
+    let canonical = serde_json::to_vec(&form).expect("JSON values serialize");
+    Semantic {
+        hash: hasher.hash(&canonical, keyed).0,
+        keyed,
+        fields: field_hashes(&form, config.depth, secret, &config.sensitivity, hasher),
+        managed: object
+            .pointer("/metadata/managedFields")
+            .map(|m| serde_json::to_vec(m).expect("JSON values serialize")),
+        canonical,
+    }
+}
+
+/// Prepares one revision.
+pub(super) fn prepare(record: Record, key: KeyInfo, config: &FieldConfig, hasher: &ValueHasher) -> Prepared {
+    let (described, object) = match record.deleted {
+        true => (Described::default(), None),
+        false => describe(&record.value, key.special),
+    };
+    let value_hash = (!record.deleted).then(|| {
+        let (h, kind) = hasher.hash(&record.value, key.sensitive);
+        (h, kind.as_str())
+    });
+    let semantic = object
+        .as_ref()
+        .map(|o| semantic(o, key.sensitive, config, hasher));
+    let facts = object.as_ref().map(object_facts).unwrap_or_default();
+    let duplicates = object
+        .as_ref()
+        .map(duplicate_entries)
+        .filter(|d| !d.is_empty())
+        .map(|d| serde_json::to_string(&d).expect("JSON"));
+    let value_size = record.value.len();
+    Prepared {
+        record: Record {
+            value: Vec::new(),
+            ..record
+        },
+        value_size,
+        key,
+        value_hash,
+        described,
+        semantic,
+        facts,
+        duplicates,
+    }
+}
