@@ -67,10 +67,12 @@ fn benches(c: &mut Criterion) {
             || tempfile::tempdir().unwrap(),
             |dir| {
                 let store = Store::open_for_writing(&dir.path().join("db.sqlite")).unwrap();
-                let run = store.begin_run("bench", "/registry/").unwrap();
+                let run = store.begin_run("bench", "/registry/", "").unwrap();
                 let cluster = store.cluster("bench").unwrap();
                 let fields = store.field_config(None, &[]).unwrap();
-                let mut w = RevisionWriter::new(&store, cluster, run, "/registry/", fields).unwrap();
+                let mut w =
+                    RevisionWriter::new(&store, cluster, run, "/registry/", fields, Default::default())
+                        .unwrap();
                 for r in &records {
                     w.record(r.clone()).unwrap();
                 }

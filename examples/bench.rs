@@ -261,6 +261,7 @@ fn main() -> Result<()> {
                 "--endpoints",
                 &ep,
                 "--no-analyze",
+                "--exclude-resource=none",
             ],
         )?;
         full.push(s);
@@ -276,6 +277,7 @@ fn main() -> Result<()> {
             "--endpoints",
             &ep,
             "--no-analyze",
+            "--exclude-resource=none",
         ],
     )?;
     let grew = std::fs::metadata(&db)?.len().saturating_sub(size_before);
@@ -327,6 +329,7 @@ fn main() -> Result<()> {
                 "--file",
                 file.to_str().unwrap(),
                 "--no-analyze",
+                "--exclude-resource=none",
             ],
         )?;
         offline.push(s);

@@ -19,11 +19,11 @@ fn main() -> Result<()> {
     let total: i64 = args.next().map(|n| n.parse()).transpose()?.unwrap_or(1_000_000);
     let keys = (total / REVISIONS_PER_KEY).max(1);
     let store = Store::open_for_writing(&db)?;
-    let run = store.begin_run("synthetic", "/registry/")?;
+    let run = store.begin_run("synthetic", "/registry/", "")?;
     let cluster = store.cluster("synthetic-cluster")?;
     store.set_run_target(run, cluster, total + 1, 0, 1)?;
     let fields = store.field_config(None, &[])?;
-    let mut writer = RevisionWriter::new(&store, cluster, run, "/registry/", fields)?;
+    let mut writer = RevisionWriter::new(&store, cluster, run, "/registry/", fields, Default::default())?;
     let mut revision = 1;
     for round in 0..REVISIONS_PER_KEY {
         for k in 0..keys {

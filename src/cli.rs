@@ -37,9 +37,25 @@ pub enum Command {
     /// last compaction. Later runs add only what is new and record revisions
     /// lost to compaction in between as a history gap.
     ///
-    /// Exit status: 0 complete, 1 failed (the run is recorded as failed),
-    /// 130 interrupted by Ctrl-C or SIGTERM (recorded as interrupted).
+    /// Exit status: 0 complete, 1 failed (the run is recorded as failed), 4
+    /// complete with findings at or above --fail-on, 130 interrupted by
+    /// Ctrl-C or SIGTERM (recorded as interrupted).
     Snapshot(SnapshotArgs),
+    /// Record a live etcd continuously: start as `snapshot` does, then
+    /// watch and store every revision as it happens, committing every few
+    /// seconds. For clusters that compact more often than a CronJob could
+    /// snapshot. Resumes after a disconnect, recording a history gap if
+    /// compaction overtook it.
+    ///
+    /// Exit status: 0 after --duration (run complete), 1 failed, 4 with
+    /// --fail-on findings, 130 stopped by SIGTERM or Ctrl-C (run
+    /// interrupted; everything received is kept and the next run continues
+    /// from it).
+    Follow(FollowArgs),
+    /// Remove old runs and the revisions only they needed, keeping each
+    /// remaining run's state and history (so `diff` between remaining runs
+    /// is unchanged) and always the newest complete run of each cluster.
+    Prune(PruneArgs),
     /// List the runs recorded in the database.
     Runs(RunsArgs),
     /// Every stored revision of one key, oldest first, across deletes and
@@ -153,16 +169,54 @@ pub struct FindingsArgs {
     pub severity: Option<crate::analyze::finding::Severity>,
 }
 
+/// How a run records what it reads; shared by `snapshot` and `follow`.
 #[derive(clap::Args, Debug)]
-pub struct SnapshotArgs {
-    #[command(flatten)]
-    pub etcd: EtcdArgs,
+pub struct RecordArgs {
     /// Storage prefix to read (kube-apiserver's `--etcd-prefix`).
     #[arg(long, default_value = crate::decode::key::DEFAULT_PREFIX)]
     pub prefix: String,
     /// Keys per range request.
     #[arg(long, default_value_t = 1000, hide = true)]
     pub page_size: i64,
+    /// Depth of field paths hashed per revision (1: `spec`, 2:
+    /// `spec.replicas`, ...). Fixed by the database's first run.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=8))]
+    pub field_depth: Option<u8>,
+    /// A field path whose values are sensitive (hashed with the database's
+    /// secret key, never stored), e.g. `spec.token`; repeatable. Secret
+    /// `data` and `stringData` always are. Fixed by the first run.
+    #[arg(long, value_name = "PATH")]
+    pub sensitive_path: Vec<String>,
+    /// Record only this resource (`pods`, or with its group:
+    /// `leases.coordination.k8s.io`); repeatable. Default: every resource
+    /// not excluded.
+    #[arg(long, value_name = "RESOURCE")]
+    pub include_resource: Vec<String>,
+    /// Do not record this resource; repeatable. Giving it replaces the
+    /// default; `none` records every resource. Leases (node heartbeats and
+    /// leader elections, renewed every few seconds) are excluded by default:
+    /// they dominate a cluster's writes and hold no configuration.
+    #[arg(long, value_name = "RESOURCE", default_value = crate::source::filter::DEFAULT_EXCLUDED)]
+    pub exclude_resource: Vec<String>,
+    /// Do not run `analyze` after recording.
+    #[arg(long)]
+    pub no_analyze: bool,
+    /// Exit with status 4 when the analysis has findings at or above this
+    /// severity (the run itself is still complete).
+    #[arg(long, value_enum, value_name = "SEVERITY")]
+    pub fail_on: Option<crate::analyze::finding::Severity>,
+    /// When the run ends, write Prometheus metrics (text format, replaced
+    /// atomically) to PATH, e.g. into a node-exporter textfile directory.
+    #[arg(long, value_name = "PATH")]
+    pub metrics_file: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SnapshotArgs {
+    #[command(flatten)]
+    pub etcd: EtcdArgs,
+    #[command(flatten)]
+    pub record: RecordArgs,
     /// Read an etcd data file instead of a live server: a copied
     /// `member/snap/db` or an `etcdctl snapshot save` file (its SHA-256
     /// trailer is verified). No etcd needs to run; the file is only read.
@@ -182,18 +236,36 @@ pub struct SnapshotArgs {
     /// changed since it formed.
     #[arg(long, value_name = "HEX", requires = "file")]
     pub cluster_id: Option<String>,
-    /// Depth of field paths hashed per revision (1: `spec`, 2:
-    /// `spec.replicas`, ...). Fixed by the database's first run.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=8))]
-    pub field_depth: Option<u8>,
-    /// A field path whose values are sensitive (hashed with the database's
-    /// secret key, never stored), e.g. `spec.token`; repeatable. Secret
-    /// `data` and `stringData` always are. Fixed by the first run.
-    #[arg(long, value_name = "PATH")]
-    pub sensitive_path: Vec<String>,
-    /// Do not run `analyze` after the snapshot.
+}
+
+#[derive(clap::Args, Debug)]
+pub struct FollowArgs {
+    #[command(flatten)]
+    pub etcd: EtcdArgs,
+    #[command(flatten)]
+    pub record: RecordArgs,
+    /// Stop after this long (e.g. `50m`, `12h`) and end the run as
+    /// complete; without it, follow until SIGTERM or Ctrl-C.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Commit what was received at least this often; a killed process
+    /// loses at most this much.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
+    pub commit_every: std::time::Duration,
+}
+
+#[derive(clap::Args, Debug)]
+#[group(required = true, multiple = true)]
+pub struct PruneArgs {
+    /// Remove runs that started longer ago than this (e.g. `30d`, `12h`).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub older_than: Option<std::time::Duration>,
+    /// Keep only the newest N runs of each cluster.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub keep_runs: Option<u32>,
+    /// Give the freed space back to the file system (rewrites the file).
     #[arg(long)]
-    pub no_analyze: bool,
+    pub vacuum: bool,
 }
 
 /// Table for people, JSON for programs.
@@ -268,7 +340,8 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
         "s" | "" => std::time::Duration::from_secs(n),
         "m" => std::time::Duration::from_secs(n * 60),
         "h" => std::time::Duration::from_secs(n * 3600),
-        _ => return Err(format!("{text:?}: unknown unit {unit:?} (use ms, s, m or h)")),
+        "d" => std::time::Duration::from_secs(n * 86400),
+        _ => return Err(format!("{text:?}: unknown unit {unit:?} (use ms, s, m, h or d)")),
     })
 }
 

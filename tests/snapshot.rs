@@ -5,7 +5,7 @@ mod common;
 
 use common::etcd::{TestEtcd, Tls};
 use common::k8s::{pod, widget};
-use common::{history, inspector, ok, runs};
+use common::{assert_exit, history, inspector, ok, runs, terminate};
 use std::path::Path;
 use std::process::Output;
 
@@ -16,12 +16,7 @@ fn snapshot(etcd: &TestEtcd, db: &Path, extra: &[&str]) -> Output {
 }
 
 fn one_line_error(out: &Output) -> String {
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(out, 1);
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(err.trim_end().lines().count(), 1, "one line expected: {err}");
     assert!(!err.contains("panicked"), "{err}");
@@ -440,18 +435,8 @@ fn sigterm_marks_the_run_interrupted() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db.sqlite");
     let child = start_slow_snapshot(&etcd, &db);
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = terminate(child);
+    assert_exit(&out, 130);
     assert!(String::from_utf8_lossy(&out.stderr).contains("run 1 interrupted"));
     assert_eq!(integrity(&db), "ok");
     let r = runs(&db);

@@ -4,9 +4,11 @@ pub mod analyze;
 pub mod decode;
 pub mod diff;
 pub mod findings;
+pub mod follow;
 pub mod get;
 pub mod history;
 mod output;
+pub mod prune;
 pub mod report;
 pub mod runs;
 pub mod snapshot;
@@ -40,6 +42,8 @@ pub fn dispatch(cli: &Cli) -> anyhow::Result<Status> {
         Command::Decode(args) => decode::run(args),
         Command::Get(args) => get::run(args),
         Command::Snapshot(args) => snapshot::run(&cli.db, args),
+        Command::Follow(args) => follow::run(&cli.db, args),
+        Command::Prune(args) => prune::run(&cli.db, args),
         Command::Runs(args) => runs::run(&cli.db, args),
         Command::History(args) => history::run(&cli.db, args),
         Command::Analyze(args) => analyze::run(&cli.db, args),

@@ -2,11 +2,12 @@
 //! snapshot into the database, as one recorded run.
 
 use super::Status;
-use crate::cli::SnapshotArgs;
+use crate::cli::{EtcdArgs, RecordArgs, SnapshotArgs};
 use crate::decode::key::COMPACT_REV_KEY;
 use crate::source::bolt::BoltDb;
 use crate::source::db_file::{self, ReadFileError};
 use crate::source::etcd::{Connection, Etcd, Keys, ReadError, Replay};
+use crate::source::filter::ResourceFilter;
 use crate::source::{Record, Sink};
 use crate::store::{FieldConfig, Gap, RevisionWriter, RunId, RunStatus, Store, StoreError};
 use anyhow::{bail, Context, Result};
@@ -21,12 +22,12 @@ use std::time::{Duration, Instant};
 pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// What a finished run did.
-struct Summary {
-    cluster: i64,
-    keys: i64,
-    head: i64,
-    history_from: i64,
-    gaps: Vec<Gap>,
+pub(super) struct Summary {
+    pub cluster: i64,
+    pub keys: i64,
+    pub head: i64,
+    pub history_from: i64,
+    pub gaps: Vec<Gap>,
 }
 
 /// Set when Ctrl-C or SIGTERM arrives; sources stop at the next record.
@@ -67,7 +68,7 @@ impl Sink for Progress<'_, '_> {
     }
 }
 
-fn progress_bar() -> ProgressBar {
+pub(super) fn progress_bar() -> ProgressBar {
     if !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
@@ -103,6 +104,38 @@ fn read_error(e: ReadError<SinkError>) -> anyhow::Error {
     match e {
         ReadError::Etcd(e) => e.into(),
         ReadError::Sink(e) => e.into(),
+    }
+}
+
+/// How this run records: fixed per database (fields) and per run (filter).
+pub(super) struct Settings {
+    fields: FieldConfig,
+    pub filter: ResourceFilter,
+}
+
+impl Settings {
+    pub(super) fn new(store: &Store, args: &RecordArgs) -> Result<Settings> {
+        Ok(Settings {
+            fields: store.field_config(args.field_depth.map(usize::from), &args.sensitive_path)?,
+            filter: ResourceFilter::new(&args.include_resource, &args.exclude_resource),
+        })
+    }
+
+    pub(super) fn writer<'s>(
+        &self,
+        store: &'s Store,
+        cluster: i64,
+        run: RunId,
+        prefix: &str,
+    ) -> Result<RevisionWriter<'s>, StoreError> {
+        RevisionWriter::new(
+            store,
+            cluster,
+            run,
+            prefix,
+            self.fields.clone(),
+            self.filter.clone(),
+        )
     }
 }
 
@@ -170,14 +203,18 @@ async fn replay_all(
     }
 }
 
-async fn from_live(
+/// Reads a live etcd: the state at a pinned head (unless the database
+/// already holds everything up to the previous head, which is still
+/// retained) and the history etcd retains since what is stored.
+pub(super) async fn from_live(
     store: &Store,
     run: RunId,
-    args: &SnapshotArgs,
-    fields: &FieldConfig,
+    etcd_args: &EtcdArgs,
+    args: &RecordArgs,
+    settings: &Settings,
     bar: &ProgressBar,
 ) -> Result<Summary> {
-    let conn = Connection::from(&args.etcd);
+    let conn = Connection::from(etcd_args);
     bar.set_message(format!("connecting to {}", conn.endpoints.join(",")));
     let etcd = conn.connect().await?;
     let pinned = etcd.pin().await?;
@@ -195,8 +232,8 @@ async fn from_live(
     // history: reading the whole keyspace again would add nothing.
     let continuous = previous_head.is_some()
         && gaps.is_empty()
-        && store.previous_prefix(cluster)?.as_deref() == Some(args.prefix.as_str());
-    let mut writer = RevisionWriter::new(store, cluster, run, &args.prefix, fields.clone())?;
+        && store.previous_scope(cluster)? == Some((args.prefix.clone(), Some(settings.filter.describe())));
+    let mut writer = settings.writer(store, cluster, run, &args.prefix)?;
     let mut sink = Progress {
         writer: &mut writer,
         bar: bar.clone(),
@@ -264,7 +301,7 @@ fn from_file(
     path: &Path,
     cluster_id: Option<&str>,
     prefix: &str,
-    fields: &FieldConfig,
+    settings: &Settings,
     bar: &ProgressBar,
 ) -> Result<Summary> {
     bar.set_message(format!("opening {}", path.display()));
@@ -290,7 +327,7 @@ fn from_file(
         info.first_revision,
         info.last_revision,
     )?;
-    let mut writer = RevisionWriter::new(store, cluster, run, prefix, fields.clone())?;
+    let mut writer = settings.writer(store, cluster, run, prefix)?;
     let mut sink = Progress {
         writer: &mut writer,
         bar: bar.clone(),
@@ -352,20 +389,20 @@ async fn snapshot(
     db_path: &Path,
     bar: &ProgressBar,
 ) -> Result<Summary> {
-    let fields = store.field_config(args.field_depth.map(usize::from), &args.sensitive_path)?;
+    let settings = Settings::new(store, &args.record)?;
     if let Some(path) = &args.file {
         return from_file(
             store,
             run,
             path,
             args.cluster_id.as_deref(),
-            &args.prefix,
-            &fields,
+            &args.record.prefix,
+            &settings,
             bar,
         );
     }
     if !args.fetch_snapshot {
-        return from_live(store, run, args, &fields, bar).await;
+        return from_live(store, run, &args.etcd, &args.record, &settings, bar).await;
     }
     let keep = args.save.is_some();
     let dest = args
@@ -374,7 +411,15 @@ async fn snapshot(
         .unwrap_or_else(|| PathBuf::from(format!("{}.snapshot.tmp", db_path.display())));
     let result = async {
         let cluster_id = fetch(args, &dest, bar).await?;
-        from_file(store, run, &dest, Some(&cluster_id), &args.prefix, &fields, bar)
+        from_file(
+            store,
+            run,
+            &dest,
+            Some(&cluster_id),
+            &args.record.prefix,
+            &settings,
+            bar,
+        )
     }
     .await;
     if !keep {
@@ -392,13 +437,17 @@ fn source_label(args: &SnapshotArgs) -> String {
     }
 }
 
-pub fn run(db: &Path, args: &SnapshotArgs) -> Result<Status> {
+/// Starts a run of `source` in a fresh database handle.
+pub(super) fn begin(db: &Path, source: &str, args: &RecordArgs) -> Result<(Store, RunId)> {
     let store = Store::open_for_writing(db)?;
-    let run = store.begin_run(&source_label(args), &args.prefix)?;
-    let started = Instant::now();
-    let bar = progress_bar();
-    // One worker thread watches for signals while this thread reads (a file
-    // read is synchronous); the reading stops at the next record.
+    let filter = ResourceFilter::new(&args.include_resource, &args.exclude_resource);
+    let run = store.begin_run(source, &args.prefix, &filter.describe())?;
+    Ok((store, run))
+}
+
+/// A runtime with one worker that sets [`STOP`] on SIGTERM or Ctrl-C, and
+/// the notification it sends then.
+pub(super) fn signal_runtime() -> Result<(tokio::runtime::Runtime, Arc<tokio::sync::Notify>)> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -411,18 +460,28 @@ pub fn run(db: &Path, args: &SnapshotArgs) -> Result<Status> {
         STOP.store(true, Ordering::Relaxed);
         notify.notify_one();
     });
-    let outcome = runtime.block_on(async {
-        tokio::select! {
-            r = snapshot(&store, run, args, db, &bar) => Some(r),
-            _ = signalled.notified() => None,
-        }
-    });
-    bar.finish_and_clear();
+    Ok((runtime, signalled))
+}
+
+/// Whether a signal asked the run to stop.
+pub(super) fn stopping() -> bool {
+    STOP.load(Ordering::Relaxed)
+}
+
+/// Ends the run as its outcome says (`None`: stopped by a signal), runs the
+/// analysis, writes the metrics file, and returns the exit status.
+pub(super) fn finish(
+    store: &Store,
+    run: RunId,
+    outcome: Option<Result<Summary>>,
+    args: &RecordArgs,
+    started: Instant,
+) -> Result<Status> {
     let outcome = match outcome {
-        Some(Err(_)) if STOP.load(Ordering::Relaxed) => None,
+        Some(Err(_)) if stopping() => None,
         other => other,
     };
-    match outcome {
+    let (status, result) = match outcome {
         Some(Ok(s)) => {
             let added = store.finish_run(run, RunStatus::Complete, s.keys, None)?;
             let gaps: Vec<String> = s
@@ -438,7 +497,7 @@ pub fn run(db: &Path, args: &SnapshotArgs) -> Result<Status> {
             let analysis = if args.no_analyze {
                 None
             } else {
-                Some(crate::analyze::analyze(&store, Some(s.cluster))?)
+                Some(crate::analyze::analyze(store, Some(s.cluster))?)
             };
             eprintln!(
                 "run {} complete: {} keys at revision {}, {} revisions added (history from revision {}){}, {:.1}s",
@@ -450,20 +509,53 @@ pub fn run(db: &Path, args: &SnapshotArgs) -> Result<Status> {
                 gaps.concat(),
                 started.elapsed().as_secs_f64()
             );
-            if let Some(a) = analysis {
-                eprintln!("{}", super::analyze::summary(&a));
-            }
-            Ok(0)
+            let status = match analysis {
+                Some(a) => {
+                    eprintln!("{}", super::analyze::summary(&a));
+                    super::report::fail_on_status(args.fail_on, a.findings.iter().map(|f| f.severity))
+                }
+                None => 0,
+            };
+            (RunStatus::Complete, Ok(status))
         }
         Some(Err(e)) => {
             let message = e.chain().map(ToString::to_string).collect::<Vec<_>>().join(": ");
             store.finish_run(run, RunStatus::Failed, 0, Some(&message))?;
-            Err(e.context(format!("run {} failed", run.0)))
+            (RunStatus::Failed, Err(e.context(format!("run {} failed", run.0))))
         }
         None => {
             store.finish_run(run, RunStatus::Interrupted, 0, Some("interrupted by a signal"))?;
             eprintln!("run {} interrupted; the revisions stored so far are kept", run.0);
-            Ok(EXIT_INTERRUPTED)
+            (RunStatus::Interrupted, Ok(EXIT_INTERRUPTED))
         }
+    };
+    if let Some(path) = &args.metrics_file {
+        let info = store
+            .runs()?
+            .into_iter()
+            .find(|r| r.id.0 == run.0)
+            .context("the run just recorded is missing")?;
+        debug_assert_eq!(info.status, status);
+        let text = crate::report::metrics::render(&info, started.elapsed().as_secs_f64(), &store.findings()?);
+        crate::report::metrics::write_atomically(path, &text)
+            .with_context(|| format!("cannot write the metrics file {}", path.display()))?;
     }
+    result
+}
+
+pub fn run(db: &Path, args: &SnapshotArgs) -> Result<Status> {
+    let (store, run) = begin(db, &source_label(args), &args.record)?;
+    let started = Instant::now();
+    let bar = progress_bar();
+    // One worker thread watches for signals while this thread reads (a file
+    // read is synchronous); the reading stops at the next record.
+    let (runtime, signalled) = signal_runtime()?;
+    let outcome = runtime.block_on(async {
+        tokio::select! {
+            r = snapshot(&store, run, args, db, &bar) => Some(r),
+            _ = signalled.notified() => None,
+        }
+    });
+    bar.finish_and_clear();
+    finish(&store, run, outcome, &args.record, started)
 }

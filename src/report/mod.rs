@@ -4,6 +4,7 @@
 
 pub mod html;
 pub mod markdown;
+pub mod metrics;
 pub mod text;
 
 use crate::analyze::finding::Severity;

@@ -454,7 +454,9 @@ impl Etcd {
             }
             if resp.events().is_empty() {
                 // A progress notification: every event up to its revision was sent.
-                if resp.header().is_some_and(|h| h.revision() >= head) {
+                let through = resp.header().map_or(0, |h| h.revision());
+                sink.progress(through.min(head)).map_err(ReadError::Sink)?;
+                if through >= head {
                     return Ok(Replay::Complete);
                 }
                 continue;
@@ -484,6 +486,16 @@ impl Etcd {
                     },
                 };
                 sink.record(record).map_err(ReadError::Sink)?;
+            }
+            // etcd never splits one revision's events across responses.
+            if let Some(last) = resp
+                .events()
+                .iter()
+                .filter_map(|e| e.kv())
+                .map(|kv| kv.mod_revision())
+                .max()
+            {
+                sink.progress(last.min(head)).map_err(ReadError::Sink)?;
             }
             if reached_head {
                 return Ok(Replay::Complete);

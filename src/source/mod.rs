@@ -4,6 +4,7 @@
 pub mod bolt;
 pub mod db_file;
 pub mod etcd;
+pub mod filter;
 pub mod revision;
 
 /// One revision of one key as etcd keeps it.
@@ -32,6 +33,12 @@ pub trait Sink {
     type Error;
 
     fn record(&mut self, record: Record) -> Result<(), Self::Error>;
+
+    /// Every record up to `revision` has been pushed (a watch knows this
+    /// from its responses and progress notifications).
+    fn progress(&mut self, _revision: i64) -> Result<(), Self::Error> {
+        Ok(())
+    }
 }
 
 impl Sink for Vec<Record> {

@@ -7,6 +7,7 @@ mod history;
 mod live;
 mod pipeline;
 mod prepare;
+mod prune;
 mod runs;
 mod settings;
 mod stats;
@@ -15,6 +16,7 @@ mod writer;
 pub use changes::{ClassifyStats, StoredFinding};
 pub use history::{FieldChange, HistoryRow};
 pub use live::LiveObject;
+pub use prune::Pruned;
 pub use runs::{Gap, RunId, RunInfo, RunStatus};
 pub use stats::Scope;
 pub use writer::{FieldConfig, RevisionWriter};
@@ -30,7 +32,7 @@ pub const DEFAULT_DB: &str = "etcd-inspector.sqlite";
 /// The migrations, applied in order when a database is opened.
 /// How many migrations [`migrations`] holds.
 #[cfg(test)]
-const MIGRATION_COUNT: usize = 6;
+const MIGRATION_COUNT: usize = 7;
 
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
@@ -40,6 +42,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0004_object_facts.sql")),
         M::up(include_str!("../../migrations/0005_managers_and_generations.sql")),
         M::up(include_str!("../../migrations/0006_semantic_values_delta.sql")),
+        M::up(include_str!("../../migrations/0007_scheduled_runs.sql")),
     ])
 }
 
@@ -78,7 +81,7 @@ impl Store {
     }
 
     /// Opens (creating with mode 0600 if needed) and upgrades the database.
-    fn open_inner(path: &Path, lock: Option<File>) -> Result<Store, StoreError> {
+    fn open_inner(path: &Path, lock: Option<File>, migrate: bool) -> Result<Store, StoreError> {
         let io = |source| StoreError::Io {
             path: path.to_path_buf(),
             source,
@@ -107,12 +110,14 @@ impl Store {
         // 32 MiB of page cache (negative: KiB): batches of inserts into
         // indexed tables otherwise re-read pages from the file.
         conn.pragma_update(None, "cache_size", -32768).map_err(sql)?;
-        migrations()
-            .to_latest(&mut conn)
-            .map_err(|source| StoreError::Migrate {
-                path: path.to_path_buf(),
-                source,
-            })?;
+        if migrate {
+            migrations()
+                .to_latest(&mut conn)
+                .map_err(|source| StoreError::Migrate {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+        }
         Ok(Store {
             conn,
             path: path.to_path_buf(),
@@ -147,7 +152,7 @@ impl Store {
                 })
             }
         }
-        let store = Store::open_inner(path, Some(lock))?;
+        let store = Store::open_inner(path, Some(lock), true)?;
         store.abandon_stale_runs()?;
         Ok(store)
     }
@@ -163,7 +168,12 @@ impl Store {
                 ),
             });
         }
-        Store::open_inner(path, None)
+        // A writer upgrades the schema itself; a reader upgrades it only when
+        // no writer holds the lock (both doing it at once would collide).
+        let lock_path = PathBuf::from(format!("{}.lock", path.display()));
+        let writer_active = std::fs::File::open(&lock_path)
+            .is_ok_and(|f| matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock)));
+        Store::open_inner(path, None, !writer_active)
     }
 
     pub fn path(&self) -> &Path {

@@ -21,6 +21,8 @@ pub(super) struct KeyInfo {
     pub special: Option<SpecialKey>,
     /// Its values are sensitive (Secrets): hashed with the database key.
     pub sensitive: bool,
+    /// The run's resource filter leaves it out: nothing of it is stored.
+    pub excluded: bool,
 }
 
 impl KeyInfo {
@@ -30,6 +32,7 @@ impl KeyInfo {
             id,
             special: parsed.and_then(|p| p.special),
             sensitive: parsed.is_some_and(|p| is_sensitive_resource(&p.group, &p.resource)),
+            excluded: false,
         }
     }
 }

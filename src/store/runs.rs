@@ -97,11 +97,19 @@ impl Store {
     }
 
     /// Starts a run.
-    pub fn begin_run(&self, source: &str, prefix: &str) -> Result<RunId, StoreError> {
+    pub fn begin_run(&self, source: &str, prefix: &str, filter: &str) -> Result<RunId, StoreError> {
         self.conn
             .execute(
-                "INSERT INTO runs (source, prefix, started_at, status, tool_version, pid) VALUES (?1, ?2, ?3, 'running', ?4, ?5)",
-                params![source, prefix, now(), env!("CARGO_PKG_VERSION"), std::process::id()],
+                "INSERT INTO runs (source, prefix, resource_filter, started_at, status, tool_version, pid) \
+                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6)",
+                params![
+                    source,
+                    prefix,
+                    filter,
+                    now(),
+                    env!("CARGO_PKG_VERSION"),
+                    std::process::id()
+                ],
             )
             .map_err(|e| self.err(e))?;
         Ok(RunId(self.conn.last_insert_rowid()))
@@ -124,11 +132,12 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// Head revision of the cluster's latest complete run, if any.
+    /// The highest revision up to which some run of the cluster stored
+    /// everything: a complete run's head, or how far a `follow` run got.
     pub fn previous_head(&self, cluster: i64) -> Result<Option<i64>, StoreError> {
         self.conn
             .query_row(
-                "SELECT max(head_revision) FROM runs WHERE cluster_id = ?1 AND status = 'complete'",
+                "SELECT max(complete_through) FROM runs WHERE cluster_id = ?1",
                 [cluster],
                 |r| r.get(0),
             )
@@ -137,13 +146,14 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// The storage prefix of the cluster's latest complete run.
-    pub fn previous_prefix(&self, cluster: i64) -> Result<Option<String>, StoreError> {
+    /// The storage prefix and resource filter of the run that got furthest.
+    pub fn previous_scope(&self, cluster: i64) -> Result<Option<(String, Option<String>)>, StoreError> {
         self.conn
             .query_row(
-                "SELECT prefix FROM runs WHERE cluster_id = ?1 AND status = 'complete' ORDER BY head_revision DESC LIMIT 1",
+                "SELECT prefix, resource_filter FROM runs WHERE cluster_id = ?1 AND complete_through IS NOT NULL \
+                 ORDER BY complete_through DESC LIMIT 1",
                 [cluster],
-                |r| r.get(0),
+                |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()
             .map_err(|e| self.err(e))
@@ -160,8 +170,21 @@ impl Store {
     ) -> Result<(), StoreError> {
         self.conn
             .execute(
-                "UPDATE runs SET cluster_id = ?2, head_revision = ?3, compact_revision = ?4, history_from = ?5 WHERE id = ?1",
+                "UPDATE runs SET cluster_id = ?2, head_revision = ?3, compact_revision = ?4, \
+                 history_from = coalesce(history_from, ?5) WHERE id = ?1",
                 params![run.0, cluster, head, compact, history_from],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Records that everything up to `revision` is stored: the run's head
+    /// moves there too.
+    pub fn set_complete_through(&self, run: RunId, revision: i64) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET complete_through = ?2, head_revision = ?2 WHERE id = ?1",
+                params![run.0, revision],
             )
             .map_err(|e| self.err(e))?;
         Ok(())
@@ -228,7 +251,8 @@ impl Store {
             .map_err(|e| self.err(e))?;
         self.conn
             .execute(
-                "UPDATE runs SET status = ?2, finished_at = ?3, keys_seen = ?4, revisions_added = ?5, error = ?6 WHERE id = ?1",
+                "UPDATE runs SET status = ?2, finished_at = ?3, keys_seen = ?4, revisions_added = ?5, error = ?6, \
+                 complete_through = CASE WHEN ?2 = 'complete' THEN head_revision ELSE complete_through END WHERE id = ?1",
                 params![run.0, status.as_str(), now(), keys_seen, added, error],
             )
             .map_err(|e| self.err(e))?;

@@ -11,6 +11,7 @@ use super::prepare::{KeyInfo, Prepared, Semantic};
 use super::{RunId, Store, StoreError};
 use crate::canon::semantic::Sensitivity;
 use crate::decode::key::parse_key;
+use crate::source::filter::ResourceFilter;
 use crate::source::{Record, Sink};
 use rusqlite::{params, OptionalExtension};
 use std::collections::{HashMap, HashSet};
@@ -47,6 +48,7 @@ pub struct RevisionWriter<'s> {
     cluster: i64,
     run: RunId,
     prefix: String,
+    filter: ResourceFilter,
     /// Records that are not stored yet, waiting for the next chunk.
     pending: Vec<(Record, KeyInfo)>,
     /// `(key id, mod_revision)` of records pending or in flight, so a
@@ -84,6 +86,7 @@ impl<'s> RevisionWriter<'s> {
         run: RunId,
         prefix: &str,
         fields: FieldConfig,
+        filter: ResourceFilter,
     ) -> Result<Self, StoreError> {
         let hasher = store.value_hasher()?;
         Ok(RevisionWriter {
@@ -91,6 +94,7 @@ impl<'s> RevisionWriter<'s> {
             cluster,
             run,
             prefix: prefix.to_string(),
+            filter,
             pending: Vec::new(),
             pending_ids: HashSet::new(),
             pipeline: Pipeline::new(&fields, &hasher),
@@ -114,6 +118,14 @@ impl<'s> RevisionWriter<'s> {
             return Ok(cached);
         }
         let parsed = parse_key(&String::from_utf8_lossy(key), &self.prefix).ok();
+        if parsed.as_ref().is_some_and(|p| !self.filter.records(p)) {
+            let info = KeyInfo {
+                excluded: true,
+                ..KeyInfo::new(0, parsed.as_ref())
+            };
+            self.cache_key(key, info);
+            return Ok(info);
+        }
         let conn = &self.store.conn;
         let existing: Option<i64> = conn
             .prepare_cached("SELECT id FROM keys WHERE cluster_id = ?1 AND key = ?2")
@@ -141,11 +153,15 @@ impl<'s> RevisionWriter<'s> {
             }
         };
         let info = KeyInfo::new(id, parsed.as_ref());
+        self.cache_key(key, info);
+        Ok(info)
+    }
+
+    fn cache_key(&mut self, key: &[u8], info: KeyInfo) {
         if self.key_ids.len() >= KEY_CACHE {
             self.key_ids.clear();
         }
         self.key_ids.insert(key.to_vec(), info);
-        Ok(info)
     }
 
     fn path_id(&mut self, path: &str) -> Result<i64, StoreError> {
@@ -431,6 +447,9 @@ impl Sink for RevisionWriter<'_> {
         self.begin_if_needed()?;
         self.in_batch += 1;
         let key = self.key_info(&r.key)?;
+        if key.excluded {
+            return Ok(());
+        }
         let known = self.pending_ids.contains(&(key.id, r.mod_revision))
             || self
                 .store

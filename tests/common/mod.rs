@@ -77,3 +77,23 @@ pub fn runs(db: &std::path::Path) -> Vec<serde_json::Value> {
         .unwrap()
         .clone()
 }
+
+/// Sends SIGTERM to a running etcd-inspector and waits for it.
+pub fn terminate(child: std::process::Child) -> Output {
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    child.wait_with_output().unwrap()
+}
+
+/// Asserts the exit status, showing standard error when it differs.
+pub fn assert_exit(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,0 +1,168 @@
+//! `etcd-inspector follow`: start as `snapshot` does, then watch the prefix
+//! and store every revision as it happens, committing every few seconds and
+//! recording how far everything is stored, so a stop or a kill loses little
+//! and the next run continues from there.
+
+use super::snapshot::{begin, finish, from_live, progress_bar, signal_runtime, Settings, Summary};
+use super::Status;
+use crate::cli::FollowArgs;
+use crate::source::etcd::{Connection, Keys, ReadError, Replay};
+use crate::source::{Record, Sink};
+use crate::store::{RevisionWriter, RunId, Store, StoreError};
+use anyhow::{anyhow, Result};
+use indicatif::ProgressBar;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Longest wait between reconnection attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Stores watched revisions and commits them, with how far they reach, at
+/// least every `commit_every`.
+struct Recorder<'w, 's> {
+    writer: &'w mut RevisionWriter<'s>,
+    store: &'s Store,
+    run: RunId,
+    /// Every revision up to this one has been pushed to the writer.
+    through: i64,
+    /// ... and up to this one is committed.
+    committed: i64,
+    last_commit: Instant,
+    commit_every: Duration,
+    bar: ProgressBar,
+}
+
+impl Recorder<'_, '_> {
+    fn commit(&mut self) -> Result<(), StoreError> {
+        self.writer.flush()?;
+        if self.through > self.committed {
+            self.store.set_complete_through(self.run, self.through)?;
+            self.committed = self.through;
+        }
+        self.last_commit = Instant::now();
+        self.bar.set_message(format!(
+            "following: {} revisions stored, everything through revision {}",
+            self.writer.added, self.committed
+        ));
+        Ok(())
+    }
+}
+
+impl Sink for Recorder<'_, '_> {
+    type Error = StoreError;
+
+    fn record(&mut self, record: Record) -> Result<(), StoreError> {
+        self.writer.record(record)
+    }
+
+    fn progress(&mut self, revision: i64) -> Result<(), StoreError> {
+        self.through = self.through.max(revision);
+        if self.last_commit.elapsed() >= self.commit_every {
+            self.commit()?;
+        }
+        Ok(())
+    }
+}
+
+/// Why watching stopped.
+enum Ended {
+    Deadline,
+    Signal,
+    /// The watch ended: compaction overtook it, or the connection failed.
+    Watch(Result<Replay, ReadError<StoreError>>),
+}
+
+async fn follow(
+    store: &Store,
+    run: RunId,
+    args: &FollowArgs,
+    signalled: &tokio::sync::Notify,
+    bar: &ProgressBar,
+) -> Result<Summary> {
+    let started = Instant::now();
+    let deadline = args.duration.map(|d| tokio::time::Instant::from_std(started + d));
+    let settings = Settings::new(store, &args.record)?;
+    let mut summary = from_live(store, run, &args.etcd, &args.record, &settings, bar).await?;
+    store.set_complete_through(run, summary.head)?;
+    let conn = Connection::from(&args.etcd);
+    let prefix = args.record.prefix.as_bytes();
+    let mut backoff = Duration::from_secs(1);
+    loop {
+        let ended = match conn.connect().await {
+            Ok(etcd) => {
+                let mut writer = settings.writer(store, summary.cluster, run, &args.record.prefix)?;
+                let mut recorder = Recorder {
+                    writer: &mut writer,
+                    store,
+                    run,
+                    through: summary.head,
+                    committed: summary.head,
+                    last_commit: Instant::now(),
+                    commit_every: args.commit_every,
+                    bar: bar.clone(),
+                };
+                let from = summary.head + 1;
+                let ended = tokio::select! {
+                    r = etcd.replay(Keys::Prefix(prefix), from, i64::MAX, conn.command_timeout, &mut recorder) => Ended::Watch(r),
+                    _ = signalled.notified() => Ended::Signal,
+                    _ = sleep_until(deadline) => Ended::Deadline,
+                };
+                // Whatever was received is complete: keep it.
+                recorder.commit()?;
+                summary.head = recorder.committed;
+                ended
+            }
+            Err(e) => Ended::Watch(Err(ReadError::Etcd(e))),
+        };
+        match ended {
+            Ended::Deadline => {
+                summary.keys = store.live_keys(summary.cluster, prefix, summary.head)?;
+                return Ok(summary);
+            }
+            Ended::Signal => return Err(anyhow!("interrupted by a signal")),
+            Ended::Watch(Err(ReadError::Sink(e))) => return Err(e.into()),
+            Ended::Watch(Err(ReadError::Etcd(e))) => {
+                eprintln!(
+                    "warning: watching stopped at revision {}: {e}; reconnecting in {}s",
+                    summary.head,
+                    backoff.as_secs()
+                );
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = signalled.notified() => return Err(anyhow!("interrupted by a signal")),
+                }
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+            Ended::Watch(Ok(_)) => backoff = Duration::from_secs(1),
+        }
+        // Catch up as a snapshot run would: history since what is stored,
+        // or, if compaction overtook the watch, a gap and the state again.
+        match from_live(store, run, &args.etcd, &args.record, &settings, bar).await {
+            Ok(caught_up) => {
+                summary.gaps.extend(caught_up.gaps);
+                summary.head = caught_up.head;
+                store.set_complete_through(run, summary.head)?;
+            }
+            Err(e) if e.downcast_ref::<StoreError>().is_some() => return Err(e),
+            Err(e) => eprintln!("warning: catching up failed: {e:#}"),
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+pub fn run(db: &Path, args: &FollowArgs) -> Result<Status> {
+    let source = format!("follow:{}", args.etcd.endpoints.join(","));
+    let (store, run) = begin(db, &source, &args.record)?;
+    let started = Instant::now();
+    let bar = progress_bar();
+    let (runtime, signalled) = signal_runtime()?;
+    let outcome = runtime.block_on(follow(&store, run, args, &signalled, &bar));
+    bar.finish_and_clear();
+    finish(&store, run, Some(outcome), &args.record, started)
+}

@@ -1,0 +1,33 @@
+//! `etcd-inspector prune`: retention for scheduled snapshots.
+
+use super::Status;
+use crate::cli::PruneArgs;
+use crate::store::Store;
+use anyhow::{Context, Result};
+use std::path::Path;
+
+pub fn run(db: &Path, args: &PruneArgs) -> Result<Status> {
+    let store = Store::open_for_writing(db)?;
+    let before = args
+        .older_than
+        .map(|age| {
+            let age = jiff::SignedDuration::try_from(age).context("--older-than is too long")?;
+            let cutoff = jiff::Timestamp::now()
+                .checked_sub(age)
+                .context("--older-than reaches before the epoch")?;
+            anyhow::Ok(cutoff.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+        })
+        .transpose()?;
+    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    let pruned = store.prune(before.as_deref(), args.keep_runs)?;
+    eprintln!(
+        "pruned {} runs: {} revisions, {} keys and {} stored values removed",
+        pruned.runs, pruned.revisions, pruned.keys, pruned.values
+    );
+    if args.vacuum {
+        let was = size(db);
+        store.vacuum()?;
+        eprintln!("vacuumed {}: {} → {} bytes", db.display(), was, size(db));
+    }
+    Ok(0)
+}

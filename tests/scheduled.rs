@@ -1,0 +1,318 @@
+//! Scheduled use: CronJob-style runs with compaction between them, `follow`
+//! stopped and restarted, retention with `prune`, the metrics file, and the
+//! Kubernetes manifests.
+
+mod common;
+
+use common::etcd::TestEtcd;
+use common::k8s::pod;
+use common::{assert_exit, history, inspector, json, ok, runs, terminate};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn snapshot(etcd: &TestEtcd, db: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["snapshot", "--endpoints", &etcd.endpoint];
+    args.extend_from_slice(extra);
+    inspector(db, &args)
+}
+
+fn metrics(path: &Path) -> prometheus_parse::Scrape {
+    let text = std::fs::read_to_string(path).unwrap();
+    prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).expect("Prometheus text format")
+}
+
+fn gauge(scrape: &prometheus_parse::Scrape, name: &str, labels: &[(&str, &str)]) -> f64 {
+    let sample = scrape
+        .samples
+        .iter()
+        .find(|s| s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+        .unwrap_or_else(|| panic!("no sample {name} {labels:?}"));
+    match sample.value {
+        prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Untyped(v) => v,
+        ref other => panic!("{name} is not a gauge: {other:?}"),
+    }
+}
+
+#[test]
+fn three_scheduled_runs_with_a_compaction_between_give_one_gap() {
+    let etcd = TestEtcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let prom = dir.path().join("textfile/etcd_inspector.prom");
+    let prom_arg = format!("--metrics-file={}", prom.display());
+    let key = "/registry/pods/default/web";
+    let lease = "/registry/leases/kube-node-lease/node-1";
+    etcd.put(key, &pod("default", "web", "uid-1", "nginx:1"));
+    etcd.put(
+        lease,
+        b"{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\"}",
+    );
+    ok(snapshot(&etcd, &db, &[&prom_arg]));
+    let first = metrics(&prom);
+    assert_eq!(
+        gauge(&first, "etcd_inspector_run_status", &[("status", "complete")]),
+        1.0
+    );
+    assert_eq!(gauge(&first, "etcd_inspector_run_revisions_added", &[]), 1.0);
+
+    // Between runs 1 and 2: two updates, read by run 2.
+    etcd.put(key, &pod("default", "web", "uid-1", "nginx:2"));
+    etcd.put(key, &pod("default", "web", "uid-1", "nginx:3"));
+    ok(snapshot(&etcd, &db, &[&prom_arg]));
+    // Between runs 2 and 3: three updates, then a compaction that loses the
+    // first two before run 3 can read them.
+    let lost_from = etcd.put(key, &pod("default", "web", "uid-1", "nginx:4"));
+    let lost_to = etcd.put(key, &pod("default", "web", "uid-1", "nginx:5"));
+    let kept = etcd.put(key, &pod("default", "web", "uid-1", "nginx:6"));
+    etcd.compact(kept);
+    ok(snapshot(&etcd, &db, &[&prom_arg]));
+
+    let r = runs(&db);
+    assert_eq!(r.len(), 3);
+    assert!(r.iter().all(|run| run["status"] == "complete"), "{r:?}");
+    let added: Vec<i64> = r
+        .iter()
+        .map(|run| run["revisions_added"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        added,
+        [1, 2, 1],
+        "run 1: the pod; run 2: two updates; run 3: what compaction left"
+    );
+    let gaps: Vec<&serde_json::Value> = r.iter().flat_map(|run| run["gaps"].as_array().unwrap()).collect();
+    assert_eq!(gaps.len(), 1, "{gaps:?}");
+    assert_eq!(
+        (gaps[0]["from_revision"].as_i64(), gaps[0]["to_revision"].as_i64()),
+        (Some(lost_from), Some(lost_to)),
+        "a gap covers exactly the revisions compaction removed"
+    );
+    let revisions: Vec<i64> = history(&db, key)
+        .iter()
+        .map(|h| h["mod_revision"].as_i64().unwrap())
+        .collect();
+    assert_eq!(revisions.len(), 4);
+    assert_eq!(revisions.last(), Some(&kept));
+    let lease_history = inspector(&db, &["history", lease]);
+    assert!(
+        !lease_history.status.success()
+            && String::from_utf8_lossy(&lease_history.stderr).contains("no revisions"),
+        "leases are excluded by default"
+    );
+
+    let third = metrics(&prom);
+    assert_eq!(gauge(&third, "etcd_inspector_run_id", &[]), 3.0);
+    assert_eq!(
+        gauge(&third, "etcd_inspector_run_history_gap_revisions", &[]),
+        (lost_to - lost_from + 1) as f64
+    );
+    assert_eq!(
+        gauge(&third, "etcd_inspector_run_head_revision", &[]),
+        kept as f64
+    );
+    assert_eq!(
+        gauge(&third, "etcd_inspector_run_status", &[("status", "failed")]),
+        0.0
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(prom.parent().unwrap()).unwrap().collect();
+    assert_eq!(leftovers.len(), 1, "only the metrics file, no temporary file");
+}
+
+#[test]
+fn a_failed_run_is_in_the_metrics_and_fail_on_sets_the_exit_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let prom = dir.path().join("m.prom");
+    let out = inspector(
+        &db,
+        &[
+            "snapshot",
+            "--endpoints=http://127.0.0.1:1",
+            "--dial-timeout=1s",
+            &format!("--metrics-file={}", prom.display()),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        gauge(
+            &metrics(&prom),
+            "etcd_inspector_run_status",
+            &[("status", "failed")]
+        ),
+        1.0
+    );
+
+    // An identical rewrite is a finding (rewrite, medium): --fail-on low exits 4.
+    let etcd = TestEtcd::start();
+    let key = "/registry/pods/default/web";
+    etcd.put(key, &pod("default", "web", "uid-1", "nginx:1"));
+    etcd.put(key, &pod("default", "web", "uid-1", "nginx:1"));
+    let out = snapshot(&etcd, &db, &["--fail-on=low"]);
+    assert_exit(&out, 4);
+    assert_eq!(runs(&db).last().unwrap()["status"], "complete");
+}
+
+fn start_follow(etcd: &TestEtcd, db: &Path, extra: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_etcd-inspector"))
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "follow",
+            "--endpoints",
+            &etcd.endpoint,
+            "--commit-every=200ms",
+        ])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until the database holds `n` revisions of `key`.
+fn wait_for(db: &Path, key: &str, n: usize) {
+    let start = Instant::now();
+    let stored = || {
+        let out = inspector(db, &["history", key, "-o", "json"]);
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        rows.as_array().map_or(0, Vec::len)
+    };
+    while stored() < n {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "follow never stored {n} revisions of {key}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn follow_stopped_by_sigterm_resumes_without_losing_or_repeating_a_revision() {
+    let etcd = TestEtcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let key = "/registry/pods/default/web";
+    let mut written = vec![etcd.put(key, &pod("default", "web", "uid-1", "nginx:0"))];
+    let child = start_follow(&etcd, &db, &[]);
+    for i in 1..=5 {
+        written.push(etcd.put(key, &pod("default", "web", "uid-1", &format!("nginx:{i}"))));
+    }
+    wait_for(&db, key, written.len());
+    let out = terminate(child);
+    assert_exit(&out, 130);
+    assert_eq!(runs(&db)[0]["status"], "interrupted");
+
+    // Written while nothing follows; the next follow picks them up.
+    for i in 6..=8 {
+        written.push(etcd.put(key, &pod("default", "web", "uid-1", &format!("nginx:{i}"))));
+    }
+    let child = start_follow(&etcd, &db, &["--duration=3s"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    written.push(etcd.put(key, &pod("default", "web", "uid-1", "nginx:9")));
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 0);
+
+    let stored: Vec<i64> = history(&db, key)
+        .iter()
+        .map(|h| h["mod_revision"].as_i64().unwrap())
+        .collect();
+    assert_eq!(stored, written, "every revision once, in order");
+    let r = runs(&db);
+    assert_eq!(r[1]["status"], "complete");
+    assert!(r[1]["gaps"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn prune_keeps_diff_between_the_remaining_runs() {
+    let etcd = TestEtcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let (a, b, c) = (
+        "/registry/pods/default/a",
+        "/registry/pods/default/b",
+        "/registry/pods/default/c",
+    );
+    // Run 1 reads two revisions of `a`; later runs need only the second.
+    etcd.put(a, &pod("default", "a", "uid-a", "nginx:0"));
+    etcd.put(a, &pod("default", "a", "uid-a", "nginx:1"));
+    etcd.put(b, &pod("default", "b", "uid-b", "nginx:1"));
+    ok(snapshot(&etcd, &db, &["--no-analyze"]));
+    etcd.put(a, &pod("default", "a", "uid-a", "nginx:2"));
+    etcd.delete(b);
+    ok(snapshot(&etcd, &db, &["--no-analyze"]));
+    etcd.put(a, &pod("default", "a", "uid-a", "nginx:3"));
+    etcd.put(c, &pod("default", "c", "uid-c", "nginx:1"));
+    ok(snapshot(&etcd, &db, &["--no-analyze"]));
+    let diff = |x: &str, y: &str| json(inspector(&db, &["diff", x, y, "-o", "json"]));
+    let before = diff("2", "3");
+    let history_before = history(&db, a);
+
+    let out = ok(inspector(&db, &["prune", "--keep-runs=2", "--vacuum"]));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("pruned 1 runs"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ids: Vec<i64> = runs(&db).iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    assert_eq!(ids, [2, 3]);
+    assert_eq!(
+        diff("2", "3"),
+        before,
+        "diff between the remaining runs is unchanged"
+    );
+    let history_after = history(&db, a);
+    assert_eq!(
+        history_after.len(),
+        history_before.len() - 1,
+        "the revision only run 1 needed is gone"
+    );
+    assert_eq!(history_after.last(), history_before.last());
+    assert_eq!(history(&db, b).len(), 2, "run 2 saw `b` live, then deleted");
+    let integrity: String = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row("PRAGMA foreign_key_check", [], |r| r.get(0))
+        .unwrap_or_else(|_| "ok".into());
+    assert_eq!(integrity, "ok");
+    // The newest complete run is never pruned.
+    ok(inspector(&db, &["prune", "--keep-runs=1"]));
+    ok(inspector(&db, &["prune", "--older-than=0s"]));
+    assert_eq!(runs(&db).len(), 1);
+    ok(snapshot(&etcd, &db, &["--no-analyze"]));
+    assert_eq!(
+        runs(&db).last().unwrap()["revisions_added"],
+        0,
+        "the next run continues from the kept one"
+    );
+}
+
+/// The CronJob manifests against the Kubernetes schemas, with the PyPI
+/// package `kubernetes-validate` (.ci/run installs it).
+#[test]
+fn kubernetes_manifests_pass_schema_validation() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kubernetes");
+    let validator = std::env::var("KUBERNETES_VALIDATE").unwrap_or_else(|_| "kubernetes-validate".into());
+    let run = |files: &[&Path]| Command::new(&validator).arg("--strict").args(files).output();
+    let manifests = ["namespace.yaml", "pvc.yaml", "cronjob.yaml"].map(|f| dir.join(f));
+    let out = match run(&manifests.iter().map(|p| p.as_path()).collect::<Vec<_>>()) {
+        Ok(out) => out,
+        Err(e) if std::env::var_os("ETCD_INSPECTOR_REQUIRE_TOOLS").is_none() => {
+            eprintln!("skipping: {validator} is not installed ({e}); .ci/run installs it");
+            return;
+        }
+        Err(e) => panic!("{validator}: {e}"),
+    };
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The validator does reject a broken manifest.
+    let broken = tempfile::Builder::new().suffix(".yaml").tempfile().unwrap();
+    let text = std::fs::read_to_string(&manifests[2]).unwrap().replace(
+        "concurrencyPolicy: Forbid",
+        "concurrencyPolicy: Forbid\n  concurrency: 1",
+    );
+    std::fs::write(broken.path(), text).unwrap();
+    assert!(!run(&[broken.path()]).unwrap().status.success());
+}
