@@ -8,7 +8,7 @@ use super::{Record, Sink};
 use crate::decode::key::COMPACT_REV_KEY;
 use prost::Message;
 use sha1::Sha1;
-use sha2::{Digest, Sha256};
+use sha2::Digest;
 
 /// `mvccpb.KeyValue` (etcd `api/mvccpb/kv.proto`).
 #[derive(Clone, PartialEq, Message)]
@@ -63,10 +63,9 @@ pub fn inspect(db: &BoltDb) -> Result<FileInfo, BoltError> {
 
 fn inspect_buckets(db: &BoltDb) -> Result<FileInfo, BoltError> {
     // Hash the mapped file: reading it into memory would cost its size in RAM.
-    let file = db.file_bytes();
-    let sha256 = Sha256::digest(file).iter().map(|b| format!("{b:02x}")).collect();
+    let sha256 = db.file_sha256().iter().map(|b| format!("{b:02x}")).collect();
     let mut info = FileInfo {
-        size: file.len() as u64,
+        size: db.file_bytes().len() as u64,
         sha256,
         had_trailer: db.had_trailer,
         consistent_index: None,
@@ -89,13 +88,19 @@ fn inspect_buckets(db: &BoltDb) -> Result<FileInfo, BoltError> {
         Ok(())
     })?;
     let keys = db.top_bucket("key")?;
+    let mut walked = 0i64;
     db.for_each(keys, &mut |k, _, _| {
         if let Some(r) = revision::parse(k) {
             info.first_revision.get_or_insert(r.revision.main);
             info.last_revision = Some(r.revision.main);
         }
+        walked += 1;
+        if walked % RELEASE_EVERY == 0 {
+            db.release_resident();
+        }
         Ok(())
     })?;
+    db.release_resident();
     if let Some(members) = db.bucket(db.root(), b"members")? {
         let mut ids = Vec::new();
         db.for_each(members, &mut |k, _, _| {

@@ -85,6 +85,26 @@ pub enum Bucket<'a> {
     Inline(&'a [u8]),
 }
 
+/// Bytes hashed between releases of the pages just read.
+const HASH_CHUNK: usize = 64 << 20;
+
+/// SHA-256 of `map[..end]`, releasing each chunk's pages once hashed so that
+/// hashing a large file does not make it resident.
+fn sha256_releasing(map: &Mmap, end: usize) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    let mut at = 0;
+    while at < end {
+        let len = HASH_CHUNK.min(end - at);
+        hasher.update(&map[at..at + len]);
+        #[cfg(unix)]
+        // SAFETY: as in `release_resident`: a read-only shared file mapping
+        // only loses its page-table entries and reads the file again.
+        let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, at, len) };
+        at += len;
+    }
+    hasher.finalize().into()
+}
+
 impl BoltDb {
     /// Opens and validates `path`.
     pub fn open(path: &Path) -> Result<BoltDb, BoltError> {
@@ -107,8 +127,7 @@ impl BoltDb {
         let mut len = size;
         let mut had_trailer = false;
         if size % 512 == TRAILER {
-            let (body, digest) = map.split_at(size - TRAILER);
-            if Sha256::digest(body).as_slice() != digest {
+            if sha256_releasing(&map, size - TRAILER) != map[size - TRAILER..] {
                 return Err(BoltError::BadTrailer {
                     path: path.to_path_buf(),
                 });
@@ -181,6 +200,12 @@ impl BoltDb {
 
     pub fn meta(&self) -> Meta {
         self.meta
+    }
+
+    /// SHA-256 of the whole file, trailer included, without keeping it
+    /// resident.
+    pub fn file_sha256(&self) -> [u8; 32] {
+        sha256_releasing(&self.map, self.map.len())
     }
 
     /// Drops the mapped pages from this process's resident memory (they
