@@ -45,6 +45,19 @@ fn node(object: &Value) -> Option<String> {
 
 /// Reads the facts of a decoded object.
 pub fn object_facts(object: &Value) -> ObjectFacts {
+    object_facts_with_spec_hash(object, spec_hash(object))
+}
+
+/// First 16 bytes of the SHA-256 of the canonical `spec`, if there is one.
+pub fn spec_hash(object: &Value) -> Option<Vec<u8>> {
+    object.get("spec").map(|s| {
+        Sha256::digest(serde_json::to_vec(&canonical(s)).expect("JSON values serialize"))[..16].to_vec()
+    })
+}
+
+/// [`object_facts`] with the spec hash already known (the store takes it
+/// from the field hash of `spec`, which is the same digest).
+pub fn object_facts_with_spec_hash(object: &Value, spec_hash: Option<Vec<u8>>) -> ObjectFacts {
     let meta = object.get("metadata");
     let controller = meta
         .and_then(|m| m.get("ownerReferences"))
@@ -79,9 +92,7 @@ pub fn object_facts(object: &Value) -> ObjectFacts {
         owner_name: controller.and_then(|c| text(c.get("name"))),
         owner_uid: controller.and_then(|c| text(c.get("uid"))),
         generate_name: text(meta.and_then(|m| m.get("generateName"))),
-        spec_hash: object.get("spec").map(|s| {
-            Sha256::digest(serde_json::to_vec(&canonical(s)).expect("JSON values serialize"))[..16].to_vec()
-        }),
+        spec_hash,
         creation_timestamp: text(meta.and_then(|m| m.get("creationTimestamp"))),
         deletion_timestamp: text(meta.and_then(|m| m.get("deletionTimestamp"))),
         phase: text(object.pointer("/status/phase")),

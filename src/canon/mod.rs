@@ -9,7 +9,7 @@ pub mod managed;
 pub mod semantic;
 pub mod sensitive;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// Whether a value is empty in Kubernetes' `omitempty` sense.
 pub fn is_empty(v: &Value) -> bool {
@@ -33,22 +33,25 @@ fn is_field_set_member(key: &str) -> bool {
 /// `false`, `[]`, `{}`, `null`) removed from objects, recursively; an
 /// object or array left empty is removed from its parent too.
 pub fn canonical(v: &Value) -> Value {
+    into_canonical(v.clone())
+}
+
+/// [`canonical`], consuming `v` (its strings move instead of being copied).
+pub fn into_canonical(v: Value) -> Value {
     match v {
-        Value::Object(o) => {
-            let mut keys: Vec<&String> = o.keys().collect();
-            keys.sort();
-            let mut out = Map::new();
-            for k in keys {
-                let c = canonical(&o[k]);
-                if !is_empty(&c) || is_field_set_member(k) {
-                    out.insert(k.clone(), c);
-                }
-            }
-            Value::Object(out)
-        }
-        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
-        other => other.clone(),
+        Value::Object(o) => canonical_members(o.into_iter().map(|(k, v)| (k, into_canonical(v)))),
+        Value::Array(a) => Value::Array(a.into_iter().map(into_canonical).collect()),
+        other => other,
     }
+}
+
+/// An object of already canonical members: sorted by key, empties dropped.
+pub fn canonical_members(members: impl Iterator<Item = (String, Value)>) -> Value {
+    let mut members: Vec<(String, Value)> = members
+        .filter(|(k, c)| !is_empty(c) || is_field_set_member(k))
+        .collect();
+    members.sort_by(|a, b| a.0.cmp(&b.0));
+    Value::Object(members.into_iter().collect())
 }
 
 #[cfg(test)]

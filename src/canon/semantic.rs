@@ -6,28 +6,45 @@
 //! same content (`apps/v1beta2` → `apps/v1`) keeps its hash while a change of
 //! group or kind does not.
 
-use super::canonical;
 use super::keyed_hash::ValueHasher;
-use serde_json::Value;
+use super::{canonical_members, into_canonical};
+use serde_json::{Map, Value};
 
 /// Default depth of field paths (`spec`, `spec.replicas`).
 pub const DEFAULT_DEPTH: usize = 2;
 
 /// The semantic form of `object`.
 pub fn semantic_form(object: &Value) -> Value {
-    let mut v = object.clone();
-    if let Value::Object(map) = &mut v {
-        if let Some(Value::Object(meta)) = map.get_mut("metadata") {
-            meta.remove("resourceVersion");
-            meta.remove("selfLink");
-        }
-        if let Some(Value::String(api_version)) = map.remove("apiVersion") {
-            if let Some((group, _)) = api_version.rsplit_once('/') {
-                map.insert("apiGroup".into(), Value::String(group.to_string()));
+    into_semantic_form(object.clone())
+}
+
+/// [`semantic_form`], consuming the object (nothing is copied).
+pub fn into_semantic_form(object: Value) -> Value {
+    let Value::Object(map) = object else {
+        return into_canonical(object);
+    };
+    let mut top = Map::new();
+    for (key, value) in map {
+        match (key.as_str(), value) {
+            ("apiVersion", Value::String(api_version)) => {
+                if let Some((group, _)) = api_version.rsplit_once('/') {
+                    top.insert("apiGroup".into(), Value::String(group.to_string()));
+                }
+            }
+            ("apiVersion", _) => {}
+            ("metadata", Value::Object(meta)) => {
+                let kept = meta
+                    .into_iter()
+                    .filter(|(k, _)| k != "resourceVersion" && k != "selfLink")
+                    .map(|(k, v)| (k, into_canonical(v)));
+                top.insert(key, canonical_members(kept));
+            }
+            (_, value) => {
+                top.insert(key, into_canonical(value));
             }
         }
     }
-    canonical(&v)
+    canonical_members(top.into_iter())
 }
 
 /// Which paths of an object hold sensitive values.
@@ -71,31 +88,67 @@ pub fn field_hashes(
     sensitivity: &Sensitivity,
     hasher: &ValueHasher,
 ) -> Vec<FieldHash> {
-    let mut out = Vec::new();
-    walk(form, "", depth, &mut |path, value| {
-        let bytes = serde_json::to_vec(value).expect("JSON values serialize");
-        let full = hasher.hash(&bytes, sensitivity.is_sensitive(secret, path)).0;
-        out.push((
-            path.to_string(),
-            full[..FIELD_HASH_LEN].try_into().expect("16 bytes"),
-        ));
-    });
-    out
+    serialize_with_field_hashes(form, depth, secret, sensitivity, hasher).1
 }
 
-fn walk(v: &Value, prefix: &str, depth: usize, visit: &mut dyn FnMut(&str, &Value)) {
-    let Value::Object(map) = v else { return };
-    if depth == 0 {
-        return;
-    }
-    for (k, child) in map {
-        let path = if prefix.is_empty() {
-            k.clone()
-        } else {
-            format!("{prefix}.{k}")
-        };
-        visit(&path, child);
-        walk(child, &path, depth - 1, visit);
+/// `form` serialized as compact JSON (the bytes `serde_json::to_vec` gives)
+/// and its [`field_hashes`], hashed from slices of those bytes: a field's
+/// value serializes to the same bytes alone as inside its parent, so one
+/// serialization serves the whole object and every field.
+pub fn serialize_with_field_hashes(
+    form: &Value,
+    depth: usize,
+    secret: bool,
+    sensitivity: &Sensitivity,
+    hasher: &ValueHasher,
+) -> (Vec<u8>, Vec<FieldHash>) {
+    let mut bytes = Vec::with_capacity(4096);
+    let mut spans = Vec::new();
+    write_spans(form, "", depth, &mut bytes, &mut spans);
+    let hashes = spans
+        .into_iter()
+        .map(|(path, start, end)| {
+            let full = hasher
+                .hash(&bytes[start..end], sensitivity.is_sensitive(secret, &path))
+                .0;
+            let hash = full[..FIELD_HASH_LEN].try_into().expect("16 bytes");
+            (path, hash)
+        })
+        .collect();
+    (bytes, hashes)
+}
+
+/// Serializes `v` into `out`, recording where each member of an object
+/// down to `depth` levels starts and ends.
+fn write_spans(
+    v: &Value,
+    prefix: &str,
+    depth: usize,
+    out: &mut Vec<u8>,
+    spans: &mut Vec<(String, usize, usize)>,
+) {
+    match v {
+        Value::Object(map) if depth > 0 => {
+            out.push(b'{');
+            for (i, (k, child)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                serde_json::to_writer(&mut *out, k).expect("JSON strings serialize");
+                out.push(b':');
+                let path = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                let (slot, start) = (spans.len(), out.len());
+                spans.push((path.clone(), start, start));
+                write_spans(child, &path, depth - 1, out, spans);
+                spans[slot].2 = out.len();
+            }
+            out.push(b'}');
+        }
+        other => serde_json::to_writer(&mut *out, other).expect("JSON values serialize"),
     }
 }
 
@@ -103,6 +156,23 @@ fn walk(v: &Value, prefix: &str, depth: usize, visit: &mut dyn FnMut(&str, &Valu
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn one_serialization_gives_the_bytes_and_the_field_hashes() {
+        let form = semantic_form(
+            &json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "b\"c", "é": "\u{1}"}},
+                    "spec": {"containers": [{"name": "x", "args": ["1", "2"]}], "replicas": 2.5}}),
+        );
+        let hasher = ValueHasher::new([7; 32]);
+        let (bytes, hashes) = serialize_with_field_hashes(&form, 2, false, &Sensitivity::default(), &hasher);
+        assert_eq!(bytes, serde_json::to_vec(&form).unwrap());
+        for (path, hash) in &hashes {
+            let value = path.split('.').fold(&form, |v, k| &v[k]);
+            let alone = hasher.hash(&serde_json::to_vec(value).unwrap(), false).0;
+            assert_eq!(&alone[..FIELD_HASH_LEN], hash, "{path}");
+        }
+        assert_eq!(hashes.len(), 7, "{hashes:?}");
+    }
 
     #[test]
     fn storage_version_and_storage_fields_do_not_count() {

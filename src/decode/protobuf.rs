@@ -13,6 +13,7 @@ use super::wire::{self, Reader};
 use base64::Engine;
 use prost_reflect::{DynamicMessage, MessageDescriptor, ReflectMessage, Value as PValue};
 use serde_json::{Map, Value};
+use std::fmt::Write;
 
 /// A protobuf object that does not parse.
 #[derive(Debug, thiserror::Error)]
@@ -53,11 +54,12 @@ pub fn to_json(
     })?;
     let mut conv = Converter {
         schema,
+        path: String::new(),
         unknown_fields: Vec::new(),
         warnings: Vec::new(),
     };
     let mut object = Map::new();
-    conv.fill(&msg, "", &mut object);
+    conv.fill(&msg, &mut object);
     Ok(ProtoJson {
         object,
         unknown_fields: conv.unknown_fields,
@@ -67,16 +69,11 @@ pub fn to_json(
 
 struct Converter<'s> {
     schema: &'s Schema,
+    /// Path of the value being converted (`spec.containers[0]`), kept in
+    /// one buffer: it is only read to name unknown fields and warnings.
+    path: String,
     unknown_fields: Vec<String>,
     warnings: Vec<String>,
-}
-
-fn join(path: &str, name: &str) -> String {
-    if path.is_empty() {
-        name.to_string()
-    } else {
-        format!("{path}.{name}")
-    }
 }
 
 const META: &str = "k8s.io.apimachinery.pkg.apis.meta.v1.";
@@ -141,47 +138,70 @@ fn int(msg: &DynamicMessage, number: u32) -> i64 {
 }
 
 impl Converter<'_> {
-    fn message(&mut self, msg: &DynamicMessage, path: &str) -> Value {
+    /// Runs `f` with `.name` (or `name` at the top) appended to the path.
+    fn at_field<T>(&mut self, name: &str, f: impl FnOnce(&mut Self) -> T) -> T {
+        let len = self.path.len();
+        if len > 0 {
+            self.path.push('.');
+        }
+        self.path.push_str(name);
+        let out = f(self);
+        self.path.truncate(len);
+        out
+    }
+
+    /// Runs `f` with `[i]` appended to the path.
+    fn at_index<T>(&mut self, i: usize, f: impl FnOnce(&mut Self) -> T) -> T {
+        let len = self.path.len();
+        let _ = write!(self.path, "[{i}]");
+        let out = f(self);
+        self.path.truncate(len);
+        out
+    }
+
+    fn message(&mut self, msg: &DynamicMessage) -> Value {
         let desc = msg.descriptor();
         if let Some(kind) = special(desc.full_name()) {
-            return self.special(kind, msg, path);
+            return self.special(kind, msg);
         }
         if self.schema.is_list_wrapper(&desc) {
             return match field(msg, 1) {
-                Some(v) => self.value(&v, path),
+                Some(v) => self.value(&v),
                 None => Value::Array(Vec::new()),
             };
         }
         let mut out = Map::new();
-        self.fill(msg, path, &mut out);
+        self.fill(msg, &mut out);
         Value::Object(out)
     }
 
     /// Writes `msg`'s fields into `out` (inlined messages into the same map).
-    fn fill(&mut self, msg: &DynamicMessage, path: &str, out: &mut Map<String, Value>) {
+    fn fill(&mut self, msg: &DynamicMessage, out: &mut Map<String, Value>) {
         let desc = msg.descriptor();
+        let inlined = self.schema.inline_numbers(&desc);
         for (fd, v) in msg.fields() {
-            if self.schema.is_inline(&desc, fd.number()) {
+            if inlined.is_some_and(|n| n.contains(&fd.number())) {
                 if let PValue::Message(inner) = v {
-                    self.fill(inner, path, out);
+                    self.fill(inner, out);
                     continue;
                 }
             }
-            let p = join(path, fd.json_name());
-            let json = self.value(v, &p);
-            out.insert(fd.json_name().to_string(), json);
+            let name = fd.json_name();
+            let json = self.at_field(name, |c| c.value(v));
+            out.insert(name.to_string(), json);
         }
         for uf in msg.unknown_fields() {
             let mut buf = Vec::new();
             uf.encode(&mut buf);
             if let Ok(Some(f)) = Reader::new(&buf, 0).next_field() {
                 wire::insert_unknown(out, f.number, wire::render_value(&f.value));
-                self.unknown_fields.push(join(path, &wire::unknown_key(f.number)));
+                let path = self.at_field(&wire::unknown_key(f.number), |c| c.path.clone());
+                self.unknown_fields.push(path);
             }
         }
     }
 
-    fn value(&mut self, v: &PValue, path: &str) -> Value {
+    fn value(&mut self, v: &PValue) -> Value {
         match v {
             PValue::Bool(b) => Value::Bool(*b),
             PValue::I32(n) => Value::from(*n),
@@ -193,12 +213,12 @@ impl Converter<'_> {
             PValue::String(s) => Value::String(s.clone()),
             PValue::Bytes(b) => Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
             PValue::EnumNumber(n) => Value::from(*n),
-            PValue::Message(m) => self.message(m, path),
+            PValue::Message(m) => self.message(m),
             PValue::List(items) => Value::Array(
                 items
                     .iter()
                     .enumerate()
-                    .map(|(i, item)| self.value(item, &format!("{path}[{i}]")))
+                    .map(|(i, item)| self.at_index(i, |c| c.value(item)))
                     .collect(),
             ),
             PValue::Map(entries) => {
@@ -207,7 +227,7 @@ impl Converter<'_> {
                 let mut out = Map::new();
                 for (k, item) in keys {
                     let key = map_key(k);
-                    let json = self.value(item, &join(path, &key));
+                    let json = self.at_field(&key, |c| c.value(item));
                     out.insert(key, json);
                 }
                 Value::Object(out)
@@ -215,7 +235,7 @@ impl Converter<'_> {
         }
     }
 
-    fn special(&mut self, kind: Special, msg: &DynamicMessage, path: &str) -> Value {
+    fn special(&mut self, kind: Special, msg: &DynamicMessage) -> Value {
         match kind {
             Special::Time | Special::MicroTime => {
                 let (secs, nanos) = (int(msg, 1), int(msg, 2) as i32);
@@ -228,7 +248,8 @@ impl Converter<'_> {
                 };
                 text.map(Value::String).unwrap_or_else(|| {
                     self.warnings.push(format!(
-                        "{path}: time out of range (seconds={secs}, nanos={nanos})"
+                        "{}: time out of range (seconds={secs}, nanos={nanos})",
+                        self.path
                     ));
                     serde_json::json!({ "seconds": secs, "nanos": nanos })
                 })
@@ -249,45 +270,42 @@ impl Converter<'_> {
                 }
             }
             Special::RawJson => match field(msg, 1).as_deref() {
-                Some(PValue::Bytes(b)) if !b.is_empty() => self.embedded_json(b, path),
+                Some(PValue::Bytes(b)) if !b.is_empty() => self.embedded_json(b),
                 _ => Value::Null,
             },
             Special::SchemaOrArray => match field(msg, 2).as_deref() {
-                Some(PValue::List(items)) if !items.is_empty() => {
-                    self.value(&PValue::List(items.clone()), path)
-                }
-                _ => self.optional_message(msg, 1, path),
+                Some(PValue::List(items)) if !items.is_empty() => self.value(&PValue::List(items.clone())),
+                _ => self.optional_message(msg, 1),
             },
             Special::SchemaOrBool => {
                 if msg.has_field_by_number(2) {
-                    self.optional_message(msg, 2, path)
+                    self.optional_message(msg, 2)
                 } else {
                     Value::Bool(matches!(field(msg, 1).as_deref(), Some(PValue::Bool(true))))
                 }
             }
             Special::SchemaOrStringArray => match field(msg, 2).as_deref() {
-                Some(PValue::List(items)) if !items.is_empty() => {
-                    self.value(&PValue::List(items.clone()), path)
-                }
-                _ => self.optional_message(msg, 1, path),
+                Some(PValue::List(items)) if !items.is_empty() => self.value(&PValue::List(items.clone())),
+                _ => self.optional_message(msg, 1),
             },
         }
     }
 
-    fn optional_message(&mut self, msg: &DynamicMessage, number: u32, path: &str) -> Value {
+    fn optional_message(&mut self, msg: &DynamicMessage, number: u32) -> Value {
         match field(msg, number).as_deref() {
-            Some(PValue::Message(m)) => self.message(m, path),
+            Some(PValue::Message(m)) => self.message(m),
             _ => Value::Null,
         }
     }
 
     /// RawExtension, FieldsV1 and apiextensions JSON hold serialized JSON.
-    fn embedded_json(&mut self, bytes: &[u8], path: &str) -> Value {
+    fn embedded_json(&mut self, bytes: &[u8]) -> Value {
         match serde_json::from_slice(bytes) {
             Ok(v) => v,
             Err(e) => {
                 self.warnings.push(format!(
-                    "{path}: embedded value is not JSON ({e}); kept as base64"
+                    "{}: embedded value is not JSON ({e}); kept as base64",
+                    self.path
                 ));
                 Value::String(base64::engine::general_purpose::STANDARD.encode(bytes))
             }

@@ -150,9 +150,12 @@ impl Schema {
 
     /// Whether JSON flattens this field into its parent.
     pub fn is_inline(&self, message: &MessageDescriptor, number: u32) -> bool {
-        self.inline_fields
-            .get(message.full_name())
-            .is_some_and(|s| s.contains(&number))
+        self.inline_numbers(message).is_some_and(|s| s.contains(&number))
+    }
+
+    /// The numbers of the message's inlined fields, if it has any.
+    pub fn inline_numbers(&self, message: &MessageDescriptor) -> Option<&HashSet<u32>> {
+        self.inline_fields.get(message.full_name())
     }
 
     /// Whether this message is a one-field wrapper shown as a bare array.

@@ -5,14 +5,15 @@
 
 use super::writer::FieldConfig;
 use crate::canon::duplicates::duplicate_entries;
-use crate::canon::facts::{object_facts, ObjectFacts};
+use crate::canon::facts::{object_facts_with_spec_hash, ObjectFacts};
 use crate::canon::keyed_hash::ValueHasher;
-use crate::canon::semantic::{field_hashes, semantic_form, FieldHash};
+use crate::canon::semantic::{into_semantic_form, serialize_with_field_hashes, FieldHash, FIELD_HASH_LEN};
 use crate::canon::sensitive::{is_secret, is_sensitive_resource};
 use crate::decode::key::{ParsedKey, SpecialKey};
 use crate::decode::{decode_value, Outcome};
 use crate::source::Record;
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 /// What the writer knows about a key before any of its values is decoded.
 #[derive(Clone, Copy, Debug)]
@@ -129,25 +130,43 @@ fn describe(value: &[u8], special: Option<SpecialKey>) -> (Described, Option<Val
     }
 }
 
-fn semantic(
-    object: &Value,
-    sensitive_resource: bool,
-    config: &FieldConfig,
-    hasher: &ValueHasher,
-) -> Semantic {
-    let form = semantic_form(object);
-    let secret = sensitive_resource || is_secret(object);
+fn semantic(object: Value, secret: bool, config: &FieldConfig, hasher: &ValueHasher) -> Semantic {
+    let managed = object
+        .pointer("/metadata/managedFields")
+        .map(|m| serde_json::to_vec(m).expect("JSON values serialize"));
+    let form = into_semantic_form(object);
     let keyed = config.sensitivity.covers_any(secret, &form);
-    let canonical = serde_json::to_vec(&form).expect("JSON values serialize");
+    let (canonical, fields) =
+        serialize_with_field_hashes(&form, config.depth, secret, &config.sensitivity, hasher);
     Semantic {
         hash: hasher.hash(&canonical, keyed).0,
         keyed,
-        fields: field_hashes(&form, config.depth, secret, &config.sensitivity, hasher),
-        managed: object
-            .pointer("/metadata/managedFields")
-            .map(|m| serde_json::to_vec(m).expect("JSON values serialize")),
+        fields,
+        managed,
         canonical,
     }
+}
+
+/// What the detectors read, the duplicate entries, and the semantic content.
+fn analyse(
+    object: Value,
+    sensitive_resource: bool,
+    config: &FieldConfig,
+    hasher: &ValueHasher,
+) -> (ObjectFacts, Option<String>, Semantic) {
+    let duplicates = Some(duplicate_entries(&object))
+        .filter(|d| !d.is_empty())
+        .map(|d| serde_json::to_string(&d).expect("JSON"));
+    let has_spec = object.get("spec").is_some();
+    let mut facts = object_facts_with_spec_hash(&object, None);
+    let secret = sensitive_resource || is_secret(&object);
+    let semantic = semantic(object, secret, config, hasher);
+    // The field hash of `spec` is the spec hash; an empty spec has none.
+    facts.spec_hash = has_spec.then(|| match semantic.fields.iter().find(|(p, _)| p == "spec") {
+        Some((_, h)) => h.to_vec(),
+        None => Sha256::digest(b"{}")[..FIELD_HASH_LEN].to_vec(),
+    });
+    (facts, duplicates, semantic)
 }
 
 /// Prepares one revision.
@@ -160,15 +179,13 @@ pub(super) fn prepare(record: Record, key: KeyInfo, config: &FieldConfig, hasher
         let (h, kind) = hasher.hash(&record.value, key.sensitive);
         (h, kind.as_str())
     });
-    let semantic = object
-        .as_ref()
-        .map(|o| semantic(o, key.sensitive, config, hasher));
-    let facts = object.as_ref().map(object_facts).unwrap_or_default();
-    let duplicates = object
-        .as_ref()
-        .map(duplicate_entries)
-        .filter(|d| !d.is_empty())
-        .map(|d| serde_json::to_string(&d).expect("JSON"));
+    let (facts, duplicates, semantic) = match object {
+        Some(o) => {
+            let (facts, duplicates, semantic) = analyse(o, key.sensitive, config, hasher);
+            (facts, duplicates, Some(semantic))
+        }
+        None => (ObjectFacts::default(), None, None),
+    };
     let value_size = record.value.len();
     Prepared {
         record: Record {
