@@ -17,7 +17,7 @@ use rusqlite::{params, OptionalExtension};
 use std::collections::{HashMap, HashSet};
 
 /// Records decoded together on the worker threads.
-const CHUNK: usize = 512;
+const CHUNK: usize = 256;
 /// Revisions written per transaction.
 const BATCH: usize = 2000;
 /// Key ids cached before the cache is dropped (bounds memory).
