@@ -6,6 +6,7 @@ mod common;
 
 use common::etcd::TestEtcd;
 use common::k8s::pod;
+use common::proxy::Proxy;
 use common::{assert_exit, history, inspector, json, ok, runs, terminate};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -153,13 +154,17 @@ fn a_failed_run_is_in_the_metrics_and_fail_on_sets_the_exit_status() {
 }
 
 fn start_follow(etcd: &TestEtcd, db: &Path, extra: &[&str]) -> std::process::Child {
+    follow_at(&etcd.endpoint, db, extra)
+}
+
+fn follow_at(endpoint: &str, db: &Path, extra: &[&str]) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_etcd-inspector"))
         .args([
             "--db",
             db.to_str().unwrap(),
             "follow",
             "--endpoints",
-            &etcd.endpoint,
+            endpoint,
             "--commit-every=200ms",
         ])
         .args(extra)
@@ -220,6 +225,47 @@ fn follow_stopped_by_sigterm_resumes_without_losing_or_repeating_a_revision() {
     let r = runs(&db);
     assert_eq!(r[1]["status"], "complete");
     assert!(r[1]["gaps"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn follow_reconnects_after_losing_etcd_and_records_what_compaction_took() {
+    let etcd = TestEtcd::start();
+    let proxy = Proxy::new(&etcd.endpoint);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let key = "/registry/pods/default/web";
+    let first = etcd.put(key, &pod("default", "web", "uid-1", "nginx:0"));
+    let child = follow_at(&proxy.endpoint, &db, &["--dial-timeout=1s"]);
+    let seen = etcd.put(key, &pod("default", "web", "uid-1", "nginx:1"));
+    wait_for(&db, key, 2);
+
+    // The connection drops; meanwhile etcd moves on and compacts away a
+    // revision the follower never saw.
+    proxy.cut();
+    let lost = etcd.put(key, &pod("default", "web", "uid-1", "nginx:2"));
+    let kept = etcd.put(key, &pod("default", "web", "uid-1", "nginx:3"));
+    etcd.compact(kept);
+    proxy.restore();
+    let after = etcd.put(key, &pod("default", "web", "uid-1", "nginx:4"));
+    wait_for(&db, key, 4);
+    let out = terminate(child);
+    assert_exit(&out, 130);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("reconnecting"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let stored: Vec<i64> = history(&db, key)
+        .iter()
+        .map(|h| h["mod_revision"].as_i64().unwrap())
+        .collect();
+    assert_eq!(stored, [first, seen, kept, after]);
+    let gaps = runs(&db)[0]["gaps"].clone();
+    assert_eq!(
+        gaps,
+        serde_json::json!([{"from_revision": lost, "to_revision": kept - 1}])
+    );
 }
 
 #[test]

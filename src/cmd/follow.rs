@@ -82,7 +82,10 @@ async fn follow(
     let started = Instant::now();
     let deadline = args.duration.map(|d| tokio::time::Instant::from_std(started + d));
     let settings = Settings::new(store, &args.record)?;
-    let mut summary = from_live(store, run, &args.etcd, &args.record, &settings, bar).await?;
+    let mut summary = tokio::select! {
+        r = from_live(store, run, &args.etcd, &args.record, &settings, bar) => r?,
+        _ = signalled.notified() => return Err(anyhow!("interrupted by a signal")),
+    };
     store.set_complete_through(run, summary.head)?;
     let conn = Connection::from(&args.etcd);
     let prefix = args.record.prefix.as_bytes();
@@ -137,7 +140,11 @@ async fn follow(
         }
         // Catch up as a snapshot run would: history since what is stored,
         // or, if compaction overtook the watch, a gap and the state again.
-        match from_live(store, run, &args.etcd, &args.record, &settings, bar).await {
+        let caught_up = tokio::select! {
+            r = from_live(store, run, &args.etcd, &args.record, &settings, bar) => r,
+            _ = signalled.notified() => return Err(anyhow!("interrupted by a signal")),
+        };
+        match caught_up {
             Ok(caught_up) => {
                 summary.gaps.extend(caught_up.gaps);
                 summary.head = caught_up.head;

@@ -3,6 +3,7 @@
 
 pub mod etcd;
 pub mod k8s;
+pub mod proxy;
 
 use std::io::Write;
 use std::path::PathBuf;
