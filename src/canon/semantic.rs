@@ -55,12 +55,14 @@ pub struct Sensitivity {
 }
 
 impl Sensitivity {
-    /// Whether `path` of an object of `kind` is sensitive: a Secret's
-    /// `data`/`stringData`, or a configured path.
+    /// Whether the value at `path` holds a sensitive value, so its hash
+    /// must be keyed: a Secret's `data`/`stringData`, a configured path, or
+    /// a field containing one (`spec` holds `spec.token`).
     pub fn is_sensitive(&self, secret: bool, path: &str) -> bool {
         let under =
             |root: &str| path == root || path.strip_prefix(root).is_some_and(|rest| rest.starts_with('.'));
-        (secret && (under("data") || under("stringData"))) || self.paths.iter().any(|p| under(p))
+        let holds = |p: &str| p.strip_prefix(path).is_some_and(|rest| rest.starts_with('.'));
+        (secret && (under("data") || under("stringData"))) || self.paths.iter().any(|p| under(p) || holds(p))
     }
 
     /// Whether any sensitive value is present in a semantic form.
@@ -214,6 +216,12 @@ mod tests {
             paths: vec!["spec.token".into()]
         }
         .is_sensitive(false, "spec.token.value"));
+        let token = Sensitivity {
+            paths: vec!["spec.token".into()],
+        };
+        assert!(token.is_sensitive(false, "spec"), "spec holds the token");
+        assert!(!token.is_sensitive(false, "spec.replicas"));
+        assert!(!token.is_sensitive(false, "spe"));
         assert!(!Sensitivity::default().is_sensitive(false, "data.x"));
     }
 }
