@@ -255,12 +255,13 @@ pub struct FollowArgs {
 }
 
 #[derive(clap::Args, Debug)]
-#[group(required = true, multiple = true)]
+#[command(group(clap::ArgGroup::new("which").required(true).multiple(true).args(["older_than", "keep_runs"])))]
 pub struct PruneArgs {
     /// Remove runs that started longer ago than this (e.g. `30d`, `12h`).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub older_than: Option<std::time::Duration>,
-    /// Keep only the newest N runs of each cluster.
+    /// Keep only the newest N runs of each cluster (with --older-than too,
+    /// a run must be both older and beyond the newest N to go).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub keep_runs: Option<u32>,
     /// Give the freed space back to the file system (rewrites the file).
