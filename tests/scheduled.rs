@@ -292,6 +292,9 @@ fn prune_keeps_diff_between_the_remaining_runs() {
     let diff = |x: &str, y: &str| json(inspector(&db, &["diff", x, y, "-o", "json"]));
     let before = diff("2", "3");
     let history_before = history(&db, a);
+    let vacuum_only = inspector(&db, &["prune", "--vacuum"]);
+    assert_exit(&vacuum_only, 2);
+    assert_eq!(runs(&db).len(), 3, "without a limit nothing is pruned");
 
     let out = ok(inspector(&db, &["prune", "--keep-runs=2", "--vacuum"]));
     assert!(
