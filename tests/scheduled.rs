@@ -292,6 +292,11 @@ fn prune_keeps_diff_between_the_remaining_runs() {
     let diff = |x: &str, y: &str| json(inspector(&db, &["diff", x, y, "-o", "json"]));
     let before = diff("2", "3");
     let history_before = history(&db, a);
+    let missing = dir.path().join("missing.sqlite");
+    let out = inspector(&missing, &["prune", "--keep-runs=1"]);
+    assert_exit(&out, 1);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no such database"));
+    assert!(!missing.exists(), "prune does not create a database");
     let vacuum_only = inspector(&db, &["prune", "--vacuum"]);
     assert_exit(&vacuum_only, 2);
     assert_eq!(runs(&db).len(), 3, "without a limit nothing is pruned");

@@ -29,7 +29,7 @@ pub fn summary(a: &Analysis) -> String {
 }
 
 pub fn run(db: &Path, args: &AnalyzeArgs) -> Result<Status> {
-    let store = Store::open_for_writing(db)?;
+    let store = Store::open_existing_for_writing(db)?;
     let cluster = match args.run {
         Some(run) => match store.run_cluster(run)? {
             Some(c) => Some(c),

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use std::path::Path;
 
 pub fn run(db: &Path, args: &PruneArgs) -> Result<Status> {
-    let store = Store::open_for_writing(db)?;
+    let store = Store::open_existing_for_writing(db)?;
     let before = args
         .older_than
         .map(|age| {

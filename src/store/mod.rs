@@ -29,6 +29,16 @@ use std::path::{Path, PathBuf};
 /// Default database path.
 pub const DEFAULT_DB: &str = "etcd-inspector.sqlite";
 
+fn missing(path: &Path) -> StoreError {
+    StoreError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "no such database (run `etcd-inspector snapshot` first)",
+        ),
+    }
+}
+
 /// The migrations, applied in order when a database is opened.
 /// How many migrations [`migrations`] holds.
 #[cfg(test)]
@@ -157,16 +167,19 @@ impl Store {
         Ok(store)
     }
 
+    /// Opens an existing database to change it (`analyze`, `prune`): a
+    /// missing file is an error, not a new empty database.
+    pub fn open_existing_for_writing(path: &Path) -> Result<Store, StoreError> {
+        if !path.exists() {
+            return Err(missing(path));
+        }
+        Store::open_for_writing(path)
+    }
+
     /// Opens an existing database to read it.
     pub fn open_for_reading(path: &Path) -> Result<Store, StoreError> {
         if !path.exists() {
-            return Err(StoreError::Io {
-                path: path.to_path_buf(),
-                source: std::io::Error::new(
-                    std::io::ErrorKind::NotFound,
-                    "no such database (run `etcd-inspector snapshot` first)",
-                ),
-            });
+            return Err(missing(path));
         }
         // A writer upgrades the schema itself; a reader upgrades it only when
         // no writer holds the lock (both doing it at once would collide).
