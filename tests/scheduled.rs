@@ -5,7 +5,7 @@
 mod common;
 
 use common::etcd::TestEtcd;
-use common::k8s::pod;
+use common::k8s::{pod, widget};
 use common::proxy::Proxy;
 use common::{assert_exit, history, inspector, json, ok, runs, terminate};
 use std::path::Path;
@@ -117,6 +117,29 @@ fn three_scheduled_runs_with_a_compaction_between_give_one_gap() {
     );
     let leftovers: Vec<_> = std::fs::read_dir(prom.parent().unwrap()).unwrap().collect();
     assert_eq!(leftovers.len(), 1, "only the metrics file, no temporary file");
+}
+
+#[test]
+fn a_run_with_another_resource_filter_reads_state_and_history_again() {
+    let etcd = TestEtcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let (pod_key, widget_key) = (
+        "/registry/pods/default/web",
+        "/registry/example.com/widgets/default/w",
+    );
+    etcd.put(pod_key, &pod("default", "web", "uid-1", "nginx:1"));
+    etcd.put(widget_key, &widget("default", "w", "uid-2", 1));
+    etcd.put(widget_key, &widget("default", "w", "uid-2", 2));
+    ok(snapshot(&etcd, &db, &["--include-resource=pods", "--no-analyze"]));
+    assert_eq!(runs(&db)[0]["revisions_added"], 1, "only the pod");
+    ok(snapshot(&etcd, &db, &["--no-analyze"]));
+    assert_eq!(
+        runs(&db)[1]["revisions_added"],
+        2,
+        "every retained revision of what the first run left out"
+    );
+    assert_eq!(history(&db, widget_key).len(), 2);
 }
 
 #[test]

@@ -139,8 +139,8 @@ impl Settings {
     }
 }
 
-/// Where history starts for this run, and what compaction lost since the
-/// previous complete run of the same cluster.
+/// Where history starts for this run, and what compaction lost since what
+/// earlier runs of the same cluster, prefix and resource filter stored.
 struct Plan {
     cluster: i64,
     previous_head: Option<i64>,
@@ -148,9 +148,16 @@ struct Plan {
     gaps: Vec<Gap>,
 }
 
-fn plan(store: &Store, cluster_id: &str, compact: i64) -> Result<Plan> {
+fn plan(
+    store: &Store,
+    cluster_id: &str,
+    compact: i64,
+    prefix: &str,
+    filter: &ResourceFilter,
+) -> Result<Plan> {
     let cluster = store.cluster(cluster_id)?;
-    let previous_head = store.previous_head(cluster)?;
+    let everything = ResourceFilter::default().describe();
+    let previous_head = store.previous_head(cluster, prefix, &filter.describe(), &everything)?;
     let mut gaps = Vec::new();
     let from = match previous_head {
         Some(p) if compact > p + 1 => {
@@ -224,15 +231,13 @@ pub(super) async fn from_live(
         previous_head,
         mut from,
         mut gaps,
-    } = plan(store, &pinned.cluster_id, compact)?;
+    } = plan(store, &pinned.cluster_id, compact, &args.prefix, &settings.filter)?;
     store.set_run_target(run, cluster, pinned.head, compact, from)?;
     let prefix = args.prefix.as_bytes();
     // When the previous run's head is still retained, every change since
     // is in the replay and the state at the head follows from the stored
     // history: reading the whole keyspace again would add nothing.
-    let continuous = previous_head.is_some()
-        && gaps.is_empty()
-        && store.previous_scope(cluster)? == Some((args.prefix.clone(), Some(settings.filter.describe())));
+    let continuous = previous_head.is_some() && gaps.is_empty();
     let mut writer = settings.writer(store, cluster, run, &args.prefix)?;
     let mut sink = Progress {
         writer: &mut writer,
@@ -318,7 +323,7 @@ fn from_file(
         previous_head,
         from,
         gaps,
-    } = plan(store, &cluster_id, compact)?;
+    } = plan(store, &cluster_id, compact, prefix, &settings.filter)?;
     store.set_run_target(run, cluster, head, compact, from)?;
     store.set_run_file(
         run,

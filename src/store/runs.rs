@@ -132,30 +132,26 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// The highest revision up to which some run of the cluster stored
-    /// everything: a complete run's head, or how far a `follow` run got.
-    pub fn previous_head(&self, cluster: i64) -> Result<Option<i64>, StoreError> {
+    /// The highest revision up to which some run of the cluster, reading
+    /// the same prefix with the same resource filter, stored everything: a
+    /// complete run's head, or how far a `follow` run got. Runs from before
+    /// filters existed recorded every resource (`everything`).
+    pub fn previous_head(
+        &self,
+        cluster: i64,
+        prefix: &str,
+        filter: &str,
+        everything: &str,
+    ) -> Result<Option<i64>, StoreError> {
         self.conn
             .query_row(
-                "SELECT max(complete_through) FROM runs WHERE cluster_id = ?1",
-                [cluster],
+                "SELECT max(complete_through) FROM runs WHERE cluster_id = ?1 AND prefix = ?2 \
+                 AND coalesce(resource_filter, ?4) = ?3",
+                params![cluster, prefix, filter, everything],
                 |r| r.get(0),
             )
             .optional()
             .map(Option::flatten)
-            .map_err(|e| self.err(e))
-    }
-
-    /// The storage prefix and resource filter of the run that got furthest.
-    pub fn previous_scope(&self, cluster: i64) -> Result<Option<(String, Option<String>)>, StoreError> {
-        self.conn
-            .query_row(
-                "SELECT prefix, resource_filter FROM runs WHERE cluster_id = ?1 AND complete_through IS NOT NULL \
-                 ORDER BY complete_through DESC LIMIT 1",
-                [cluster],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()
             .map_err(|e| self.err(e))
     }
 
