@@ -76,6 +76,9 @@ pub struct BoltDb {
     meta: Meta,
     /// Whether a verified SHA-256 trailer was present.
     pub had_trailer: bool,
+    /// SHA-256 of the whole file, once computed (verifying the trailer
+    /// computes it in the same pass).
+    file_sha256: std::sync::OnceLock<[u8; 32]>,
 }
 
 /// A bucket: where its root page is.
@@ -90,7 +93,7 @@ const HASH_CHUNK: usize = 64 << 20;
 
 /// SHA-256 of `map[..end]`, releasing each chunk's pages once hashed so that
 /// hashing a large file does not make it resident.
-fn sha256_releasing(map: &Mmap, end: usize) -> [u8; 32] {
+fn sha256_releasing(map: &Mmap, end: usize) -> Sha256 {
     let mut hasher = Sha256::new();
     let mut at = 0;
     while at < end {
@@ -102,7 +105,7 @@ fn sha256_releasing(map: &Mmap, end: usize) -> [u8; 32] {
         let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, at, len) };
         at += len;
     }
-    hasher.finalize().into()
+    hasher
 }
 
 impl BoltDb {
@@ -126,8 +129,13 @@ impl BoltDb {
         }
         let mut len = size;
         let mut had_trailer = false;
+        let file_sha256 = std::sync::OnceLock::new();
         if size % 512 == TRAILER {
-            if sha256_releasing(&map, size - TRAILER) != map[size - TRAILER..] {
+            let body = sha256_releasing(&map, size - TRAILER);
+            let mut whole = body.clone();
+            whole.update(&map[size - TRAILER..]);
+            let _ = file_sha256.set(whole.finalize().into());
+            if body.finalize().as_slice() != &map[size - TRAILER..] {
                 return Err(BoltError::BadTrailer {
                     path: path.to_path_buf(),
                 });
@@ -150,6 +158,7 @@ impl BoltDb {
             path: path.to_path_buf(),
             meta,
             had_trailer,
+            file_sha256,
         })
     }
 
@@ -205,7 +214,9 @@ impl BoltDb {
     /// SHA-256 of the whole file, trailer included, without keeping it
     /// resident.
     pub fn file_sha256(&self) -> [u8; 32] {
-        sha256_releasing(&self.map, self.map.len())
+        *self
+            .file_sha256
+            .get_or_init(|| sha256_releasing(&self.map, self.map.len()).finalize().into())
     }
 
     /// Drops the mapped pages from this process's resident memory (they
