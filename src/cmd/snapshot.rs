@@ -262,26 +262,9 @@ pub(super) async fn from_live(
         pinned.head
     ));
     let idle = conn.command_timeout;
-    from = replay_all(
-        &etcd,
-        Keys::Prefix(prefix),
-        from,
-        pinned.head,
-        idle,
-        &mut sink,
-        &mut gaps,
-    )
-    .await?;
-    from = replay_all(
-        &etcd,
-        Keys::Exact(COMPACT_REV_KEY.as_bytes()),
-        from,
-        pinned.head,
-        idle,
-        &mut sink,
-        &mut gaps,
-    )
-    .await?;
+    for replayed in [Keys::Prefix(prefix), Keys::Exact(COMPACT_REV_KEY.as_bytes())] {
+        from = replay_all(&etcd, replayed, from, pinned.head, idle, &mut sink, &mut gaps).await?;
+    }
     writer.flush()?;
     for gap in &gaps {
         store.record_gap(run, cluster, *gap)?;
