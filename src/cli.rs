@@ -96,6 +96,13 @@ pub struct DiffArgs {
     pub rev_b: Option<i64>,
     #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
     pub output: ListFormat,
+    #[command(flatten)]
+    pub objects: ObjectArgs,
+}
+
+/// Which objects `diff` and `report` look at.
+#[derive(clap::Args, Debug)]
+pub struct ObjectArgs {
     /// Only objects in this namespace.
     #[arg(long)]
     pub namespace: Option<String>,
@@ -141,13 +148,8 @@ pub struct ReportArgs {
     /// `rev:N`.
     #[arg(long, value_name = "TIME|rev:N")]
     pub until: Option<String>,
-    #[arg(long)]
-    pub namespace: Option<String>,
-    /// Resource (plural, e.g. `deployments`).
-    #[arg(long)]
-    pub resource: Option<String>,
-    #[arg(long)]
-    pub key_prefix: Option<String>,
+    #[command(flatten)]
+    pub objects: ObjectArgs,
     /// Only findings at or above this severity.
     #[arg(long, value_enum)]
     pub severity: Option<crate::analyze::finding::Severity>,

@@ -50,9 +50,9 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
         store.live_objects(cluster, rev_b)?,
     );
     let filter = Filter {
-        namespace: args.namespace.clone(),
-        resource: args.resource.clone(),
-        key_prefix: args.key_prefix.clone(),
+        namespace: args.objects.namespace.clone(),
+        resource: args.objects.resource.clone(),
+        key_prefix: args.objects.key_prefix.clone(),
     };
     let mut cache: BTreeMap<Vec<u8>, Option<Value>> = BTreeMap::new();
     let mut value_at = |o: &LiveObject, path: &str| -> Value {

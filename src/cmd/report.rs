@@ -55,9 +55,9 @@ pub fn run(db: &Path, args: &ReportArgs) -> Result<Status> {
         scope: Scope {
             from_revision,
             to_revision,
-            namespace: args.namespace.clone(),
-            resource: args.resource.clone(),
-            key_prefix: args.key_prefix.clone(),
+            namespace: args.objects.namespace.clone(),
+            resource: args.objects.resource.clone(),
+            key_prefix: args.objects.key_prefix.clone(),
         },
         severity: args.severity,
     };
