@@ -64,6 +64,27 @@ fn reports_every_injected_anomaly_and_nothing_else() {
         .collect();
     assert!(expected.iter().all(|(_, k)| timeline_keys.contains(k.as_str())));
 
+    // The summary counts what the database holds.
+    let summary = &report["summary"];
+    let total = |rows: &serde_json::Value| -> i64 {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r[1].as_i64().unwrap())
+            .sum()
+    };
+    let stored: i64 = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row("SELECT count(*) FROM revisions", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(total(&summary["writes_by_class"]), stored);
+    assert_eq!(total(&summary["writes_by_resource"]), stored);
+    assert_eq!(
+        summary["busiest_keys"][0],
+        serde_json::json!(["/registry/deployments/shop/web", 8]),
+        "the flapping Deployment is written most"
+    );
+
     let schema: serde_json::Value =
         serde_json::from_str(include_str!("../schemas/report.schema.json")).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();

@@ -25,45 +25,19 @@ impl Scope {
 }
 
 impl Store {
-    fn counts(&self, scope: &Scope, column: &str) -> Result<Vec<(String, i64)>, StoreError> {
+    /// Stored revisions counted per `label` (grouped by `group`), most
+    /// first, at most `limit` rows (-1: all).
+    fn counts(
+        &self,
+        scope: &Scope,
+        label: &str,
+        group: &str,
+        limit: i64,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
         let err = |e| self.err(e);
         let sql = format!(
-            "SELECT coalesce({column}, '-'), count(*) FROM revisions r JOIN keys k ON k.id = r.key_id \
-             WHERE {} GROUP BY 1 ORDER BY 2 DESC, 1",
-            scope.sql()
-        );
-        let mut stmt = self.conn.prepare(&sql).map_err(err)?;
-        let rows = stmt
-            .query_map(
-                params![
-                    scope.from_revision,
-                    scope.to_revision,
-                    scope.namespace,
-                    scope.resource,
-                    scope.key_prefix
-                ],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .map_err(err)?;
-        rows.collect::<Result<_, _>>().map_err(err)
-    }
-
-    /// Stored revisions per change class.
-    pub fn writes_by_class(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError> {
-        self.counts(scope, "r.change_class")
-    }
-
-    /// Stored revisions per resource.
-    pub fn writes_by_resource(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError> {
-        self.counts(scope, "k.resource")
-    }
-
-    /// The keys with the most stored revisions.
-    pub fn busiest_keys(&self, scope: &Scope, limit: i64) -> Result<Vec<(String, i64)>, StoreError> {
-        let err = |e| self.err(e);
-        let sql = format!(
-            "SELECT k.key, count(*) FROM revisions r JOIN keys k ON k.id = r.key_id WHERE {} \
-             GROUP BY k.id ORDER BY 2 DESC, k.key LIMIT ?6",
+            "SELECT coalesce({label}, '-'), count(*) FROM revisions r JOIN keys k ON k.id = r.key_id \
+             WHERE {} GROUP BY {group} ORDER BY 2 DESC, 1 LIMIT ?6",
             scope.sql()
         );
         let mut stmt = self.conn.prepare(&sql).map_err(err)?;
@@ -78,14 +52,31 @@ impl Store {
                     limit
                 ],
                 |r| {
-                    Ok((
-                        String::from_utf8_lossy(&r.get::<_, Vec<u8>>(0)?).into_owned(),
-                        r.get(1)?,
-                    ))
+                    // Keys are blobs; labels are shown as (lossy) text.
+                    let label = match r.get_ref(0)? {
+                        rusqlite::types::ValueRef::Blob(b) => String::from_utf8_lossy(b).into_owned(),
+                        other => other.as_str()?.to_string(),
+                    };
+                    Ok((label, r.get(1)?))
                 },
             )
             .map_err(err)?;
         rows.collect::<Result<_, _>>().map_err(err)
+    }
+
+    /// Stored revisions per change class.
+    pub fn writes_by_class(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError> {
+        self.counts(scope, "r.change_class", "1", -1)
+    }
+
+    /// Stored revisions per resource.
+    pub fn writes_by_resource(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError> {
+        self.counts(scope, "k.resource", "1", -1)
+    }
+
+    /// The keys with the most stored revisions.
+    pub fn busiest_keys(&self, scope: &Scope, limit: i64) -> Result<Vec<(String, i64)>, StoreError> {
+        self.counts(scope, "k.key", "k.id", limit)
     }
 
     /// The stored revision at or before a time, by runs: the head of the
