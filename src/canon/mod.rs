@@ -9,7 +9,7 @@ pub mod managed;
 pub mod semantic;
 pub mod sensitive;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Whether a value is empty in Kubernetes' `omitempty` sense.
 pub fn is_empty(v: &Value) -> bool {
@@ -36,22 +36,29 @@ pub fn canonical(v: &Value) -> Value {
     into_canonical(v.clone())
 }
 
-/// [`canonical`], consuming `v` (its strings move instead of being copied).
-pub fn into_canonical(v: Value) -> Value {
+/// [`canonical`], consuming `v`: objects are sorted and filtered in place,
+/// so nothing is copied or re-hashed.
+pub fn into_canonical(mut v: Value) -> Value {
+    canonicalize(&mut v);
+    v
+}
+
+fn canonicalize(v: &mut Value) {
     match v {
-        Value::Object(o) => canonical_members(o.into_iter().map(|(k, v)| (k, into_canonical(v)))),
-        Value::Array(a) => Value::Array(a.into_iter().map(into_canonical).collect()),
-        other => other,
+        Value::Object(map) => {
+            map.values_mut().for_each(canonicalize);
+            keep_canonical_members(map);
+        }
+        Value::Array(items) => items.iter_mut().for_each(canonicalize),
+        _ => {}
     }
 }
 
-/// An object of already canonical members: sorted by key, empties dropped.
-pub fn canonical_members(members: impl Iterator<Item = (String, Value)>) -> Value {
-    let mut members: Vec<(String, Value)> = members
-        .filter(|(k, c)| !is_empty(c) || is_field_set_member(k))
-        .collect();
-    members.sort_by(|a, b| a.0.cmp(&b.0));
-    Value::Object(members.into_iter().collect())
+/// Makes an object of already canonical members canonical: empties
+/// dropped, sorted by key.
+pub fn keep_canonical_members(map: &mut Map<String, Value>) {
+    map.retain(|k, c| !is_empty(c) || is_field_set_member(k));
+    map.sort_keys();
 }
 
 #[cfg(test)]

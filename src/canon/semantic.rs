@@ -7,7 +7,7 @@
 //! group or kind does not.
 
 use super::keyed_hash::ValueHasher;
-use super::{canonical_members, into_canonical};
+use super::{into_canonical, keep_canonical_members};
 use serde_json::{Map, Value};
 
 /// Default depth of field paths (`spec`, `spec.replicas`).
@@ -32,19 +32,17 @@ pub fn into_semantic_form(object: Value) -> Value {
                 }
             }
             ("apiVersion", _) => {}
-            ("metadata", Value::Object(meta)) => {
-                let kept = meta
-                    .into_iter()
-                    .filter(|(k, _)| k != "resourceVersion" && k != "selfLink")
-                    .map(|(k, v)| (k, into_canonical(v)));
-                top.insert(key, canonical_members(kept));
+            ("metadata", Value::Object(mut meta)) => {
+                meta.retain(|k, _| k != "resourceVersion" && k != "selfLink");
+                top.insert(key, into_canonical(Value::Object(meta)));
             }
             (_, value) => {
                 top.insert(key, into_canonical(value));
             }
         }
     }
-    canonical_members(top.into_iter())
+    keep_canonical_members(&mut top);
+    Value::Object(top)
 }
 
 /// Which paths of an object hold sensitive values.
