@@ -18,24 +18,24 @@ const LEVEL: i32 = 3;
 pub(super) const ZSTD: &str = "zstd";
 const DEFLATE: &str = "deflate";
 
-/// Compresses blobs, reusing one zstd context.
-pub(super) struct Packer {
-    cctx: CCtx<'static>,
+/// Compresses `bytes`, against `base` when it is not empty, with this
+/// thread's zstd context.
+pub(super) fn pack(bytes: &[u8], base: &[u8]) -> Vec<u8> {
+    thread_local! {
+        static CCTX: RefCell<CCtx<'static>> = RefCell::new(CCtx::create());
+    }
+    let mut out = Vec::with_capacity(zstd_safe::compress_bound(bytes.len()));
+    CCTX.with_borrow_mut(|cctx| cctx.compress_using_dict(&mut out, bytes, base, LEVEL))
+        .expect("the output holds the compress bound");
+    out
 }
 
-impl Packer {
-    pub(super) fn new() -> Packer {
-        Packer { cctx: CCtx::create() }
-    }
-
-    /// Compresses `bytes`, against `base` when it is not empty.
-    pub(super) fn pack(&mut self, bytes: &[u8], base: &[u8]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(zstd_safe::compress_bound(bytes.len()));
-        self.cctx
-            .compress_using_dict(&mut out, bytes, base, LEVEL)
-            .expect("the output holds the compress bound");
-        out
-    }
+/// The size a zstd blob decompresses to, when its frame says.
+pub(super) fn unpacked_size(bytes: &[u8]) -> Option<usize> {
+    zstd_safe::get_frame_content_size(bytes)
+        .ok()
+        .flatten()
+        .and_then(|n| usize::try_from(n).ok())
 }
 
 fn bad(what: impl std::fmt::Display) -> io::Error {
@@ -150,9 +150,8 @@ mod tests {
             .collect();
         let mut changed = base.clone();
         changed[2000] = b'!';
-        let mut packer = Packer::new();
-        let alone = packer.pack(&base, &[]);
-        let delta = packer.pack(&changed, &base);
+        let alone = pack(&base, &[]);
+        let delta = pack(&changed, &base);
         assert!(
             delta.len() < 100 && delta.len() * 5 < alone.len(),
             "a one-byte change costs {} bytes, the whole {}",
@@ -160,6 +159,7 @@ mod tests {
             alone.len()
         );
         assert_eq!(unpack(ZSTD, &alone, None).unwrap(), base);
+        assert_eq!(unpacked_size(&delta), Some(changed.len()));
         assert_eq!(unpack(ZSTD, &delta, Some(&alone)).unwrap(), changed);
         assert_ne!(
             unpack(ZSTD, &delta, None).ok(),

@@ -1,6 +1,7 @@
 //! The SQLite database: one file holds any number of runs against any number
 //! of clusters. The schema changes only through `migrations/`.
 
+mod base;
 mod blob;
 mod changes;
 mod history;

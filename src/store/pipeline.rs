@@ -2,6 +2,7 @@
 //! writer's thread inserts earlier chunks, so decoding runs on every core
 //! and overlaps reading the source and writing the database.
 
+use super::base::Base;
 use super::prepare::{prepare, KeyInfo, Prepared};
 use super::writer::FieldConfig;
 use crate::canon::keyed_hash::ValueHasher;
@@ -11,7 +12,8 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-type Chunk = Vec<(Record, KeyInfo)>;
+/// Records, what their keys' names tell, and the keys' bases.
+pub(super) type Chunk = Vec<(Record, KeyInfo, Option<Arc<Base>>)>;
 /// A prepared chunk, or what a worker panicked with.
 type Done = Result<Vec<Prepared>, String>;
 
@@ -40,7 +42,7 @@ fn work(
         let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             chunk
                 .into_iter()
-                .map(|(r, k)| prepare(r, k, config, hasher))
+                .map(|(r, k, base)| prepare(r, k, base, config, hasher))
                 .collect()
         }))
         .map_err(|panic| {

@@ -1,8 +1,11 @@
 //! The CPU-heavy half of storing a revision, which needs no database:
 //! decoding the value, its semantic form and hashes, and the facts the
-//! detectors read. Runs on the [`super::pipeline`] workers; the database
-//! half stays on the writer's thread.
+//! detectors read, and compressing its blobs. Runs on the
+//! [`super::pipeline`] workers; the database half stays on the writer's
+//! thread.
 
+use super::base::{Base, BaseBlob};
+use super::blob::pack;
 use super::writer::FieldConfig;
 use crate::canon::duplicates::duplicate_entries;
 use crate::canon::facts::{object_facts_with_spec_hash, ObjectFacts};
@@ -14,6 +17,7 @@ use crate::decode::{decode_value, Outcome};
 use crate::source::Record;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use std::sync::Arc;
 
 /// What the writer knows about a key before any of its values is decoded.
 #[derive(Clone, Copy, Debug)]
@@ -54,14 +58,26 @@ pub(super) struct Described {
 
 /// An object's semantic content, ready to store once.
 pub(super) struct Semantic {
-    /// SHA-256 (HMAC when `keyed`) of `canonical`.
+    /// SHA-256 (HMAC when `keyed`) of its canonical JSON.
     pub hash: Vec<u8>,
-    /// Holds sensitive values: `canonical` is never stored.
+    /// Holds sensitive values: its canonical JSON is never stored.
     pub keyed: bool,
-    pub canonical: Vec<u8>,
     pub fields: Vec<FieldHash>,
-    /// The object's managedFields JSON.
+    /// The canonical JSON compressed ([`pack`]), unless `keyed`.
+    pub canonical: Option<Vec<u8>>,
+    /// The object's managedFields JSON, compressed.
     pub managed: Option<Vec<u8>>,
+    /// The key's base the blobs are compressed against. Without one the
+    /// content is stored in full and becomes the key's base.
+    pub base: Option<Arc<Base>>,
+    /// The plain blobs, kept when there is no base: they become the base's.
+    pub plain: Option<PlainBlobs>,
+}
+
+/// Plain canonical JSON (empty when keyed) and managedFields JSON.
+pub(super) struct PlainBlobs {
+    pub canonical: Vec<u8>,
+    pub managed: Vec<u8>,
 }
 
 /// A revision ready for the database.
@@ -130,7 +146,13 @@ fn describe(value: &[u8], special: Option<SpecialKey>) -> (Described, Option<Val
     }
 }
 
-fn semantic(object: Value, secret: bool, config: &FieldConfig, hasher: &ValueHasher) -> Semantic {
+fn semantic(
+    object: Value,
+    secret: bool,
+    base: Option<Arc<Base>>,
+    config: &FieldConfig,
+    hasher: &ValueHasher,
+) -> Semantic {
     let managed = object
         .pointer("/metadata/managedFields")
         .map(|m| serde_json::to_vec(m).expect("JSON values serialize"));
@@ -138,12 +160,18 @@ fn semantic(object: Value, secret: bool, config: &FieldConfig, hasher: &ValueHas
     let keyed = config.sensitivity.covers_any(secret, &form);
     let (canonical, fields) =
         serialize_with_field_hashes(&form, config.depth, secret, &config.sensitivity, hasher);
+    let dict = |blob: fn(&Base) -> &BaseBlob| base.as_deref().map_or(&[][..], |b| blob(b).bytes());
     Semantic {
         hash: hasher.hash(&canonical, keyed).0,
         keyed,
         fields,
-        managed,
-        canonical,
+        canonical: (!keyed).then(|| pack(&canonical, dict(|b| &b.canonical))),
+        managed: managed.as_ref().map(|m| pack(m, dict(|b| &b.managed))),
+        plain: base.is_none().then(|| PlainBlobs {
+            canonical: if keyed { Vec::new() } else { canonical },
+            managed: managed.unwrap_or_default(),
+        }),
+        base,
     }
 }
 
@@ -151,6 +179,7 @@ fn semantic(object: Value, secret: bool, config: &FieldConfig, hasher: &ValueHas
 fn analyse(
     object: Value,
     sensitive_resource: bool,
+    base: Option<Arc<Base>>,
     config: &FieldConfig,
     hasher: &ValueHasher,
 ) -> (ObjectFacts, Option<String>, Semantic) {
@@ -160,7 +189,7 @@ fn analyse(
     let has_spec = object.get("spec").is_some();
     let mut facts = object_facts_with_spec_hash(&object, None);
     let secret = sensitive_resource || is_secret(&object);
-    let semantic = semantic(object, secret, config, hasher);
+    let semantic = semantic(object, secret, base, config, hasher);
     // The field hash of `spec` is the spec hash; an empty spec has none.
     facts.spec_hash = has_spec.then(|| match semantic.fields.iter().find(|(p, _)| p == "spec") {
         Some((_, h)) => h.to_vec(),
@@ -169,8 +198,14 @@ fn analyse(
     (facts, duplicates, semantic)
 }
 
-/// Prepares one revision.
-pub(super) fn prepare(record: Record, key: KeyInfo, config: &FieldConfig, hasher: &ValueHasher) -> Prepared {
+/// Prepares one revision; its blobs are compressed against `base`.
+pub(super) fn prepare(
+    record: Record,
+    key: KeyInfo,
+    base: Option<Arc<Base>>,
+    config: &FieldConfig,
+    hasher: &ValueHasher,
+) -> Prepared {
     let (described, object) = match record.deleted {
         true => (Described::default(), None),
         false => describe(&record.value, key.special),
@@ -181,7 +216,7 @@ pub(super) fn prepare(record: Record, key: KeyInfo, config: &FieldConfig, hasher
     });
     let (facts, duplicates, semantic) = match object {
         Some(o) => {
-            let (facts, duplicates, semantic) = analyse(o, key.sensitive, config, hasher);
+            let (facts, duplicates, semantic) = analyse(o, key.sensitive, base, config, hasher);
             (facts, duplicates, Some(semantic))
         }
         None => (ObjectFacts::default(), None, None),

@@ -5,8 +5,9 @@
 //! decoded in chunks on worker threads ([`super::pipeline`]) while this
 //! thread inserts the chunks before them in order.
 
-use super::blob::{unpack, Packer, ZSTD};
-use super::pipeline::Pipeline;
+use super::base::{Base, BaseBlob, Bases};
+use super::blob::{pack, ZSTD};
+use super::pipeline::{Chunk, Pipeline};
 use super::prepare::{KeyInfo, Prepared, Semantic};
 use super::{RunId, Store, StoreError};
 use crate::canon::semantic::Sensitivity;
@@ -22,24 +23,12 @@ const CHUNK: usize = 256;
 const BATCH: usize = 2000;
 /// Key ids cached before the cache is dropped (bounds memory).
 const KEY_CACHE: usize = 200_000;
-/// Bytes of base content kept in memory before the bases are dropped.
-const BASE_BYTES: usize = 32 << 20;
 
 /// How field hashes are taken; fixed per database.
 #[derive(Clone, Debug)]
 pub struct FieldConfig {
     pub depth: usize,
     pub sensitivity: Sensitivity,
-}
-
-/// A key's full (not delta) semantic value this writer stored: later values
-/// of the key are compressed against its blobs.
-#[derive(Default)]
-struct Base {
-    id: i64,
-    canonical: Vec<u8>,
-    fields: Vec<u8>,
-    managed: Vec<u8>,
 }
 
 /// A [`Sink`] that stores records for one run of one cluster.
@@ -50,7 +39,7 @@ pub struct RevisionWriter<'s> {
     prefix: String,
     filter: ResourceFilter,
     /// Records that are not stored yet, waiting for the next chunk.
-    pending: Vec<(Record, KeyInfo)>,
+    pending: Chunk,
     /// `(key id, mod_revision)` of records pending or in flight, so a
     /// revision the source sends twice (state and history) is stored once.
     pending_ids: HashSet<(i64, i64)>,
@@ -59,9 +48,7 @@ pub struct RevisionWriter<'s> {
     in_batch: usize,
     key_ids: HashMap<Vec<u8>, KeyInfo>,
     path_ids: HashMap<String, i64>,
-    packer: Packer,
-    bases: HashMap<i64, Base>,
-    base_bytes: usize,
+    bases: Bases,
     /// Revisions this writer stored that were not stored before.
     pub added: i64,
 }
@@ -101,9 +88,7 @@ impl<'s> RevisionWriter<'s> {
             in_batch: 0,
             key_ids: HashMap::new(),
             path_ids: HashMap::new(),
-            packer: Packer::new(),
-            bases: HashMap::new(),
-            base_bytes: 0,
+            bases: Bases::default(),
             added: 0,
         })
     }
@@ -180,57 +165,9 @@ impl<'s> RevisionWriter<'s> {
         Ok(id)
     }
 
-    /// Puts the key's base in the cache when it is not there: the base of
-    /// the key's latest stored content (from an earlier run, or evicted).
-    fn load_base(&mut self, key_id: i64) -> Result<(), StoreError> {
-        if self.bases.contains_key(&key_id) {
-            return Ok(());
-        }
-        let row = self
-            .store
-            .conn
-            .prepare_cached(
-                "SELECT b.id, b.canonical, b.fields, b.managed FROM revisions r \
-                 JOIN semantic_values s ON s.hash = r.semantic_sha256 \
-                 JOIN semantic_values b ON b.id = coalesce(s.base, s.id) \
-                 WHERE r.key_id = ?1 AND b.codec = 'zstd' ORDER BY r.mod_revision DESC LIMIT 1",
-            )
-            .and_then(|mut st| {
-                st.query_row([key_id], |r| {
-                    let blob = |i| -> rusqlite::Result<Vec<u8>> {
-                        let packed: Option<Vec<u8>> = r.get(i)?;
-                        Ok(packed
-                            .and_then(|p| unpack(ZSTD, &p, None).ok())
-                            .unwrap_or_default())
-                    };
-                    Ok(Base {
-                        id: r.get(0)?,
-                        canonical: blob(1)?,
-                        fields: blob(2)?,
-                        managed: blob(3)?,
-                    })
-                })
-                .optional()
-            })
-            .map_err(|e| self.sql(e))?;
-        if let Some(base) = row {
-            self.cache_base(key_id, base);
-        }
-        Ok(())
-    }
-
-    fn cache_base(&mut self, key_id: i64, base: Base) {
-        self.base_bytes += base.canonical.len() + base.fields.len() + base.managed.len();
-        if self.base_bytes > BASE_BYTES {
-            self.bases.clear();
-            self.base_bytes = 0;
-        }
-        self.bases.insert(key_id, base);
-    }
-
-    /// Stores the semantic content once, compressed against the key's base
-    /// when this writer has one; the first content stored becomes the base.
-    fn store_semantic(&mut self, key_id: i64, s: &Semantic) -> Result<(), StoreError> {
+    /// Stores the semantic content once: compressed against the key's base
+    /// when the record had one, else in full, becoming the key's base.
+    fn store_semantic(&mut self, key_id: i64, s: Semantic) -> Result<(), StoreError> {
         let known = self
             .store
             .conn
@@ -245,14 +182,8 @@ impl<'s> RevisionWriter<'s> {
             put_varint(&mut fields, self.path_id(path)? as u64);
             fields.extend_from_slice(h);
         }
-        self.load_base(key_id)?;
-        let base = self.bases.get(&key_id);
-        let empty = Base::default();
-        let dict = base.unwrap_or(&empty);
-        let canonical = (!s.keyed).then(|| self.packer.pack(&s.canonical, &dict.canonical));
-        let packed_fields = self.packer.pack(&fields, &dict.fields);
-        let managed = s.managed.as_ref().map(|m| self.packer.pack(m, &dict.managed));
-        let base_id = base.map(|b| b.id);
+        let packed_fields = pack(&fields, s.base.as_ref().map_or(&[][..], |b| b.fields.bytes()));
+        let base_id = s.base.as_ref().map(|b| b.id);
         self.store
             .conn
             .prepare_cached(
@@ -265,27 +196,28 @@ impl<'s> RevisionWriter<'s> {
                     s.keyed,
                     ZSTD,
                     base_id,
-                    canonical,
+                    s.canonical,
                     packed_fields,
-                    managed
+                    s.managed
                 ])
             })
             .map_err(|e| self.sql(e))?;
-        if base_id.is_none() {
+        if let Some(plain) = s.plain {
             let base = Base {
                 id: self.store.conn.last_insert_rowid(),
-                canonical: if s.keyed { Vec::new() } else { s.canonical.clone() },
-                fields,
-                managed: s.managed.clone().unwrap_or_default(),
+                canonical: BaseBlob::plain(plain.canonical),
+                fields: BaseBlob::plain(fields),
+                managed: BaseBlob::plain(plain.managed),
             };
-            self.cache_base(key_id, base);
+            self.bases.insert(key_id, base);
         }
         Ok(())
     }
 
     /// Inserts one prepared revision.
-    fn store_revision(&mut self, p: Prepared) -> Result<(), StoreError> {
-        if let Some(s) = &p.semantic {
+    fn store_revision(&mut self, mut p: Prepared) -> Result<(), StoreError> {
+        let semantic_hash = p.semantic.as_ref().map(|s| s.hash.clone());
+        if let Some(s) = p.semantic.take() {
             self.store_semantic(p.key.id, s)?;
         }
         let r = &p.record;
@@ -336,7 +268,7 @@ impl<'s> RevisionWriter<'s> {
                 d.generation,
                 d.error,
                 self.run.0,
-                p.semantic.as_ref().map(|s| &s.hash),
+                semantic_hash,
                 f.owner_kind,
                 f.owner_name,
                 f.owner_uid,
@@ -459,7 +391,11 @@ impl Sink for RevisionWriter<'_> {
                 .map_err(|e| self.sql(e))?;
         if !known {
             self.pending_ids.insert((key.id, r.mod_revision));
-            self.pending.push((r, key));
+            let base = match r.deleted {
+                true => None,
+                false => (self.bases.find(&self.store.conn, key.id)).map_err(|e| self.sql(e))?,
+            };
+            self.pending.push((r, key, base));
             if self.pending.len() >= CHUNK {
                 self.send_pending()?;
             }
@@ -468,5 +404,78 @@ impl Sink for RevisionWriter<'_> {
             self.commit()?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::encode::encode_protobuf;
+    use serde_json::json;
+
+    fn pod(phase: &str) -> serde_json::Value {
+        let env: Vec<_> = (0..30)
+            .map(|e| json!({"name": format!("SETTING_{e}"), "value": format!("value-{e}-of-some-length")}))
+            .collect();
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "web-1", "namespace": "shop", "uid": "u-1",
+                            "managedFields": [{"manager": "kubelet", "operation": "Update", "apiVersion": "v1",
+                                               "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:phase": {}}}}]},
+               "spec": {"containers": [{"name": "web", "image": "nginx", "env": env}]},
+               "status": {"phase": phase}})
+    }
+
+    /// Writes one revision of the Pod in a run of its own.
+    fn write(store: &Store, revision: i64, phase: &str) {
+        let run = store.begin_run("test", "/registry/", "").unwrap();
+        let cluster = store.cluster("test").unwrap();
+        let fields = store.field_config(None, &[]).unwrap();
+        let mut w =
+            RevisionWriter::new(store, cluster, run, "/registry/", fields, Default::default()).unwrap();
+        let record = Record {
+            key: b"/registry/pods/shop/web-1".to_vec(),
+            mod_revision: revision,
+            create_revision: 2,
+            version: revision - 1,
+            lease: 0,
+            value: encode_protobuf(&pod(phase)).unwrap(),
+            deleted: false,
+        };
+        w.record(record).unwrap();
+        w.flush().unwrap();
+    }
+
+    #[test]
+    fn a_later_content_is_a_small_delta_against_the_base_an_earlier_run_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_for_writing(&dir.path().join("db.sqlite")).unwrap();
+        for (revision, phase) in [(2, "Pending"), (3, "Running"), (4, "Succeeded")] {
+            write(&store, revision, phase);
+        }
+        let rows: Vec<(i64, Option<i64>, usize, Vec<u8>)> = store
+            .conn
+            .prepare("SELECT id, base, length(canonical), hash FROM semantic_values ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(rows.len(), 3);
+        let (base_id, base_of_base, full, _) = &rows[0];
+        assert_eq!(*base_of_base, None, "the first content is stored in full");
+        for (phase, (_, base, size, hash)) in ["Running", "Succeeded"].iter().zip(&rows[1..]) {
+            assert_eq!(
+                base.as_ref(),
+                Some(base_id),
+                "compressed against the first content"
+            );
+            assert!(
+                size * 5 < *full,
+                "a phase change costs {size} bytes, the full content {full}"
+            );
+            let stored = store.canonical_value(hash).unwrap().unwrap();
+            assert_eq!(stored["status"]["phase"], *phase);
+            assert_eq!(stored["spec"]["containers"][0]["env"][29]["name"], "SETTING_29");
+        }
     }
 }

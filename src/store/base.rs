@@ -1,0 +1,138 @@
+//! Bases: the first content of a key stored in full, whose blobs the key's
+//! later contents are compressed against ([`super::blob`]). The writer's
+//! thread finds each record's base before the record is decoded, so the
+//! decode workers can compress against it; a base read back from the
+//! database is decompressed only when a worker first needs it.
+
+use super::blob::{unpack, unpacked_size, ZSTD};
+use rusqlite::{Connection, OptionalExtension};
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+/// Bytes of bases kept in memory before the cache is dropped.
+const CACHE_BYTES: usize = 32 << 20;
+
+/// One blob of a base, decompressed on first use.
+pub(super) struct BaseBlob {
+    packed: Option<Vec<u8>>,
+    plain: OnceLock<Vec<u8>>,
+}
+
+impl BaseBlob {
+    /// A blob this writer has in plain form.
+    pub(super) fn plain(bytes: Vec<u8>) -> BaseBlob {
+        BaseBlob {
+            packed: None,
+            plain: OnceLock::from(bytes),
+        }
+    }
+
+    /// A blob as stored (zstd, without a base).
+    fn packed(bytes: Vec<u8>) -> BaseBlob {
+        BaseBlob {
+            packed: Some(bytes),
+            plain: OnceLock::new(),
+        }
+    }
+
+    /// The decompressed blob; empty (compress without a base) when the
+    /// stored blob does not decompress.
+    pub(super) fn bytes(&self) -> &[u8] {
+        self.plain.get_or_init(|| {
+            self.packed
+                .as_deref()
+                .and_then(|p| unpack(ZSTD, p, None).ok())
+                .unwrap_or_default()
+        })
+    }
+
+    /// Memory it holds, or will once decompressed.
+    fn size(&self) -> usize {
+        match (&self.packed, self.plain.get()) {
+            (Some(p), _) => p.len() + unpacked_size(p).unwrap_or(0),
+            (None, Some(plain)) => plain.len(),
+            (None, None) => 0,
+        }
+    }
+}
+
+/// A key's base: its `semantic_values` row and blobs.
+pub(super) struct Base {
+    pub id: i64,
+    pub canonical: BaseBlob,
+    pub fields: BaseBlob,
+    pub managed: BaseBlob,
+}
+
+impl Base {
+    fn size(&self) -> usize {
+        self.canonical.size() + self.fields.size() + self.managed.size()
+    }
+}
+
+/// The bases of recently written keys, bounded in memory.
+#[derive(Default)]
+pub(super) struct Bases {
+    by_key: HashMap<i64, Arc<Base>>,
+    bytes: usize,
+}
+
+impl Bases {
+    /// The key's base: cached, or that of its latest stored content.
+    pub(super) fn find(&mut self, conn: &Connection, key_id: i64) -> rusqlite::Result<Option<Arc<Base>>> {
+        if let Some(base) = self.by_key.get(&key_id) {
+            return Ok(Some(base.clone()));
+        }
+        let stored = conn
+            .prepare_cached(
+                "SELECT b.id, b.canonical, b.fields, b.managed FROM revisions r \
+                 JOIN semantic_values s ON s.hash = r.semantic_sha256 \
+                 JOIN semantic_values b ON b.id = coalesce(s.base, s.id) \
+                 WHERE r.key_id = ?1 AND b.codec = 'zstd' ORDER BY r.mod_revision DESC LIMIT 1",
+            )?
+            .query_row([key_id], |r| {
+                let blob = |i| -> rusqlite::Result<BaseBlob> {
+                    Ok(BaseBlob::packed(
+                        r.get::<_, Option<Vec<u8>>>(i)?.unwrap_or_default(),
+                    ))
+                };
+                Ok(Base {
+                    id: r.get(0)?,
+                    canonical: blob(1)?,
+                    fields: blob(2)?,
+                    managed: blob(3)?,
+                })
+            })
+            .optional()?;
+        Ok(stored.map(|base| self.insert(key_id, base)))
+    }
+
+    /// Makes `base` the key's base.
+    pub(super) fn insert(&mut self, key_id: i64, base: Base) -> Arc<Base> {
+        self.bytes += base.size();
+        if self.bytes > CACHE_BYTES {
+            self.by_key.clear();
+            self.bytes = base.size();
+        }
+        let base = Arc::new(base);
+        self.by_key.insert(key_id, base.clone());
+        base
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::blob::pack;
+    use super::*;
+
+    #[test]
+    fn a_stored_blob_is_decompressed_when_first_used() {
+        let plain = br#"{"spec":{"replicas":3}}"#.to_vec();
+        let stored = BaseBlob::packed(pack(&plain, &[]));
+        assert!(stored.plain.get().is_none());
+        assert_eq!(stored.size(), stored.packed.as_ref().unwrap().len() + plain.len());
+        assert_eq!(stored.bytes(), plain);
+        assert_eq!(BaseBlob::packed(b"not zstd".to_vec()).bytes(), b"");
+        assert_eq!(BaseBlob::plain(plain.clone()).bytes(), plain);
+    }
+}
