@@ -16,11 +16,13 @@ pub struct WireError {
 }
 
 /// One field as it appears on the wire.
+#[derive(Clone, Copy)]
 pub struct WireField<'a> {
     pub number: u32,
     pub value: WireValue<'a>,
 }
 
+#[derive(Clone, Copy)]
 pub enum WireValue<'a> {
     Varint(u64),
     Fixed64([u8; 8]),
@@ -94,7 +96,13 @@ impl<'a> Reader<'a> {
         if number == 0 {
             return Err(self.err(at, "field number 0"));
         }
-        let value = match key & 7 {
+        let value = self.value(key & 7, number, at)?;
+        Ok(Some(WireField { number, value }))
+    }
+
+    /// One value of `wire_type` (for field `number`, whose key is at `at`).
+    fn value(&mut self, wire_type: u64, number: u32, at: usize) -> Result<WireValue<'a>, WireError> {
+        Ok(match wire_type {
             0 => WireValue::Varint(self.varint()?),
             1 => WireValue::Fixed64(self.take(8, "fixed64", at)?.try_into().expect("8 bytes")),
             2 => {
@@ -104,8 +112,16 @@ impl<'a> Reader<'a> {
             }
             5 => WireValue::Fixed32(self.take(4, "fixed32", at)?.try_into().expect("4 bytes")),
             w => return Err(self.err(at, format!("unsupported wire type {w} for field {number}"))),
-        };
-        Ok(Some(WireField { number, value }))
+        })
+    }
+
+    /// The next element of a packed run of `wire_type` values (0 varint,
+    /// 1 fixed64, 5 fixed32), or `None` at its end.
+    pub fn next_packed(&mut self, wire_type: u64) -> Result<Option<WireValue<'a>>, WireError> {
+        if self.pos >= self.buf.len() {
+            return Ok(None);
+        }
+        self.value(wire_type, 0, self.pos).map(Some)
     }
 
     /// Offset of the next unread byte within the outer buffer.
