@@ -58,17 +58,33 @@ fn by_name(v: &Value) -> Option<String> {
         .map(|n| format!("name {n}"))
 }
 
+/// [`repeats`] by name, for the long lists of pod specs: names are compared
+/// borrowed first, and the path is only formatted when one repeats.
+fn repeats_by_name(path: impl FnOnce() -> String, items: Option<&Value>, out: &mut Vec<Duplicate>) {
+    let Some(list) = items.and_then(Value::as_array) else {
+        return;
+    };
+    let mut names: Vec<&str> = list
+        .iter()
+        .filter_map(|v| v.get("name").and_then(Value::as_str))
+        .filter(|n| !n.is_empty())
+        .collect();
+    names.sort_unstable();
+    if names.windows(2).any(|w| w[0] == w[1]) {
+        repeats(&path(), items, &by_name, out);
+    }
+}
+
 fn pod_spec(path: &str, spec: &Value, out: &mut Vec<Duplicate>) {
     for list in ["containers", "initContainers", "ephemeralContainers"] {
-        let list_path = format!("{path}.{list}");
-        repeats(&list_path, spec.get(list), &by_name, out);
+        repeats_by_name(|| format!("{path}.{list}"), spec.get(list), out);
         for c in spec.get(list).and_then(Value::as_array).into_iter().flatten() {
-            let cpath = format!("{list_path}[{}]", text(c, "name"));
-            repeats(&format!("{cpath}.env"), c.get("env"), &by_name, out);
-            repeats(&format!("{cpath}.ports"), c.get("ports"), &by_name, out);
+            let container = || format!("{path}.{list}[{}]", text(c, "name"));
+            repeats_by_name(|| format!("{}.env", container()), c.get("env"), out);
+            repeats_by_name(|| format!("{}.ports", container()), c.get("ports"), out);
         }
     }
-    repeats(&format!("{path}.volumes"), spec.get("volumes"), &by_name, out);
+    repeats_by_name(|| format!("{path}.volumes"), spec.get("volumes"), out);
 }
 
 /// Every repeated entry in `object`.
