@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 /// Bytes of bases kept in memory before the cache is dropped.
-const CACHE_BYTES: usize = 32 << 20;
+const CACHE_BYTES: usize = 16 << 20;
 
 /// One blob of a base, decompressed on first use.
 pub(super) struct BaseBlob {
