@@ -1,6 +1,6 @@
-//! The protobuf wire format, read by hand for what a dynamic message does not
-//! give us: the byte offset where a malformed message breaks, and a
-//! readable rendering of fields the schema does not know.
+//! The protobuf wire format, read by hand: the fields the decoder converts,
+//! the byte offset where a malformed message breaks, and a readable
+//! rendering of fields the schema does not know.
 
 use base64::Engine;
 use prost_reflect::{Kind, MessageDescriptor};
