@@ -45,6 +45,7 @@ pub fn to_json(
 ) -> Result<ProtoJson, ProtoError> {
     let mut conv = Converter {
         schema,
+        depth: 0,
         path: String::new(),
         unknown_fields: Vec::new(),
         warnings: Vec::new(),
@@ -221,6 +222,8 @@ pub(super) fn special(full_name: &str) -> Option<Special> {
 
 struct Converter<'s> {
     schema: &'s Schema,
+    /// Messages entered; conversion stops past [`wire::MAX_DEPTH`].
+    depth: usize,
     /// Path of the value being converted (`spec.containers[0]`), kept in
     /// one buffer: it is only read to name unknown fields and warnings.
     path: String,
@@ -251,6 +254,19 @@ impl Converter<'_> {
     }
 
     fn message(&mut self, desc: &MessageDescriptor, bytes: &[u8]) -> Converted<Value> {
+        if self.depth >= wire::MAX_DEPTH {
+            return Err(Malformed(format!(
+                "messages nested more than {} deep",
+                wire::MAX_DEPTH
+            )));
+        }
+        self.depth += 1;
+        let value = self.message_within(desc, bytes);
+        self.depth -= 1;
+        value
+    }
+
+    fn message_within(&mut self, desc: &MessageDescriptor, bytes: &[u8]) -> Converted<Value> {
         if let Some(kind) = special(desc.full_name()) {
             return self.special(kind, desc, bytes);
         }
@@ -541,6 +557,37 @@ mod tests {
             serde_json::json!({"metadata": {"name": "p", "#105": 42}})
         );
         assert_eq!(json.unknown_fields, ["metadata.#105"]);
+    }
+
+    /// `levels` messages nested in field `number`, innermost first.
+    fn nested(number: usize, levels: usize) -> Vec<u8> {
+        (0..levels).fold(Vec::new(), |inner, _| delimited(number, &inner))
+    }
+
+    #[test]
+    fn hostile_nesting_is_an_error_not_a_crash() {
+        // JSONSchemaProps.not (28) holds a JSONSchemaProps: 20,000 levels.
+        let props = schema()
+            .pool
+            .get_message_by_name("k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps")
+            .unwrap();
+        let e = to_json(schema(), &props, &nested(28, 20_000), 0).err().unwrap();
+        assert!(e.problem.contains("nested more than 100 deep"), "{e}");
+        // Within the limit it decodes as before.
+        let ok = to_json(schema(), &props, &nested(28, 50), 0).unwrap();
+        assert!(ok.object.contains_key("not"));
+        // An unknown field whose bytes nest 20,000 messages deep.
+        let bytes = delimited(1, &nested(99, 20_000));
+        let json = decode(&bytes).unwrap();
+        let mut depth = 0;
+        let mut at = &json["metadata"];
+        while let Some(inner) = at.get("#99") {
+            (at, depth) = (inner, depth + 1);
+        }
+        assert!(
+            depth < 200 && at.is_string(),
+            "rendered {depth} levels, then {at}"
+        );
     }
 
     #[test]

@@ -6,6 +6,10 @@ use base64::Engine;
 use prost_reflect::{Kind, MessageDescriptor};
 use serde_json::{Map, Value};
 
+/// Messages nested deeper than this are refused (prost's limit too), so
+/// hostile input cannot exhaust the stack.
+pub const MAX_DEPTH: usize = 100;
+
 /// Where and why a protobuf message stops parsing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{problem} at byte offset {offset}")]
@@ -133,6 +137,16 @@ impl<'a> Reader<'a> {
 /// Finds the first structural fault in `buf` read as `desc`, descending into
 /// message fields; `None` if the wire format is sound.
 pub fn locate_fault(buf: &[u8], base: usize, desc: &MessageDescriptor) -> Option<WireError> {
+    fault_within(buf, base, desc, 0)
+}
+
+fn fault_within(buf: &[u8], base: usize, desc: &MessageDescriptor, depth: usize) -> Option<WireError> {
+    if depth > MAX_DEPTH {
+        return Some(WireError {
+            offset: base,
+            problem: format!("messages nested more than {MAX_DEPTH} deep"),
+        });
+    }
     let mut r = Reader::new(buf, base);
     loop {
         let field = match r.next_field() {
@@ -149,7 +163,7 @@ pub fn locate_fault(buf: &[u8], base: usize, desc: &MessageDescriptor) -> Option
         let body_at = r.offset() - bytes.len();
         match fd.kind() {
             Kind::Message(inner) => {
-                if let Some(e) = locate_fault(bytes, body_at, &inner) {
+                if let Some(e) = fault_within(bytes, body_at, &inner, depth + 1) {
                     return Some(e);
                 }
             }
@@ -165,36 +179,43 @@ pub fn locate_fault(buf: &[u8], base: usize, desc: &MessageDescriptor) -> Option
 }
 
 /// Renders bytes the schema does not describe: a nested message when they
-/// parse as one, else text, else base64.
-pub fn render_bytes(bytes: &[u8]) -> Value {
+/// parse as one (down to [`MAX_DEPTH`] levels), else text, else base64.
+fn render_bytes(bytes: &[u8], depth: usize) -> Value {
     if let Ok(s) = std::str::from_utf8(bytes) {
         if s.chars().all(|c| !c.is_control() || c.is_whitespace()) {
             return Value::String(s.to_string());
         }
     }
-    if let Some(v) = render_message(bytes) {
-        return v;
+    if depth < MAX_DEPTH {
+        if let Some(v) = render_message(bytes, depth + 1) {
+            return v;
+        }
     }
     Value::String(base64::engine::general_purpose::STANDARD.encode(bytes))
 }
 
 /// Renders a schema-less message as `{"#<number>": value}`, repeated numbers
 /// as arrays; `None` unless every byte parses.
-pub fn render_message(bytes: &[u8]) -> Option<Value> {
+fn render_message(bytes: &[u8], depth: usize) -> Option<Value> {
     let mut r = Reader::new(bytes, 0);
     let mut out = Map::new();
     while let Some(f) = r.next_field().ok()? {
-        insert_unknown(&mut out, f.number, render_value(&f.value));
+        insert_unknown(&mut out, f.number, render_at(&f.value, depth));
     }
     (!out.is_empty()).then_some(Value::Object(out))
 }
 
+/// Renders a value the schema does not describe.
 pub fn render_value(v: &WireValue<'_>) -> Value {
+    render_at(v, 0)
+}
+
+fn render_at(v: &WireValue<'_>, depth: usize) -> Value {
     match v {
         WireValue::Varint(n) => Value::from(*n),
         WireValue::Fixed64(b) => Value::from(u64::from_le_bytes(*b)),
         WireValue::Fixed32(b) => Value::from(u32::from_le_bytes(*b)),
-        WireValue::Bytes(b) => render_bytes(b),
+        WireValue::Bytes(b) => render_bytes(b, depth),
     }
 }
 
@@ -236,7 +257,7 @@ mod tests {
     #[test]
     fn renders_nested_unknown_message() {
         // field 3 = varint 7; field 4 = "hi"
-        let v = render_message(&[0x18, 0x07, 0x22, 0x02, b'h', b'i']).unwrap();
+        let v = render_message(&[0x18, 0x07, 0x22, 0x02, b'h', b'i'], 0).unwrap();
         assert_eq!(v, serde_json::json!({"#3": 7, "#4": "hi"}));
     }
 }
