@@ -412,3 +412,48 @@ fn secret_values_are_redacted_unless_asked_for() {
     ));
     assert_eq!(shown["data"], want["data"]);
 }
+
+/// The JSON under a path of `#<number>` keys.
+fn by_number<'a>(v: &'a Value, numbers: &[u32]) -> Option<&'a Value> {
+    numbers.iter().try_fold(v, |at, n| at.get(format!("#{n}")))
+}
+
+#[test]
+fn unknown_kind_whose_field_1_is_not_object_meta_decodes_by_field_number() {
+    // admission.k8s.io has no stored kinds, so the schema does not resolve
+    // AdmissionReview; its field 1 is the request, not an ObjectMeta.
+    let (_, how) = etcd_inspector::decode::schema::schema().resolve("admission.k8s.io/v1", "AdmissionReview");
+    assert_eq!(how, etcd_inspector::decode::Resolution::Unknown);
+    let uid = "705ab4f5-6393-11e8-b7cc-42010a800002";
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_value(dir.path(), "review", &common::k8s::admission_review(uid));
+    let out = run_inspector(&["decode", &file, "--show-envelope"], None);
+    let obj = stdout_json(&out);
+    assert_eq!(obj["apiVersion"], "admission.k8s.io/v1");
+    assert_eq!(obj["kind"], "AdmissionReview");
+    assert!(obj.get("metadata").is_none(), "{obj:#}");
+    // request.uid, request.operation, request.kind.kind, request.userInfo.username
+    assert_eq!(by_number(&obj, &[1, 1]), Some(&json!(uid)), "{obj:#}");
+    assert_eq!(by_number(&obj, &[1, 7]), Some(&json!("CREATE")), "{obj:#}");
+    assert_eq!(by_number(&obj, &[1, 2, 3]), Some(&json!("Deployment")), "{obj:#}");
+    assert_eq!(
+        by_number(&obj, &[1, 8, 1]),
+        Some(&json!("kubernetes-admin")),
+        "{obj:#}"
+    );
+    let err = stderr(&out);
+    for line in [
+        "encoding: protobuf",
+        "apiVersion: admission.k8s.io/v1",
+        "kind: AdmissionReview",
+        "schema: kind not in the schema and its field 1 is not an ObjectMeta; every field decoded by number",
+        "unknown fields: #1",
+    ] {
+        assert!(err.contains(line), "missing {line:?} in {err}");
+    }
+    assert!(!err.lines().any(|l| l.starts_with("message:")), "{err}");
+    // Without --show-envelope: still exit 0, the same object, and a warning.
+    let out = run_inspector(&["decode", &file], None);
+    assert_eq!(stdout_json(&out), obj);
+    assert!(stderr(&out).contains("warning: "), "{}", stderr(&out));
+}

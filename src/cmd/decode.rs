@@ -86,6 +86,10 @@ pub fn show(
                         err,
                         "schema: kind not in the schema; only metadata decoded by name"
                     )?,
+                    Some(decode::Resolution::Schemaless) => writeln!(
+                        err,
+                        "schema: kind not in the schema and its field 1 is not an ObjectMeta; every field decoded by number"
+                    )?,
                     _ => {}
                 }
                 if d.unknown_fields.is_empty() {

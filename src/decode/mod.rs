@@ -27,7 +27,8 @@ pub struct Decoded {
     pub base64_wrapped: bool,
     pub api_version: String,
     pub kind: String,
-    /// Protobuf message used, for protobuf values.
+    /// Protobuf message used, for protobuf values; `None` for one decoded
+    /// without a schema ([`Resolution::Schemaless`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// How the protobuf message was chosen; `None` for other encodings.
@@ -123,11 +124,30 @@ fn decode_inner(value: &[u8], base64_wrapped: bool) -> Result<Outcome, Undecodab
         } => {
             let s = schema::schema();
             let (desc, resolution) = s.resolve(&api_version, &kind);
-            let json = protobuf::to_json(s, &desc, raw, raw_offset).map_err(|e| Undecodable {
-                encoding: Some(Encoding::Protobuf),
-                reason: format!("{api_version} {kind}: {e}"),
-                offset: e.offset,
-            })?;
+            let (json, message, resolution) = match protobuf::to_json(s, &desc, raw, raw_offset) {
+                Ok(json) => (json, Some(desc.full_name().to_string()), resolution),
+                // A kind the schema lacks need not keep an ObjectMeta in
+                // field 1 (AdmissionReview holds its request there): when
+                // the bytes are still protobuf, keep every field by number.
+                Err(e) => {
+                    let schemaless = match resolution {
+                        Resolution::Unknown => protobuf::by_number(raw),
+                        _ => None,
+                    };
+                    let Some(mut json) = schemaless else {
+                        return Err(Undecodable {
+                            encoding: Some(Encoding::Protobuf),
+                            reason: format!("{api_version} {kind}: {e}"),
+                            offset: e.offset,
+                        });
+                    };
+                    json.warnings.push(format!(
+                        "{api_version} {kind}: field 1 is not an ObjectMeta ({}); decoded without a schema, every field by number",
+                        e.problem
+                    ));
+                    (json, None, Resolution::Schemaless)
+                }
+            };
             let mut warnings = json.warnings;
             if trailing_newline {
                 warnings.insert(
@@ -144,12 +164,175 @@ fn decode_inner(value: &[u8], base64_wrapped: bool) -> Result<Outcome, Undecodab
                 base64_wrapped,
                 api_version,
                 kind,
-                message: Some(desc.full_name().to_string()),
+                message,
                 resolution: Some(resolution),
                 unknown_fields: json.unknown_fields,
                 warnings,
                 object: Value::Object(object),
             }))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn varint(mut n: usize, out: &mut Vec<u8>) {
+        while n >= 0x80 {
+            out.push(n as u8 | 0x80);
+            n >>= 7;
+        }
+        out.push(n as u8);
+    }
+
+    /// Field `number` as a length-delimited field holding `body`.
+    fn delimited(number: usize, body: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        varint(number << 3 | 2, &mut out);
+        varint(body.len(), &mut out);
+        out.extend_from_slice(body);
+        out
+    }
+
+    /// Field `number` as a varint.
+    fn varint_field(number: usize, value: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        varint(number << 3, &mut out);
+        varint(value, &mut out);
+        out
+    }
+
+    /// `k8s\0` + runtime.Unknown{typeMeta{apiVersion, kind}, raw}, built by hand.
+    fn stored(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
+        let type_meta = [
+            delimited(1, api_version.as_bytes()),
+            delimited(2, kind.as_bytes()),
+        ]
+        .concat();
+        [
+            envelope::PROTOBUF_MAGIC.to_vec(),
+            delimited(1, &type_meta),
+            delimited(2, raw),
+            delimited(3, b""),
+            delimited(4, b""),
+        ]
+        .concat()
+    }
+
+    fn decoded(value: &[u8]) -> Decoded {
+        match decode_value(value) {
+            Ok(Outcome::Decoded(d)) => d,
+            Ok(Outcome::Encrypted(_)) => panic!("not encrypted"),
+            Err(e) => panic!("undecodable: {e}"),
+        }
+    }
+
+    #[test]
+    fn unknown_kind_whose_field_1_is_a_varint_decodes_by_number() {
+        let raw = [varint_field(1, 42), delimited(2, b"hello")].concat();
+        let d = decoded(&stored("example.com/v1", "Widget", &raw));
+        assert_eq!(
+            d.object,
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "#1": 42, "#2": "hello"})
+        );
+        assert_eq!(
+            (d.api_version.as_str(), d.kind.as_str()),
+            ("example.com/v1", "Widget")
+        );
+        assert_eq!(d.resolution, Some(Resolution::Schemaless));
+        assert_eq!(d.message, None);
+        assert_eq!(d.unknown_fields, ["#1", "#2"]);
+        assert!(
+            d.warnings.iter().any(|w| w.contains("not an ObjectMeta")),
+            "{:?}",
+            d.warnings
+        );
+    }
+
+    #[test]
+    fn unknown_kind_whose_field_1_is_not_object_meta_decodes_by_number() {
+        // AdmissionReview-shaped: field 1 holds a request whose field 7 is a
+        // string (ObjectMeta's 7 is the int64 generation) and whose field 8
+        // is a message starting with a string (ObjectMeta's 8 is a Time,
+        // whose field 1 is an int64).
+        let user = [delimited(1, b"alice"), delimited(3, b"system:authenticated")].concat();
+        let request = [
+            delimited(1, b"705ab4f5-6393-11e8-b7cc-42010a800002"),
+            delimited(
+                2,
+                &[
+                    delimited(1, b"apps"),
+                    delimited(2, b"v1"),
+                    delimited(3, b"Deployment"),
+                ]
+                .concat(),
+            ),
+            delimited(5, b"web"),
+            delimited(7, b"CREATE"),
+            delimited(8, &user),
+            varint_field(11, 1),
+        ]
+        .concat();
+        let raw = [delimited(1, &request), delimited(2, &varint_field(2, 1))].concat();
+        let d = decoded(&stored("admission.k8s.io/v1", "AdmissionReview", &raw));
+        assert_eq!(
+            d.object,
+            json!({
+                "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                "#1": {
+                    "#1": "705ab4f5-6393-11e8-b7cc-42010a800002",
+                    "#2": {"#1": "apps", "#2": "v1", "#3": "Deployment"},
+                    "#5": "web",
+                    "#7": "CREATE",
+                    "#8": {"#1": "alice", "#3": "system:authenticated"},
+                    "#11": 1
+                },
+                "#2": {"#2": 1}
+            })
+        );
+        assert_eq!(d.resolution, Some(Resolution::Schemaless));
+        assert_eq!(d.message, None);
+        assert_eq!(d.unknown_fields, ["#1", "#2"]);
+
+        // Field 1 holds bytes that are not a message at all: kept as base64.
+        let d = decoded(&stored("example.com/v1", "Widget", &delimited(1, &[0xff, 0x01])));
+        assert_eq!(
+            d.object,
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "#1": "/wE="})
+        );
+        assert_eq!(d.resolution, Some(Resolution::Schemaless));
+    }
+
+    #[test]
+    fn unknown_kind_with_object_meta_keeps_metadata_by_name() {
+        let meta = [delimited(1, b"w1"), delimited(3, b"prod"), varint_field(7, 3)].concat();
+        let raw = [delimited(1, &meta), delimited(2, &delimited(1, b"blue"))].concat();
+        let d = decoded(&stored("example.com/v1", "Widget", &raw));
+        assert_eq!(
+            d.object,
+            json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                   "metadata": {"name": "w1", "namespace": "prod", "generation": 3},
+                   "#2": {"#1": "blue"}})
+        );
+        assert_eq!(d.resolution, Some(Resolution::Unknown));
+        assert_eq!(d.message.as_deref(), Some("etcd_inspector.UnknownObject"));
+        assert_eq!(d.unknown_fields, ["#2"]);
+        assert!(d.warnings.is_empty(), "{:?}", d.warnings);
+    }
+
+    #[test]
+    fn unknown_kind_with_broken_wire_format_stays_undecodable() {
+        // Field 2 claims 32 bytes where 2 remain.
+        let raw = [varint_field(1, 1), vec![0x12, 0x20, 0x01, 0x02]].concat();
+        let e = decode_value(&stored("example.com/v1", "Widget", &raw)).expect_err("undecodable");
+        assert_eq!(e.encoding, Some(Encoding::Protobuf));
+        assert!(e.reason.contains("runs past the end"), "{e}");
+        // The raw object starts at byte 32; field 2's key is its third byte.
+        assert_eq!(e.offset, Some(34), "{e:?}");
+        // A known kind whose field has the wrong wire type is still an error.
+        let e = decode_value(&stored("v1", "Pod", &varint_field(1, 1))).expect_err("undecodable");
+        assert!(e.reason.contains("v1 Pod"), "{e}");
     }
 }

@@ -61,6 +61,28 @@ pub fn to_json(
     }
 }
 
+/// Decodes `bytes` without a schema: every field kept by number, rendered
+/// as fields the schema does not know are (nested messages where the bytes
+/// parse as one), and listed as unknown. `None` when the bytes are not
+/// protobuf wire format.
+pub fn by_number(bytes: &[u8]) -> Option<ProtoJson> {
+    let fields = wire_fields(bytes).ok()?;
+    let mut object = Map::new();
+    let mut unknown_fields = Vec::new();
+    for f in &fields {
+        wire::insert_unknown(&mut object, f.number, wire::render_value(&f.value));
+        let key = wire::unknown_key(f.number);
+        if unknown_fields.last() != Some(&key) {
+            unknown_fields.push(key);
+        }
+    }
+    Some(ProtoJson {
+        object,
+        unknown_fields,
+        warnings: Vec::new(),
+    })
+}
+
 /// The error for a message that does not parse: where the wire format
 /// breaks when it does, else what a protobuf decoder objects to.
 fn describe_fault(desc: &MessageDescriptor, bytes: &[u8], base: usize, reason: String) -> ProtoError {

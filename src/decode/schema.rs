@@ -48,6 +48,9 @@ pub enum Resolution {
     OtherVersion(String),
     /// The schema lacks the kind: only `metadata` decodes by name.
     Unknown,
+    /// The schema lacks the kind and its field 1 is not an `ObjectMeta`:
+    /// decoded without a schema, every field kept by number.
+    Schemaless,
 }
 
 /// The loaded schema.

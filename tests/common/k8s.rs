@@ -70,3 +70,52 @@ pub fn secret(namespace: &str, name: &str, password: &str) -> Vec<u8> {
     };
     stored_protobuf("v1", "Secret", secret.encode_to_vec())
 }
+
+/// An `admission.k8s.io/v1` AdmissionReview whose request (uid `uid`) asks
+/// to create the Deployment `prod/web`, stored as a built-in type would be.
+/// Its field 1 is the request, not an ObjectMeta.
+pub fn admission_review(uid: &str) -> Vec<u8> {
+    use k8s_pb::api::admission::v1::{AdmissionRequest, AdmissionReview};
+    use k8s_pb::api::authentication::v1::UserInfo;
+    use k8s_pb::apimachinery::pkg::apis::meta::v1::{GroupVersionKind, GroupVersionResource};
+    use k8s_pb::apimachinery::pkg::runtime::RawExtension;
+    let gvk = GroupVersionKind {
+        group: Some("apps".into()),
+        version: Some("v1".into()),
+        kind: Some("Deployment".into()),
+    };
+    let gvr = GroupVersionResource {
+        group: Some("apps".into()),
+        version: Some("v1".into()),
+        resource: Some("deployments".into()),
+    };
+    let object = serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "prod"},
+        "spec": {"replicas": 3}
+    });
+    let review = AdmissionReview {
+        request: Some(AdmissionRequest {
+            uid: Some(uid.into()),
+            kind: Some(gvk.clone()),
+            resource: Some(gvr.clone()),
+            request_kind: Some(gvk),
+            request_resource: Some(gvr),
+            name: Some("web".into()),
+            namespace: Some("prod".into()),
+            operation: Some("CREATE".into()),
+            user_info: Some(UserInfo {
+                username: Some("kubernetes-admin".into()),
+                groups: vec!["system:masters".into(), "system:authenticated".into()],
+                ..UserInfo::default()
+            }),
+            object: Some(RawExtension {
+                raw: Some(serde_json::to_vec(&object).unwrap()),
+            }),
+            dry_run: Some(false),
+            ..AdmissionRequest::default()
+        }),
+        response: None,
+    };
+    stored_protobuf("admission.k8s.io/v1", "AdmissionReview", review.encode_to_vec())
+}
