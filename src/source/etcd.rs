@@ -1,6 +1,9 @@
 //! Live etcd, read-only: connection (endpoints, TLS, auth, timeouts) and
 //! reads. Nothing here writes to etcd.
 
+use crate::decode::key::COMPACT_REV_KEY;
+use crate::source::server_version::ServerVersion;
+use crate::source::LiveKey;
 use etcd_client::{Certificate, Client, ConnectOptions, GetOptions, Identity, TlsOptions};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -41,6 +44,20 @@ pub enum EtcdError {
     Request { endpoints: String, reason: String },
     #[error("saving the snapshot: {0}")]
     Save(std::io::Error),
+    /// A watch of every key was refused; the replay falls back to the scope.
+    #[error("permission denied to watch every key")]
+    WatchDenied,
+    #[error(
+        "etcd at {endpoints} {server} announce watch progress before the events it covers (etcd \
+         issue 15220, fixed in 3.4.25 and 3.5.8), and these credentials may not watch every key, \
+         so the end of the history replay cannot be confirmed; use credentials that can read every \
+         key (kube-apiserver's), or snapshot --fetch-snapshot"
+    )]
+    Unconfirmable {
+        endpoints: String,
+        /// "is version 3.4.23, which may", or why the version is unknown.
+        server: String,
+    },
 }
 
 /// One key as etcd returned it.
@@ -58,6 +75,9 @@ pub struct KeyValue {
 pub struct Etcd {
     client: Client,
     endpoints: String,
+    /// The version the server reported, as it spelt it; empty when the
+    /// credentials may not ask.
+    version: String,
 }
 
 /// The most useful words of a client error: the innermost cause.
@@ -132,20 +152,41 @@ impl Connection {
             reason: format!("no answer within {:?}", self.dial_timeout),
         })?
         .map_err(connect_err)?;
-        let etcd = Etcd { client, endpoints };
-        // A cheap read proves the endpoint, TLS and credentials all work.
-        let mut status = etcd.client.maintenance_client();
-        tokio::time::timeout(self.dial_timeout, status.status())
+        // A cheap read proves the endpoint, TLS and credentials all work,
+        // and names the server's version. Some releases reserve Status for
+        // administrators: a plain read proves the rest then.
+        let no_answer = || EtcdError::Connect {
+            endpoints: endpoints.clone(),
+            reason: format!("no answer within {:?}", self.dial_timeout),
+        };
+        let refused = |e: etcd_client::Error| EtcdError::Connect {
+            endpoints: endpoints.clone(),
+            reason: reason(&e),
+        };
+        let mut maintenance = client.maintenance_client();
+        let version = match tokio::time::timeout(self.dial_timeout, maintenance.status())
             .await
-            .map_err(|_| EtcdError::Connect {
-                endpoints: etcd.endpoints.clone(),
-                reason: format!("no answer within {:?}", self.dial_timeout),
-            })?
-            .map_err(|e| EtcdError::Connect {
-                endpoints: etcd.endpoints.clone(),
-                reason: reason(&e),
-            })?;
-        Ok(etcd)
+            .map_err(|_| no_answer())?
+        {
+            Ok(status) => status.version().to_string(),
+            Err(e) if is_denied(&e) => {
+                let mut kv = client.kv_client();
+                tokio::time::timeout(
+                    self.dial_timeout,
+                    kv.get(COMPACT_REV_KEY, Some(GetOptions::new().with_count_only())),
+                )
+                .await
+                .map_err(|_| no_answer())?
+                .map_err(refused)?;
+                String::new()
+            }
+            Err(e) => return Err(refused(e)),
+        };
+        Ok(Etcd {
+            version,
+            client,
+            endpoints,
+        })
     }
 }
 
@@ -183,13 +224,18 @@ pub enum ReadError<E: std::error::Error + 'static> {
     Sink(E),
 }
 
-/// The keys a replay follows.
+/// What a replay records: every key under the prefix, and
+/// `compact_rev_key` (the apiserver's compaction marker, outside any prefix).
 #[derive(Clone, Copy, Debug)]
-pub enum Keys<'a> {
-    /// Every key starting with these bytes.
-    Prefix(&'a [u8]),
-    /// One key.
-    Exact(&'a [u8]),
+pub struct Scope<'a> {
+    pub prefix: &'a [u8],
+}
+
+impl Scope<'_> {
+    /// Whether a key is recorded.
+    pub fn keeps(&self, key: &[u8]) -> bool {
+        key.starts_with(self.prefix) || key == COMPACT_REV_KEY.as_bytes()
+    }
 }
 
 /// What a history replay found.
@@ -211,8 +257,15 @@ pub struct Pinned {
     pub head: i64,
 }
 
-/// A key that no object uses, watched to learn the compaction revision.
-const PROBE_KEY: &[u8] = b"\0etcd-inspector/compaction-probe";
+/// The key range one watch covers.
+#[derive(Clone, Copy, Debug)]
+enum Watched<'a> {
+    /// Every key. Every etcd revision belongs to a write, so the event at
+    /// the head itself arrives and proves everything before it arrived.
+    Everything,
+    Prefix(&'a [u8]),
+    Exact(&'a [u8]),
+}
 
 /// The first key after every key starting with `prefix`.
 fn prefix_end(prefix: &[u8]) -> Vec<u8> {
@@ -241,6 +294,22 @@ fn record_of(kv: etcd_client::KeyValue) -> crate::source::Record {
     }
 }
 
+fn grpc_code(e: &etcd_client::Error) -> Option<tonic::Code> {
+    match e {
+        etcd_client::Error::GRpcStatus(status) => Some(status.code()),
+        _ => None,
+    }
+}
+
+/// etcd's "required revision has been compacted".
+fn is_compacted(e: &etcd_client::Error) -> bool {
+    grpc_code(e) == Some(tonic::Code::OutOfRange) && reason(e).contains("compacted")
+}
+
+fn is_denied(e: &etcd_client::Error) -> bool {
+    grpc_code(e) == Some(tonic::Code::PermissionDenied)
+}
+
 impl Etcd {
     fn request_err(&self, e: etcd_client::Error) -> EtcdError {
         EtcdError::Request {
@@ -249,78 +318,146 @@ impl Etcd {
         }
     }
 
+    fn failure(&self, reason: String) -> EtcdError {
+        EtcdError::Request {
+            endpoints: self.endpoints.clone(),
+            reason,
+        }
+    }
+
+    /// The version the server reported, as it spelt it; empty when the
+    /// credentials may not ask.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// The server's version, when it is one this tool can read.
+    pub fn server_version(&self) -> Option<ServerVersion> {
+        ServerVersion::parse(&self.version)
+    }
+
     /// Pins the current revision and names the cluster.
     pub async fn pin(&self) -> Result<Pinned, EtcdError> {
         let resp = self
             .client
             .kv_client()
-            .get(
-                crate::decode::key::COMPACT_REV_KEY,
-                Some(GetOptions::new().with_count_only()),
-            )
+            .get(COMPACT_REV_KEY, Some(GetOptions::new().with_count_only()))
             .await
             .map_err(|e| self.request_err(e))?;
-        let header = resp.header().ok_or_else(|| EtcdError::Request {
-            endpoints: self.endpoints.clone(),
-            reason: "response without a header".into(),
-        })?;
+        let header = resp
+            .header()
+            .ok_or_else(|| self.failure("response without a header".into()))?;
         Ok(Pinned {
             cluster_id: format!("{:x}", header.cluster_id()),
             head: header.revision(),
         })
     }
 
-    /// The server's compaction revision (0 if nothing was ever compacted),
-    /// learnt by watching a key from revision 1: etcd cancels such a watch
-    /// with the compaction revision, or syncs it when nothing was compacted.
-    pub async fn compaction_revision(&self, timeout: Duration) -> Result<i64, EtcdError> {
-        let mut stream = self
+    /// Whether a read of `key` at `revision` is still possible (etcd
+    /// refuses reads below its compaction revision).
+    async fn readable_at(&self, key: &[u8], revision: i64) -> Result<bool, EtcdError> {
+        let read = self
             .client
-            .watch_client()
-            .watch(
-                PROBE_KEY,
-                Some(etcd_client::WatchOptions::new().with_start_revision(1)),
+            .kv_client()
+            .get(
+                key,
+                Some(GetOptions::new().with_revision(revision).with_count_only()),
             )
-            .await
-            .map_err(|e| self.request_err(e))?;
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            if tokio::time::Instant::now() > deadline {
-                return Err(EtcdError::Request {
-                    endpoints: self.endpoints.clone(),
-                    reason: format!("no answer to the compaction probe within {timeout:?}"),
-                });
-            }
-            match tokio::time::timeout(Duration::from_millis(50), stream.message()).await {
-                Err(_) => stream.request_progress().await.map_err(|e| self.request_err(e))?,
-                Ok(msg) => {
-                    let Some(resp) = msg.map_err(|e| self.request_err(e))? else {
-                        return Err(EtcdError::Request {
-                            endpoints: self.endpoints.clone(),
-                            reason: "watch stream closed".into(),
-                        });
-                    };
-                    if resp.canceled() {
-                        if resp.compact_revision() > 0 {
-                            return Ok(resp.compact_revision());
-                        }
-                        return Err(EtcdError::Request {
-                            endpoints: self.endpoints.clone(),
-                            reason: format!("watch cancelled: {}", resp.cancel_reason()),
-                        });
-                    }
-                    if resp.created() {
-                        stream.request_progress().await.map_err(|e| self.request_err(e))?;
-                    } else if resp.events().is_empty() {
-                        return Ok(0);
-                    }
-                }
-            }
+            .await;
+        match read {
+            Ok(_) => Ok(true),
+            Err(e) if is_compacted(&e) => Ok(false),
+            Err(e) => Err(self.request_err(e)),
         }
     }
 
+    /// The server's compaction revision (0 if nothing was ever compacted),
+    /// found by bisecting reads at old revisions of a key the run may read:
+    /// a read below the compaction revision fails, one at or above it
+    /// succeeds. About log2(head) cheap requests, none of which waits on
+    /// the server's goodwill.
+    pub async fn compaction_revision(&self, scope: Scope<'_>, head: i64) -> Result<i64, EtcdError> {
+        if self.readable_at(scope.prefix, 1).await? {
+            return Ok(0);
+        }
+        let (mut unreadable, mut readable) = (1, head.max(1));
+        while readable - unreadable > 1 {
+            let mid = unreadable + (readable - unreadable) / 2;
+            if self.readable_at(scope.prefix, mid).await? {
+                readable = mid;
+            } else {
+                unreadable = mid;
+            }
+        }
+        Ok(readable)
+    }
+
+    /// Calls `each` for every key under `prefix`, then `compact_rev_key`, as
+    /// of `head`, `page` keys per request; values are left out when
+    /// `keys_only`.
+    async fn each_key<E>(
+        &self,
+        prefix: &[u8],
+        head: i64,
+        page: i64,
+        keys_only: bool,
+        mut each: impl FnMut(etcd_client::KeyValue) -> Result<(), E>,
+    ) -> Result<(), ReadError<E>>
+    where
+        E: std::error::Error + 'static,
+    {
+        let mut kv = self
+            .client
+            .kv_client()
+            .max_decoding_message_size(MAX_RESPONSE_BYTES);
+        let options = |opts: GetOptions| match keys_only {
+            true => opts.with_keys_only(),
+            false => opts,
+        };
+        let end = prefix_end(prefix);
+        let mut start = prefix.to_vec();
+        loop {
+            let mut resp = kv
+                .get(
+                    start.clone(),
+                    Some(options(
+                        GetOptions::new()
+                            .with_range(end.clone())
+                            .with_revision(head)
+                            .with_limit(page),
+                    )),
+                )
+                .await
+                .map_err(|e| self.request_err(e))?;
+            let more = resp.more();
+            let kvs = resp.take_kvs();
+            if let Some(last) = kvs.last() {
+                start = last.key().to_vec();
+                start.push(0);
+            }
+            for item in kvs {
+                each(item).map_err(ReadError::Sink)?;
+            }
+            if !more {
+                break;
+            }
+        }
+        let mut resp = kv
+            .get(
+                COMPACT_REV_KEY,
+                Some(options(GetOptions::new().with_revision(head))),
+            )
+            .await
+            .map_err(|e| self.request_err(e))?;
+        for item in resp.take_kvs() {
+            each(item).map_err(ReadError::Sink)?;
+        }
+        Ok(())
+    }
+
     /// Reads every key under `prefix`, and `compact_rev_key`, as of `head`,
-    /// `page` keys per request; returns how many keys it read.
+    /// `page` keys per request; returns how many keys under the prefix it
+    /// read.
     pub async fn read_state<S>(
         &self,
         prefix: &[u8],
@@ -332,58 +469,86 @@ impl Etcd {
         S: crate::source::Sink,
         S::Error: std::error::Error + 'static,
     {
-        let mut kv = self
-            .client
-            .kv_client()
-            .max_decoding_message_size(MAX_RESPONSE_BYTES);
-        let end = prefix_end(prefix);
-        let mut start = prefix.to_vec();
         let mut keys = 0;
-        loop {
-            let mut resp = kv
-                .get(
-                    start.clone(),
-                    Some(
-                        GetOptions::new()
-                            .with_range(end.clone())
-                            .with_revision(head)
-                            .with_limit(page),
-                    ),
-                )
-                .await
-                .map_err(|e| self.request_err(e))?;
-            let more = resp.more();
-            let kvs = resp.take_kvs();
-            if let Some(last) = kvs.last() {
-                start = last.key().to_vec();
-                start.push(0);
-            }
-            for item in kvs {
-                keys += 1;
-                sink.record(record_of(item)).map_err(ReadError::Sink)?;
-            }
-            if !more {
-                break;
-            }
-        }
-        let mut resp = kv
-            .get(
-                crate::decode::key::COMPACT_REV_KEY,
-                Some(GetOptions::new().with_revision(head)),
-            )
-            .await
-            .map_err(|e| self.request_err(e))?;
-        for item in resp.take_kvs() {
-            sink.record(record_of(item)).map_err(ReadError::Sink)?;
-        }
+        self.each_key(prefix, head, page, false, |item| {
+            keys += i64::from(item.key().starts_with(prefix));
+            sink.record(record_of(item))
+        })
+        .await?;
         Ok(keys)
     }
 
-    /// Replays every revision of `keys` from `from` up to `head`: puts,
+    /// The counters of every live key in `scope` at `head`, without values.
+    pub async fn live_keys(&self, scope: Scope<'_>, head: i64, page: i64) -> Result<Vec<LiveKey>, EtcdError> {
+        let mut live = Vec::new();
+        let read = self.each_key(scope.prefix, head, page, true, |kv| {
+            live.push(LiveKey {
+                create_revision: kv.create_revision(),
+                mod_revision: kv.mod_revision(),
+                version: kv.version(),
+                key: kv.into_key_value().0,
+            });
+            Ok::<(), std::convert::Infallible>(())
+        });
+        match read.await {
+            Ok(()) => Ok(live),
+            Err(ReadError::Etcd(e)) => Err(e),
+            Err(ReadError::Sink(never)) => match never {},
+        }
+    }
+
+    /// Whether a watch of every key from `head` will see an event at
+    /// `head`. Only a tombstone can be missing: compaction at exactly `head`
+    /// dropped it on etcd up to 3.4.33 and 3.5.15. Any doubt answers yes:
+    /// the watch then decides.
+    async fn event_retained_at(&self, head: i64) -> Result<bool, EtcdError> {
+        let written_at_head = self
+            .client
+            .kv_client()
+            .get(
+                [0u8],
+                Some(
+                    GetOptions::new()
+                        .with_all_keys()
+                        .with_revision(head)
+                        .with_min_mod_revision(head)
+                        .with_keys_only(),
+                ),
+            )
+            .await;
+        match written_at_head {
+            Ok(resp) if !resp.kvs().is_empty() => return Ok(true),
+            Ok(_) => {}
+            Err(e) if is_compacted(&e) || is_denied(&e) => return Ok(true),
+            Err(e) => return Err(self.request_err(e)),
+        }
+        // Only deletes at `head`; their tombstones stay unless compacted at
+        // exactly `head`.
+        match self.readable_at(&[0], head - 1).await {
+            Ok(true) => return Ok(true),
+            Ok(false) => {}
+            Err(_) => return Ok(true),
+        }
+        Ok(self
+            .server_version()
+            .is_none_or(ServerVersion::keeps_tombstone_at_compaction))
+    }
+
+    /// Replays every revision in `scope` from `from` up to `head`: puts,
     /// deletes (as tombstones) and the earlier revision each one replaced.
+    ///
+    /// The replay ends on evidence: it watches every key, so the event at
+    /// `head` (or a later one) arrives, and everything outside `scope` is
+    /// dropped. Progress notifications never end it there. Credentials that
+    /// may not watch every key fall back to watching `scope` alone, ended by
+    /// a progress notification, which only etcd 3.4.25, 3.5.8 and later
+    /// send after the events they cover; older servers are refused then.
+    /// With `head = i64::MAX` it follows until the stream fails, reporting
+    /// through [`Sink::progress`](crate::source::Sink::progress) how far
+    /// everything has arrived.
     pub async fn replay<S>(
         &self,
-        keys: Keys<'_>,
+        scope: Scope<'_>,
         from: i64,
         head: i64,
         idle: Duration,
@@ -393,18 +558,88 @@ impl Etcd {
         S: crate::source::Sink,
         S::Error: std::error::Error + 'static,
     {
-        if from > head {
+        if from > head || (from == head && !self.event_retained_at(head).await?) {
             return Ok(Replay::Complete);
         }
+        match self
+            .watch(Watched::Everything, scope, from, head, idle, sink)
+            .await
+        {
+            Err(ReadError::Etcd(EtcdError::WatchDenied)) => {}
+            done => return done,
+        }
+        let ordered = self
+            .server_version()
+            .is_some_and(ServerVersion::progress_is_ordered);
+        if !ordered {
+            let server = match self.version.is_empty() {
+                true => "did not tell its version to these credentials, so it may be one that may".into(),
+                false => format!("is version {}, which may", self.version),
+            };
+            return Err(EtcdError::Unconfirmable {
+                endpoints: self.endpoints.clone(),
+                server,
+            }
+            .into());
+        }
+        if let Replay::Compacted(c) = self
+            .watch(Watched::Prefix(scope.prefix), scope, from, head, idle, sink)
+            .await?
+        {
+            return Ok(Replay::Compacted(c));
+        }
+        self.watch(
+            Watched::Exact(COMPACT_REV_KEY.as_bytes()),
+            scope,
+            from,
+            head,
+            idle,
+            sink,
+        )
+        .await
+    }
+
+    /// One watch of `watched` from `from`, recording what `scope` keeps, up
+    /// to `head`.
+    async fn watch<S>(
+        &self,
+        watched: Watched<'_>,
+        scope: Scope<'_>,
+        from: i64,
+        head: i64,
+        idle: Duration,
+        sink: &mut S,
+    ) -> Result<Replay, ReadError<S::Error>>
+    where
+        S: crate::source::Sink,
+        S::Error: std::error::Error + 'static,
+    {
         let mut opts = etcd_client::WatchOptions::new()
             .with_start_revision(from)
             .with_prev_key();
-        let key = match keys {
-            Keys::Prefix(p) => {
+        let key: &[u8] = match watched {
+            Watched::Everything => {
+                opts = opts.with_all_keys();
+                b"\0"
+            }
+            Watched::Prefix(p) => {
                 opts = opts.with_prefix();
                 p
             }
-            Keys::Exact(k) => k,
+            Watched::Exact(k) => k,
+        };
+        let version = self.server_version();
+        // Progress notifications count only where etcd sends them after the
+        // events they cover (etcd issue 15220); they end a replay only when
+        // no event at the head can be expected, i.e. not watching everything.
+        let ordered = version.is_some_and(ServerVersion::progress_is_ordered);
+        let ends_on_progress = ordered && !matches!(watched, Watched::Everything);
+        // A progress request sent while the watch catches up may never be
+        // answered on some releases (etcd issue 17507): ask only after a
+        // quiet spell, by when a watch with nothing to send has caught up.
+        let ask_after = match version.is_some_and(ServerVersion::defers_progress) {
+            true => Duration::from_secs(1),
+            false => Duration::from_millis(100),
         };
         let mut stream = self
             .client
@@ -415,16 +650,15 @@ impl Etcd {
             .map_err(|e| self.request_err(e))?;
         let mut last_message = tokio::time::Instant::now();
         loop {
-            let msg = match tokio::time::timeout(Duration::from_millis(100), stream.message()).await {
+            let msg = match tokio::time::timeout(ask_after, stream.message()).await {
                 Err(_) => {
                     if last_message.elapsed() > idle {
-                        return Err(EtcdError::Request {
-                            endpoints: self.endpoints.clone(),
-                            reason: format!("history replay stalled: nothing received for {idle:?}"),
-                        }
-                        .into());
+                        return Err(self
+                            .failure(format!("history replay stalled: nothing received for {idle:?}"))
+                            .into());
                     }
-                    // Ask where the watch is; etcd answers once it has caught up.
+                    // The answer keeps a quiet watch alive and, where etcd
+                    // orders it, says how far the watch got.
                     stream.request_progress().await.map_err(|e| self.request_err(e))?;
                     continue;
                 }
@@ -432,43 +666,39 @@ impl Etcd {
             };
             last_message = tokio::time::Instant::now();
             let Some(resp) = msg else {
-                return Err(EtcdError::Request {
-                    endpoints: self.endpoints.clone(),
-                    reason: "watch stream closed".into(),
-                }
-                .into());
+                return Err(self.failure("watch stream closed".into()).into());
             };
             if resp.canceled() {
                 if resp.compact_revision() > 0 {
                     return Ok(Replay::Compacted(resp.compact_revision()));
                 }
-                return Err(EtcdError::Request {
-                    endpoints: self.endpoints.clone(),
-                    reason: format!("watch cancelled: {}", resp.cancel_reason()),
+                if resp.cancel_reason().contains("permission denied") {
+                    return Err(EtcdError::WatchDenied.into());
                 }
-                .into());
+                return Err(self
+                    .failure(format!("watch cancelled: {}", resp.cancel_reason()))
+                    .into());
             }
             if resp.created() {
-                stream.request_progress().await.map_err(|e| self.request_err(e))?;
                 continue;
             }
             if resp.events().is_empty() {
-                // A progress notification: every event up to its revision was sent.
-                let through = resp.header().map_or(0, |h| h.revision());
-                sink.progress(through.min(head)).map_err(ReadError::Sink)?;
-                if through >= head {
-                    return Ok(Replay::Complete);
+                if ordered {
+                    let through = resp.header().map_or(0, |h| h.revision());
+                    sink.progress(through.min(head)).map_err(ReadError::Sink)?;
+                    if ends_on_progress && through >= head {
+                        return Ok(Replay::Complete);
+                    }
                 }
                 continue;
             }
-            let mut reached_head = false;
+            let mut newest = 0;
             for ev in resp.events() {
                 let Some(kv) = ev.kv() else { continue };
-                if kv.mod_revision() > head {
-                    reached_head = true;
+                newest = newest.max(kv.mod_revision());
+                if kv.mod_revision() > head || !scope.keeps(kv.key()) {
                     continue;
                 }
-                reached_head |= kv.mod_revision() == head;
                 let prev_create = ev.prev_kv().map(|p| p.create_revision()).unwrap_or(0);
                 if let Some(prev) = ev.prev_kv() {
                     sink.record(record_of(prev.clone())).map_err(ReadError::Sink)?;
@@ -487,17 +717,10 @@ impl Etcd {
                 };
                 sink.record(record).map_err(ReadError::Sink)?;
             }
-            // etcd never splits one revision's events across responses.
-            if let Some(last) = resp
-                .events()
-                .iter()
-                .filter_map(|e| e.kv())
-                .map(|kv| kv.mod_revision())
-                .max()
-            {
-                sink.progress(last.min(head)).map_err(ReadError::Sink)?;
-            }
-            if reached_head {
+            // A watch delivers revisions in order and never splits one
+            // across responses: everything up to `newest` has arrived.
+            sink.progress(newest.min(head)).map_err(ReadError::Sink)?;
+            if newest >= head {
                 return Ok(Replay::Complete);
             }
         }
