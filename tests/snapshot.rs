@@ -3,9 +3,10 @@
 
 mod common;
 
-use common::etcd::{TestEtcd, Tls};
+use common::etcd::{etcd_version, TestEtcd, Tls};
 use common::k8s::{pod, widget};
 use common::{assert_exit, history, inspector, ok, runs, terminate};
+use etcd_inspector::source::server_version::ServerVersion;
 use std::path::Path;
 use std::process::Output;
 
@@ -110,6 +111,198 @@ fn history_of_create_update_rewrite_delete_recreate() {
 
     let table = String::from_utf8_lossy(&ok(inspector(&db, &["history", key])).stdout).into_owned();
     assert!(table.contains("uid-b") && table.contains("deleted"), "{table}");
+}
+
+fn stored_revisions_of(db: &Path, key: &str) -> Vec<(i64, bool)> {
+    history(db, key)
+        .iter()
+        .map(|h| {
+            (
+                h["mod_revision"].as_i64().unwrap(),
+                h["deleted"].as_bool().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn server() -> ServerVersion {
+    ServerVersion::parse(&etcd_version()).unwrap()
+}
+
+/// The scenario etcd 3.4.23 and 3.5.1 lost to early progress notifications
+/// (etcd issue 15220): every revision is stored, by a first run and by an
+/// incremental one, and each run names the server's version.
+#[test]
+fn five_writes_then_three_more_store_every_revision() {
+    let etcd = TestEtcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let key = "/registry/pods/shop/web";
+    let mut want = vec![
+        (etcd.put(key, &pod("shop", "web", "uid-a", "web:1")), false),
+        (etcd.put(key, &pod("shop", "web", "uid-a", "web:2")), false),
+        (etcd.put(key, &pod("shop", "web", "uid-a", "web:3")), false),
+        (etcd.delete(key), true),
+        (etcd.put(key, &pod("shop", "web", "uid-b", "web:3")), false),
+    ];
+    ok(snapshot(&etcd, &db, &[]));
+    assert_eq!(stored_revisions_of(&db, key), want);
+    for image in ["web:4", "web:5", "web:6"] {
+        want.push((etcd.put(key, &pod("shop", "web", "uid-b", image)), false));
+    }
+    ok(snapshot(&etcd, &db, &[]));
+    assert_eq!(stored_revisions_of(&db, key), want);
+    let r = runs(&db);
+    let seen: Vec<(&str, i64, &str)> = r
+        .iter()
+        .map(|x| {
+            (
+                x["status"].as_str().unwrap(),
+                x["revisions_added"].as_i64().unwrap(),
+                x["etcd_version"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let version = etcd_version();
+    assert_eq!(
+        seen,
+        [
+            ("complete", 5, version.as_str()),
+            ("complete", 3, version.as_str())
+        ]
+    );
+    let table = String::from_utf8(ok(inspector(&db, &["runs"])).stdout).unwrap();
+    assert!(table.contains("etcd") && table.contains(&version), "{table}");
+}
+
+/// A database whose history lost revisions (as one written over etcd 3.4.23
+/// by an earlier release did) fails the next run instead of calling it
+/// complete; what the run stored stays.
+#[test]
+fn a_stored_history_shorter_than_etcd_counts_fails_the_run() {
+    let etcd = TestEtcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let key = "/registry/pods/shop/web";
+    let revs: Vec<i64> = (1..=5)
+        .map(|i| etcd.put(key, &pod("shop", "web", "uid-a", &format!("web:{i}"))))
+        .collect();
+    ok(snapshot(&etcd, &db, &[]));
+    let sql = rusqlite::Connection::open(&db).unwrap();
+    let dropped = sql
+        .execute(
+            "DELETE FROM revisions WHERE mod_revision IN (?1, ?2, ?3) \
+             AND key_id = (SELECT id FROM keys WHERE key = CAST(?4 AS BLOB))",
+            rusqlite::params![revs[0], revs[1], revs[2], key],
+        )
+        .unwrap();
+    assert_eq!(dropped, 3);
+    drop(sql);
+    let sixth = etcd.put(key, &pod("shop", "web", "uid-a", "web:6"));
+    let out = snapshot(&etcd, &db, &[]);
+    let err = one_line_error(&out);
+    assert!(
+        err.contains(&format!(
+            "history incomplete: 1 key has fewer revisions than etcd counts, e.g. {key}: stored 3 of 6"
+        )),
+        "{err}"
+    );
+    let r = runs(&db);
+    assert_eq!(r.len(), 2);
+    assert_eq!(r[1]["status"].as_str(), Some("failed"));
+    assert!(
+        r[1]["error"].as_str().unwrap().contains("stored 3 of 6"),
+        "{:?}",
+        r[1]
+    );
+    assert_eq!(
+        stored_revisions_of(&db, key),
+        [(revs[3], false), (revs[4], false), (sixth, false)],
+        "what the failed run stored is kept"
+    );
+}
+
+/// Credentials that may read only the prefix cannot watch every key: the
+/// replay watches the prefix and ends on a progress notification where etcd
+/// sends those after the events they cover, and refuses where it does not.
+#[test]
+fn credentials_limited_to_the_prefix() {
+    let mut etcd = TestEtcd::start();
+    let key = "/registry/pods/shop/web";
+    let revs: Vec<(i64, bool)> = (1..=4)
+        .map(|i| {
+            (
+                etcd.put(key, &pod("shop", "web", "uid-a", &format!("web:{i}"))),
+                false,
+            )
+        })
+        .collect();
+    etcd.put("/other-app/config", b"outside the prefix");
+    etcd.add_prefix_reader(
+        "inspector",
+        "inspector-secret",
+        "/registry/",
+        &["compact_rev_key"],
+    );
+    etcd.enable_auth("root-secret", "reader-secret");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let out = snapshot(
+        &etcd,
+        &db,
+        &["--user", "inspector", "--password", "inspector-secret"],
+    );
+    let run = runs(&db)[0].clone();
+    // Some releases (3.4.45) answer Status only to administrators: the run
+    // cannot know the version then, and must not trust the notification.
+    let told = run["etcd_version"].as_str();
+    assert!(told.is_none() || told == Some(etcd_version().as_str()), "{run:?}");
+    if told.is_some() && server().progress_is_ordered() {
+        ok(out);
+        assert_eq!(run["status"].as_str(), Some("complete"));
+        assert_eq!(stored_revisions_of(&db, key), revs);
+    } else {
+        let err = one_line_error(&out);
+        assert!(
+            err.contains("etcd issue 15220") && err.contains("cannot be confirmed"),
+            "{err}"
+        );
+        assert_eq!(run["status"].as_str(), Some("failed"));
+    }
+}
+
+/// When the head is the compaction revision and holds only a delete, etcd
+/// up to 3.4.33 and 3.5.15 dropped its tombstone, so no event at the head
+/// will ever come: the run ends anyway, with exactly what etcd retains.
+#[test]
+fn a_head_that_compaction_emptied_ends_the_replay() {
+    let etcd = TestEtcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let key = "/registry/pods/shop/web";
+    etcd.put(key, &pod("shop", "web", "uid-a", "web:1"));
+    let deleted = etcd.delete(key);
+    etcd.compact(deleted);
+    ok(snapshot(&etcd, &db, &["--command-timeout", "20s"]));
+    let r = runs(&db);
+    assert_eq!(
+        (
+            r[0]["status"].as_str(),
+            r[0]["head_revision"].as_i64(),
+            r[0]["compact_revision"].as_i64()
+        ),
+        (Some("complete"), Some(deleted), Some(deleted))
+    );
+    if server().keeps_tombstone_at_compaction() {
+        assert_eq!(stored_revisions_of(&db, key), [(deleted, true)]);
+        assert_eq!(r[0]["revisions_added"].as_i64(), Some(1));
+    } else {
+        assert_eq!(
+            r[0]["revisions_added"].as_i64(),
+            Some(0),
+            "etcd kept nothing of the key"
+        );
+    }
 }
 
 #[test]

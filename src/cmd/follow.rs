@@ -6,9 +6,10 @@
 use super::snapshot::{begin, finish, from_live, progress_bar, signal_runtime, Settings, Summary};
 use super::Status;
 use crate::cli::FollowArgs;
-use crate::source::etcd::{Connection, Keys, ReadError, Replay};
-use crate::source::{Record, Sink};
-use crate::store::{RevisionWriter, RunId, Store, StoreError};
+use crate::source::etcd::{Connection, ReadError, Replay, Scope};
+use crate::source::filter::ResourceFilter;
+use crate::source::{Census, Record, Sink};
+use crate::store::{RevisionWriter, RunId, Shortfall, Store, StoreError};
 use anyhow::{anyhow, Result};
 use indicatif::ProgressBar;
 use std::path::Path;
@@ -18,11 +19,18 @@ use std::time::{Duration, Instant};
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// Stores watched revisions and commits them, with how far they reach, at
-/// least every `commit_every`.
+/// least every `commit_every`, once they agree with etcd's counters.
 struct Recorder<'w, 's> {
     writer: &'w mut RevisionWriter<'s>,
     store: &'s Store,
     run: RunId,
+    cluster: i64,
+    /// The stored history is unbroken from this revision.
+    covered_from: i64,
+    prefix: &'w str,
+    filter: &'w ResourceFilter,
+    /// The counters of every key written since the last commit.
+    census: Census,
     /// Every revision up to this one has been pushed to the writer.
     through: i64,
     /// ... and up to this one is committed.
@@ -33,8 +41,20 @@ struct Recorder<'w, 's> {
 }
 
 impl Recorder<'_, '_> {
-    fn commit(&mut self) -> Result<(), StoreError> {
+    /// Commits what arrived and, once the stored history of every key
+    /// written since agrees with the counters its events carried, records
+    /// how far everything is stored.
+    fn commit(&mut self) -> Result<(), FollowError> {
         self.writer.flush()?;
+        let live = self.census.live();
+        let recorded = |key: &[u8]| self.filter.records_key(key, self.prefix);
+        if let Some(shortfall) =
+            self.store
+                .history_shortfall(self.cluster, self.covered_from, &live, recorded)?
+        {
+            return Err(FollowError::Incomplete(shortfall));
+        }
+        self.census.clear();
         if self.through > self.committed {
             self.store.set_complete_through(self.run, self.through)?;
             self.committed = self.through;
@@ -48,14 +68,24 @@ impl Recorder<'_, '_> {
     }
 }
 
-impl Sink for Recorder<'_, '_> {
-    type Error = StoreError;
+/// Why following stopped on the database side.
+#[derive(Debug, thiserror::Error)]
+enum FollowError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Incomplete(#[from] Shortfall),
+}
 
-    fn record(&mut self, record: Record) -> Result<(), StoreError> {
-        self.writer.record(record)
+impl Sink for Recorder<'_, '_> {
+    type Error = FollowError;
+
+    fn record(&mut self, record: Record) -> Result<(), FollowError> {
+        self.census.observe(&record);
+        Ok(self.writer.record(record)?)
     }
 
-    fn progress(&mut self, revision: i64) -> Result<(), StoreError> {
+    fn progress(&mut self, revision: i64) -> Result<(), FollowError> {
         self.through = self.through.max(revision);
         if self.last_commit.elapsed() >= self.commit_every {
             self.commit()?;
@@ -69,7 +99,7 @@ enum Ended {
     Deadline,
     Signal,
     /// The watch ended: compaction overtook it, or the connection failed.
-    Watch(Result<Replay, ReadError<StoreError>>),
+    Watch(Result<Replay, ReadError<FollowError>>),
 }
 
 async fn follow(
@@ -88,7 +118,9 @@ async fn follow(
     };
     store.set_complete_through(run, summary.head)?;
     let conn = Connection::from(&args.etcd);
-    let prefix = args.record.prefix.as_bytes();
+    let scope = Scope {
+        prefix: args.record.prefix.as_bytes(),
+    };
     let mut backoff = Duration::from_secs(1);
     loop {
         let ended = match conn.connect().await {
@@ -98,6 +130,11 @@ async fn follow(
                     writer: &mut writer,
                     store,
                     run,
+                    cluster: summary.cluster,
+                    covered_from: summary.covered_from,
+                    prefix: &args.record.prefix,
+                    filter: &settings.filter,
+                    census: Census::default(),
                     through: summary.head,
                     committed: summary.head,
                     last_commit: Instant::now(),
@@ -106,7 +143,7 @@ async fn follow(
                 };
                 let from = summary.head + 1;
                 let ended = tokio::select! {
-                    r = etcd.replay(Keys::Prefix(prefix), from, i64::MAX, conn.command_timeout, &mut recorder) => Ended::Watch(r),
+                    r = etcd.replay(scope, from, i64::MAX, conn.command_timeout, &mut recorder) => Ended::Watch(r),
                     _ = signalled.notified() => Ended::Signal,
                     _ = sleep_until(deadline) => Ended::Deadline,
                 };
@@ -119,11 +156,12 @@ async fn follow(
         };
         match ended {
             Ended::Deadline => {
-                summary.keys = store.live_keys(summary.cluster, prefix, summary.head)?;
+                summary.keys = store.live_keys(summary.cluster, scope.prefix, summary.head)?;
                 return Ok(summary);
             }
             Ended::Signal => return Err(anyhow!("interrupted by a signal")),
-            Ended::Watch(Err(ReadError::Sink(e))) => return Err(e.into()),
+            Ended::Watch(Err(ReadError::Sink(FollowError::Store(e)))) => return Err(e.into()),
+            Ended::Watch(Err(ReadError::Sink(FollowError::Incomplete(e)))) => return Err(e.into()),
             Ended::Watch(Err(ReadError::Etcd(e))) => {
                 eprintln!(
                     "warning: watching stopped at revision {}: {e}; reconnecting in {}s",
@@ -148,9 +186,12 @@ async fn follow(
             Ok(caught_up) => {
                 summary.gaps.extend(caught_up.gaps);
                 summary.head = caught_up.head;
+                summary.covered_from = caught_up.covered_from;
                 store.set_complete_through(run, summary.head)?;
             }
-            Err(e) if e.downcast_ref::<StoreError>().is_some() => return Err(e),
+            Err(e) if e.downcast_ref::<StoreError>().is_some() || e.downcast_ref::<Shortfall>().is_some() => {
+                return Err(e)
+            }
             Err(e) => eprintln!("warning: catching up failed: {e:#}"),
         }
     }

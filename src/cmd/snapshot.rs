@@ -3,13 +3,12 @@
 
 use super::Status;
 use crate::cli::{EtcdArgs, RecordArgs, SnapshotArgs};
-use crate::decode::key::COMPACT_REV_KEY;
 use crate::source::bolt::BoltDb;
 use crate::source::db_file::{self, ReadFileError};
-use crate::source::etcd::{Connection, Etcd, Keys, ReadError, Replay};
+use crate::source::etcd::{Connection, Etcd, ReadError, Replay, Scope};
 use crate::source::filter::ResourceFilter;
-use crate::source::{Record, Sink};
-use crate::store::{FieldConfig, Gap, RevisionWriter, RunId, RunStatus, Store, StoreError};
+use crate::source::{Census, LiveKey, Record, Sink};
+use crate::store::{FieldConfig, Gap, Previous, RevisionWriter, RunId, RunStatus, Store, StoreError};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{IsTerminal, Write};
@@ -28,6 +27,8 @@ pub(super) struct Summary {
     pub head: i64,
     pub history_from: i64,
     pub gaps: Vec<Gap>,
+    /// From where the stored history is unbroken up to `head`.
+    pub covered_from: i64,
 }
 
 /// Set when Ctrl-C or SIGTERM arrives; sources stop at the next record.
@@ -48,6 +49,9 @@ struct Progress<'w, 's> {
     writer: &'w mut RevisionWriter<'s>,
     bar: ProgressBar,
     seen: u64,
+    /// The newest revision of each key, where the source's own counters are
+    /// what the run checks against (a data file).
+    census: Option<Census>,
 }
 
 impl Sink for Progress<'_, '_> {
@@ -58,6 +62,9 @@ impl Sink for Progress<'_, '_> {
             return Err(SinkError::Interrupted);
         }
         self.seen += 1;
+        if let Some(census) = &mut self.census {
+            census.observe(&record);
+        }
         if self.seen.is_multiple_of(500) {
             self.bar.set_message(format!(
                 "{} records read, {} new, at revision {}",
@@ -143,9 +150,26 @@ impl Settings {
 /// earlier runs of the same cluster, prefix and resource filter stored.
 struct Plan {
     cluster: i64,
-    previous_head: Option<i64>,
+    previous: Option<Previous>,
     from: i64,
     gaps: Vec<Gap>,
+}
+
+impl Plan {
+    /// Whether the previous run's head is still retained, so this run's
+    /// history continues it without a gap.
+    fn continuous(&self) -> bool {
+        self.previous.is_some() && self.gaps.is_empty()
+    }
+
+    /// From where the stored history is unbroken once this run replayed
+    /// from `history_from` (later than planned if compaction overtook it).
+    fn covered_from(&self, history_from: i64) -> i64 {
+        match self.previous {
+            Some(p) if self.gaps.is_empty() && history_from == self.from => p.covered_from,
+            _ => history_from,
+        }
+    }
 }
 
 fn plan(
@@ -157,33 +181,33 @@ fn plan(
 ) -> Result<Plan> {
     let cluster = store.cluster(cluster_id)?;
     let everything = ResourceFilter::default().describe();
-    let previous_head = store.previous_head(cluster, prefix, &filter.describe(), &everything)?;
+    let previous = store.previous_head(cluster, prefix, &filter.describe(), &everything)?;
     let mut gaps = Vec::new();
-    let from = match previous_head {
-        Some(p) if compact > p + 1 => {
+    let from = match previous {
+        Some(p) if compact > p.head + 1 => {
             gaps.push(Gap {
-                from_revision: p + 1,
+                from_revision: p.head + 1,
                 to_revision: compact - 1,
             });
             compact
         }
-        Some(p) => p + 1,
+        Some(p) => p.head + 1,
         None => compact.max(1),
     };
     Ok(Plan {
         cluster,
-        previous_head,
+        previous,
         from,
         gaps,
     })
 }
 
-/// Replays `keys` from `from` to `head`, starting again after a compaction
+/// Replays `scope` from `from` to `head`, starting again after a compaction
 /// that overtook the replay (recording what it lost); returns where history
 /// really started.
 async fn replay_all(
     etcd: &Etcd,
-    keys: Keys<'_>,
+    scope: Scope<'_>,
     mut from: i64,
     head: i64,
     idle: Duration,
@@ -192,7 +216,7 @@ async fn replay_all(
 ) -> Result<i64> {
     loop {
         match etcd
-            .replay(keys, from, head, idle, sink)
+            .replay(scope, from, head, idle, sink)
             .await
             .map_err(read_error)?
         {
@@ -210,9 +234,26 @@ async fn replay_all(
     }
 }
 
+/// Fails the run when the stored history disagrees with etcd's counters
+/// for any key live at the head (see [`Store::history_shortfall`]).
+fn check_history(
+    store: &Store,
+    cluster: i64,
+    covered_from: i64,
+    live: &[LiveKey],
+    prefix: &str,
+    filter: &ResourceFilter,
+) -> Result<()> {
+    match store.history_shortfall(cluster, covered_from, live, |key| filter.records_key(key, prefix))? {
+        Some(shortfall) => Err(shortfall.into()),
+        None => Ok(()),
+    }
+}
+
 /// Reads a live etcd: the state at a pinned head (unless the database
 /// already holds everything up to the previous head, which is still
-/// retained) and the history etcd retains since what is stored.
+/// retained) and the history etcd retains since what is stored, then checks
+/// the stored history against etcd's counters.
 pub(super) async fn from_live(
     store: &Store,
     run: RunId,
@@ -224,65 +265,70 @@ pub(super) async fn from_live(
     let conn = Connection::from(etcd_args);
     bar.set_message(format!("connecting to {}", conn.endpoints.join(",")));
     let etcd = conn.connect().await?;
+    if !etcd.version().is_empty() {
+        store.set_run_etcd_version(run, etcd.version())?;
+    }
+    let scope = Scope {
+        prefix: args.prefix.as_bytes(),
+    };
     let pinned = etcd.pin().await?;
-    let compact = etcd.compaction_revision(conn.command_timeout).await?;
-    let Plan {
-        cluster,
-        previous_head,
-        mut from,
-        mut gaps,
-    } = plan(store, &pinned.cluster_id, compact, &args.prefix, &settings.filter)?;
-    store.set_run_target(run, cluster, pinned.head, compact, from)?;
-    let prefix = args.prefix.as_bytes();
-    // When the previous run's head is still retained, every change since
-    // is in the replay and the state at the head follows from the stored
-    // history: reading the whole keyspace again would add nothing.
-    let continuous = previous_head.is_some() && gaps.is_empty();
+    let compact = etcd.compaction_revision(scope, pinned.head).await?;
+    let plan = plan(store, &pinned.cluster_id, compact, &args.prefix, &settings.filter)?;
+    let (cluster, mut gaps) = (plan.cluster, plan.gaps.clone());
+    store.set_run_target(run, cluster, pinned.head, compact, plan.from)?;
+    // etcd's own counters for every live key, to check the history against.
+    let live = etcd.live_keys(scope, pinned.head, args.page_size).await?;
     let mut writer = settings.writer(store, cluster, run, &args.prefix)?;
     let mut sink = Progress {
         writer: &mut writer,
         bar: bar.clone(),
         seen: 0,
+        census: None,
     };
+    // When the previous run's head is still retained, every change since
+    // is in the replay and the state at the head follows from the stored
+    // history: reading the whole keyspace again would add nothing.
+    if !plan.continuous() {
+        bar.set_message(format!(
+            "reading keys under {} at revision {}",
+            args.prefix, pinned.head
+        ));
+        etcd.read_state(scope.prefix, pinned.head, args.page_size, &mut sink)
+            .await
+            .map_err(read_error)?;
+    }
     bar.set_message(format!(
-        "reading keys under {} at revision {}",
-        args.prefix, pinned.head
-    ));
-    let keys = if continuous {
-        None
-    } else {
-        Some(
-            etcd.read_state(prefix, pinned.head, args.page_size, &mut sink)
-                .await
-                .map_err(read_error)?,
-        )
-    };
-    bar.set_message(format!(
-        "replaying history from revision {from} to {}",
-        pinned.head
+        "replaying history from revision {} to {}",
+        plan.from, pinned.head
     ));
     let idle = conn.command_timeout;
-    for replayed in [Keys::Prefix(prefix), Keys::Exact(COMPACT_REV_KEY.as_bytes())] {
-        from = replay_all(&etcd, replayed, from, pinned.head, idle, &mut sink, &mut gaps).await?;
-    }
+    let from = replay_all(&etcd, scope, plan.from, pinned.head, idle, &mut sink, &mut gaps).await?;
     writer.flush()?;
     for gap in &gaps {
         store.record_gap(run, cluster, *gap)?;
     }
-    let keys = match keys {
-        Some(k) => k,
-        None => store.live_keys(cluster, prefix, pinned.head)?,
-    };
+    let covered_from = plan.covered_from(from);
+    store.set_run_coverage(run, covered_from)?;
+    check_history(
+        store,
+        cluster,
+        covered_from,
+        &live,
+        &args.prefix,
+        &settings.filter,
+    )?;
     Ok(Summary {
         cluster,
-        keys,
+        keys: live.iter().filter(|k| k.key.starts_with(scope.prefix)).count() as i64,
         head: pinned.head,
         history_from: from,
         gaps,
+        covered_from,
     })
 }
 
 /// Reads an etcd data file; `cluster_id` overrides the id derived from it.
+/// The stored history is checked against the file's own counters.
 fn from_file(
     store: &Store,
     run: RunId,
@@ -301,13 +347,9 @@ fn from_file(
         .unwrap_or_else(|| format!("file:{}", &info.sha256[..16]));
     let compact = info.finished_compact.unwrap_or(0);
     let head = info.head();
-    let Plan {
-        cluster,
-        previous_head,
-        from,
-        gaps,
-    } = plan(store, &cluster_id, compact, prefix, &settings.filter)?;
-    store.set_run_target(run, cluster, head, compact, from)?;
+    let plan = plan(store, &cluster_id, compact, prefix, &settings.filter)?;
+    let cluster = plan.cluster;
+    store.set_run_target(run, cluster, head, compact, plan.from)?;
     store.set_run_file(
         run,
         info.size,
@@ -320,6 +362,7 @@ fn from_file(
         writer: &mut writer,
         bar: bar.clone(),
         seen: 0,
+        census: Some(Census::default()),
     };
     bar.set_message(format!(
         "reading revisions {}-{head} from {}",
@@ -328,22 +371,27 @@ fn from_file(
     ));
     // Revisions below the compaction point that etcd kept (each key's latest)
     // are in the file too: read everything after what is already stored.
-    let read_from = previous_head.map_or(0, |p| p + 1);
+    let read_from = plan.previous.map_or(0, |p| p.head + 1);
     db_file::read_revisions(&db, prefix.as_bytes(), read_from, &mut sink).map_err(|e| match e {
         ReadFileError::File(e) => anyhow::Error::from(e),
         ReadFileError::Sink(e) => e.into(),
     })?;
+    let live = sink.census.take().map(|c| c.live()).unwrap_or_default();
     writer.flush()?;
-    for gap in &gaps {
+    for gap in &plan.gaps {
         store.record_gap(run, cluster, *gap)?;
     }
+    let covered_from = plan.covered_from(plan.from);
+    store.set_run_coverage(run, covered_from)?;
+    check_history(store, cluster, covered_from, &live, prefix, &settings.filter)?;
     let keys = store.live_keys(cluster, prefix.as_bytes(), head)?;
     Ok(Summary {
         cluster,
         keys,
         head,
-        history_from: from,
-        gaps,
+        history_from: plan.from,
+        gaps: plan.gaps,
+        covered_from,
     })
 }
 

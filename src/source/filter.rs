@@ -1,7 +1,7 @@
 //! Which resources a run records (`--include-resource`,
 //! `--exclude-resource`).
 
-use crate::decode::key::ParsedKey;
+use crate::decode::key::{parse_key, ParsedKey};
 
 /// Resources excluded when the user names none: Leases are node heartbeats
 /// and leader elections, renewed every few seconds, and dominate the writes
@@ -45,6 +45,15 @@ impl ResourceFilter {
             && !self.exclude.iter().any(|e| names(key, e))
     }
 
+    /// Whether the raw etcd `key` is recorded, read with the run's `prefix`;
+    /// a key that is not a Kubernetes object key always is.
+    pub fn records_key(&self, key: &[u8], prefix: &str) -> bool {
+        match parse_key(&String::from_utf8_lossy(key), prefix) {
+            Ok(parsed) => self.records(&parsed),
+            Err(_) => true,
+        }
+    }
+
     /// How runs record the filter, to compare it with a later run's.
     pub fn describe(&self) -> String {
         format!(
@@ -58,7 +67,6 @@ impl ResourceFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::key::parse_key;
 
     fn recorded(filter: &ResourceFilter, key: &str) -> bool {
         filter.records(&parse_key(key, "/registry/").unwrap())

@@ -1,11 +1,14 @@
 //! Sources of stored records. A source pushes every revision it reads into a
 //! [`Sink`]; the store writer is one sink, a test's collecting `Vec` another.
 
+use std::collections::HashMap;
+
 pub mod bolt;
 pub mod db_file;
 pub mod etcd;
 pub mod filter;
 pub mod revision;
+pub mod server_version;
 
 /// One revision of one key as etcd keeps it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,6 +24,57 @@ pub struct Record {
     /// Empty for a tombstone.
     pub value: Vec<u8>,
     pub deleted: bool,
+}
+
+/// A live key's counters as etcd reports them at a revision: what a run
+/// checks its stored history against.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LiveKey {
+    pub key: Vec<u8>,
+    pub create_revision: i64,
+    pub mod_revision: i64,
+    /// Writes since `create_revision`, that one included.
+    pub version: i64,
+}
+
+/// The newest revision of each key among the records it observed: the
+/// counters a data file or a watch reports for every key still live.
+#[derive(Debug, Default)]
+pub struct Census {
+    /// Key → its newest record's counters, `None` once that is a tombstone.
+    newest: HashMap<Vec<u8>, (i64, Option<LiveKey>)>,
+}
+
+impl Census {
+    /// Takes `record` if it is the newest of its key so far.
+    pub fn observe(&mut self, record: &Record) {
+        if let Some((newest, _)) = self.newest.get(&record.key) {
+            if *newest >= record.mod_revision {
+                return;
+            }
+        }
+        let live = (!record.deleted).then(|| LiveKey {
+            key: record.key.clone(),
+            create_revision: record.create_revision,
+            mod_revision: record.mod_revision,
+            version: record.version,
+        });
+        self.newest
+            .insert(record.key.clone(), (record.mod_revision, live));
+    }
+
+    /// The keys whose newest observed record is not a tombstone.
+    pub fn live(&self) -> Vec<LiveKey> {
+        self.newest
+            .values()
+            .filter_map(|(_, live)| live.clone())
+            .collect()
+    }
+
+    /// Forgets everything observed.
+    pub fn clear(&mut self) {
+        self.newest.clear();
+    }
 }
 
 /// Receives records from a source.
@@ -47,5 +101,46 @@ impl Sink for Vec<Record> {
     fn record(&mut self, record: Record) -> Result<(), Self::Error> {
         self.push(record);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Census, Record};
+
+    fn record(key: &str, mod_revision: i64, version: i64, deleted: bool) -> Record {
+        Record {
+            key: key.as_bytes().to_vec(),
+            mod_revision,
+            create_revision: 2,
+            version,
+            lease: 0,
+            value: Vec::new(),
+            deleted,
+        }
+    }
+
+    #[test]
+    fn census_keeps_the_newest_revision_of_each_live_key() {
+        let mut census = Census::default();
+        for r in [
+            record("a", 3, 2, false),
+            record("a", 2, 1, false),
+            record("b", 4, 1, false),
+            record("b", 5, 0, true),
+            record("c", 7, 1, false),
+            record("c", 6, 0, true),
+        ] {
+            census.observe(&r);
+        }
+        let mut live: Vec<(String, i64, i64)> = census
+            .live()
+            .into_iter()
+            .map(|k| (String::from_utf8(k.key).unwrap(), k.mod_revision, k.version))
+            .collect();
+        live.sort();
+        assert_eq!(live, [("a".into(), 3, 2), ("c".into(), 7, 1)]);
+        census.clear();
+        assert!(census.live().is_empty());
     }
 }

@@ -18,7 +18,7 @@ pub use changes::{ClassifyStats, StoredFinding};
 pub use history::{FieldChange, HistoryRow};
 pub use live::LiveObject;
 pub use prune::Pruned;
-pub use runs::{Gap, RunId, RunInfo, RunStatus};
+pub use runs::{Gap, Previous, RunId, RunInfo, RunStatus, Shortfall};
 pub use stats::Scope;
 pub use writer::{FieldConfig, RevisionWriter};
 
@@ -43,7 +43,7 @@ fn missing(path: &Path) -> StoreError {
 /// The migrations, applied in order when a database is opened.
 /// How many migrations [`migrations`] holds.
 #[cfg(test)]
-const MIGRATION_COUNT: usize = 7;
+const MIGRATION_COUNT: usize = 8;
 
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
@@ -54,6 +54,9 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0005_managers_and_generations.sql")),
         M::up(include_str!("../../migrations/0006_semantic_values_delta.sql")),
         M::up(include_str!("../../migrations/0007_scheduled_runs.sql")),
+        M::up(include_str!(
+            "../../migrations/0008_server_version_and_coverage.sql"
+        )),
     ])
 }
 

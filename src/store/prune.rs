@@ -62,6 +62,13 @@ impl Store {
                             "UPDATE revisions SET run_id = ?1 WHERE run_id IN (SELECT id FROM doomed)",
                             [oldest],
                         )?;
+                        // Generations begun before the cut lost revisions:
+                        // the unbroken history now starts after it.
+                        conn.execute(
+                            "UPDATE runs SET covered_from = max(coalesce(covered_from, history_from, 1), ?2 + 1) \
+                             WHERE cluster_id = ?1 AND id NOT IN (SELECT id FROM doomed)",
+                            params![cluster, start],
+                        )?;
                         removed
                     }
                     None => conn.execute(

@@ -1,6 +1,7 @@
 //! Runs: one row per `snapshot` invocation, its status and what it saw.
 
 use super::{Store, StoreError};
+use crate::source::LiveKey;
 use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
 
@@ -46,6 +47,49 @@ pub struct Gap {
     pub to_revision: i64,
 }
 
+/// The run an incremental run continues from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Previous {
+    /// Everything up to this revision is stored.
+    pub head: i64,
+    /// ... and everything from this one on.
+    pub covered_from: i64,
+}
+
+/// Keys whose stored history disagrees with etcd's counters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shortfall {
+    /// How many keys.
+    pub keys: usize,
+    /// The first of them, with its stored and expected revision counts.
+    pub key: String,
+    pub stored: i64,
+    pub expected: i64,
+}
+
+impl std::fmt::Display for Shortfall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (keys, have) = match self.keys {
+            1 => ("1 key".to_string(), "has"),
+            n => (format!("{n} keys"), "have"),
+        };
+        write!(
+            f,
+            "history incomplete: {keys} {have} {} revisions than etcd counts, e.g. {}: stored {} of {}",
+            if self.stored > self.expected {
+                "more"
+            } else {
+                "fewer"
+            },
+            self.key,
+            self.stored,
+            self.expected
+        )
+    }
+}
+
+impl std::error::Error for Shortfall {}
+
 /// A run as `runs` shows it.
 #[derive(Clone, Debug, Serialize)]
 pub struct RunInfo {
@@ -64,6 +108,8 @@ pub struct RunInfo {
     pub gaps: Vec<Gap>,
     pub error: Option<String>,
     pub tool_version: String,
+    /// The etcd server version a live run talked to.
+    pub etcd_version: Option<String>,
     /// For a run that read a data file: its size, SHA-256 and revisions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<FileInfo>,
@@ -133,8 +179,9 @@ impl Store {
     }
 
     /// The highest revision up to which some run of the cluster, reading
-    /// the same prefix with the same resource filter, stored everything: a
-    /// complete run's head, or how far a `follow` run got. Runs from before
+    /// the same prefix with the same resource filter, stored everything (a
+    /// complete run's head, or how far a `follow` run got), and from which
+    /// revision that run's stored history is unbroken. Runs from before
     /// filters existed recorded every resource (`everything`).
     pub fn previous_head(
         &self,
@@ -142,17 +189,91 @@ impl Store {
         prefix: &str,
         filter: &str,
         everything: &str,
-    ) -> Result<Option<i64>, StoreError> {
+    ) -> Result<Option<Previous>, StoreError> {
         self.conn
             .query_row(
-                "SELECT max(complete_through) FROM runs WHERE cluster_id = ?1 AND prefix = ?2 \
-                 AND coalesce(resource_filter, ?4) = ?3",
+                "SELECT complete_through, coalesce(covered_from, history_from, 1) FROM runs \
+                 WHERE cluster_id = ?1 AND prefix = ?2 AND coalesce(resource_filter, ?4) = ?3 \
+                 AND complete_through IS NOT NULL ORDER BY complete_through DESC LIMIT 1",
                 params![cluster, prefix, filter, everything],
-                |r| r.get(0),
+                |r| {
+                    Ok(Previous {
+                        head: r.get(0)?,
+                        covered_from: r.get(1)?,
+                    })
+                },
             )
             .optional()
-            .map(Option::flatten)
             .map_err(|e| self.err(e))
+    }
+
+    /// Records the etcd server version a live run talked to.
+    pub fn set_run_etcd_version(&self, run: RunId, version: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET etcd_version = ?2 WHERE id = ?1",
+                params![run.0, version],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Records from which revision the run's stored history is unbroken.
+    pub fn set_run_coverage(&self, run: RunId, covered_from: i64) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET covered_from = ?2 WHERE id = ?1",
+                params![run.0, covered_from],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Compares the stored history with etcd's counters: for every key of
+    /// `live` that `recorded` keeps and whose generation began at or after
+    /// `covered_from`, the stored revisions of that generation must number
+    /// exactly its `version`, the newest being its `mod_revision`.
+    pub fn history_shortfall(
+        &self,
+        cluster: i64,
+        covered_from: i64,
+        live: &[LiveKey],
+        recorded: impl Fn(&[u8]) -> bool,
+    ) -> Result<Option<Shortfall>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*), max(r.mod_revision) FROM keys k JOIN revisions r ON r.key_id = k.id \
+                 WHERE k.cluster_id = ?1 AND k.key = ?2 AND r.create_revision = ?3 AND r.deleted = 0 \
+                 AND r.mod_revision <= ?4",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut shortfall: Option<Shortfall> = None;
+        for k in live {
+            if k.create_revision < covered_from.max(1) || !recorded(&k.key) {
+                continue;
+            }
+            let (stored, newest): (i64, Option<i64>) = stmt
+                .query_row(params![cluster, k.key, k.create_revision, k.mod_revision], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .map_err(|e| self.err(e))?;
+            if stored == k.version && newest == Some(k.mod_revision) {
+                continue;
+            }
+            match &mut shortfall {
+                Some(s) => s.keys += 1,
+                None => {
+                    shortfall = Some(Shortfall {
+                        keys: 1,
+                        key: String::from_utf8_lossy(&k.key).into_owned(),
+                        stored,
+                        expected: k.version,
+                    })
+                }
+            }
+        }
+        Ok(shortfall)
     }
 
     /// Records what the run pinned once connected.
@@ -262,7 +383,7 @@ impl Store {
             .prepare(
                 "SELECT r.id, r.status, c.etcd_cluster_id, r.source, r.prefix, r.started_at, r.finished_at, r.head_revision, \
                  r.compact_revision, r.history_from, r.keys_seen, r.revisions_added, r.error, r.tool_version, \
-                 r.file_size, r.file_sha256, r.file_first_revision, r.file_last_revision \
+                 r.file_size, r.file_sha256, r.file_first_revision, r.file_last_revision, r.etcd_version \
                  FROM runs r LEFT JOIN clusters c ON c.id = r.cluster_id ORDER BY r.id",
             )
             .map_err(|e| self.err(e))?;
@@ -284,6 +405,7 @@ impl Store {
                     gaps: Vec::new(),
                     error: r.get(12)?,
                     tool_version: r.get(13)?,
+                    etcd_version: r.get(18)?,
                     file: match (r.get::<_, Option<i64>>(14)?, r.get::<_, Option<String>>(15)?) {
                         (Some(size), Some(sha256)) => Some(FileInfo {
                             size,

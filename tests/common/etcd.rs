@@ -1,5 +1,7 @@
-//! A real etcd server for tests: the binary from the `etcd-bin-vendored`
-//! crate, on free loopback ports, in a temporary data dir, killed on drop.
+//! A real etcd server for tests: the binary named by `ETCD_INSPECTOR_TEST_ETCD`
+//! (`.ci/run` runs the live tests once per etcd release this way), else the
+//! one from the `etcd-bin-vendored` crate; on free loopback ports, in a
+//! temporary data dir, killed on drop.
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -75,6 +77,31 @@ impl Tls {
     }
 }
 
+/// The etcd binary the tests run.
+pub fn etcd_binary() -> std::path::PathBuf {
+    match std::env::var_os("ETCD_INSPECTOR_TEST_ETCD") {
+        Some(path) => path.into(),
+        None => etcd_bin_vendored::etcd_bin_path()
+            .expect("vendored etcd for this platform")
+            .to_path_buf(),
+    }
+}
+
+/// The version the test etcd prints (`etcd --version`'s first line).
+pub fn etcd_version() -> String {
+    let out = Command::new(etcd_binary())
+        .arg("--version")
+        .output()
+        .expect("etcd --version runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .next()
+        .and_then(|l| l.strip_prefix("etcd Version: "))
+        .expect("etcd --version names the version")
+        .trim()
+        .to_string()
+}
+
 impl TestEtcd {
     pub fn start() -> TestEtcd {
         Self::start_inner(None)
@@ -86,7 +113,7 @@ impl TestEtcd {
     }
 
     fn start_inner(tls: Option<&Tls>) -> TestEtcd {
-        let bin = etcd_bin_vendored::etcd_bin_path().expect("vendored etcd for this platform");
+        let bin = etcd_binary();
         let dir = tempfile::tempdir().unwrap();
         let (client, peer) = (free_port(), free_port());
         let scheme = if tls.is_some() { "https" } else { "http" };
@@ -123,6 +150,9 @@ impl TestEtcd {
             .args([
                 "--initial-cluster",
                 &format!("test={peer_url}"),
+                // 3.4 logs through capnslog unless told otherwise.
+                "--logger",
+                "zap",
                 "--log-level",
                 "error",
                 // Room for the benchmark's gigabyte-sized keyspaces.
@@ -190,6 +220,26 @@ impl TestEtcd {
             c.auth_enable().await.unwrap();
         });
         self.auth = Some(("root".into(), root_password.into()));
+    }
+
+    /// Adds `user` (password `password`) who may read only the keys under
+    /// `prefix` and the keys in `keys`. Call before [`TestEtcd::enable_auth`].
+    pub fn add_prefix_reader(&self, user: &str, password: &str, prefix: &str, keys: &[&str]) {
+        use etcd_client::Permission;
+        let mut c = self.client_result().unwrap();
+        self.runtime.block_on(async {
+            c.role_add(user).await.unwrap();
+            c.role_grant_permission(user, Permission::read(prefix).with_prefix())
+                .await
+                .unwrap();
+            for key in keys {
+                c.role_grant_permission(user, Permission::read(*key))
+                    .await
+                    .unwrap();
+            }
+            c.user_add(user, password, None).await.unwrap();
+            c.user_grant_role(user, user).await.unwrap();
+        });
     }
 
     /// Compacts etcd's history at `revision`, as kube-apiserver does.
