@@ -649,6 +649,8 @@ impl Etcd {
             .await
             .map_err(|e| self.request_err(e))?;
         let mut last_message = tokio::time::Instant::now();
+        // Everything up to here has arrived, as the events prove.
+        let mut proven = from - 1;
         loop {
             let msg = match tokio::time::timeout(ask_after, stream.message()).await {
                 Err(_) => {
@@ -683,12 +685,16 @@ impl Etcd {
                 continue;
             }
             if resp.events().is_empty() {
-                if ordered {
-                    let through = resp.header().map_or(0, |h| h.revision());
-                    sink.progress(through.min(head)).map_err(ReadError::Sink)?;
-                    if ends_on_progress && through >= head {
-                        return Ok(Replay::Complete);
-                    }
+                // A progress notification. Where etcd may send it early it
+                // proves nothing beyond the events, but still lets the sink
+                // act (commit) on what they proved.
+                let through = match ordered {
+                    true => resp.header().map_or(0, |h| h.revision()),
+                    false => proven,
+                };
+                sink.progress(through.min(head)).map_err(ReadError::Sink)?;
+                if ends_on_progress && through >= head {
+                    return Ok(Replay::Complete);
                 }
                 continue;
             }
@@ -719,6 +725,7 @@ impl Etcd {
             }
             // A watch delivers revisions in order and never splits one
             // across responses: everything up to `newest` has arrived.
+            proven = proven.max(newest);
             sink.progress(newest.min(head)).map_err(ReadError::Sink)?;
             if newest >= head {
                 return Ok(Replay::Complete);
