@@ -5,7 +5,7 @@ mod common;
 
 use common::etcd::TestEtcd;
 use common::k8s::{pod, widget};
-use common::{corpus_dir, inspector, json, ok};
+use common::{assert_exit, corpus_dir, inspector, json, ok, runs};
 use etcd_inspector::decode::encode::encode_protobuf;
 use etcd_inspector::source::bolt::BoltDb;
 use etcd_inspector::source::{db_file, Record};
@@ -216,6 +216,54 @@ fn live_fetched_and_copied_files_give_identical_history() {
     let run = &json(inspector(&db("stopped"), &["runs", "-o", "json"]))[0];
     assert_eq!(run["compact_revision"].as_i64(), Some(early));
     assert!(run["file"]["first_revision"].as_i64().unwrap() <= early);
+}
+
+/// A file run checks the stored history against the file's own counters:
+/// one continuing a database that lost revisions fails.
+#[test]
+fn a_file_run_over_a_short_history_fails() {
+    let etcd = TestEtcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let key = "/registry/pods/shop/web";
+    let save = |name: &str| {
+        let path = dir.path().join(name);
+        ok(inspector(
+            &dir.path().join("scratch.sqlite"),
+            &[
+                "snapshot",
+                "--endpoints",
+                &etcd.endpoint,
+                "--fetch-snapshot",
+                "--save",
+                path.to_str().unwrap(),
+            ],
+        ));
+        path
+    };
+    let revs: Vec<i64> = (1..=3)
+        .map(|i| etcd.put(key, &pod("shop", "web", "uid-a", &format!("web:{i}"))))
+        .collect();
+    let older = save("older.db");
+    etcd.put(key, &pod("shop", "web", "uid-a", "web:4"));
+    let newer = save("newer.db");
+    let db = dir.path().join("db.sqlite");
+    ok(inspector(&db, &["snapshot", "--file", older.to_str().unwrap()]));
+    let sql = rusqlite::Connection::open(&db).unwrap();
+    assert_eq!(
+        sql.execute("DELETE FROM revisions WHERE mod_revision = ?1", [revs[0]])
+            .unwrap(),
+        1
+    );
+    drop(sql);
+    let out = inspector(&db, &["snapshot", "--file", newer.to_str().unwrap()]);
+    assert_exit(&out, 1);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("e.g. {key}: stored 3 of 4")), "{err}");
+    let r = runs(&db);
+    assert_eq!(
+        (r[0]["status"].as_str(), r[1]["status"].as_str()),
+        (Some("complete"), Some("failed"))
+    );
 }
 
 #[test]

@@ -250,6 +250,41 @@ fn follow_stopped_by_sigterm_resumes_without_losing_or_repeating_a_revision() {
     assert!(r[1]["gaps"].as_array().unwrap().is_empty());
 }
 
+/// `follow` checks what it stored against the counters its watch events
+/// carry before it records a point as complete: a history that fell short
+/// while it ran fails the run.
+#[test]
+fn follow_fails_when_its_stored_history_falls_short() {
+    let etcd = TestEtcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let key = "/registry/pods/default/web";
+    let first = etcd.put(key, &pod("default", "web", "uid-1", "nginx:0"));
+    let child = start_follow(&etcd, &db, &["--duration=20s"]);
+    wait_for(&db, key, 1);
+    etcd.put(key, &pod("default", "web", "uid-1", "nginx:1"));
+    wait_for(&db, key, 2);
+    let sql = rusqlite::Connection::open(&db).unwrap();
+    sql.busy_timeout(Duration::from_secs(10)).unwrap();
+    let dropped = sql
+        .execute("DELETE FROM revisions WHERE mod_revision = ?1", [first])
+        .unwrap();
+    assert_eq!(dropped, 1);
+    drop(sql);
+    etcd.put(key, &pod("default", "web", "uid-1", "nginx:2"));
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 1);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "history incomplete: 1 key has fewer revisions than etcd counts, e.g. {key}: stored 2 of 3"
+        )),
+        "{err}"
+    );
+    let r = runs(&db);
+    assert_eq!(r[0]["status"].as_str(), Some("failed"));
+}
+
 #[test]
 fn follow_reconnects_after_losing_etcd_and_records_what_compaction_took() {
     let etcd = TestEtcd::start();

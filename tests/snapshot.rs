@@ -5,6 +5,7 @@ mod common;
 
 use common::etcd::{etcd_version, TestEtcd, Tls};
 use common::k8s::{pod, widget};
+use common::proxy::Proxy;
 use common::{assert_exit, history, inspector, ok, runs, terminate};
 use etcd_inspector::source::server_version::ServerVersion;
 use std::path::Path;
@@ -220,6 +221,47 @@ fn a_stored_history_shorter_than_etcd_counts_fails_the_run() {
         [(revs[3], false), (revs[4], false), (sixth, false)],
         "what the failed run stored is kept"
     );
+}
+
+/// A watch cut in the middle of the history is a failed run, never a
+/// complete one over a hole.
+#[test]
+fn a_replay_cut_midway_fails_the_run() {
+    let etcd = TestEtcd::start();
+    let key = "/registry/configmaps/shop/settings";
+    let items: Vec<(String, Vec<u8>)> = (0..400)
+        .map(|i| {
+            (
+                key.to_string(),
+                format!("{i:04}{}", "x".repeat(4000)).into_bytes(),
+            )
+        })
+        .collect();
+    etcd.put_many_sequential(&items);
+    let proxy = Proxy::new(&etcd.endpoint);
+    // The state read and the first of the history pass; the cut comes while
+    // the 3 MB of revisions stream.
+    proxy.cut_after(600_000);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let out = inspector(
+        &db,
+        &[
+            "snapshot",
+            "--endpoints",
+            &proxy.endpoint,
+            "--dial-timeout",
+            "2s",
+            "--command-timeout",
+            "5s",
+        ],
+    );
+    let err = one_line_error(&out);
+    assert!(err.contains("run 1 failed"), "{err}");
+    let r = runs(&db);
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0]["status"].as_str(), Some("failed"), "{:?}", r[0]);
+    assert!(r[0]["revisions_added"].as_i64().unwrap() < 400, "{:?}", r[0]);
 }
 
 /// Credentials that may read only the prefix cannot watch every key: the
