@@ -1,7 +1,16 @@
 //! Command-line definitions (clap). No logic lives here.
 
+use crate::store::finding::Severity;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
+
+/// `--fail-on` and `--severity` take a severity's name; clap stays here,
+/// out of the domain type.
+fn severity() -> impl TypedValueParser<Value = Severity> {
+    PossibleValuesParser::new(Severity::ALL.map(Severity::as_str))
+        .map(|name| Severity::parse(&name).expect("a listed severity"))
+}
 
 /// Reads the raw keys and revisions kube-apiserver stores in etcd, decodes
 /// every object and finds what the Kubernetes API hides.
@@ -120,8 +129,8 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "N")]
     pub run: Option<i64>,
     /// Exit with status 4 when findings at or above this severity exist.
-    #[arg(long, value_enum, value_name = "SEVERITY")]
-    pub fail_on: Option<crate::analyze::finding::Severity>,
+    #[arg(long, value_parser = severity(), value_name = "SEVERITY")]
+    pub fail_on: Option<Severity>,
 }
 
 /// Report formats.
@@ -151,12 +160,12 @@ pub struct ReportArgs {
     #[command(flatten)]
     pub objects: ObjectArgs,
     /// Only findings at or above this severity.
-    #[arg(long, value_enum)]
-    pub severity: Option<crate::analyze::finding::Severity>,
+    #[arg(long, value_parser = severity(), value_name = "SEVERITY")]
+    pub severity: Option<Severity>,
     /// Exit with status 4 when the report has findings at or above this
     /// severity.
-    #[arg(long, value_enum, value_name = "SEVERITY")]
-    pub fail_on: Option<crate::analyze::finding::Severity>,
+    #[arg(long, value_parser = severity(), value_name = "SEVERITY")]
+    pub fail_on: Option<Severity>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -167,8 +176,8 @@ pub struct FindingsArgs {
     #[arg(long)]
     pub detector: Option<String>,
     /// Only findings at or above this severity.
-    #[arg(long, value_enum)]
-    pub severity: Option<crate::analyze::finding::Severity>,
+    #[arg(long, value_parser = severity(), value_name = "SEVERITY")]
+    pub severity: Option<Severity>,
 }
 
 /// How a run records what it reads; shared by `snapshot` and `follow`.
@@ -205,8 +214,8 @@ pub struct RecordArgs {
     pub no_analyze: bool,
     /// Exit with status 4 when the analysis has findings at or above this
     /// severity (the run itself is still complete).
-    #[arg(long, value_enum, value_name = "SEVERITY")]
-    pub fail_on: Option<crate::analyze::finding::Severity>,
+    #[arg(long, value_parser = severity(), value_name = "SEVERITY")]
+    pub fail_on: Option<Severity>,
     /// When the run ends, write Prometheus metrics (text format, replaced
     /// atomically) to PATH, e.g. into a node-exporter textfile directory.
     #[arg(long, value_name = "PATH")]

@@ -2,8 +2,8 @@
 //! (ownerReferences, finalizers, RBAC subjects, pod-spec lists keyed by
 //! name), with the revision where each first appeared and how the list grew.
 
-use super::finding::{Finding, Severity};
-use super::object::ObjectRevision;
+use crate::store::finding::{Finding, Severity};
+use crate::store::object::ObjectRevision;
 use crate::canon::duplicates::Duplicate;
 use std::collections::BTreeMap;
 

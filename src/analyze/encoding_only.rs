@@ -2,8 +2,9 @@
 //! another media type (JSON ↔ protobuf), another storage version, a
 //! re-encryption, or a different serialization of the same object.
 
-use super::finding::{Finding, Severity};
-use super::object::ObjectRevision;
+use crate::canon::change::{ChangeCause, ChangeClass};
+use crate::store::finding::{Finding, Severity};
+use crate::store::object::ObjectRevision;
 use std::collections::BTreeMap;
 
 pub const NAME: &str = "encoding-only";
@@ -16,11 +17,11 @@ fn describe(prev: Option<&ObjectRevision>, r: &ObjectRevision) -> String {
             b.as_deref().unwrap_or("-")
         )
     };
-    match r.cause.as_deref() {
-        Some("media-type") => pair(prev.map(|p| &p.encoding), &r.encoding),
-        Some("storage-version") => pair(prev.map(|p| &p.api_version), &r.api_version),
-        Some("encryption") => pair(prev.map(|p| &p.encryption), &r.encryption),
-        _ => "same encoding, different bytes".to_string(),
+    match r.cause {
+        Some(ChangeCause::MediaType) => pair(prev.map(|p| &p.encoding), &r.encoding),
+        Some(ChangeCause::StorageVersion) => pair(prev.map(|p| &p.api_version), &r.api_version),
+        Some(ChangeCause::Encryption) => pair(prev.map(|p| &p.encryption), &r.encryption),
+        Some(ChangeCause::Serialization) | None => "same encoding, different bytes".to_string(),
     }
 }
 
@@ -30,14 +31,14 @@ pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
     let hits: Vec<(Option<&ObjectRevision>, &ObjectRevision)> = history
         .iter()
         .enumerate()
-        .filter(|(_, r)| r.class.as_deref() == Some("encoding-only"))
+        .filter(|(_, r)| r.class == Some(ChangeClass::EncodingOnly))
         .map(|(i, r)| (i.checked_sub(1).map(|p| &history[p]), r))
         .collect();
     let (_, first) = hits.first()?;
-    let mut causes: BTreeMap<String, usize> = BTreeMap::new();
+    let mut causes: BTreeMap<&str, usize> = BTreeMap::new();
     for (_, r) in &hits {
         *causes
-            .entry(r.cause.clone().unwrap_or_else(|| "serialization".into()))
+            .entry(r.cause.unwrap_or(ChangeCause::Serialization).as_str())
             .or_default() += 1;
     }
     let n = hits.len();
@@ -45,7 +46,7 @@ pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
     // or unexplained re-encodes deserve a look.
     let severity = if n >= 10 {
         Severity::Medium
-    } else if causes.keys().all(|c| c == "storage-version") {
+    } else if causes.keys().all(|c| *c == ChangeCause::StorageVersion.as_str()) {
         Severity::Info
     } else {
         Severity::Low
@@ -57,7 +58,7 @@ pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
     let (last_prev, last) = hits.last().expect("non-empty");
     let cause_text: Vec<String> = causes
         .iter()
-        .map(|(c, k)| if *k == 1 { c.clone() } else { format!("{c} ×{k}") })
+        .map(|(c, k)| if *k == 1 { c.to_string() } else { format!("{c} ×{k}") })
         .collect();
     Some(Finding {
         detector: NAME,
@@ -91,14 +92,14 @@ mod tests {
         };
         let old = ObjectRevision {
             mod_revision: 20,
-            class: Some("create".into()),
+            class: Some(ChangeClass::Create),
             api_version: Some("apps/v1beta2".into()),
             ..base.clone()
         };
         let new = ObjectRevision {
             mod_revision: 30,
-            class: Some("encoding-only".into()),
-            cause: Some("storage-version".into()),
+            class: Some(ChangeClass::EncodingOnly),
+            cause: Some(ChangeCause::StorageVersion),
             api_version: Some("apps/v1".into()),
             ..base
         };

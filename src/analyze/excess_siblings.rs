@@ -12,8 +12,8 @@
 //! count them; more live objects than desired after a scale-down is normal
 //! lag and never reported, since only creates are judged.
 
-use super::finding::{Finding, Severity};
-use super::object::{seconds_between, ObjectRevision};
+use crate::store::finding::{Finding, Severity};
+use crate::store::object::{seconds_between, ObjectRevision};
 use std::collections::{BTreeMap, HashMap};
 
 pub const NAME: &str = "excess-siblings";

@@ -4,8 +4,8 @@
 //! returns on, with the values (hashes where sensitive), the revisions and
 //! the field managers on each side.
 
-use super::finding::{Finding, Severity};
-use super::object::ObjectRevision;
+use crate::store::finding::{Finding, Severity};
+use crate::store::object::ObjectRevision;
 use crate::canon::change::is_under;
 use crate::store::Gap;
 use serde_json::Value;

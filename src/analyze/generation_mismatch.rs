@@ -3,8 +3,8 @@
 //! `status.observedGeneration` going backwards (a stale status writer
 //! overwrote newer status).
 
-use super::finding::{Finding, Severity};
-use super::object::ObjectRevision;
+use crate::store::finding::{Finding, Severity};
+use crate::store::object::ObjectRevision;
 
 pub const NAME: &str = "generation-mismatch";
 

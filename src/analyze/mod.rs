@@ -8,17 +8,15 @@ pub mod drift;
 pub mod duplicate_entries;
 pub mod encoding_only;
 pub mod excess_siblings;
-pub mod finding;
 pub mod flapping;
 pub mod generation_mismatch;
-pub mod object;
 pub mod recreated;
 pub mod rewrite;
 
 use crate::canon::duplicates::list_sizes;
 use crate::store::{ClassifyStats, Store, StoreError};
-use finding::Finding;
-use object::ObjectRevision;
+use crate::store::finding::Finding;
+use crate::store::object::ObjectRevision;
 use std::collections::BTreeMap;
 
 /// Every detector's name.

@@ -3,8 +3,8 @@
 //! name (reference §4). Worse when the new object has the same spec (the same
 //! object created again) and when it happened more than once.
 
-use super::finding::{Finding, Severity};
-use super::object::{seconds_between, ObjectRevision};
+use crate::store::finding::{Finding, Severity};
+use crate::store::object::{seconds_between, ObjectRevision};
 
 pub const NAME: &str = "recreated";
 

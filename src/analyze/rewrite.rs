@@ -3,8 +3,9 @@
 //! to change (reference §4: a stale writer, a controller without a no-op
 //! check, or the apiserver rewriting a stale encrypted value).
 
-use super::finding::{Finding, Severity};
-use super::object::ObjectRevision;
+use crate::canon::change::ChangeClass;
+use crate::store::finding::{Finding, Severity};
+use crate::store::object::ObjectRevision;
 
 pub const NAME: &str = "rewrite";
 
@@ -12,7 +13,7 @@ pub const NAME: &str = "rewrite";
 pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
     let rewrites: Vec<&ObjectRevision> = history
         .iter()
-        .filter(|r| r.class.as_deref() == Some("rewrite"))
+        .filter(|r| r.class == Some(ChangeClass::Rewrite))
         .collect();
     let first = rewrites.first()?;
     let revisions: Vec<i64> = rewrites.iter().map(|r| r.mod_revision).collect();
@@ -58,7 +59,7 @@ mod tests {
         ObjectRevision {
             key: "/registry/configmaps/shop/c".into(),
             mod_revision: n,
-            class: Some(class.into()),
+            class: ChangeClass::parse(class),
             kind: Some("ConfigMap".into()),
             namespace: Some("shop".into()),
             name: Some("c".into()),

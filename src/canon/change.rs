@@ -45,6 +45,25 @@ pub enum ChangeCause {
 }
 
 impl ChangeClass {
+    /// Every class.
+    pub const ALL: [ChangeClass; 10] = [
+        ChangeClass::Create,
+        ChangeClass::Delete,
+        ChangeClass::Rewrite,
+        ChangeClass::EncodingOnly,
+        ChangeClass::MetadataOnly,
+        ChangeClass::StatusOnly,
+        ChangeClass::Spec,
+        ChangeClass::Mixed,
+        ChangeClass::FirstSeen,
+        ChangeClass::Unknown,
+    ];
+
+    /// The class [`ChangeClass::as_str`] names.
+    pub fn parse(name: &str) -> Option<ChangeClass> {
+        ChangeClass::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ChangeClass::Create => "create",
@@ -62,6 +81,19 @@ impl ChangeClass {
 }
 
 impl ChangeCause {
+    /// Every cause.
+    pub const ALL: [ChangeCause; 4] = [
+        ChangeCause::MediaType,
+        ChangeCause::StorageVersion,
+        ChangeCause::Encryption,
+        ChangeCause::Serialization,
+    ];
+
+    /// The cause [`ChangeCause::as_str`] names.
+    pub fn parse(name: &str) -> Option<ChangeCause> {
+        ChangeCause::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ChangeCause::MediaType => "media-type",

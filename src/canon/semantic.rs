@@ -45,6 +45,14 @@ pub fn into_semantic_form(object: Value) -> Value {
     Value::Object(top)
 }
 
+/// How field hashes are taken: how deep, and which paths are keyed;
+/// fixed per database.
+#[derive(Clone, Debug)]
+pub struct FieldConfig {
+    pub depth: usize,
+    pub sensitivity: Sensitivity,
+}
+
 /// Which paths of an object hold sensitive values.
 #[derive(Clone, Debug, Default)]
 pub struct Sensitivity {

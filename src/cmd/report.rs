@@ -2,7 +2,7 @@
 //! HTML.
 
 use super::Status;
-use crate::analyze::finding::Severity;
+use crate::store::finding::Severity;
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::report::{self, Filter};
 use crate::store::{Scope, Store};

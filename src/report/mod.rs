@@ -7,7 +7,7 @@ pub mod markdown;
 pub mod metrics;
 pub mod text;
 
-use crate::analyze::finding::Severity;
+use crate::store::finding::Severity;
 use crate::store::{HistoryRow, RunInfo, Scope, Store, StoreError, StoredFinding};
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -3,9 +3,9 @@
 
 use super::blob::Packed;
 use super::{Store, StoreError};
-use crate::analyze::finding::{Finding, Severity};
-use crate::analyze::object::ObjectRevision;
-use crate::canon::change::{classify, Facts};
+use crate::store::finding::{Finding, Severity};
+use crate::store::object::ObjectRevision;
+use crate::canon::change::{classify, ChangeCause, ChangeClass, Facts};
 use crate::canon::facts::ObjectFacts;
 use crate::canon::managed::{attribute, entries, Entry};
 use crate::canon::semantic::FIELD_HASH_LEN;
@@ -338,6 +338,23 @@ impl Store {
 }
 
 impl Store {
+    /// A stored name (a change class or cause) as its type; a name no type
+    /// has means the database is damaged, not that the value is absent.
+    fn named<T>(
+        &self,
+        stored: Option<String>,
+        what: &str,
+        parse: fn(&str) -> Option<T>,
+    ) -> Result<Option<T>, StoreError> {
+        match stored {
+            None => Ok(None),
+            Some(name) => parse(&name).map(Some).ok_or_else(|| StoreError::Damaged {
+                path: self.path.clone(),
+                what: format!("unknown {what} {name:?}"),
+            }),
+        }
+    }
+
     /// Streams every key's revisions of `cluster`, key by key and oldest
     /// first, with their classes, field hashes and object facts: one pass
     /// over the history, holding one key's revisions at a time.
@@ -397,8 +414,8 @@ impl Store {
                 encoding: r.get(24).map_err(err)?,
                 api_version: r.get(25).map_err(err)?,
                 encryption: r.get(26).map_err(err)?,
-                class: r.get(27).map_err(err)?,
-                cause: r.get(28).map_err(err)?,
+                class: self.named(r.get(27).map_err(err)?, "change class", ChangeClass::parse)?,
+                cause: self.named(r.get(28).map_err(err)?, "change cause", ChangeCause::parse)?,
                 changed_paths: json_col(29)?
                     .and_then(|j| serde_json::from_str(&j).ok())
                     .unwrap_or_default(),

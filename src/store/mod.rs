@@ -9,6 +9,8 @@ mod live;
 mod pipeline;
 mod prepare;
 mod prune;
+pub mod finding;
+pub mod object;
 mod runs;
 mod settings;
 mod stats;
@@ -20,7 +22,7 @@ pub use live::LiveObject;
 pub use prune::Pruned;
 pub use runs::{Gap, Previous, RunId, RunInfo, RunStatus, Shortfall};
 pub use stats::Scope;
-pub use writer::{FieldConfig, RevisionWriter};
+pub use writer::RevisionWriter;
 
 use rusqlite::Connection;
 use rusqlite_migration::{Migrations, M};
@@ -74,6 +76,8 @@ pub enum StoreError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("database {path} {message}")]
     Conflict { path: PathBuf, message: String },
+    #[error("database {path} is damaged: {what}")]
+    Damaged { path: PathBuf, what: String },
     #[error("database {path} is being written by another etcd-inspector run (lock {lock} is held); wait for it to finish or use another --db")]
     Busy { path: PathBuf, lock: PathBuf },
 }

@@ -4,7 +4,7 @@
 
 use super::base::Base;
 use super::prepare::{prepare, KeyInfo, Prepared};
-use super::writer::FieldConfig;
+use crate::canon::semantic::FieldConfig;
 use crate::canon::keyed_hash::ValueHasher;
 use crate::source::Record;
 use std::collections::BTreeMap;

@@ -6,7 +6,7 @@
 
 use super::base::{Base, BaseBlob};
 use super::blob::pack;
-use super::writer::FieldConfig;
+use crate::canon::semantic::FieldConfig;
 use crate::canon::duplicates::duplicate_entries;
 use crate::canon::facts::{object_facts_with_spec_hash, ObjectFacts};
 use crate::canon::keyed_hash::ValueHasher;

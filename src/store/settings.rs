@@ -1,9 +1,9 @@
 //! Per-database settings: the random key for hashing sensitive values, and
 //! choices fixed when the database is first used.
 
-use super::{FieldConfig, Store, StoreError};
+use super::{Store, StoreError};
 use crate::canon::keyed_hash::ValueHasher;
-use crate::canon::semantic::{Sensitivity, DEFAULT_DEPTH};
+use crate::canon::semantic::{FieldConfig, Sensitivity, DEFAULT_DEPTH};
 use rusqlite::OptionalExtension;
 
 const HMAC_KEY: &str = "value_hmac_key";

@@ -10,7 +10,7 @@ use super::blob::{pack, ZSTD};
 use super::pipeline::{Chunk, Pipeline};
 use super::prepare::{KeyInfo, Prepared, Semantic};
 use super::{RunId, Store, StoreError};
-use crate::canon::semantic::Sensitivity;
+use crate::canon::semantic::FieldConfig;
 use crate::decode::key::parse_key;
 use crate::source::filter::ResourceFilter;
 use crate::source::{Record, Sink};
@@ -23,13 +23,6 @@ const CHUNK: usize = 256;
 const BATCH: usize = 2000;
 /// Key ids cached before the cache is dropped (bounds memory).
 const KEY_CACHE: usize = 200_000;
-
-/// How field hashes are taken; fixed per database.
-#[derive(Clone, Debug)]
-pub struct FieldConfig {
-    pub depth: usize,
-    pub sensitivity: Sensitivity,
-}
 
 /// A [`Sink`] that stores records for one run of one cluster.
 pub struct RevisionWriter<'s> {

@@ -1,5 +1,6 @@
 //! One stored revision with the object facts detectors compare.
 
+use crate::canon::change::{ChangeCause, ChangeClass};
 use crate::canon::facts::ObjectFacts;
 use crate::canon::semantic::FIELD_HASH_LEN;
 use std::collections::BTreeMap;
@@ -26,8 +27,8 @@ pub struct ObjectRevision {
     pub api_version: Option<String>,
     pub encryption: Option<String>,
     /// Change class against the previous revision of the generation.
-    pub class: Option<String>,
-    pub cause: Option<String>,
+    pub class: Option<ChangeClass>,
+    pub cause: Option<ChangeCause>,
     pub changed_paths: Vec<String>,
     /// Changed path → field managers.
     pub changed_by: BTreeMap<String, Vec<String>>,

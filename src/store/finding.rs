@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// How much a finding matters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Info,
@@ -14,6 +14,15 @@ pub enum Severity {
 }
 
 impl Severity {
+    /// Every severity, lowest first.
+    pub const ALL: [Severity; 5] = [
+        Severity::Info,
+        Severity::Low,
+        Severity::Medium,
+        Severity::High,
+        Severity::Critical,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Severity::Info => "info",
@@ -25,15 +34,7 @@ impl Severity {
     }
 
     pub fn parse(s: &str) -> Option<Severity> {
-        [
-            Severity::Info,
-            Severity::Low,
-            Severity::Medium,
-            Severity::High,
-            Severity::Critical,
-        ]
-        .into_iter()
-        .find(|v| v.as_str() == s)
+        Severity::ALL.into_iter().find(|v| v.as_str() == s)
     }
 }
 
