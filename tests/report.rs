@@ -229,3 +229,229 @@ fn html_report_renders_in_a_browser() {
         "a screenshot of the rendered page"
     );
 }
+
+/// Values a tenant could write into a ConfigMap to attack whoever reads the
+/// report: markup for a wiki or issue, pipes and backticks for Markdown
+/// tables and code spans, newlines, and terminal escape sequences (retitle
+/// and clear the screen; C1 CSI).
+const IMG: &str = "<img src=x onerror=\"alert(1)\">";
+const SCRIPT: &str = "<script>alert(1)</script>";
+const RETITLE: &str = "\x1b]0;owned\x07\x1b[2J";
+const CSI: &str = "\u{9b}31mred";
+const MANAGER: &str = "<b>evil|mgr\x1b[2J</b>";
+
+fn hostile_configmap(name: &str, state: usize) -> Vec<u8> {
+    let data = if state == 0 {
+        serde_json::json!({"html": IMG, "pipe": "a|b", "tick": "`", "fence": "```",
+                           "nl": "one\ntwo", "term": RETITLE, "csi": CSI})
+    } else {
+        serde_json::json!({"html": SCRIPT, "pipe": "x|y|z", "tick": "`edge", "fence": "```sh\nrm -rf /\n```",
+                           "nl": "three\nfour", "term": "\x1b[31mred\x1b[0m", "csi": "\u{9b}2J"})
+    };
+    let mut v = serde_json::to_vec(&serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "evil", "uid": format!("uid-{name}"),
+                     "managedFields": [{"manager": MANAGER, "operation": "Update", "apiVersion": "v1",
+                                        "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {}}}]},
+        "data": data
+    }))
+    .unwrap();
+    v.push(b'\n');
+    v
+}
+
+/// The ConfigMap whose values flap between the two hostile states.
+const HOSTILE_KEY: &str = "/registry/configmaps/evil/cm";
+/// A key that is itself hostile (etcd takes any bytes).
+const HOSTILE_NAME: &str = "x|`y\x1b[2J<script>";
+
+/// A database with two runs around the hostile ConfigMaps' changes.
+fn hostile_database(dir: &Path) -> PathBuf {
+    let etcd = TestEtcd::start();
+    let db = dir.join("db.sqlite");
+    let odd_key = format!("/registry/configmaps/evil/{HOSTILE_NAME}");
+    etcd.put(HOSTILE_KEY, &hostile_configmap("cm", 0));
+    etcd.put(&odd_key, &hostile_configmap(HOSTILE_NAME, 0));
+    ok(inspector(&db, &["snapshot", "--endpoints", &etcd.endpoint]));
+    // Flap every value 0 → 1 → 0 → 1 → 0 → 1, and rewrite the odd key byte
+    // for byte, so both keys are named by findings.
+    for state in [1, 0, 1, 0, 1] {
+        etcd.put(HOSTILE_KEY, &hostile_configmap("cm", state));
+    }
+    etcd.put(&odd_key, &hostile_configmap(HOSTILE_NAME, 0));
+    ok(inspector(&db, &["snapshot", "--endpoints", &etcd.endpoint]));
+    db
+}
+
+/// No terminal control in `out`: no ESC, BEL or C1 CSI, nor any other C0
+/// but the line breaks and DEL or C1 character.
+fn assert_no_terminal_control(what: &str, out: &[u8]) {
+    let text = std::str::from_utf8(out).unwrap_or_else(|e| panic!("{what}: not UTF-8: {e}"));
+    let bad: Vec<char> = text.chars().filter(|&c| c.is_control() && c != '\n').collect();
+    assert!(
+        bad.is_empty(),
+        "{what} holds raw control characters {bad:?}:\n{text}"
+    );
+    assert!(!out.contains(&0x1b) && !out.contains(&0x07), "{what}");
+}
+
+/// `line` without its inline code spans (CommonMark: a run of n backticks
+/// up to the next run of exactly n).
+fn outside_code(line: &str) -> String {
+    let b = line.as_bytes();
+    let (mut out, mut i) = (String::new(), 0);
+    while i < b.len() {
+        if b[i] != b'`' {
+            let next = line[i..].find('`').map_or(b.len(), |j| i + j);
+            out.push_str(&line[i..next]);
+            i = next;
+            continue;
+        }
+        let n = b[i..].iter().take_while(|&&c| c == b'`').count();
+        let mut j = i + n;
+        let close = loop {
+            match line[j..].find('`') {
+                None => break None,
+                Some(k) => {
+                    let start = j + k;
+                    let m = b[start..].iter().take_while(|&&c| c == b'`').count();
+                    if m == n {
+                        break Some(start + m);
+                    }
+                    j = start + m;
+                }
+            }
+        };
+        match close {
+            Some(end) => i = end,
+            None => {
+                // An unmatched fence is literal text.
+                out.push_str(&line[i..i + n]);
+                i += n;
+            }
+        }
+    }
+    out
+}
+
+/// Cell separators of a GFM table row: `|` not escaped as `\|`.
+fn unescaped_pipes(row: &str) -> usize {
+    let b = row.as_bytes();
+    (0..b.len())
+        .filter(|&i| b[i] == b'|' && (i == 0 || b[i - 1] != b'\\'))
+        .count()
+}
+
+#[test]
+fn reports_quote_hostile_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = hostile_database(dir.path());
+    let stdout = |args: &[&str]| ok(inspector(&db, args)).stdout;
+
+    // The findings name both keys, so both have timelines with the values.
+    let report = json(inspector(&db, &["report", "--format", "json"]));
+    let odd_key = format!("/registry/configmaps/evil/{HOSTILE_NAME}");
+    let timeline_keys: BTreeSet<&str> = report["timelines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["key"].as_str().unwrap())
+        .collect();
+    assert!(
+        timeline_keys.contains(HOSTILE_KEY) && timeline_keys.contains(odd_key.as_str()),
+        "{timeline_keys:?}"
+    );
+    // JSON stays raw JSON: the values as they are.
+    assert!(serde_json::to_string(&report)
+        .unwrap()
+        .contains("\\u001b]0;owned\\u0007"));
+
+    // HTML: the embedded report data holds no markup of its own.
+    let html = String::from_utf8(stdout(&["report", "--format", "html"])).unwrap();
+    assert!(!html.contains("<img") && !html.contains("<script>alert") && !html.contains("<b>evil"));
+    assert!(html.contains("\\u003cimg src=x onerror="), "the value, escaped");
+
+    // Markdown: values as code, no markup outside code spans, table rows
+    // keep their columns.
+    let md_bytes = stdout(&["report", "--format", "md"]);
+    assert_no_terminal_control("report --format md", &md_bytes);
+    let md = String::from_utf8(md_bytes).unwrap();
+    for line in md.lines() {
+        let prose = outside_code(line);
+        let markup = prose.replace("<br>", "");
+        assert!(
+            !markup.contains('<') && !markup.contains('>'),
+            "markup outside code spans: {line}"
+        );
+    }
+    let mut columns = None;
+    let mut rows = 0;
+    for line in md.lines() {
+        if !line.starts_with('|') {
+            columns = None;
+            continue;
+        }
+        let n = unescaped_pipes(line);
+        let expected = *columns.get_or_insert(n);
+        assert_eq!(n, expected, "a row with other columns than its header: {line}");
+        rows += 1;
+    }
+    assert!(rows > 10, "{md}");
+    assert!(md.contains("`<img src=x onerror=\"alert(1)\">`"), "{md}");
+    assert!(md.contains("`<script>alert(1)</script>`"), "{md}");
+    assert!(md.contains("`\\x1b]0;owned\\x07\\x1b[2J`"), "{md}");
+    assert!(md.contains("`\\u{9b}31mred`"), "{md}");
+    assert!(md.contains("`one\\ntwo`"), "{md}");
+    assert!(md.contains("`a\\|b`"), "{md}");
+    assert!(md.contains("`` ` ``"), "a lone backtick in a longer fence: {md}");
+    assert!(
+        md.contains("```` ``` ````"),
+        "a triple backtick in a longer fence: {md}"
+    );
+    assert!(
+        md.contains("&lt;b&gt;evil\\|mgr\\x1b\\[2J&lt;/b&gt;"),
+        "the manager as text: {md}"
+    );
+
+    // The text report, `history --diff`, `diff`, `findings` and `runs`:
+    // nothing a terminal would act on, the values still recognisable.
+    let text = stdout(&["report"]);
+    assert_no_terminal_control("report", &text);
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("\\x1b]0;owned\\x07\\x1b[2J"), "{text}");
+    assert!(text.contains("\\u{9b}31mred"), "{text}");
+
+    let history = stdout(&["history", HOSTILE_KEY, "--diff"]);
+    assert_no_terminal_control("history --diff", &history);
+    let history = String::from_utf8(history).unwrap();
+    assert!(
+        history.contains("data.term: \\x1b]0;owned\\x07\\x1b[2J → \\x1b[31mred\\x1b[0m"),
+        "{history}"
+    );
+    assert!(
+        history.contains("data.csi: \\u{9b}31mred → \\u{9b}2J"),
+        "{history}"
+    );
+    assert!(history.contains("data.nl: one\\ntwo → three\\nfour"), "{history}");
+    assert!(history.contains(IMG), "{history}");
+    assert!(history.contains("(by <b>evil|mgr\\x1b[2J</b>)"), "{history}");
+    let odd_history = stdout(&["history", &odd_key]);
+    assert_no_terminal_control("history of the odd key", &odd_history);
+
+    let runs = common::runs(&db);
+    let (a, b) = (runs[0]["id"].to_string(), runs[1]["id"].to_string());
+    let diff = stdout(&["diff", &a, &b]);
+    assert_no_terminal_control("diff", &diff);
+    let diff = String::from_utf8(diff).unwrap();
+    assert!(
+        diff.contains("data.term: \"\\u001b]0;owned\\u0007\\u001b[2J\""),
+        "{diff}"
+    );
+    assert!(diff.contains("\\u{9b}31mred"), "{diff}");
+
+    let findings = stdout(&["findings"]);
+    assert_no_terminal_control("findings", &findings);
+    let findings = String::from_utf8(findings).unwrap();
+    assert!(findings.contains("x|`y\\x1b[2J<script>"), "{findings}");
+    assert_no_terminal_control("runs", &stdout(&["runs"]));
+}

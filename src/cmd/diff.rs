@@ -3,6 +3,7 @@
 use super::Status;
 use crate::analyze::drift::{compare, Filter};
 use crate::cli::{DiffArgs, ListFormat};
+use crate::report::escape::terminal;
 use crate::store::{LiveObject, Store};
 use anyhow::{bail, Result};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
@@ -92,7 +93,7 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
             ]);
             for (resource, c) in &report.summary {
                 table.add_row([
-                    resource.clone(),
+                    terminal(resource).into_owned(),
                     c.added.to_string(),
                     c.removed.to_string(),
                     c.recreated.to_string(),
@@ -111,22 +112,29 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
                     ),
                     _ => o.key.clone(),
                 };
+                let what = terminal(&what);
                 match o.change.as_str() {
                     "recreated" => writeln!(
                         out,
                         "recreated {what}: uid {} → {}",
-                        o.uid_a.as_deref().unwrap_or("-"),
-                        o.uid_b.as_deref().unwrap_or("-")
+                        terminal(o.uid_a.as_deref().unwrap_or("-")),
+                        terminal(o.uid_b.as_deref().unwrap_or("-"))
                     )?,
-                    change => writeln!(out, "{change} {what}")?,
+                    change => writeln!(out, "{} {what}", terminal(change))?,
                 }
                 for f in &o.fields {
                     let by = if f.managers.is_empty() {
                         String::new()
                     } else {
-                        format!("  (by {})", f.managers.join(", "))
+                        format!("  (by {})", terminal(&f.managers.join(", ")))
                     };
-                    writeln!(out, "  {}: {} → {}{by}", f.path, f.old, f.new)?;
+                    writeln!(
+                        out,
+                        "  {}: {} → {}{by}",
+                        terminal(&f.path),
+                        terminal(&f.old.to_string()),
+                        terminal(&f.new.to_string())
+                    )?;
                 }
             }
         }

@@ -1,6 +1,6 @@
 //! `etcd-inspector findings`: the stored findings.
 
-use super::output::print_list;
+use super::output::{lines, print_list, text};
 use super::Status;
 use crate::cli::FindingsArgs;
 use crate::store::Store;
@@ -22,9 +22,9 @@ pub fn run(db: &Path, args: &FindingsArgs) -> Result<Status> {
         |f| {
             vec![
                 f.severity.as_str().to_string(),
-                f.detector.clone(),
-                f.summary.clone(),
-                f.keys.join("\n"),
+                text(&f.detector),
+                text(&f.summary),
+                lines(&f.keys),
             ]
         },
     )?;

@@ -1,25 +1,18 @@
 //! `etcd-inspector history KEY`: every stored revision of one key.
 
-use super::output::{or_dash, print_list};
+use super::output::{lines, or_dash, print_list, text};
 use super::Status;
 use crate::cli::{HistoryArgs, ListFormat};
+use crate::report::escape::terminal;
 use crate::store::Store;
 use anyhow::{bail, Result};
 use std::io::Write;
 use std::path::Path;
 
-/// A value for one line: compact JSON, cut when long.
+/// A value for one line: compact JSON, cut when long, control characters
+/// escaped.
 fn short(v: &serde_json::Value) -> String {
-    let text = match v {
-        serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Null => "(absent)".into(),
-        other => other.to_string(),
-    };
-    if text.chars().count() > 80 {
-        format!("{}…", text.chars().take(79).collect::<String>())
-    } else {
-        text
-    }
+    text(&crate::report::short(v, 80))
 }
 
 pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
@@ -48,8 +41,8 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
         ],
         |r| {
             let change = match (&r.change_class, &r.change_cause) {
-                (Some(c), Some(cause)) => format!("{c} ({cause})"),
-                (Some(c), None) => c.clone(),
+                (Some(c), Some(cause)) => text(&format!("{c} ({cause})")),
+                (Some(c), None) => text(c),
                 _ => "-".into(),
             };
             vec![
@@ -65,7 +58,7 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
                 or_dash(r.encoding.as_deref()),
                 r.value_size.to_string(),
                 change,
-                r.changed_paths.join("\n"),
+                lines(&r.changed_paths),
                 or_dash(r.decode_error.as_deref()),
             ]
         },
@@ -80,19 +73,25 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
                 out,
                 "revision {} ({}):",
                 r.mod_revision,
-                r.change_class.as_deref().unwrap_or("-")
+                terminal(r.change_class.as_deref().unwrap_or("-"))
             )?;
             for c in diff {
                 if c.path == "metadata.managedFields" {
-                    writeln!(out, "  {}: entries changed (see -o json)", c.path)?;
+                    writeln!(out, "  {}: entries changed (see -o json)", terminal(&c.path))?;
                     continue;
                 }
                 let by = if c.managers.is_empty() {
                     String::new()
                 } else {
-                    format!("  (by {})", c.managers.join(", "))
+                    format!("  (by {})", terminal(&c.managers.join(", ")))
                 };
-                writeln!(out, "  {}: {} → {}{by}", c.path, short(&c.old), short(&c.new))?;
+                writeln!(
+                    out,
+                    "  {}: {} → {}{by}",
+                    terminal(&c.path),
+                    short(&c.old),
+                    short(&c.new)
+                )?;
             }
         }
     }

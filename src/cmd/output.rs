@@ -1,13 +1,15 @@
 //! Output formats for lists, chosen in one place.
 
 use crate::cli::ListFormat;
+use crate::report::escape::terminal;
 use anyhow::Result;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
 use serde::Serialize;
 use std::io::Write;
 
 /// Prints `items` as a JSON array, or as a table with `header` and one row
-/// per item from `row`.
+/// per item from `row`. A cell's lines are split on `\n` (see [`lines`]);
+/// each line is shown with control characters escaped.
 pub fn print_list<T: Serialize>(
     items: &[T],
     format: ListFormat,
@@ -27,7 +29,7 @@ pub fn print_list<T: Serialize>(
                 .set_content_arrangement(ContentArrangement::Dynamic)
                 .set_header(header);
             for item in items {
-                table.add_row(row(item));
+                table.add_row(row(item).iter().map(|cell| table_cell(cell)));
             }
             writeln!(out, "{table}")?;
         }
@@ -36,7 +38,31 @@ pub fn print_list<T: Serialize>(
     Ok(())
 }
 
+/// A table cell for a terminal. comfy-table splits a cell into lines on
+/// `\n` and writes every other character as is (a `\r`, ESC or CSI would
+/// reach the terminal), so each line is escaped.
+fn table_cell(cell: &str) -> String {
+    cell.split('\n').map(terminal).collect::<Vec<_>>().join("\n")
+}
+
+/// Several values in one table cell, one a line, each escaped (a value's
+/// own newlines shown as `\n`, not as more lines).
+pub fn lines<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {
+    items
+        .into_iter()
+        .map(|s| terminal(s.as_ref()).into_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// One stored value in a table cell, control characters (newlines
+/// included) escaped.
+pub fn text(s: &str) -> String {
+    terminal(s).into_owned()
+}
+
 /// `-` for a missing value.
+/// (Escaped: the value may be stored data.)
 pub fn or_dash<T: ToString>(v: Option<T>) -> String {
-    v.map(|v| v.to_string()).unwrap_or_else(|| "-".into())
+    v.map(|v| text(&v.to_string())).unwrap_or_else(|| "-".into())
 }

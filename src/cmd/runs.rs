@@ -1,6 +1,6 @@
 //! `etcd-inspector runs`: the runs recorded in the database.
 
-use super::output::{or_dash, print_list};
+use super::output::{or_dash, print_list, text};
 use super::Status;
 use crate::cli::RunsArgs;
 use crate::store::Store;
@@ -31,8 +31,8 @@ pub fn run(db: &Path, args: &RunsArgs) -> Result<Status> {
             vec![
                 r.id.0.to_string(),
                 r.status.as_str().to_string(),
-                r.started_at.clone(),
-                r.source.clone(),
+                text(&r.started_at),
+                text(&r.source),
                 or_dash(r.etcd_version.as_deref()),
                 or_dash(r.head_revision),
                 or_dash(r.compact_revision),

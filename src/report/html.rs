@@ -3,6 +3,7 @@
 //! highlighted), collapsible field diffs and a findings table that sorts and
 //! filters. The page renders itself from the report's JSON, embedded inline.
 
+use super::escape::{html, html_script_json};
 use super::ReportData;
 
 const STYLE: &str = r#"
@@ -118,9 +119,7 @@ document.body.dataset.rendered = 'true';
 
 /// The page.
 pub fn render(r: &ReportData) -> String {
-    let json = serde_json::to_string(r)
-        .expect("report data serializes")
-        .replace("</", "<\\/");
+    let json = html_script_json(&serde_json::to_string(r).expect("report data serializes"));
     let title = "etcd-inspector report";
     format!(
         r#"<!doctype html>
@@ -140,14 +139,7 @@ pub fn render(r: &ReportData) -> String {
 <script>{SCRIPT}</script>
 </body></html>
 "#,
-        db = escape(&r.database),
-        generated = escape(&r.generated_at),
+        db = html(&r.database),
+        generated = html(&r.generated_at),
     )
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }

@@ -1,18 +1,29 @@
 //! The Markdown report: GitHub-flavoured tables that paste cleanly into an
 //! incident document.
 
+use super::escape::{markdown_code, markdown_code_cell, markdown_text as text};
 use super::{short, ReportData};
 use std::fmt::Write;
 
-/// A table cell: no pipes or newlines.
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+/// A field's value for a table cell: inline code, `(absent)` when the field
+/// is not there.
+fn value(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => "(absent)".into(),
+        v => markdown_code_cell(&short(v, 40)),
+    }
 }
 
 pub fn render(r: &ReportData) -> String {
     let mut s = String::new();
     writeln!(s, "# etcd-inspector report\n").unwrap();
-    writeln!(s, "Database `{}`, generated {}.", r.database, r.generated_at).unwrap();
+    writeln!(
+        s,
+        "Database {}, generated {}.",
+        markdown_code(&r.database),
+        text(&r.generated_at)
+    )
+    .unwrap();
     if r.from_revision.is_some() || r.to_revision.is_some() {
         writeln!(
             s,
@@ -34,8 +45,8 @@ pub fn render(r: &ReportData) -> String {
             "| {} | {} | {} | {} | {} | {} | {} | {} |",
             run.id.0,
             run.status.as_str(),
-            cell(&run.source),
-            run.started_at,
+            markdown_code_cell(&run.source),
+            text(&run.started_at),
             run.head_revision.map_or("-".into(), |v| v.to_string()),
             run.compact_revision.map_or("-".into(), |v| v.to_string()),
             run.history_from.map_or("-".into(), |v| v.to_string()),
@@ -54,20 +65,20 @@ pub fn render(r: &ReportData) -> String {
     .unwrap();
     for (detector, by) in &r.summary.findings {
         for (severity, n) in by {
-            writeln!(s, "| {detector} | {severity} | {n} |").unwrap();
+            writeln!(s, "| {} | {} | {n} |", text(detector), text(severity)).unwrap();
         }
     }
     writeln!(s, "\n| change class | writes |\n|---|---|").unwrap();
     for (c, n) in &r.summary.writes_by_class {
-        writeln!(s, "| {c} | {n} |").unwrap();
+        writeln!(s, "| {} | {n} |", text(c)).unwrap();
     }
     writeln!(s, "\n| resource | writes |\n|---|---|").unwrap();
     for (c, n) in &r.summary.writes_by_resource {
-        writeln!(s, "| {c} | {n} |").unwrap();
+        writeln!(s, "| {} | {n} |", text(c)).unwrap();
     }
     writeln!(s, "\n| busiest key | revisions |\n|---|---|").unwrap();
     for (k, n) in &r.summary.busiest_keys {
-        writeln!(s, "| `{}` | {n} |", cell(k)).unwrap();
+        writeln!(s, "| {} | {n} |", markdown_code_cell(k)).unwrap();
     }
     writeln!(
         s,
@@ -80,8 +91,8 @@ pub fn render(r: &ReportData) -> String {
             s,
             "| {} | {} | {} | {} |",
             f.severity.as_str(),
-            f.detector,
-            cell(&f.summary),
+            text(&f.detector),
+            text(&f.summary),
             revs.join(", ")
         )
         .unwrap();
@@ -90,8 +101,8 @@ pub fn render(r: &ReportData) -> String {
     for t in &r.timelines {
         writeln!(
             s,
-            "\n### `{}`\n\n| revision | change | fields (old → new, by) |\n|---|---|---|",
-            cell(&t.key)
+            "\n### {}\n\n| revision | change | fields (old → new, by) |\n|---|---|---|",
+            markdown_code(&t.key)
         )
         .unwrap();
         for row in &t.revisions {
@@ -109,17 +120,25 @@ pub fn render(r: &ReportData) -> String {
                     let by = if c.managers.is_empty() {
                         String::new()
                     } else {
-                        format!(" by {}", c.managers.join(", "))
+                        let managers: Vec<String> = c.managers.iter().map(|m| text(m)).collect();
+                        format!(" by {}", managers.join(", "))
                     };
                     format!(
-                        "`{}`: {} → {}{by}",
-                        c.path,
-                        cell(&short(&c.old, 40)),
-                        cell(&short(&c.new, 40))
+                        "{}: {} → {}{by}",
+                        markdown_code_cell(&c.path),
+                        value(&c.old),
+                        value(&c.new)
                     )
                 })
                 .collect();
-            writeln!(s, "| {} | {class} | {} |", row.mod_revision, fields.join("<br>")).unwrap();
+            writeln!(
+                s,
+                "| {} | {} | {} |",
+                row.mod_revision,
+                text(&class),
+                fields.join("<br>")
+            )
+            .unwrap();
         }
     }
     s

@@ -3,19 +3,12 @@
 //! history lost to compaction, and the cluster's findings by detector and
 //! severity.
 
+use super::escape::prometheus_label as label;
 use crate::store::{RunInfo, RunStatus, StoredFinding};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::io;
 use std::path::Path;
-
-/// Escapes a label value.
-fn label(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
 
 fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP etcd_inspector_{name} {help}");

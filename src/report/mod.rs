@@ -2,6 +2,7 @@
 //! timeline of every key involved, in text, Markdown, JSON or HTML. One file
 //! per format; the content is gathered once, here.
 
+pub mod escape;
 pub mod html;
 pub mod markdown;
 pub mod metrics;

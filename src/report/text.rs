@@ -1,5 +1,6 @@
 //! The concise text report, for a terminal.
 
+use super::escape::terminal;
 use super::ReportData;
 use std::fmt::Write;
 
@@ -13,7 +14,7 @@ pub fn render(r: &ReportData) -> String {
             t.map_or("end".into(), |v| v.to_string())
         ),
     };
-    writeln!(s, "etcd-inspector report: {} ({range})", r.database).unwrap();
+    writeln!(s, "etcd-inspector report: {} ({range})", terminal(&r.database)).unwrap();
     for run in &r.runs {
         let gaps: Vec<String> = run
             .gaps
@@ -25,7 +26,7 @@ pub fn render(r: &ReportData) -> String {
             "  run {} {} {} head {} history from {}{}",
             run.id.0,
             run.status.as_str(),
-            run.started_at,
+            terminal(&run.started_at),
             run.head_revision.map_or("-".into(), |v| v.to_string()),
             run.history_from.map_or("-".into(), |v| v.to_string()),
             if gaps.is_empty() {
@@ -40,12 +41,19 @@ pub fn render(r: &ReportData) -> String {
         .summary
         .writes_by_class
         .iter()
-        .map(|(c, n)| format!("{c} {n}"))
+        .map(|(c, n)| format!("{} {n}", terminal(c)))
         .collect();
     writeln!(s, "writes: {}", classes.join(", ")).unwrap();
     writeln!(s, "{} findings", r.findings.len()).unwrap();
     for f in &r.findings {
-        writeln!(s, "  [{}] {}: {}", f.severity.as_str(), f.detector, f.summary).unwrap();
+        writeln!(
+            s,
+            "  [{}] {}: {}",
+            f.severity.as_str(),
+            terminal(&f.detector),
+            terminal(&f.summary)
+        )
+        .unwrap();
     }
     s
 }
