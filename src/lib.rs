@@ -2,14 +2,17 @@
 //! keeps in etcd, decodes every object, and finds what the Kubernetes API
 //! hides.
 //!
-//! The crate follows the data: `decode` turns one stored value into the
-//! Kubernetes object it holds.
+//! The crate follows the data, one module per stage: `source` (live etcd,
+//! data files) → `decode` and `canon` (objects, canonical form, hashes) →
+//! `store` (SQLite) → `analyze` (detectors) → `report` (formats) →
+//! `lifecycle` (a recorded run from start to finish) → `cmd` (commands).
 
 pub mod analyze;
 pub mod canon;
 pub mod cli;
 pub mod cmd;
 pub mod decode;
+pub mod lifecycle;
 pub mod report;
 pub mod source;
 pub mod store;

@@ -1,216 +1,24 @@
-//! `etcd-inspector follow`: start as `snapshot` does, then watch the prefix
-//! and store every revision as it happens, committing every few seconds and
-//! recording how far everything is stored, so a stop or a kill loses little
-//! and the next run continues from there.
+//! `etcd-inspector follow`: start as `snapshot` does, then watch and store
+//! every revision as it happens until `--duration` passes or a signal.
 
-use super::snapshot::{begin, finish, from_live, progress_bar, signal_runtime, Settings, Summary};
+use super::common::{record_options, report_finished};
 use super::Status;
 use crate::cli::FollowArgs;
-use crate::source::etcd::{Connection, ReadError, Replay, Scope};
-use crate::source::filter::ResourceFilter;
-use crate::source::{Census, Record, Sink};
-use crate::store::{RevisionWriter, RunId, Shortfall, Store, StoreError};
-use anyhow::{anyhow, Result};
-use indicatif::ProgressBar;
+use crate::lifecycle::{self, FollowOptions};
+use crate::source::etcd::Connection;
+use anyhow::Result;
 use std::path::Path;
-use std::time::{Duration, Instant};
-
-/// Longest wait between reconnection attempts.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
-
-/// Stores watched revisions and commits them, with how far they reach, at
-/// least every `commit_every`, once they agree with etcd's counters.
-struct Recorder<'w, 's> {
-    writer: &'w mut RevisionWriter<'s>,
-    store: &'s Store,
-    run: RunId,
-    cluster: i64,
-    /// The stored history is unbroken from this revision.
-    covered_from: i64,
-    prefix: &'w str,
-    filter: &'w ResourceFilter,
-    /// The counters of every key written since the last commit.
-    census: Census,
-    /// Every revision up to this one has been pushed to the writer.
-    through: i64,
-    /// ... and up to this one is committed.
-    committed: i64,
-    last_commit: Instant,
-    commit_every: Duration,
-    bar: ProgressBar,
-}
-
-impl Recorder<'_, '_> {
-    /// Commits what arrived and, once the stored history of every key
-    /// written since agrees with the counters its events carried, records
-    /// how far everything is stored.
-    fn commit(&mut self) -> Result<(), FollowError> {
-        self.writer.flush()?;
-        let live = self.census.live();
-        let recorded = |key: &[u8]| self.filter.records_key(key, self.prefix);
-        if let Some(shortfall) =
-            self.store
-                .history_shortfall(self.cluster, self.covered_from, &live, recorded)?
-        {
-            return Err(FollowError::Incomplete(shortfall));
-        }
-        self.census.clear();
-        if self.through > self.committed {
-            self.store.set_complete_through(self.run, self.through)?;
-            self.committed = self.through;
-        }
-        self.last_commit = Instant::now();
-        self.bar.set_message(format!(
-            "following: {} revisions stored, everything through revision {}",
-            self.writer.added, self.committed
-        ));
-        Ok(())
-    }
-}
-
-/// Why following stopped on the database side.
-#[derive(Debug, thiserror::Error)]
-enum FollowError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error(transparent)]
-    Incomplete(#[from] Shortfall),
-}
-
-impl Sink for Recorder<'_, '_> {
-    type Error = FollowError;
-
-    fn record(&mut self, record: Record) -> Result<(), FollowError> {
-        self.census.observe(&record);
-        Ok(self.writer.record(record)?)
-    }
-
-    fn progress(&mut self, revision: i64) -> Result<(), FollowError> {
-        self.through = self.through.max(revision);
-        if self.last_commit.elapsed() >= self.commit_every {
-            self.commit()?;
-        }
-        Ok(())
-    }
-}
-
-/// Why watching stopped.
-enum Ended {
-    Deadline,
-    Signal,
-    /// The watch ended: compaction overtook it, or the connection failed.
-    Watch(Result<Replay, ReadError<FollowError>>),
-}
-
-async fn follow(
-    store: &Store,
-    run: RunId,
-    args: &FollowArgs,
-    signalled: &tokio::sync::Notify,
-    bar: &ProgressBar,
-) -> Result<Summary> {
-    let started = Instant::now();
-    let deadline = args.duration.map(|d| tokio::time::Instant::from_std(started + d));
-    let settings = Settings::new(store, &args.record)?;
-    let mut summary = tokio::select! {
-        r = from_live(store, run, &args.etcd, &args.record, &settings, bar) => r?,
-        _ = signalled.notified() => return Err(anyhow!("interrupted by a signal")),
-    };
-    store.set_complete_through(run, summary.head)?;
-    let conn = Connection::from(&args.etcd);
-    let scope = Scope {
-        prefix: args.record.prefix.as_bytes(),
-    };
-    let mut backoff = Duration::from_secs(1);
-    loop {
-        let ended = match conn.connect().await {
-            Ok(etcd) => {
-                let mut writer = settings.writer(store, summary.cluster, run, &args.record.prefix)?;
-                let mut recorder = Recorder {
-                    writer: &mut writer,
-                    store,
-                    run,
-                    cluster: summary.cluster,
-                    covered_from: summary.covered_from,
-                    prefix: &args.record.prefix,
-                    filter: &settings.filter,
-                    census: Census::default(),
-                    through: summary.head,
-                    committed: summary.head,
-                    last_commit: Instant::now(),
-                    commit_every: args.commit_every,
-                    bar: bar.clone(),
-                };
-                let from = summary.head + 1;
-                let ended = tokio::select! {
-                    r = etcd.replay(scope, from, i64::MAX, conn.command_timeout, &mut recorder) => Ended::Watch(r),
-                    _ = signalled.notified() => Ended::Signal,
-                    _ = sleep_until(deadline) => Ended::Deadline,
-                };
-                // Whatever was received is complete: keep it.
-                recorder.commit()?;
-                summary.head = recorder.committed;
-                ended
-            }
-            Err(e) => Ended::Watch(Err(ReadError::Etcd(e))),
-        };
-        match ended {
-            Ended::Deadline => {
-                summary.keys = store.live_keys(summary.cluster, scope.prefix, summary.head)?;
-                return Ok(summary);
-            }
-            Ended::Signal => return Err(anyhow!("interrupted by a signal")),
-            Ended::Watch(Err(ReadError::Sink(FollowError::Store(e)))) => return Err(e.into()),
-            Ended::Watch(Err(ReadError::Sink(FollowError::Incomplete(e)))) => return Err(e.into()),
-            Ended::Watch(Err(ReadError::Etcd(e))) => {
-                eprintln!(
-                    "warning: watching stopped at revision {}: {e}; reconnecting in {}s",
-                    summary.head,
-                    backoff.as_secs()
-                );
-                tokio::select! {
-                    _ = tokio::time::sleep(backoff) => {}
-                    _ = signalled.notified() => return Err(anyhow!("interrupted by a signal")),
-                }
-                backoff = (backoff * 2).min(MAX_BACKOFF);
-            }
-            Ended::Watch(Ok(_)) => backoff = Duration::from_secs(1),
-        }
-        // Catch up as a snapshot run would: history since what is stored,
-        // or, if compaction overtook the watch, a gap and the state again.
-        let caught_up = tokio::select! {
-            r = from_live(store, run, &args.etcd, &args.record, &settings, bar) => r,
-            _ = signalled.notified() => return Err(anyhow!("interrupted by a signal")),
-        };
-        match caught_up {
-            Ok(caught_up) => {
-                summary.gaps.extend(caught_up.gaps);
-                summary.head = caught_up.head;
-                summary.covered_from = caught_up.covered_from;
-                store.set_complete_through(run, summary.head)?;
-            }
-            Err(e) if e.downcast_ref::<StoreError>().is_some() || e.downcast_ref::<Shortfall>().is_some() => {
-                return Err(e)
-            }
-            Err(e) => eprintln!("warning: catching up failed: {e:#}"),
-        }
-    }
-}
-
-async fn sleep_until(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
-    }
-}
 
 pub fn run(db: &Path, args: &FollowArgs) -> Result<Status> {
-    let source = format!("follow:{}", args.etcd.endpoints.join(","));
-    let (store, run) = begin(db, &source, &args.record)?;
-    let started = Instant::now();
-    let bar = progress_bar();
-    let (runtime, signalled) = signal_runtime()?;
-    let outcome = runtime.block_on(follow(&store, run, args, &signalled, &bar));
-    bar.finish_and_clear();
-    finish(&store, run, Some(outcome), &args.record, started)
+    let follow = FollowOptions {
+        duration: args.duration,
+        commit_every: args.commit_every,
+    };
+    let finished = lifecycle::follow(
+        db,
+        &Connection::from(&args.etcd),
+        &record_options(&args.record),
+        &follow,
+    )?;
+    report_finished(finished, args.record.fail_on)
 }

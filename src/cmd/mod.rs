@@ -1,6 +1,7 @@
 //! One module per subcommand, each with a `run` that returns the exit status.
 
 pub mod analyze;
+mod common;
 pub mod decode;
 pub mod diff;
 pub mod findings;

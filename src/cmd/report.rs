@@ -1,25 +1,14 @@
 //! `etcd-inspector report`: a post-mortem report in text, Markdown, JSON or
 //! HTML.
 
+use super::common::fail_on_status;
 use super::Status;
-use crate::store::finding::Severity;
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::report::{self, Filter};
 use crate::store::{Scope, Store};
 use anyhow::{bail, Context, Result};
 use std::io::Write;
 use std::path::Path;
-
-/// Exit status when `--fail-on` finds findings at or above its severity.
-pub const EXIT_FINDINGS: u8 = 4;
-
-/// The status `--fail-on` asks for, given the severities found.
-pub fn fail_on_status(fail_on: Option<Severity>, found: impl IntoIterator<Item = Severity>) -> Status {
-    match fail_on {
-        Some(level) if found.into_iter().any(|s| s >= level) => EXIT_FINDINGS,
-        _ => 0,
-    }
-}
 
 /// A revision bound from `rev:N` or an RFC 3339 time.
 fn bound(store: &Store, text: &str, flag: &str) -> Result<Option<i64>> {

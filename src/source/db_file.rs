@@ -4,11 +4,12 @@
 
 use super::bolt::{BoltDb, BoltError};
 use super::revision;
-use super::{Record, Sink};
+use super::{Read, ReadError, Record, Sink};
 use crate::decode::key::COMPACT_REV_KEY;
 use prost::Message;
 use sha1::Sha1;
 use sha2::Digest;
+use std::ops::ControlFlow;
 
 /// `mvccpb.KeyValue` (etcd `api/mvccpb/kv.proto`).
 #[derive(Clone, PartialEq, Message)]
@@ -76,7 +77,7 @@ fn inspect_buckets(db: &BoltDb) -> Result<FileInfo, BoltError> {
         cluster_id: None,
     };
     let meta = db.top_bucket("meta")?;
-    db.for_each(meta, &mut |k, v, _| {
+    db.for_all(meta, &mut |k, v, _| {
         match k {
             b"consistent_index" if v.len() == 8 => {
                 info.consistent_index = Some(u64::from_be_bytes(v.try_into().expect("8 bytes")))
@@ -89,7 +90,7 @@ fn inspect_buckets(db: &BoltDb) -> Result<FileInfo, BoltError> {
     })?;
     let keys = db.top_bucket("key")?;
     let mut walked = 0i64;
-    db.for_each(keys, &mut |k, _, _| {
+    db.for_all(keys, &mut |k, _, _| {
         if let Some(r) = revision::parse(k) {
             info.first_revision.get_or_insert(r.revision.main);
             info.last_revision = Some(r.revision.main);
@@ -103,7 +104,7 @@ fn inspect_buckets(db: &BoltDb) -> Result<FileInfo, BoltError> {
     db.release_resident();
     if let Some(members) = db.bucket(db.root(), b"members")? {
         let mut ids = Vec::new();
-        db.for_each(members, &mut |k, _, _| {
+        db.for_all(members, &mut |k, _, _| {
             if let Some(id) = std::str::from_utf8(k)
                 .ok()
                 .and_then(|s| u64::from_str_radix(s, 16).ok())
@@ -147,12 +148,12 @@ pub fn read_revisions<S: Sink>(
     prefix: &[u8],
     from: i64,
     sink: &mut S,
-) -> Result<i64, ReadFileError<S::Error>>
+) -> Result<Read<i64>, ReadError<S::Error>>
 where
     S::Error: std::error::Error + 'static,
 {
     let path = db.path().display().to_string();
-    let keys = db.top_bucket("key").map_err(ReadFileError::File)?;
+    let keys = db.top_bucket("key")?;
     let mut pushed = 0;
     let mut sink_error = None;
     let walked = db.for_each(keys, &mut |k, v, _| {
@@ -162,7 +163,7 @@ where
             )));
         };
         if rev.revision.main < from || v.is_empty() {
-            return Ok(());
+            return Ok(ControlFlow::Continue(()));
         }
         let kv = KeyValue::decode(v).map_err(|e| {
             BoltError::Content(format!(
@@ -171,7 +172,7 @@ where
             ))
         })?;
         if kv.key.is_empty() || !(kv.key.starts_with(prefix) || kv.key == COMPACT_REV_KEY.as_bytes()) {
-            return Ok(());
+            return Ok(ControlFlow::Continue(()));
         }
         let record = if rev.tombstone {
             Record {
@@ -194,30 +195,27 @@ where
                 deleted: false,
             }
         };
-        if let Err(e) = sink.record(record) {
-            sink_error = Some(e);
-            return Err(BoltError::Content("stopped by the sink".into()));
+        match sink.record(record) {
+            Ok(true) => {}
+            Ok(false) => return Ok(ControlFlow::Break(())),
+            Err(e) => {
+                sink_error = Some(e);
+                return Ok(ControlFlow::Break(()));
+            }
         }
         pushed += 1;
         if pushed % RELEASE_EVERY == 0 {
             db.release_resident();
         }
-        Ok(())
+        Ok(ControlFlow::Continue(()))
     });
     if let Some(e) = sink_error {
-        return Err(ReadFileError::Sink(e));
+        return Err(ReadError::Sink(e));
     }
-    walked.map_err(|e| ReadFileError::File(e.at(db.path())))?;
-    Ok(pushed)
-}
-
-/// A file read that stopped: the file is bad, or the sink refused a record.
-#[derive(Debug, thiserror::Error)]
-pub enum ReadFileError<E: std::error::Error + 'static> {
-    #[error(transparent)]
-    File(BoltError),
-    #[error(transparent)]
-    Sink(E),
+    match walked.map_err(|e| e.at(db.path()))? {
+        ControlFlow::Break(()) => Ok(Read::Stopped),
+        ControlFlow::Continue(()) => Ok(Read::Done(pushed)),
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use crate::decode::key::COMPACT_REV_KEY;
 use crate::source::server_version::ServerVersion;
-use crate::source::LiveKey;
+use crate::source::{LiveKey, Read, ReadError};
 use etcd_client::{Certificate, Client, ConnectOptions, GetOptions, Identity, TlsOptions};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -215,15 +215,6 @@ impl Etcd {
     }
 }
 
-/// A read that stopped: etcd failed, or the sink refused a record.
-#[derive(Debug, thiserror::Error)]
-pub enum ReadError<E: std::error::Error + 'static> {
-    #[error(transparent)]
-    Etcd(#[from] EtcdError),
-    #[error(transparent)]
-    Sink(E),
-}
-
 /// What a replay records: every key under the prefix, and
 /// `compact_rev_key` (the apiserver's compaction marker, outside any prefix).
 #[derive(Clone, Copy, Debug)]
@@ -246,6 +237,8 @@ pub enum Replay {
     /// The start revision had been compacted; history is retained from this
     /// revision on.
     Compacted(i64),
+    /// The sink asked to stop.
+    Stopped,
 }
 
 /// What the server holds, pinned at the start of a run.
@@ -401,8 +394,8 @@ impl Etcd {
         head: i64,
         page: i64,
         keys_only: bool,
-        mut each: impl FnMut(etcd_client::KeyValue) -> Result<(), E>,
-    ) -> Result<(), ReadError<E>>
+        mut each: impl FnMut(etcd_client::KeyValue) -> Result<bool, E>,
+    ) -> Result<Read<()>, ReadError<E>>
     where
         E: std::error::Error + 'static,
     {
@@ -436,7 +429,9 @@ impl Etcd {
                 start.push(0);
             }
             for item in kvs {
-                each(item).map_err(ReadError::Sink)?;
+                if !each(item).map_err(ReadError::Sink)? {
+                    return Ok(Read::Stopped);
+                }
             }
             if !more {
                 break;
@@ -450,9 +445,11 @@ impl Etcd {
             .await
             .map_err(|e| self.request_err(e))?;
         for item in resp.take_kvs() {
-            each(item).map_err(ReadError::Sink)?;
+            if !each(item).map_err(ReadError::Sink)? {
+                return Ok(Read::Stopped);
+            }
         }
-        Ok(())
+        Ok(Read::Done(()))
     }
 
     /// Reads every key under `prefix`, and `compact_rev_key`, as of `head`,
@@ -464,18 +461,22 @@ impl Etcd {
         head: i64,
         page: i64,
         sink: &mut S,
-    ) -> Result<i64, ReadError<S::Error>>
+    ) -> Result<Read<i64>, ReadError<S::Error>>
     where
         S: crate::source::Sink,
         S::Error: std::error::Error + 'static,
     {
         let mut keys = 0;
-        self.each_key(prefix, head, page, false, |item| {
-            keys += i64::from(item.key().starts_with(prefix));
-            sink.record(record_of(item))
+        let read = self
+            .each_key(prefix, head, page, false, |item| {
+                keys += i64::from(item.key().starts_with(prefix));
+                sink.record(record_of(item))
+            })
+            .await?;
+        Ok(match read {
+            Read::Done(()) => Read::Done(keys),
+            Read::Stopped => Read::Stopped,
         })
-        .await?;
-        Ok(keys)
     }
 
     /// The counters of every live key in `scope` at `head`, without values.
@@ -488,11 +489,13 @@ impl Etcd {
                 version: kv.version(),
                 key: kv.into_key_value().0,
             });
-            Ok::<(), std::convert::Infallible>(())
+            Ok::<bool, std::convert::Infallible>(true)
         });
         match read.await {
-            Ok(()) => Ok(live),
+            Ok(_) => Ok(live),
             Err(ReadError::Etcd(e)) => Err(e),
+            // etcd reads never produce a data-file error.
+            Err(ReadError::File(e)) => Err(self.failure(e.to_string())),
             Err(ReadError::Sink(never)) => match never {},
         }
     }
@@ -582,11 +585,12 @@ impl Etcd {
             }
             .into());
         }
-        if let Replay::Compacted(c) = self
+        match self
             .watch(Watched::Prefix(scope.prefix), scope, from, head, idle, sink)
             .await?
         {
-            return Ok(Replay::Compacted(c));
+            Replay::Complete => {}
+            ended => return Ok(ended),
         }
         self.watch(
             Watched::Exact(COMPACT_REV_KEY.as_bytes()),
@@ -692,7 +696,9 @@ impl Etcd {
                     true => resp.header().map_or(0, |h| h.revision()),
                     false => proven,
                 };
-                sink.progress(through.min(head)).map_err(ReadError::Sink)?;
+                if !sink.progress(through.min(head)).map_err(ReadError::Sink)? {
+                    return Ok(Replay::Stopped);
+                }
                 if ends_on_progress && through >= head {
                     return Ok(Replay::Complete);
                 }
@@ -707,7 +713,9 @@ impl Etcd {
                 }
                 let prev_create = ev.prev_kv().map(|p| p.create_revision()).unwrap_or(0);
                 if let Some(prev) = ev.prev_kv() {
-                    sink.record(record_of(prev.clone())).map_err(ReadError::Sink)?;
+                    if !sink.record(record_of(prev.clone())).map_err(ReadError::Sink)? {
+                        return Ok(Replay::Stopped);
+                    }
                 }
                 let record = match ev.event_type() {
                     etcd_client::EventType::Put => record_of(kv.clone()),
@@ -721,12 +729,16 @@ impl Etcd {
                         deleted: true,
                     },
                 };
-                sink.record(record).map_err(ReadError::Sink)?;
+                if !sink.record(record).map_err(ReadError::Sink)? {
+                    return Ok(Replay::Stopped);
+                }
             }
             // A watch delivers revisions in order and never splits one
             // across responses: everything up to `newest` has arrived.
             proven = proven.max(newest);
-            sink.progress(newest.min(head)).map_err(ReadError::Sink)?;
+            if !sink.progress(newest.min(head)).map_err(ReadError::Sink)? {
+                return Ok(Replay::Stopped);
+            }
             if newest >= head {
                 return Ok(Replay::Complete);
             }

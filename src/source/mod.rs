@@ -81,27 +81,58 @@ impl Census {
 ///
 /// A source calls [`Sink::record`] once per revision it reads, in no
 /// guaranteed order and possibly more than once for the same
-/// `(key, mod_revision)`; the sink must treat repeats as no-ops. An error
-/// stops the source, which returns it.
+/// `(key, mod_revision)`; the sink must treat repeats as no-ops. Each call
+/// returns whether the source should go on: `Ok(false)` stops it cleanly
+/// (it returns [`Read::Stopped`]), an error stops it with that error.
 pub trait Sink {
     type Error;
 
-    fn record(&mut self, record: Record) -> Result<(), Self::Error>;
+    fn record(&mut self, record: Record) -> Result<bool, Self::Error>;
 
     /// Every record up to `revision` has been pushed (a watch knows this
     /// from its responses and progress notifications).
-    fn progress(&mut self, _revision: i64) -> Result<(), Self::Error> {
-        Ok(())
+    fn progress(&mut self, _revision: i64) -> Result<bool, Self::Error> {
+        Ok(true)
+    }
+}
+
+impl<S: Sink + ?Sized> Sink for &mut S {
+    type Error = S::Error;
+
+    fn record(&mut self, record: Record) -> Result<bool, Self::Error> {
+        (**self).record(record)
+    }
+
+    fn progress(&mut self, revision: i64) -> Result<bool, Self::Error> {
+        (**self).progress(revision)
     }
 }
 
 impl Sink for Vec<Record> {
     type Error = std::convert::Infallible;
 
-    fn record(&mut self, record: Record) -> Result<(), Self::Error> {
+    fn record(&mut self, record: Record) -> Result<bool, Self::Error> {
         self.push(record);
-        Ok(())
+        Ok(true)
     }
+}
+
+/// How a read ended: with its result, or stopped by the sink.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Read<T> {
+    Done(T),
+    Stopped,
+}
+
+/// A read that failed: the source (etcd, a data file), or the sink.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError<E: std::error::Error + 'static> {
+    #[error(transparent)]
+    Etcd(#[from] etcd::EtcdError),
+    #[error(transparent)]
+    File(#[from] bolt::BoltError),
+    #[error(transparent)]
+    Sink(E),
 }
 
 #[cfg(test)]

@@ -47,6 +47,13 @@ pub struct Gap {
     pub to_revision: i64,
 }
 
+impl std::fmt::Display for Gap {
+    /// `from-to`, as every table and message shows a gap.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.from_revision, self.to_revision)
+    }
+}
+
 /// The run an incremental run continues from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Previous {

@@ -368,12 +368,12 @@ impl Drop for RevisionWriter<'_> {
 impl Sink for RevisionWriter<'_> {
     type Error = StoreError;
 
-    fn record(&mut self, r: Record) -> Result<(), StoreError> {
+    fn record(&mut self, r: Record) -> Result<bool, StoreError> {
         self.begin_if_needed()?;
         self.in_batch += 1;
         let key = self.key_info(&r.key)?;
         if key.excluded {
-            return Ok(());
+            return Ok(true);
         }
         let known = self.pending_ids.contains(&(key.id, r.mod_revision))
             || self
@@ -396,7 +396,7 @@ impl Sink for RevisionWriter<'_> {
         if self.in_batch >= BATCH {
             self.commit()?;
         }
-        Ok(())
+        Ok(true)
     }
 }
 

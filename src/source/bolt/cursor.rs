@@ -1,9 +1,11 @@
 //! Walks a bucket's B+tree depth first, yielding leaf entries in key order.
-//! Each page may be visited once per walk; the depth is bounded.
+//! Each page may be visited once per walk; the depth is bounded. A visit
+//! returns [`ControlFlow::Break`] to end the walk early.
 
 use super::page::{Page, BRANCH, LEAF};
 use super::{BoltDb, BoltError, Bucket};
 use std::collections::HashSet;
+use std::ops::ControlFlow;
 
 /// Deeper than any real bbolt tree (fan-out is in the hundreds).
 const MAX_DEPTH: usize = 64;
@@ -11,8 +13,8 @@ const MAX_DEPTH: usize = 64;
 pub fn walk<'a>(
     db: &'a BoltDb,
     bucket: Bucket<'a>,
-    visit: &mut dyn FnMut(&'a [u8], &'a [u8], u32) -> Result<(), BoltError>,
-) -> Result<(), BoltError> {
+    visit: &mut dyn FnMut(&'a [u8], &'a [u8], u32) -> Result<ControlFlow<()>, BoltError>,
+) -> Result<ControlFlow<()>, BoltError> {
     let mut seen = HashSet::new();
     match bucket {
         Bucket::Paged(id) => walk_page(db, id, 0, &mut seen, visit),
@@ -31,13 +33,15 @@ pub fn walk<'a>(
 
 fn visit_leaf<'a>(
     page: &Page<'a>,
-    visit: &mut dyn FnMut(&'a [u8], &'a [u8], u32) -> Result<(), BoltError>,
-) -> Result<(), BoltError> {
+    visit: &mut dyn FnMut(&'a [u8], &'a [u8], u32) -> Result<ControlFlow<()>, BoltError>,
+) -> Result<ControlFlow<()>, BoltError> {
     for i in 0..page.count() {
         let e = page.leaf(i)?;
-        visit(e.key, e.value, e.flags)?;
+        if visit(e.key, e.value, e.flags)?.is_break() {
+            return Ok(ControlFlow::Break(()));
+        }
     }
-    Ok(())
+    Ok(ControlFlow::Continue(()))
 }
 
 fn walk_page<'a>(
@@ -45,8 +49,8 @@ fn walk_page<'a>(
     id: u64,
     depth: usize,
     seen: &mut HashSet<u64>,
-    visit: &mut dyn FnMut(&'a [u8], &'a [u8], u32) -> Result<(), BoltError>,
-) -> Result<(), BoltError> {
+    visit: &mut dyn FnMut(&'a [u8], &'a [u8], u32) -> Result<ControlFlow<()>, BoltError>,
+) -> Result<ControlFlow<()>, BoltError> {
     if !seen.insert(id) {
         return Err(BoltError::Cycle { page: id });
     }
@@ -61,9 +65,11 @@ fn walk_page<'a>(
     if flags & BRANCH != 0 {
         for i in 0..page.count() {
             let (_, child) = page.branch(i)?;
-            walk_page(db, child, depth + 1, seen, visit)?;
+            if walk_page(db, child, depth + 1, seen, visit)?.is_break() {
+                return Ok(ControlFlow::Break(()));
+            }
         }
-        Ok(())
+        Ok(ControlFlow::Continue(()))
     } else if flags & LEAF != 0 {
         visit_leaf(&page, visit)
     } else {

@@ -17,6 +17,7 @@ use memmap2::Mmap;
 use page::{Page, BUCKET_LEAF, HEADER};
 use sha2::{Digest, Sha256};
 use std::fs::File;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 /// Size of the SHA-256 trailer `etcdctl snapshot save` appends.
@@ -278,11 +279,12 @@ impl BoltDb {
     /// A sub-bucket of `parent` by name, if present.
     pub fn bucket<'a>(&'a self, parent: Bucket<'a>, name: &[u8]) -> Result<Option<Bucket<'a>>, BoltError> {
         let mut found = None;
-        self.for_each(parent, &mut |key, value, flags| {
+        let _ = self.for_each(parent, &mut |key, value, flags| {
             if key == name && flags & BUCKET_LEAF != 0 {
                 found = Some(value);
+                return Ok(ControlFlow::Break(()));
             }
-            Ok(())
+            Ok(ControlFlow::Continue(()))
         })?;
         let Some(value) = found else { return Ok(None) };
         let root = page::u64_at(value, 0).ok_or_else(|| BoltError::BadPage {
@@ -307,13 +309,26 @@ impl BoltDb {
     }
 
     /// Calls `visit(key, value, flags)` for every entry of `bucket`, in key
-    /// order.
+    /// order, until it breaks; says whether it did.
     pub fn for_each<'a>(
+        &'a self,
+        bucket: Bucket<'a>,
+        visit: &mut dyn FnMut(&'a [u8], &'a [u8], u32) -> Result<ControlFlow<()>, BoltError>,
+    ) -> Result<ControlFlow<()>, BoltError> {
+        cursor::walk(self, bucket, visit)
+    }
+
+    /// Calls `visit(key, value, flags)` for every entry of `bucket`, in key
+    /// order.
+    pub fn for_all<'a>(
         &'a self,
         bucket: Bucket<'a>,
         visit: &mut dyn FnMut(&'a [u8], &'a [u8], u32) -> Result<(), BoltError>,
     ) -> Result<(), BoltError> {
-        cursor::walk(self, bucket, visit)
+        self.for_each(bucket, &mut |k, v, flags| {
+            visit(k, v, flags).map(|()| ControlFlow::Continue(()))
+        })
+        .map(|_| ())
     }
 }
 
@@ -360,7 +375,8 @@ mod tests {
 
     fn walk_err(file: &tempfile::NamedTempFile) -> BoltError {
         let db = BoltDb::open(file.path()).unwrap();
-        db.for_each(db.root(), &mut |_, _, _| Ok(())).unwrap_err()
+        db.for_each(db.root(), &mut |_, _, _| Ok(ControlFlow::Continue(())))
+            .unwrap_err()
     }
 
     #[test]

@@ -1,0 +1,106 @@
+//! A run over an etcd data file (a copied `member/snap/db`, an `etcdctl
+//! snapshot save` file, or the server's snapshot downloaded here), checked
+//! against the file's own counters.
+
+use super::plan::{check_history, read_error, Plan};
+use super::progress::Progress;
+use super::{Settings, Summary};
+use crate::source::bolt::BoltDb;
+use crate::source::db_file;
+use crate::source::etcd::Connection;
+use crate::source::{Census, Read};
+use crate::store::{RunId, Store};
+use anyhow::{bail, Context, Result};
+use indicatif::ProgressBar;
+use std::io::Write;
+use std::path::Path;
+
+/// Reads the data file at `path`; `cluster_id` overrides the id derived
+/// from it. `None` when a signal stopped the read.
+pub(super) fn read(
+    store: &Store,
+    run: RunId,
+    path: &Path,
+    cluster_id: Option<&str>,
+    prefix: &str,
+    settings: &Settings,
+    bar: &ProgressBar,
+) -> Result<Option<Summary>> {
+    bar.set_message(format!("opening {}", path.display()));
+    let db = BoltDb::open(path)?;
+    let info = db_file::inspect(&db)?;
+    let cluster_id = cluster_id
+        .map(str::to_string)
+        .or(info.cluster_id.clone())
+        .unwrap_or_else(|| format!("file:{}", &info.sha256[..16]));
+    let compact = info.finished_compact.unwrap_or(0);
+    let head = info.head();
+    let plan = Plan::new(store, &cluster_id, compact, prefix, &settings.filter)?;
+    let cluster = plan.cluster;
+    store.set_run_target(run, cluster, head, compact, plan.from)?;
+    store.set_run_file(
+        run,
+        info.size,
+        &info.sha256,
+        info.first_revision,
+        info.last_revision,
+    )?;
+    let mut writer = settings.writer(store, cluster, run, prefix)?;
+    let mut sink = Progress {
+        writer: &mut writer,
+        bar: bar.clone(),
+        seen: 0,
+        census: Some(Census::default()),
+    };
+    bar.set_message(format!(
+        "reading revisions {}-{head} from {}",
+        info.first_revision.unwrap_or(0),
+        path.display()
+    ));
+    // Revisions below the compaction point that etcd kept (each key's latest)
+    // are in the file too: read everything after what is already stored.
+    let read_from = plan.previous.map_or(0, |p| p.head + 1);
+    let read = db_file::read_revisions(&db, prefix.as_bytes(), read_from, &mut sink).map_err(read_error)?;
+    if read == Read::Stopped {
+        return Ok(None);
+    }
+    let live = sink.census.take().map(|c| c.live()).unwrap_or_default();
+    writer.flush()?;
+    for gap in &plan.gaps {
+        store.record_gap(run, cluster, *gap)?;
+    }
+    let covered_from = plan.covered_from(plan.from);
+    store.set_run_coverage(run, covered_from)?;
+    check_history(store, cluster, covered_from, &live, prefix, &settings.filter)?;
+    let keys = store.live_keys(cluster, prefix.as_bytes(), head)?;
+    Ok(Some(Summary {
+        cluster,
+        keys,
+        head,
+        history_from: plan.from,
+        gaps: plan.gaps,
+        covered_from,
+    }))
+}
+
+/// Streams the server's snapshot into `dest`; returns the cluster id.
+pub(super) async fn fetch(connection: &Connection, dest: &Path, bar: &ProgressBar) -> Result<String> {
+    bar.set_message(format!("connecting to {}", connection.endpoints.join(",")));
+    let etcd = connection.connect().await?;
+    let pinned = etcd.pin().await?;
+    let mut file =
+        std::fs::File::create(dest).with_context(|| format!("cannot create {}", dest.display()))?;
+    let written = etcd
+        .download_snapshot(&mut |chunk, remaining| {
+            bar.set_message(format!("downloading the snapshot, {remaining} bytes to go"));
+            file.write_all(chunk)
+        })
+        .await
+        .with_context(|| format!("downloading the snapshot into {}", dest.display()))?;
+    file.sync_all()
+        .with_context(|| format!("writing {}", dest.display()))?;
+    if written % 512 != crate::source::bolt::TRAILER as u64 {
+        bail!("the server's snapshot ({written} bytes) has no SHA-256 trailer; refusing an unverifiable download");
+    }
+    Ok(pinned.cluster_id)
+}

@@ -1,0 +1,90 @@
+//! Starting a run and ending it: its status, the analysis of a complete
+//! run, and the metrics file.
+
+use super::signal::stopping;
+use super::{RecordOptions, Summary};
+use crate::analyze::Analysis;
+use crate::store::{RunId, RunStatus, Store};
+use anyhow::{Context, Result};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// A run that ended, for the command to report.
+#[derive(Debug)]
+pub struct Finished {
+    pub run: RunId,
+    pub status: RunStatus,
+    /// What a complete run stored.
+    pub summary: Option<Summary>,
+    /// Revisions the run added.
+    pub added: i64,
+    /// The detectors' result, when the run was complete and analyzed.
+    pub analysis: Option<Analysis>,
+    /// Why a failed run failed.
+    pub error: Option<anyhow::Error>,
+    pub elapsed: Duration,
+}
+
+/// Starts a run of `source` in a fresh database handle.
+pub(super) fn begin(db: &Path, source: &str, options: &RecordOptions) -> Result<(Store, RunId)> {
+    let store = Store::open_for_writing(db)?;
+    let run = store.begin_run(source, &options.prefix, &options.filter.describe())?;
+    Ok((store, run))
+}
+
+/// Ends the run as its outcome says (`None`: stopped by a signal), runs the
+/// analysis of a complete run and writes the metrics file.
+pub(super) fn finish(
+    store: &Store,
+    run: RunId,
+    outcome: Option<Result<Summary>>,
+    options: &RecordOptions,
+    started: Instant,
+) -> Result<Finished> {
+    // An error that follows a stop request is the stop's doing.
+    let outcome = match outcome {
+        Some(Err(_)) if stopping() => None,
+        other => other,
+    };
+    let mut finished = Finished {
+        run,
+        status: RunStatus::Interrupted,
+        summary: None,
+        added: 0,
+        analysis: None,
+        error: None,
+        elapsed: Duration::ZERO,
+    };
+    match outcome {
+        Some(Ok(summary)) => {
+            finished.added = store.finish_run(run, RunStatus::Complete, summary.keys, None)?;
+            finished.status = RunStatus::Complete;
+            if options.analyze {
+                finished.analysis = Some(crate::analyze::analyze(store, Some(summary.cluster))?);
+            }
+            finished.summary = Some(summary);
+        }
+        Some(Err(e)) => {
+            let message = e.chain().map(ToString::to_string).collect::<Vec<_>>().join(": ");
+            finished.added = store.finish_run(run, RunStatus::Failed, 0, Some(&message))?;
+            finished.status = RunStatus::Failed;
+            finished.error = Some(e);
+        }
+        None => {
+            finished.added =
+                store.finish_run(run, RunStatus::Interrupted, 0, Some("interrupted by a signal"))?;
+        }
+    }
+    finished.elapsed = started.elapsed();
+    if let Some(path) = &options.metrics_file {
+        let info = store
+            .runs()?
+            .into_iter()
+            .find(|r| r.id == run)
+            .context("the run just recorded is missing")?;
+        let text = crate::report::metrics::render(&info, finished.elapsed.as_secs_f64(), &store.findings()?);
+        crate::report::metrics::write_atomically(path, &text)
+            .with_context(|| format!("cannot write the metrics file {}", path.display()))?;
+    }
+    Ok(finished)
+}

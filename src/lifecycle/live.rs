@@ -1,0 +1,99 @@
+//! A run over a live etcd: the state at a pinned head (unless the database
+//! already holds everything up to the previous head, which is still
+//! retained), the history etcd retains since what is stored, and the check
+//! of the stored history against etcd's counters.
+
+use super::plan::{check_history, read_error, replay_all, Plan};
+use super::progress::Progress;
+use super::{RecordOptions, Settings, Summary};
+use crate::source::etcd::{Connection, Scope};
+use crate::source::Read;
+use crate::store::{RunId, Store};
+use anyhow::Result;
+use indicatif::ProgressBar;
+
+/// Reads a live etcd into the run; `None` when a signal stopped it.
+pub(super) async fn read(
+    store: &Store,
+    run: RunId,
+    connection: &Connection,
+    options: &RecordOptions,
+    settings: &Settings,
+    bar: &ProgressBar,
+) -> Result<Option<Summary>> {
+    bar.set_message(format!("connecting to {}", connection.endpoints.join(",")));
+    let etcd = connection.connect().await?;
+    if !etcd.version().is_empty() {
+        store.set_run_etcd_version(run, etcd.version())?;
+    }
+    let scope = Scope {
+        prefix: options.prefix.as_bytes(),
+    };
+    let pinned = etcd.pin().await?;
+    let compact = etcd.compaction_revision(scope, pinned.head).await?;
+    let plan = Plan::new(
+        store,
+        &pinned.cluster_id,
+        compact,
+        &options.prefix,
+        &settings.filter,
+    )?;
+    let (cluster, mut gaps) = (plan.cluster, plan.gaps.clone());
+    store.set_run_target(run, cluster, pinned.head, compact, plan.from)?;
+    // etcd's own counters for every live key, to check the history against.
+    let live = etcd.live_keys(scope, pinned.head, options.page_size).await?;
+    let mut writer = settings.writer(store, cluster, run, &options.prefix)?;
+    let mut sink = Progress {
+        writer: &mut writer,
+        bar: bar.clone(),
+        seen: 0,
+        census: None,
+    };
+    // When the previous run's head is still retained, every change since
+    // is in the replay and the state at the head follows from the stored
+    // history: reading the whole keyspace again would add nothing.
+    if !plan.continuous() {
+        bar.set_message(format!(
+            "reading keys under {} at revision {}",
+            options.prefix, pinned.head
+        ));
+        let read = etcd
+            .read_state(scope.prefix, pinned.head, options.page_size, &mut sink)
+            .await
+            .map_err(read_error)?;
+        if read == Read::Stopped {
+            return Ok(None);
+        }
+    }
+    bar.set_message(format!(
+        "replaying history from revision {} to {}",
+        plan.from, pinned.head
+    ));
+    let idle = connection.command_timeout;
+    let Some(from) = replay_all(&etcd, scope, plan.from, pinned.head, idle, &mut sink, &mut gaps).await?
+    else {
+        return Ok(None);
+    };
+    writer.flush()?;
+    for gap in &gaps {
+        store.record_gap(run, cluster, *gap)?;
+    }
+    let covered_from = plan.covered_from(from);
+    store.set_run_coverage(run, covered_from)?;
+    check_history(
+        store,
+        cluster,
+        covered_from,
+        &live,
+        &options.prefix,
+        &settings.filter,
+    )?;
+    Ok(Some(Summary {
+        cluster,
+        keys: live.iter().filter(|k| k.key.starts_with(scope.prefix)).count() as i64,
+        head: pinned.head,
+        history_from: from,
+        gaps,
+        covered_from,
+    }))
+}

@@ -1,0 +1,203 @@
+//! The run lifecycle, as a library: begin a run, read a source (live etcd,
+//! an etcd data file, a downloaded snapshot) with its plan, replay and
+//! self-check, or follow a live etcd, then finish (status, analysis,
+//! metrics file). Commands turn their arguments into these plain options
+//! and print the [`Finished`] run; examples and tests call the same API.
+
+mod file;
+mod finish;
+mod follow;
+mod live;
+mod plan;
+mod progress;
+mod signal;
+
+pub use finish::Finished;
+pub use follow::FollowOptions;
+
+use crate::canon::semantic::FieldConfig;
+use crate::source::etcd::Connection;
+use crate::source::filter::ResourceFilter;
+use crate::store::{Gap, RevisionWriter, RunId, Store, StoreError};
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// How a run records.
+#[derive(Clone, Debug)]
+pub struct RecordOptions {
+    /// Storage prefix (kube-apiserver's `--etcd-prefix`).
+    pub prefix: String,
+    /// Keys per range request.
+    pub page_size: i64,
+    /// Field-hash depth; `None` keeps the database's.
+    pub field_depth: Option<usize>,
+    /// Field paths whose values are sensitive (keyed hashes, never stored).
+    pub sensitive_paths: Vec<String>,
+    /// Which resources are recorded.
+    pub filter: ResourceFilter,
+    /// Run the detectors when the run is complete.
+    pub analyze: bool,
+    /// Where to write Prometheus metrics when the run ends.
+    pub metrics_file: Option<PathBuf>,
+}
+
+/// Where a snapshot run reads.
+#[derive(Clone, Debug)]
+pub enum Source {
+    /// A live etcd, through the KV and Watch APIs.
+    Live(Connection),
+    /// An etcd data file; `cluster_id` overrides the id derived from it.
+    File {
+        path: PathBuf,
+        cluster_id: Option<String>,
+    },
+    /// The server's snapshot, downloaded (kept at `save` if given) and read
+    /// as a file.
+    Fetch {
+        connection: Connection,
+        save: Option<PathBuf>,
+    },
+}
+
+impl Source {
+    /// What the runs table calls the source.
+    fn label(&self) -> String {
+        match self {
+            Source::Live(c) => c.endpoints.join(","),
+            Source::File { path, .. } => format!("file:{}", path.display()),
+            Source::Fetch { connection, .. } => format!("fetch-snapshot:{}", connection.endpoints.join(",")),
+        }
+    }
+}
+
+/// What a finished read stored.
+#[derive(Clone, Debug)]
+pub struct Summary {
+    pub cluster: i64,
+    /// Keys under the prefix at the head.
+    pub keys: i64,
+    pub head: i64,
+    pub history_from: i64,
+    pub gaps: Vec<Gap>,
+    /// From where the stored history is unbroken up to `head`.
+    pub covered_from: i64,
+}
+
+/// How this run records: fixed per database (fields) and per run (filter).
+struct Settings {
+    fields: FieldConfig,
+    filter: ResourceFilter,
+}
+
+impl Settings {
+    fn new(store: &Store, options: &RecordOptions) -> Result<Settings> {
+        Ok(Settings {
+            fields: store.field_config(options.field_depth, &options.sensitive_paths)?,
+            filter: options.filter.clone(),
+        })
+    }
+
+    fn writer<'s>(
+        &self,
+        store: &'s Store,
+        cluster: i64,
+        run: RunId,
+        prefix: &str,
+    ) -> Result<RevisionWriter<'s>, StoreError> {
+        RevisionWriter::new(
+            store,
+            cluster,
+            run,
+            prefix,
+            self.fields.clone(),
+            self.filter.clone(),
+        )
+    }
+}
+
+/// Records one snapshot run of `source` into the database at `db`.
+pub fn snapshot(db: &Path, source: &Source, options: &RecordOptions) -> Result<Finished> {
+    let (store, run) = finish::begin(db, &source.label(), options)?;
+    let started = Instant::now();
+    let bar = progress::bar();
+    // One worker thread watches for signals while this thread reads (a file
+    // read is synchronous); the reading stops at the next record.
+    let (runtime, signalled) = signal::runtime()?;
+    let outcome = runtime.block_on(async {
+        tokio::select! {
+            r = read(&store, run, source, options, db, &bar) => r.transpose(),
+            _ = signalled.notified() => None,
+        }
+    });
+    bar.finish_and_clear();
+    finish::finish(&store, run, outcome, options, started)
+}
+
+/// Follows a live etcd until `follow.duration` passes (complete) or a
+/// signal arrives (interrupted), starting as a snapshot run would.
+pub fn follow(
+    db: &Path,
+    connection: &Connection,
+    options: &RecordOptions,
+    follow: &FollowOptions,
+) -> Result<Finished> {
+    let source = format!("follow:{}", connection.endpoints.join(","));
+    let (store, run) = finish::begin(db, &source, options)?;
+    let started = Instant::now();
+    let bar = progress::bar();
+    let (runtime, signalled) = signal::runtime()?;
+    let outcome = runtime
+        .block_on(follow::follow(
+            &store, run, connection, options, follow, &signalled, &bar,
+        ))
+        .transpose();
+    bar.finish_and_clear();
+    finish::finish(&store, run, outcome, options, started)
+}
+
+/// Reads `source`; `None` when a signal stopped the read.
+async fn read(
+    store: &Store,
+    run: RunId,
+    source: &Source,
+    options: &RecordOptions,
+    db: &Path,
+    bar: &indicatif::ProgressBar,
+) -> Result<Option<Summary>> {
+    let settings = Settings::new(store, options)?;
+    match source {
+        Source::Live(connection) => live::read(store, run, connection, options, &settings, bar).await,
+        Source::File { path, cluster_id } => file::read(
+            store,
+            run,
+            path,
+            cluster_id.as_deref(),
+            &options.prefix,
+            &settings,
+            bar,
+        ),
+        Source::Fetch { connection, save } => {
+            let dest = save
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(format!("{}.snapshot.tmp", db.display())));
+            let result = async {
+                let cluster_id = file::fetch(connection, &dest, bar).await?;
+                file::read(
+                    store,
+                    run,
+                    &dest,
+                    Some(&cluster_id),
+                    &options.prefix,
+                    &settings,
+                    bar,
+                )
+            }
+            .await;
+            if save.is_none() {
+                let _ = std::fs::remove_file(&dest);
+            }
+            result
+        }
+    }
+}

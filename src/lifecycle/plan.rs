@@ -1,0 +1,128 @@
+//! Where a run's history starts, how it is replayed across a compaction
+//! that overtakes it, and the self-check every run ends with.
+
+use super::progress::Progress;
+use crate::source::etcd::{Etcd, Replay, Scope};
+use crate::source::filter::ResourceFilter;
+use crate::source::{LiveKey, ReadError};
+use crate::store::{Gap, Previous, Store};
+use anyhow::Result;
+use std::time::Duration;
+
+/// A failed read as the error it carries, so callers can tell a database
+/// failure from a source's.
+pub(super) fn read_error<E>(e: ReadError<E>) -> anyhow::Error
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    match e {
+        ReadError::Etcd(e) => e.into(),
+        ReadError::File(e) => e.into(),
+        ReadError::Sink(e) => e.into(),
+    }
+}
+
+/// Where history starts for this run, and what compaction lost since what
+/// earlier runs of the same cluster, prefix and resource filter stored.
+pub(super) struct Plan {
+    pub cluster: i64,
+    pub previous: Option<Previous>,
+    pub from: i64,
+    pub gaps: Vec<Gap>,
+}
+
+impl Plan {
+    pub fn new(
+        store: &Store,
+        cluster_id: &str,
+        compact: i64,
+        prefix: &str,
+        filter: &ResourceFilter,
+    ) -> Result<Plan> {
+        let cluster = store.cluster(cluster_id)?;
+        let everything = ResourceFilter::default().describe();
+        let previous = store.previous_head(cluster, prefix, &filter.describe(), &everything)?;
+        let mut gaps = Vec::new();
+        let from = match previous {
+            Some(p) if compact > p.head + 1 => {
+                gaps.push(Gap {
+                    from_revision: p.head + 1,
+                    to_revision: compact - 1,
+                });
+                compact
+            }
+            Some(p) => p.head + 1,
+            None => compact.max(1),
+        };
+        Ok(Plan {
+            cluster,
+            previous,
+            from,
+            gaps,
+        })
+    }
+
+    /// Whether the previous run's head is still retained, so this run's
+    /// history continues it without a gap.
+    pub fn continuous(&self) -> bool {
+        self.previous.is_some() && self.gaps.is_empty()
+    }
+
+    /// From where the stored history is unbroken once this run replayed
+    /// from `history_from` (later than planned if compaction overtook it).
+    pub fn covered_from(&self, history_from: i64) -> i64 {
+        match self.previous {
+            Some(p) if self.gaps.is_empty() && history_from == self.from => p.covered_from,
+            _ => history_from,
+        }
+    }
+}
+
+/// Replays `scope` from `from` to `head`, starting again after a compaction
+/// that overtook the replay (recording what it lost); returns where history
+/// really started, or `None` when a signal stopped it.
+pub(super) async fn replay_all(
+    etcd: &Etcd,
+    scope: Scope<'_>,
+    mut from: i64,
+    head: i64,
+    idle: Duration,
+    sink: &mut Progress<'_, '_>,
+    gaps: &mut Vec<Gap>,
+) -> Result<Option<i64>> {
+    loop {
+        match etcd
+            .replay(scope, from, head, idle, sink)
+            .await
+            .map_err(read_error)?
+        {
+            Replay::Complete => return Ok(Some(from)),
+            Replay::Stopped => return Ok(None),
+            Replay::Compacted(c) => {
+                if c > from {
+                    gaps.push(Gap {
+                        from_revision: from,
+                        to_revision: c - 1,
+                    });
+                }
+                from = c;
+            }
+        }
+    }
+}
+
+/// Fails the run when the stored history disagrees with etcd's counters
+/// for any key live at the head (see [`Store::history_shortfall`]).
+pub(super) fn check_history(
+    store: &Store,
+    cluster: i64,
+    covered_from: i64,
+    live: &[LiveKey],
+    prefix: &str,
+    filter: &ResourceFilter,
+) -> Result<()> {
+    match store.history_shortfall(cluster, covered_from, live, |key| filter.records_key(key, prefix))? {
+        Some(shortfall) => Err(shortfall.into()),
+        None => Ok(()),
+    }
+}
