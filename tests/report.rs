@@ -5,7 +5,7 @@
 
 mod common;
 
-#[path = "../examples/demo/scenario.rs"]
+#[path = "../demo/src/scenario.rs"]
 mod scenario;
 
 use common::etcd::TestEtcd;

@@ -4,12 +4,15 @@
 //! ConfigMaps, a Secret, a CRD with custom resources in JSON and CBOR, a Lease
 //! with heartbeats, managedFields as the apiserver writes them), snapshots
 //! it, plays an incident with known anomalies, snapshots again, and writes
-//! `report.html` and `report.md`.
+//! `report.html` and `report.md` into the workspace's `target/demo/`.
 //!
-//! Run: `cargo run --release --example demo`
+//! Run: `cargo run --release -p demo`
+//!
+//! A workspace package of its own rather than an example of the main crate,
+//! so that it compiles only the library and what this code uses, not the
+//! main crate's dev-dependencies. It calls the library's command dispatcher
+//! in process, so it needs no `etcd-inspector` binary.
 
-#[path = "../../tests/common/etcd.rs"]
-#[allow(dead_code)]
 mod etcd;
 mod scenario;
 
@@ -30,7 +33,12 @@ fn inspector(line: &str) -> Result<()> {
 }
 
 fn main() -> Result<()> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/demo");
+    // This package lives in `demo/`; its output goes to the workspace's
+    // `target/demo/`, where the README says it is.
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("the demo package sits inside the workspace")?;
+    let dir = workspace.join("target/demo");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let db = dir.join("demo.sqlite");
     let offline = dir.join("demo-offline.sqlite");
@@ -40,7 +48,7 @@ fn main() -> Result<()> {
         }
     }
     println!("Starting etcd (from the etcd-bin-vendored crate) ...");
-    let etcd = etcd::TestEtcd::start();
+    let etcd = etcd::Etcd::start(&dir.join("etcd"))?;
     let ep = etcd.endpoint.clone();
     let (put, delete, compact) = (
         |k: &str, v: &[u8]| etcd.put(k, v),
