@@ -12,6 +12,8 @@ pub mod canon;
 pub mod cli;
 pub mod cmd;
 pub mod decode;
+pub mod error_line;
+pub mod hex;
 pub mod lifecycle;
 pub mod report;
 pub mod source;

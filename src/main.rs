@@ -19,8 +19,8 @@ fn main() -> ExitCode {
         Ok(status) => ExitCode::from(status),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            let chain: Vec<String> = e.chain().map(ToString::to_string).collect();
-            eprintln!("error: {}", chain.join(": "));
+            let line = etcd_inspector::error_line::one_line(&e);
+            eprintln!("error: {}", etcd_inspector::report::escape::terminal(&line));
             ExitCode::FAILURE
         }
     }

@@ -2,9 +2,9 @@
 //! (ownerReferences, finalizers, RBAC subjects, pod-spec lists keyed by
 //! name), with the revision where each first appeared and how the list grew.
 
+use crate::canon::duplicates::Duplicate;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
-use crate::canon::duplicates::Duplicate;
 use std::collections::BTreeMap;
 
 pub const NAME: &str = "duplicate-entries";

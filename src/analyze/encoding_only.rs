@@ -58,7 +58,13 @@ pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
     let (last_prev, last) = hits.last().expect("non-empty");
     let cause_text: Vec<String> = causes
         .iter()
-        .map(|(c, k)| if *k == 1 { c.to_string() } else { format!("{c} ×{k}") })
+        .map(|(c, k)| {
+            if *k == 1 {
+                c.to_string()
+            } else {
+                format!("{c} ×{k}")
+            }
+        })
         .collect();
     Some(Finding {
         detector: NAME,

@@ -12,6 +12,7 @@
 //! count them; more live objects than desired after a scale-down is normal
 //! lag and never reported, since only creates are judged.
 
+use crate::hex::hex;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::{seconds_between, ObjectRevision};
 use std::collections::{BTreeMap, HashMap};
@@ -53,10 +54,6 @@ pub struct Sweep {
 fn is_live(r: &ObjectRevision) -> bool {
     r.facts.deletion_timestamp.is_none()
         && !matches!(r.facts.phase.as_deref(), Some("Succeeded") | Some("Failed"))
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 impl Sweep {

@@ -4,9 +4,9 @@
 //! returns on, with the values (hashes where sensitive), the revisions and
 //! the field managers on each side.
 
+use crate::canon::change::is_under;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
-use crate::canon::change::is_under;
 use crate::store::Gap;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,7 +28,7 @@ struct Step<'a> {
 }
 
 fn hex(h: &Option<[u8; 16]>) -> String {
-    h.map(|h| h[..6].iter().map(|b| format!("{b:02x}")).collect())
+    h.map(|h| crate::hex::short(&h))
         .unwrap_or_else(|| "(absent)".into())
 }
 
@@ -123,10 +123,7 @@ fn finding(
     let coverage = if lost.is_empty() {
         String::new()
     } else {
-        let ranges: Vec<String> = lost
-            .iter()
-            .map(|g| format!("{}-{}", g.from_revision, g.to_revision))
-            .collect();
+        let ranges: Vec<String> = lost.iter().map(ToString::to_string).collect();
         format!(
             "; coverage partial: revisions {} lost to compaction",
             ranges.join(", ")

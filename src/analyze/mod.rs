@@ -14,9 +14,9 @@ pub mod recreated;
 pub mod rewrite;
 
 use crate::canon::duplicates::list_sizes;
-use crate::store::{ClassifyStats, Store, StoreError};
 use crate::store::finding::Finding;
 use crate::store::object::ObjectRevision;
+use crate::store::{ClassifyStats, Store, StoreError};
 use std::collections::BTreeMap;
 
 /// Every detector's name.
@@ -37,19 +37,29 @@ pub struct Analysis {
     pub findings: Vec<Finding>,
 }
 
-/// The value at a dotted path of a stored canonical value.
+/// The value at a dotted path of a stored canonical value. A value the
+/// database cannot give back is kept in `failure`, which fails the analysis.
 fn value_at(
     store: &Store,
     cache: &mut BTreeMap<Vec<u8>, Option<serde_json::Value>>,
+    failure: &mut Option<StoreError>,
     r: &ObjectRevision,
     path: &str,
 ) -> Option<serde_json::Value> {
     let hash = r.semantic_sha256.clone()?;
-    let value = cache
-        .entry(hash.clone())
-        .or_insert_with(|| store.canonical_value(&hash).ok().flatten());
+    if !cache.contains_key(&hash) {
+        match store.canonical_value(&hash) {
+            Ok(value) => {
+                cache.insert(hash.clone(), value);
+            }
+            Err(e) => {
+                failure.get_or_insert(e);
+                return None;
+            }
+        }
+    }
     path.split('.')
-        .try_fold(value.as_ref()?, |cur, k| cur.as_object()?.get(k))
+        .try_fold(cache.get(&hash)?.as_ref()?, |cur, k| cur.as_object()?.get(k))
         .cloned()
 }
 
@@ -110,7 +120,7 @@ fn detect_cluster(store: &Store, cluster: i64) -> Result<Vec<Finding>, StoreErro
             history,
             flapping::DEFAULT_MIN_RETURNS,
             &gaps,
-            &mut |r, p| value_at(store, &mut cache, r, p),
+            &mut |r, p| value_at(store, &mut cache, &mut failure, r, p),
         ));
         if history.iter().any(|r| r.duplicates.is_some()) {
             let mut sizes = BTreeMap::new();
@@ -125,7 +135,9 @@ fn detect_cluster(store: &Store, cluster: i64) -> Result<Vec<Finding>, StoreErro
                         sizes.insert(r.mod_revision, list_sizes(&value));
                     }
                     Ok(_) => {}
-                    Err(e) => failure = Some(e),
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                    }
                 }
             }
             findings.extend(duplicate_entries::detect(history, &sizes));

@@ -56,23 +56,37 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
         key_prefix: args.objects.key_prefix.clone(),
     };
     let mut cache: BTreeMap<Vec<u8>, Option<Value>> = BTreeMap::new();
+    // A value the database cannot give back fails the command (after the
+    // comparison), instead of showing as redacted.
+    let mut failure = None;
     let mut value_at = |o: &LiveObject, path: &str| -> Value {
         let Some(hash) = o.semantic_sha256.clone() else {
             return Value::Null;
         };
-        let value = cache
-            .entry(hash.clone())
-            .or_insert_with(|| store.canonical_value(&hash).ok().flatten());
-        match value {
+        if !cache.contains_key(&hash) {
+            match store.canonical_value(&hash) {
+                Ok(value) => {
+                    cache.insert(hash.clone(), value);
+                }
+                Err(e) => {
+                    failure.get_or_insert(e);
+                    return Value::Null;
+                }
+            }
+        }
+        match &cache[&hash] {
             None => Value::String("<redacted>".into()),
             Some(v) => path
                 .split('.')
-                .try_fold(&*v, |cur, k| cur.as_object()?.get(k))
+                .try_fold(v, |cur, k| cur.as_object()?.get(k))
                 .cloned()
                 .unwrap_or(Value::Null),
         }
     };
     let report = compare(&a, &b, &filter, &mut value_at);
+    if let Some(e) = failure {
+        return Err(e.into());
+    }
     let mut out = std::io::stdout().lock();
     match args.output {
         ListFormat::Json => {

@@ -15,7 +15,7 @@ pub fn run(db: &Path, args: &PruneArgs) -> Result<Status> {
             let cutoff = jiff::Timestamp::now()
                 .checked_sub(age)
                 .context("--older-than reaches before the epoch")?;
-            anyhow::Ok(cutoff.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+            anyhow::Ok(crate::decode::gotime::rfc3339(cutoff))
         })
         .transpose()?;
     let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);

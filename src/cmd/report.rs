@@ -21,7 +21,7 @@ fn bound(store: &Store, text: &str, flag: &str) -> Result<Option<i64>> {
     let time: jiff::Timestamp = text
         .parse()
         .with_context(|| format!("{flag} {text}: neither rev:N nor an RFC 3339 time"))?;
-    Ok(store.revision_at_time(&time.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())?)
+    Ok(store.revision_at_time(&crate::decode::gotime::rfc3339(time))?)
 }
 
 pub fn run(db: &Path, args: &ReportArgs) -> Result<Status> {

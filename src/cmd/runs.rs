@@ -41,7 +41,7 @@ pub fn run(db: &Path, args: &RunsArgs) -> Result<Status> {
                 r.revisions_added.to_string(),
                 r.gaps
                     .iter()
-                    .map(|g| format!("{}-{}", g.from_revision, g.to_revision))
+                    .map(ToString::to_string)
                     .collect::<Vec<_>>()
                     .join(" "),
                 or_dash(r.error.as_deref()),

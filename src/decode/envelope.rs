@@ -137,7 +137,7 @@ pub fn detect(value: &[u8]) -> Result<Envelope<'_>, EnvelopeError> {
             }
         }
     }
-    let head: Vec<String> = value.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let head: Vec<String> = value.iter().take(8).map(|b| crate::hex::hex(&[*b])).collect();
     Err(fail(
         None,
         format!(

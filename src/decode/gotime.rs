@@ -3,8 +3,18 @@
 
 /// `Time`: RFC 3339 in UTC with whole seconds; `None` when out of range.
 pub fn time(seconds: i64, nanos: i32) -> Option<String> {
-    let ts = jiff::Timestamp::new(seconds, nanos).ok()?;
-    Some(ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+    Some(rfc3339(jiff::Timestamp::new(seconds, nanos).ok()?))
+}
+
+/// A timestamp as `Time` writes it (`2008-01-01T01:01:01Z`): the one form
+/// every time this tool records or shows takes.
+pub fn rfc3339(ts: jiff::Timestamp) -> String {
+    ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// The current time, as [`rfc3339`] writes it.
+pub fn now() -> String {
+    rfc3339(jiff::Timestamp::now())
 }
 
 /// `MicroTime`: RFC 3339 in UTC with exactly six fraction digits.

@@ -5,7 +5,7 @@
 mod cbor;
 pub mod encode;
 pub mod envelope;
-mod gotime;
+pub mod gotime;
 pub mod key;
 mod protobuf;
 pub mod schema;

@@ -65,7 +65,7 @@ pub(super) fn finish(
             finished.summary = Some(summary);
         }
         Some(Err(e)) => {
-            let message = e.chain().map(ToString::to_string).collect::<Vec<_>>().join(": ");
+            let message = crate::error_line::one_line(&e);
             finished.added = store.finish_run(run, RunStatus::Failed, 0, Some(&message))?;
             finished.status = RunStatus::Failed;
             finished.error = Some(e);

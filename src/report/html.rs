@@ -113,7 +113,7 @@ for (const t of data.timelines) {
 // Runs.
 const runs = document.getElementById('runs-body');
 for (const r of data.runs) runs.append(el('tr', {}, el('td', {}, r.id), el('td', {}, r.status), el('td', {class:'mono'}, r.source), el('td', {}, r.started_at),
-  el('td', {}, r.head_revision ?? '-'), el('td', {}, r.history_from ?? '-'), el('td', {}, r.gaps.map(g => g.from_revision + '–' + g.to_revision).join(', ') || 'none')));
+  el('td', {}, r.head_revision ?? '-'), el('td', {}, r.history_from ?? '-'), el('td', {}, r.gaps.map(g => g.from_revision + '-' + g.to_revision).join(', ') || 'none')));
 document.body.dataset.rendered = 'true';
 "#;
 

@@ -35,11 +35,7 @@ pub fn render(r: &ReportData) -> String {
     }
     writeln!(s, "\n## Runs\n\n| run | status | source | started | head | compacted | history from | gaps |\n|---|---|---|---|---|---|---|---|").unwrap();
     for run in &r.runs {
-        let gaps: Vec<String> = run
-            .gaps
-            .iter()
-            .map(|g| format!("{}–{}", g.from_revision, g.to_revision))
-            .collect();
+        let gaps: Vec<String> = run.gaps.iter().map(ToString::to_string).collect();
         writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {} |",

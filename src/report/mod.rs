@@ -119,7 +119,7 @@ pub fn build(store: &Store, filter: &Filter) -> Result<ReportData, StoreError> {
         });
     }
     Ok(ReportData {
-        generated_at: jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        generated_at: crate::decode::gotime::now(),
         database: store.path().display().to_string(),
         from_revision: scope.from_revision,
         to_revision: scope.to_revision,

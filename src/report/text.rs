@@ -16,11 +16,7 @@ pub fn render(r: &ReportData) -> String {
     };
     writeln!(s, "etcd-inspector report: {} ({range})", terminal(&r.database)).unwrap();
     for run in &r.runs {
-        let gaps: Vec<String> = run
-            .gaps
-            .iter()
-            .map(|g| format!("{}-{}", g.from_revision, g.to_revision))
-            .collect();
+        let gaps: Vec<String> = run.gaps.iter().map(ToString::to_string).collect();
         writeln!(
             s,
             "  run {} {} {} head {} history from {}{}",

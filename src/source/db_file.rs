@@ -64,7 +64,7 @@ pub fn inspect(db: &BoltDb) -> Result<FileInfo, BoltError> {
 
 fn inspect_buckets(db: &BoltDb) -> Result<FileInfo, BoltError> {
     // Hash the mapped file: reading it into memory would cost its size in RAM.
-    let sha256 = db.file_sha256().iter().map(|b| format!("{b:02x}")).collect();
+    let sha256 = crate::hex::hex(&db.file_sha256());
     let mut info = FileInfo {
         size: db.file_bytes().len() as u64,
         sha256,

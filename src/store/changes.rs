@@ -3,12 +3,12 @@
 
 use super::blob::Packed;
 use super::{Store, StoreError};
-use crate::store::finding::{Finding, Severity};
-use crate::store::object::ObjectRevision;
 use crate::canon::change::{classify, ChangeCause, ChangeClass, Facts};
 use crate::canon::facts::ObjectFacts;
 use crate::canon::managed::{attribute, entries, Entry};
 use crate::canon::semantic::FIELD_HASH_LEN;
+use crate::store::finding::{Finding, Severity};
+use crate::store::object::ObjectRevision;
 use rusqlite::params;
 use std::collections::{BTreeMap, HashMap};
 
@@ -51,40 +51,24 @@ impl Row {
     }
 }
 
-fn read_varint(b: &[u8], pos: &mut usize) -> Option<u64> {
-    let mut n = 0u64;
-    for shift in (0..64).step_by(7) {
-        let byte = *b.get(*pos)?;
-        *pos += 1;
-        n |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            return Some(n);
-        }
-    }
-    None
-}
-
-/// Decodes a `semantic_values.fields` column; `None` when absent or unreadable.
+/// Decodes a `semantic_values.fields` column (column `index` of its row);
+/// `None` when the value has none. A blob that does not decompress or parse
+/// is an error naming the damage.
 pub(super) fn decode_fields(
     packed: &Packed,
     paths: &HashMap<i64, String>,
-) -> Option<BTreeMap<String, [u8; FIELD_HASH_LEN]>> {
-    let blob = packed.field_bytes()?.ok()?;
-    let mut out = BTreeMap::new();
-    let mut pos = 0;
-    while pos < blob.len() {
-        let Some(id) = read_varint(&blob, &mut pos) else {
-            break;
-        };
-        let Some(hash) = blob.get(pos..pos + FIELD_HASH_LEN) else {
-            break;
-        };
-        pos += FIELD_HASH_LEN;
-        if let Some(path) = paths.get(&(id as i64)) {
-            out.insert(path.clone(), hash.try_into().expect("16 bytes"));
-        }
-    }
-    Some(out)
+    index: usize,
+) -> rusqlite::Result<Option<BTreeMap<String, [u8; FIELD_HASH_LEN]>>> {
+    let damaged = |e: Box<dyn std::error::Error + Send + Sync>| {
+        rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Blob, e)
+    };
+    let Some(blob) = packed.field_bytes() else {
+        return Ok(None);
+    };
+    let blob = blob.map_err(|e| damaged(Box::new(e)))?;
+    super::field_blob::decode(&blob, paths)
+        .map(Some)
+        .map_err(|e| damaged(Box::new(e)))
 }
 
 impl Store {
@@ -116,8 +100,7 @@ impl Store {
             rows.collect::<Result<_, _>>().map_err(err)?
         };
         let mut stats = ClassifyStats::default();
-        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(err)?;
-        let result = (|| {
+        self.in_transaction(|| {
             let mut read = self
                 .conn
                 .prepare_cached(
@@ -152,7 +135,7 @@ impl Store {
                                 encoding: r.get(6)?,
                                 api_version: r.get(7)?,
                                 encryption: r.get(8)?,
-                                fields: decode_fields(&fields, &paths),
+                                fields: decode_fields(&fields, &paths, 9)?,
                             },
                             pending: r.get(12)?,
                             managed,
@@ -190,14 +173,7 @@ impl Store {
                 }
             }
             Ok(())
-        })();
-        match result {
-            Ok(()) => self.conn.execute_batch("COMMIT").map_err(err)?,
-            Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
-                return Err(e);
-            }
-        }
+        })?;
         Ok(stats)
     }
 
@@ -214,9 +190,8 @@ impl Store {
         let identity = |detector: &str, keys: &str, revisions: &str, summary: &str| {
             format!("{detector}\u{0}{keys}\u{0}{revisions}\u{0}{summary}")
         };
-        let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
-        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(err)?;
-        let result = (|| {
+        let now = crate::decode::gotime::now();
+        self.in_transaction(|| {
             let mut existing: HashMap<String, i64> = HashMap::new();
             {
                 let mut stmt = self
@@ -273,14 +248,7 @@ impl Store {
                     .map_err(err)?;
             }
             Ok(())
-        })();
-        match result {
-            Ok(()) => self.conn.execute_batch("COMMIT").map_err(err),
-            Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
-                Err(e)
-            }
-        }
+        })
     }
 
     /// Every stored finding, most severe first.
@@ -348,10 +316,16 @@ impl Store {
     ) -> Result<Option<T>, StoreError> {
         match stored {
             None => Ok(None),
-            Some(name) => parse(&name).map(Some).ok_or_else(|| StoreError::Damaged {
-                path: self.path.clone(),
-                what: format!("unknown {what} {name:?}"),
-            }),
+            Some(name) => parse(&name)
+                .map(Some)
+                .ok_or_else(|| self.damaged(format!("unknown {what} {name:?}"))),
+        }
+    }
+
+    fn damaged(&self, what: String) -> StoreError {
+        StoreError::Damaged {
+            path: self.path.clone(),
+            what,
         }
     }
 
@@ -368,8 +342,9 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT k.key, k.resource, r.mod_revision, r.create_revision, r.deleted, r.kind, coalesce(r.namespace, k.namespace), \
-                 coalesce(r.name, k.name), r.uid, r.owner_kind, r.owner_name, r.owner_uid, r.generate_name, r.spec_hash, \
+                "SELECT k.key, k.resource, r.mod_revision, r.create_revision, r.deleted, r.kind, \
+                 coalesce(r.namespace, k.namespace) AS namespace, coalesce(r.name, k.name) AS name, r.uid, \
+                 r.owner_kind, r.owner_name, r.owner_uid, r.generate_name, r.spec_hash, \
                  r.creation_timestamp, r.deletion_timestamp, r.phase, r.node, r.desired, r.managers, r.duplicates, \
                  r.semantic_sha256, r.generation, r.observed_generation, r.encoding, r.api_version, r.encryption, \
                  r.change_class, r.change_cause, r.changed_paths, r.changed_by, s.codec, s.fields, b.fields \
@@ -378,51 +353,69 @@ impl Store {
                  WHERE k.cluster_id = ?1 ORDER BY r.key_id, r.mod_revision",
             )
             .map_err(err)?;
+        // The content's codec, fields and its base's fields, read together.
+        const FIELDS: usize = 31;
         let mut rows = stmt.query([cluster]).map_err(err)?;
         let mut current: Vec<ObjectRevision> = Vec::new();
         while let Some(r) = rows.next().map_err(err)? {
-            let key: Vec<u8> = r.get(0).map_err(err)?;
-            let json_col = |i: usize| -> Result<Option<String>, StoreError> { r.get(i).map_err(err) };
-            let fields = Packed::read(r, 31).map_err(err)?;
+            let key: Vec<u8> = r.get("key").map_err(err)?;
+            let text = |name: &str| -> Result<Option<String>, StoreError> { r.get(name).map_err(err) };
+            let fields = Packed::read(r, FIELDS).map_err(err)?;
             let rev = ObjectRevision {
                 key: String::from_utf8_lossy(&key).into_owned(),
-                resource: r.get(1).map_err(err)?,
-                mod_revision: r.get(2).map_err(err)?,
-                create_revision: r.get(3).map_err(err)?,
-                deleted: r.get(4).map_err(err)?,
-                kind: r.get(5).map_err(err)?,
-                namespace: r.get(6).map_err(err)?,
-                name: r.get(7).map_err(err)?,
-                uid: r.get(8).map_err(err)?,
+                resource: r.get("resource").map_err(err)?,
+                mod_revision: r.get("mod_revision").map_err(err)?,
+                create_revision: r.get("create_revision").map_err(err)?,
+                deleted: r.get("deleted").map_err(err)?,
+                kind: r.get("kind").map_err(err)?,
+                namespace: r.get("namespace").map_err(err)?,
+                name: r.get("name").map_err(err)?,
+                uid: r.get("uid").map_err(err)?,
                 facts: ObjectFacts {
-                    owner_kind: r.get(9).map_err(err)?,
-                    owner_name: r.get(10).map_err(err)?,
-                    owner_uid: r.get(11).map_err(err)?,
-                    generate_name: r.get(12).map_err(err)?,
-                    spec_hash: r.get(13).map_err(err)?,
-                    creation_timestamp: r.get(14).map_err(err)?,
-                    deletion_timestamp: r.get(15).map_err(err)?,
-                    phase: r.get(16).map_err(err)?,
-                    node: r.get(17).map_err(err)?,
-                    desired: r.get(18).map_err(err)?,
-                    managers: r.get(19).map_err(err)?,
-                    observed_generation: r.get(23).map_err(err)?,
+                    owner_kind: r.get("owner_kind").map_err(err)?,
+                    owner_name: r.get("owner_name").map_err(err)?,
+                    owner_uid: r.get("owner_uid").map_err(err)?,
+                    generate_name: r.get("generate_name").map_err(err)?,
+                    spec_hash: r.get("spec_hash").map_err(err)?,
+                    creation_timestamp: r.get("creation_timestamp").map_err(err)?,
+                    deletion_timestamp: r.get("deletion_timestamp").map_err(err)?,
+                    phase: r.get("phase").map_err(err)?,
+                    node: r.get("node").map_err(err)?,
+                    desired: r.get("desired").map_err(err)?,
+                    managers: r.get("managers").map_err(err)?,
+                    observed_generation: r.get("observed_generation").map_err(err)?,
                 },
-                duplicates: r.get(20).map_err(err)?,
-                semantic_sha256: r.get(21).map_err(err)?,
-                generation: r.get(22).map_err(err)?,
-                encoding: r.get(24).map_err(err)?,
-                api_version: r.get(25).map_err(err)?,
-                encryption: r.get(26).map_err(err)?,
-                class: self.named(r.get(27).map_err(err)?, "change class", ChangeClass::parse)?,
-                cause: self.named(r.get(28).map_err(err)?, "change cause", ChangeCause::parse)?,
-                changed_paths: json_col(29)?
-                    .and_then(|j| serde_json::from_str(&j).ok())
+                duplicates: r.get("duplicates").map_err(err)?,
+                semantic_sha256: r.get("semantic_sha256").map_err(err)?,
+                generation: r.get("generation").map_err(err)?,
+                encoding: r.get("encoding").map_err(err)?,
+                api_version: r.get("api_version").map_err(err)?,
+                encryption: r.get("encryption").map_err(err)?,
+                class: self.named(
+                    r.get("change_class").map_err(err)?,
+                    "change class",
+                    ChangeClass::parse,
+                )?,
+                cause: self.named(
+                    r.get("change_cause").map_err(err)?,
+                    "change cause",
+                    ChangeCause::parse,
+                )?,
+                changed_paths: match text("changed_paths")? {
+                    Some(t) => {
+                        serde_json::from_str(&t).map_err(|e| self.damaged(format!("changed_paths: {e}")))?
+                    }
+                    None => Vec::new(),
+                },
+                changed_by: match text("changed_by")? {
+                    Some(t) => {
+                        serde_json::from_str(&t).map_err(|e| self.damaged(format!("changed_by: {e}")))?
+                    }
+                    None => BTreeMap::new(),
+                },
+                fields: decode_fields(&fields, &paths, FIELDS)
+                    .map_err(err)?
                     .unwrap_or_default(),
-                changed_by: json_col(30)?
-                    .and_then(|j| serde_json::from_str(&j).ok())
-                    .unwrap_or_default(),
-                fields: decode_fields(&fields, &paths).unwrap_or_default(),
             };
             if current.last().is_some_and(|c| c.key != rev.key) {
                 visit(&current);

@@ -1,6 +1,7 @@
 //! Reading stored revisions back.
 
 use super::{Store, StoreError};
+use crate::hex::{hex, unhex};
 use serde::Serialize;
 
 /// One stored revision of a key, as `history` shows it.
@@ -48,10 +49,6 @@ pub struct FieldChange {
     pub new: serde_json::Value,
     /// Field managers that wrote the change.
     pub managers: Vec<String>,
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl Store {
@@ -180,11 +177,4 @@ impl Store {
         }
         Ok(())
     }
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
 }

@@ -52,7 +52,7 @@ impl Store {
                     uid: r.get(5)?,
                     mod_revision: r.get(6)?,
                     semantic_sha256: r.get(7)?,
-                    fields: super::changes::decode_fields(&fields, &paths).unwrap_or_default(),
+                    fields: super::changes::decode_fields(&fields, &paths, 8)?.unwrap_or_default(),
                     managed: managed.json(),
                 })
             })

@@ -4,13 +4,14 @@
 mod base;
 mod blob;
 mod changes;
+mod field_blob;
+pub mod finding;
 mod history;
 mod live;
+pub mod object;
 mod pipeline;
 mod prepare;
 mod prune;
-pub mod finding;
-pub mod object;
 mod runs;
 mod settings;
 mod stats;
@@ -78,6 +79,8 @@ pub enum StoreError {
     Conflict { path: PathBuf, message: String },
     #[error("database {path} is damaged: {what}")]
     Damaged { path: PathBuf, what: String },
+    #[error("database {path}: not written: a decoding worker panicked ({message}); this is a bug, please report it")]
+    WorkerPanicked { path: PathBuf, message: String },
     #[error("database {path} is being written by another etcd-inspector run (lock {lock} is held); wait for it to finish or use another --db")]
     Busy { path: PathBuf, lock: PathBuf },
 }
@@ -91,6 +94,24 @@ pub struct Store {
 }
 
 impl Store {
+    /// Runs `f` in one write transaction: committed when it succeeds,
+    /// rolled back when it fails, so the database keeps all of it or none.
+    fn in_transaction<T, E: From<StoreError>>(&self, f: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(|e| self.err(e))?;
+        match f() {
+            Ok(value) => {
+                self.conn.execute_batch("COMMIT").map_err(|e| self.err(e))?;
+                Ok(value)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
     fn err(&self, source: rusqlite::Error) -> StoreError {
         StoreError::Sqlite {
             path: self.path.clone(),

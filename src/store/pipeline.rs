@@ -4,8 +4,8 @@
 
 use super::base::Base;
 use super::prepare::{prepare, KeyInfo, Prepared};
-use crate::canon::semantic::FieldConfig;
 use crate::canon::keyed_hash::ValueHasher;
+use crate::canon::semantic::FieldConfig;
 use crate::source::Record;
 use std::collections::BTreeMap;
 use std::sync::mpsc::{channel, Receiver, Sender};

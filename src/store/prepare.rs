@@ -6,10 +6,10 @@
 
 use super::base::{Base, BaseBlob};
 use super::blob::pack;
-use crate::canon::semantic::FieldConfig;
 use crate::canon::duplicates::duplicate_entries;
 use crate::canon::facts::{object_facts_with_spec_hash, ObjectFacts};
 use crate::canon::keyed_hash::ValueHasher;
+use crate::canon::semantic::FieldConfig;
 use crate::canon::semantic::{into_semantic_form, serialize_with_field_hashes, FieldHash, FIELD_HASH_LEN};
 use crate::canon::sensitive::{is_secret, is_sensitive_resource};
 use crate::decode::key::{ParsedKey, SpecialKey};

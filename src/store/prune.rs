@@ -22,8 +22,7 @@ impl Store {
     pub fn prune(&self, before: Option<&str>, keep: Option<u32>) -> Result<Pruned, StoreError> {
         let err = |e| self.err(e);
         let conn = &self.conn;
-        conn.execute_batch("BEGIN IMMEDIATE").map_err(err)?;
-        let result = (|| -> rusqlite::Result<Pruned> {
+        let prune = || -> rusqlite::Result<Pruned> {
             let mut pruned = Pruned::default();
             conn.execute_batch(
                 "DROP TABLE IF EXISTS temp.doomed; CREATE TEMP TABLE doomed (id INTEGER PRIMARY KEY, cluster_id INTEGER)",
@@ -105,17 +104,8 @@ impl Store {
             }
             conn.execute_batch("DROP TABLE temp.used; DROP TABLE temp.doomed")?;
             Ok(pruned)
-        })();
-        match result {
-            Ok(p) => {
-                conn.execute_batch("COMMIT").map_err(err)?;
-                Ok(p)
-            }
-            Err(e) => {
-                let _ = conn.execute_batch("ROLLBACK");
-                Err(err(e))
-            }
-        }
+        };
+        self.in_transaction(|| prune().map_err(err))
     }
 
     /// Rewrites the file to give freed pages back.

@@ -1,6 +1,7 @@
 //! Runs: one row per `snapshot` invocation, its status and what it saw.
 
 use super::{Store, StoreError};
+use crate::decode::gotime::now;
 use crate::source::LiveKey;
 use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
@@ -129,10 +130,6 @@ pub struct FileInfo {
     pub sha256: String,
     pub first_revision: Option<i64>,
     pub last_revision: Option<i64>,
-}
-
-fn now() -> String {
-    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 impl Store {

@@ -46,19 +46,6 @@ pub struct RevisionWriter<'s> {
     pub added: i64,
 }
 
-/// Appends `n` as a LEB128 varint.
-fn put_varint(out: &mut Vec<u8>, mut n: u64) {
-    loop {
-        let byte = (n & 0x7f) as u8;
-        n >>= 7;
-        if n == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
-    }
-}
-
 impl<'s> RevisionWriter<'s> {
     pub fn new(
         store: &'s Store,
@@ -170,11 +157,11 @@ impl<'s> RevisionWriter<'s> {
         if known {
             return Ok(());
         }
-        let mut fields = Vec::new();
+        let mut ids = Vec::with_capacity(s.fields.len());
         for (path, h) in &s.fields {
-            put_varint(&mut fields, self.path_id(path)? as u64);
-            fields.extend_from_slice(h);
+            ids.push((self.path_id(path)?, h));
         }
+        let fields = super::field_blob::encode(ids);
         let packed_fields = pack(&fields, s.base.as_ref().map_or(&[][..], |b| b.fields.bytes()));
         let base_id = s.base.as_ref().map(|b| b.id);
         self.store
@@ -284,9 +271,9 @@ impl<'s> RevisionWriter<'s> {
 
     /// Inserts one chunk the workers prepared, inside a transaction.
     fn store_chunk(&mut self, done: Result<Vec<Prepared>, String>) -> Result<(), StoreError> {
-        let chunk = done.map_err(|message| StoreError::Conflict {
+        let chunk = done.map_err(|message| StoreError::WorkerPanicked {
             path: self.store.path.clone(),
-            message: format!("not written: decoding failed: {message}"),
+            message,
         })?;
         self.begin_if_needed()?;
         self.in_batch = self.in_batch.max(1);
