@@ -109,7 +109,7 @@ pub struct DiffArgs {
     pub objects: ObjectArgs,
 }
 
-/// Which objects `diff` and `report` look at.
+/// Which objects `diff`, `report` and `findings` look at.
 #[derive(clap::Args, Debug)]
 pub struct ObjectArgs {
     /// Only objects in this namespace.
@@ -172,6 +172,8 @@ pub struct ReportArgs {
 pub struct FindingsArgs {
     #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
     pub output: ListFormat,
+    #[command(flatten)]
+    pub objects: ObjectArgs,
     /// Only this detector's findings.
     #[arg(long)]
     pub detector: Option<String>,

@@ -455,3 +455,63 @@ fn reports_quote_hostile_values() {
     assert!(findings.contains("x|`y\\x1b[2J<script>"), "{findings}");
     assert_no_terminal_control("runs", &stdout(&["runs"]));
 }
+
+/// One object filter means one answer: after a run under a custom prefix,
+/// `report`, `findings` and the summary agree on which objects a
+/// `--resource` or `--namespace` keeps (the report used to re-read keys
+/// with the default prefix and list no findings).
+#[test]
+fn object_filters_agree_under_a_custom_prefix() {
+    use common::k8s::{pod, secret};
+    let etcd = TestEtcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let pod_key = "/custom/pods/shop/web";
+    let secret_key = "/custom/secrets/ops/token";
+    for (key, value) in [
+        (pod_key, pod("shop", "web", "uid-p", "web:1")),
+        (secret_key, secret("ops", "token", "hunter2")),
+    ] {
+        // An identical rewrite: one `rewrite` finding per key.
+        etcd.put(key, &value);
+        etcd.put(key, &value);
+    }
+    ok(inspector(
+        &db,
+        &["snapshot", "--endpoints", &etcd.endpoint, "--prefix", "/custom/"],
+    ));
+    let keys_of = |findings: &serde_json::Value| -> Vec<String> {
+        findings
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["keys"][0].as_str().unwrap().to_string())
+            .collect()
+    };
+    for (flag, value, key, resource) in [
+        ("--resource", "pods", pod_key, "pods"),
+        ("--resource", "secrets", secret_key, "secrets"),
+        ("--namespace", "ops", secret_key, "secrets"),
+    ] {
+        let report = json(inspector(&db, &["report", "--format", "json", flag, value]));
+        assert_eq!(keys_of(&report["findings"]), [key], "report {flag} {value}");
+        let summed: i64 = report["summary"]["findings"]
+            .as_object()
+            .unwrap()
+            .values()
+            .flat_map(|by_severity| by_severity.as_object().unwrap().values())
+            .map(|n| n.as_i64().unwrap())
+            .sum();
+        assert_eq!(summed, 1, "the summary counts what the list shows");
+        let by_resource = report["summary"]["writes_by_resource"].as_array().unwrap();
+        assert_eq!(by_resource.len(), 1, "{by_resource:?}");
+        assert_eq!(by_resource[0][0].as_str(), Some(resource));
+        let listed = json(inspector(&db, &["findings", "-o", "json", flag, value]));
+        assert_eq!(keys_of(&listed), [key], "findings {flag} {value}");
+    }
+    let none = json(inspector(
+        &db,
+        &["findings", "-o", "json", "--resource", "configmaps"],
+    ));
+    assert_eq!(none.as_array().unwrap().len(), 0);
+}

@@ -4,7 +4,7 @@
 
 use crate::canon::change::deepest_paths;
 use crate::canon::managed::{attribute, entries};
-use crate::store::{FieldChange, LiveObject};
+use crate::store::{FieldChange, LiveObject, ObjectFilter};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -63,46 +63,22 @@ pub struct DriftReport {
     pub objects: Vec<ObjectDrift>,
 }
 
-/// Which objects to compare.
-#[derive(Clone, Debug, Default)]
-pub struct Filter {
-    pub namespace: Option<String>,
-    pub resource: Option<String>,
-    pub key_prefix: Option<String>,
-}
-
-impl Filter {
-    fn keeps(&self, o: &LiveObject) -> bool {
-        self.namespace
-            .as_ref()
-            .is_none_or(|n| o.namespace.as_ref() == Some(n))
-            && self
-                .resource
-                .as_ref()
-                .is_none_or(|r| o.resource.as_ref() == Some(r))
-            && self
-                .key_prefix
-                .as_ref()
-                .is_none_or(|p| o.key.starts_with(p.as_str()))
-    }
-}
-
 /// Compares the live sets `a` and `b` (each sorted by key). `value_at(object,
 /// path)` gives a field's value, `<redacted>` for sensitive ones.
 pub fn compare(
     a: &[LiveObject],
     b: &[LiveObject],
-    filter: &Filter,
+    filter: &ObjectFilter,
     value_at: &mut dyn FnMut(&LiveObject, &str) -> Value,
 ) -> DriftReport {
     let a: BTreeMap<&str, &LiveObject> = a
         .iter()
-        .filter(|o| filter.keeps(o))
+        .filter(|o| filter.matches(&o.key, o.namespace.as_deref(), o.resource.as_deref()))
         .map(|o| (o.key.as_str(), o))
         .collect();
     let b: BTreeMap<&str, &LiveObject> = b
         .iter()
-        .filter(|o| filter.keeps(o))
+        .filter(|o| filter.matches(&o.key, o.namespace.as_deref(), o.resource.as_deref()))
         .map(|o| (o.key.as_str(), o))
         .collect();
     let mut report = DriftReport::default();

@@ -4,12 +4,12 @@
 
 use super::Status;
 use crate::analyze::Analysis;
-use crate::cli::RecordArgs;
+use crate::cli::{ObjectArgs, RecordArgs};
 use crate::lifecycle::{Finished, RecordOptions};
 use crate::report::escape;
 use crate::source::filter::ResourceFilter;
 use crate::store::finding::Severity;
-use crate::store::RunStatus;
+use crate::store::{ObjectFilter, RunStatus};
 use std::collections::BTreeMap;
 
 /// Exit status when `--fail-on` finds findings at or above its severity.
@@ -23,6 +23,16 @@ pub fn fail_on_status(fail_on: Option<Severity>, found: impl IntoIterator<Item =
     match fail_on {
         Some(level) if found.into_iter().any(|s| s >= level) => EXIT_FINDINGS,
         _ => 0,
+    }
+}
+
+impl From<&ObjectArgs> for ObjectFilter {
+    fn from(a: &ObjectArgs) -> Self {
+        ObjectFilter {
+            namespace: a.namespace.clone(),
+            resource: a.resource.clone(),
+            key_prefix: a.key_prefix.clone(),
+        }
     }
 }
 

@@ -1,10 +1,10 @@
 //! `etcd-inspector diff RUN_A RUN_B`: field-level drift between two points.
 
 use super::Status;
-use crate::analyze::drift::{compare, Filter};
+use crate::analyze::drift::compare;
 use crate::cli::{DiffArgs, ListFormat};
 use crate::report::escape::terminal;
-use crate::store::{LiveObject, Store};
+use crate::store::{LiveObject, ObjectFilter, Store};
 use anyhow::{bail, Result};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::Value;
@@ -50,11 +50,7 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
         store.live_objects(cluster, rev_a)?,
         store.live_objects(cluster, rev_b)?,
     );
-    let filter = Filter {
-        namespace: args.objects.namespace.clone(),
-        resource: args.objects.resource.clone(),
-        key_prefix: args.objects.key_prefix.clone(),
-    };
+    let filter = ObjectFilter::from(&args.objects);
     let mut cache: BTreeMap<Vec<u8>, Option<Value>> = BTreeMap::new();
     // A value the database cannot give back fails the command (after the
     // comparison), instead of showing as redacted.

@@ -5,7 +5,7 @@ use super::common::fail_on_status;
 use super::Status;
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::report::{self, Filter};
-use crate::store::{Scope, Store};
+use crate::store::{ObjectFilter, Scope, Store};
 use anyhow::{bail, Context, Result};
 use std::io::Write;
 use std::path::Path;
@@ -44,9 +44,7 @@ pub fn run(db: &Path, args: &ReportArgs) -> Result<Status> {
         scope: Scope {
             from_revision,
             to_revision,
-            namespace: args.objects.namespace.clone(),
-            resource: args.objects.resource.clone(),
-            key_prefix: args.objects.key_prefix.clone(),
+            objects: ObjectFilter::from(&args.objects),
         },
         severity: args.severity,
     };

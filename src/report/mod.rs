@@ -55,22 +55,6 @@ fn in_range(rev: i64, scope: &Scope) -> bool {
     scope.from_revision.is_none_or(|f| rev >= f) && scope.to_revision.is_none_or(|t| rev <= t)
 }
 
-fn key_in_scope(key: &str, scope: &Scope) -> bool {
-    let parsed = crate::decode::parse_key(key, crate::decode::key::DEFAULT_PREFIX).ok();
-    scope
-        .key_prefix
-        .as_ref()
-        .is_none_or(|p| key.starts_with(p.as_str()))
-        && scope
-            .namespace
-            .as_ref()
-            .is_none_or(|ns| parsed.as_ref().and_then(|p| p.namespace.as_ref()) == Some(ns))
-        && scope
-            .resource
-            .as_ref()
-            .is_none_or(|r| parsed.as_ref().map(|p| &p.resource) == Some(r))
-}
-
 /// Gathers a report's content. Aggregates come from SQL; only the findings
 /// and the histories of the keys they name are held in memory.
 pub fn build(store: &Store, filter: &Filter) -> Result<ReportData, StoreError> {
@@ -85,10 +69,9 @@ pub fn build(store: &Store, filter: &Filter) -> Result<ReportData, StoreError> {
         })
         .collect();
     let findings: Vec<StoredFinding> = store
-        .findings()?
+        .findings_for(&scope.objects)?
         .into_iter()
         .filter(|f| filter.severity.is_none_or(|s| f.severity >= s))
-        .filter(|f| f.keys.iter().any(|k| key_in_scope(k, scope)))
         .filter(|f| f.revisions.is_empty() || f.revisions.iter().any(|r| in_range(*r, scope)))
         .collect();
     let mut summary = Summary {

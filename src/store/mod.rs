@@ -22,7 +22,7 @@ pub use history::{FieldChange, HistoryRow};
 pub use live::LiveObject;
 pub use prune::Pruned;
 pub use runs::{Gap, Previous, RunId, RunInfo, RunStatus, Shortfall};
-pub use stats::Scope;
+pub use stats::{ObjectFilter, Scope};
 pub use writer::RevisionWriter;
 
 use rusqlite::Connection;

@@ -1,26 +1,59 @@
 //! Aggregates for reports, computed in SQL so memory does not grow with the
 //! history.
 
-use super::{Store, StoreError};
-use rusqlite::params;
+use super::{Store, StoreError, StoredFinding};
+use rusqlite::{params, OptionalExtension};
+use std::collections::HashMap;
 
-/// Which revisions an aggregate counts.
-#[derive(Clone, Debug, Default)]
-pub struct Scope {
-    pub from_revision: Option<i64>,
-    pub to_revision: Option<i64>,
+/// Which objects a command looks at (`--namespace`, `--resource`,
+/// `--key-prefix`): the one object filter `report`, `diff`, `findings` and
+/// the aggregates share. Namespace and resource are the key's, as the run
+/// that stored it parsed them with its own prefix.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObjectFilter {
     pub namespace: Option<String>,
     pub resource: Option<String>,
     pub key_prefix: Option<String>,
 }
 
+impl ObjectFilter {
+    /// Whether an object with this key, namespace and resource is kept.
+    pub fn matches(&self, key: &str, namespace: Option<&str>, resource: Option<&str>) -> bool {
+        self.key_prefix
+            .as_ref()
+            .is_none_or(|p| key.starts_with(p.as_str()))
+            && self
+                .namespace
+                .as_ref()
+                .is_none_or(|n| namespace == Some(n.as_str()))
+            && self
+                .resource
+                .as_ref()
+                .is_none_or(|r| resource == Some(r.as_str()))
+    }
+
+    /// The same conditions in SQL over `k` (keys), with the values for
+    /// ?3..?5.
+    const SQL: &'static str = "(?3 IS NULL OR k.namespace = ?3) AND (?4 IS NULL OR k.resource = ?4) \
+         AND (?5 IS NULL OR substr(k.key, 1, length(?5)) = CAST(?5 AS BLOB))";
+}
+
+/// Which revisions an aggregate counts: a revision range and the objects.
+#[derive(Clone, Debug, Default)]
+pub struct Scope {
+    pub from_revision: Option<i64>,
+    pub to_revision: Option<i64>,
+    pub objects: ObjectFilter,
+}
+
 impl Scope {
     /// SQL conditions over `r` (revisions) and `k` (keys), with the values
     /// for ?1..?5.
-    fn sql(&self) -> &'static str {
-        "(?1 IS NULL OR r.mod_revision >= ?1) AND (?2 IS NULL OR r.mod_revision <= ?2) \
-         AND (?3 IS NULL OR coalesce(r.namespace, k.namespace) = ?3) AND (?4 IS NULL OR k.resource = ?4) \
-         AND (?5 IS NULL OR substr(k.key, 1, length(?5)) = CAST(?5 AS BLOB))"
+    fn sql(&self) -> String {
+        format!(
+            "(?1 IS NULL OR r.mod_revision >= ?1) AND (?2 IS NULL OR r.mod_revision <= ?2) AND {}",
+            ObjectFilter::SQL
+        )
     }
 }
 
@@ -46,9 +79,9 @@ impl Store {
                 params![
                     scope.from_revision,
                     scope.to_revision,
-                    scope.namespace,
-                    scope.resource,
-                    scope.key_prefix,
+                    scope.objects.namespace,
+                    scope.objects.resource,
+                    scope.objects.key_prefix,
                     limit
                 ],
                 |r| {
@@ -77,6 +110,50 @@ impl Store {
     /// The keys with the most stored revisions.
     pub fn busiest_keys(&self, scope: &Scope, limit: i64) -> Result<Vec<(String, i64)>, StoreError> {
         self.counts(scope, "k.key", "k.id", limit)
+    }
+
+    /// The stored findings that name at least one key `objects` keeps,
+    /// most severe first.
+    pub fn findings_for(&self, objects: &ObjectFilter) -> Result<Vec<StoredFinding>, StoreError> {
+        let findings = self.findings()?;
+        if *objects == ObjectFilter::default() {
+            return Ok(findings);
+        }
+        let keys: Vec<&str> = findings
+            .iter()
+            .flat_map(|f| &f.keys)
+            .map(String::as_str)
+            .collect();
+        let names = self.key_names(&keys)?;
+        let kept = |key: &String| {
+            let (namespace, resource) = names.get(key).cloned().unwrap_or_default();
+            objects.matches(key, namespace.as_deref(), resource.as_deref())
+        };
+        Ok(findings.into_iter().filter(|f| f.keys.iter().any(kept)).collect())
+    }
+
+    /// The namespace and resource each of `keys` was stored with, by key
+    /// (keys not stored are absent).
+    fn key_names(
+        &self,
+        keys: &[&str],
+    ) -> Result<HashMap<String, (Option<String>, Option<String>)>, StoreError> {
+        let err = |e| self.err(e);
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT namespace, resource FROM keys WHERE key = CAST(?1 AS BLOB) LIMIT 1")
+            .map_err(err)?;
+        let mut out = HashMap::new();
+        for key in keys {
+            let names = stmt
+                .query_row([key], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+                .map_err(err)?;
+            if let Some(names) = names {
+                out.insert(key.to_string(), names);
+            }
+        }
+        Ok(out)
     }
 
     /// The stored revision at or before a time, by runs: the head of the
