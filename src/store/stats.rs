@@ -38,6 +38,9 @@ impl ObjectFilter {
          AND (?5 IS NULL OR substr(k.key, 1, length(?5)) = CAST(?5 AS BLOB))";
 }
 
+/// A stored key's namespace and resource.
+type KeyNames = (Option<String>, Option<String>);
+
 /// Which revisions an aggregate counts: a revision range and the objects.
 #[derive(Clone, Debug, Default)]
 pub struct Scope {
@@ -137,7 +140,7 @@ impl Store {
     fn key_names(
         &self,
         keys: &[&str],
-    ) -> Result<HashMap<String, (Option<String>, Option<String>)>, StoreError> {
+    ) -> Result<HashMap<String, KeyNames>, StoreError> {
         let err = |e| self.err(e);
         let mut stmt = self
             .conn
