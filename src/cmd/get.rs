@@ -1,5 +1,6 @@
 //! `etcd-inspector get KEY`: read one key from a live etcd and decode it.
 
+use super::common::show;
 use super::Status;
 use crate::cli::GetArgs;
 use crate::source::etcd::Connection;
@@ -35,7 +36,7 @@ pub fn run(args: &GetArgs) -> Result<Status> {
             String::new()
         }
     )?;
-    super::decode::show(
+    show(
         &args.etcd_key,
         &kv.value,
         Some(&args.etcd_key),

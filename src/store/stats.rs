@@ -137,10 +137,7 @@ impl Store {
 
     /// The namespace and resource each of `keys` was stored with, by key
     /// (keys not stored are absent).
-    fn key_names(
-        &self,
-        keys: &[&str],
-    ) -> Result<HashMap<String, KeyNames>, StoreError> {
+    fn key_names(&self, keys: &[&str]) -> Result<HashMap<String, KeyNames>, StoreError> {
         let err = |e| self.err(e);
         let mut stmt = self
             .conn

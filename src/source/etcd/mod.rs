@@ -1,0 +1,267 @@
+//! Live etcd, read-only: connection (endpoints, TLS, auth, timeouts),
+//! point reads, the state at a revision ([`read`]), history by Watch
+//! ([`replay`]) and the server's snapshot ([`download`]). Nothing here
+//! writes to etcd.
+
+mod download;
+mod read;
+mod replay;
+
+pub use read::Pinned;
+pub use replay::{Replay, Scope};
+
+use crate::decode::key::COMPACT_REV_KEY;
+use crate::source::server_version::ServerVersion;
+use etcd_client::{Certificate, Client, ConnectOptions, GetOptions, Identity, TlsOptions};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Largest response accepted; etcd's own limit for a request is 1.5 MiB but
+/// a Range response can hold many values.
+pub const MAX_RESPONSE_BYTES: usize = 256 * 1024 * 1024;
+
+/// How to reach etcd, following etcdctl's flags.
+#[derive(Clone, Debug)]
+pub struct Connection {
+    pub endpoints: Vec<String>,
+    pub cacert: Option<PathBuf>,
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    pub dial_timeout: Duration,
+    pub command_timeout: Duration,
+}
+
+/// A failure to talk to etcd, phrased for the user.
+#[derive(Debug, thiserror::Error)]
+pub enum EtcdError {
+    #[error("cannot read {what} {path}: {source}")]
+    ReadFile {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--cert and --key must be given together")]
+    HalfIdentity,
+    #[error("--user needs --password (or ETCDCTL_PASSWORD)")]
+    MissingPassword,
+    #[error("cannot connect to etcd at {endpoints}: {reason}")]
+    Connect { endpoints: String, reason: String },
+    #[error("etcd at {endpoints}: {reason}")]
+    Request { endpoints: String, reason: String },
+    #[error("saving the snapshot: {0}")]
+    Save(std::io::Error),
+    /// A watch of every key was refused; the replay falls back to the scope.
+    #[error("permission denied to watch every key")]
+    WatchDenied,
+    #[error(
+        "etcd at {endpoints} {server} announce watch progress before the events it covers (etcd \
+         issue 15220, fixed in 3.4.25 and 3.5.8), and these credentials may not watch every key, \
+         so the end of the history replay cannot be confirmed; use credentials that can read every \
+         key (kube-apiserver's), or snapshot --fetch-snapshot"
+    )]
+    Unconfirmable {
+        endpoints: String,
+        /// "is version 3.4.23, which may", or why the version is unknown.
+        server: String,
+    },
+}
+
+/// One key as etcd returned it.
+#[derive(Clone, Debug)]
+pub struct KeyValue {
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+    pub create_revision: i64,
+    pub mod_revision: i64,
+    pub version: i64,
+    pub lease: i64,
+}
+
+/// An open read-only connection.
+pub struct Etcd {
+    client: Client,
+    endpoints: String,
+    /// The version the server reported, as it spelt it; empty when the
+    /// credentials may not ask.
+    version: String,
+}
+
+/// The most useful words of a client error: the innermost cause.
+fn reason(e: &etcd_client::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text = s.to_string();
+        source = s.source();
+    }
+    match e {
+        etcd_client::Error::GRpcStatus(status) => status.message().to_string(),
+        _ => text,
+    }
+}
+
+impl Connection {
+    fn read(what: &'static str, path: &PathBuf) -> Result<Vec<u8>, EtcdError> {
+        std::fs::read(path).map_err(|source| EtcdError::ReadFile {
+            what,
+            path: path.clone(),
+            source,
+        })
+    }
+
+    fn options(&self) -> Result<ConnectOptions, EtcdError> {
+        let mut opts = ConnectOptions::new()
+            .with_connect_timeout(self.dial_timeout)
+            .with_timeout(self.command_timeout)
+            .with_keep_alive(Duration::from_secs(10), self.command_timeout);
+        if let Some(user) = &self.user {
+            let password = self.password.clone().ok_or(EtcdError::MissingPassword)?;
+            opts = opts.with_user(user.clone(), password);
+        }
+        let tls_wanted = self.cacert.is_some()
+            || self.cert.is_some()
+            || self.endpoints.iter().any(|e| e.starts_with("https://"));
+        if tls_wanted {
+            let mut tls = TlsOptions::new();
+            if let Some(ca) = &self.cacert {
+                tls = tls.ca_certificate(Certificate::from_pem(Self::read("CA certificate", ca)?));
+            }
+            match (&self.cert, &self.key) {
+                (Some(cert), Some(key)) => {
+                    tls = tls.identity(Identity::from_pem(
+                        Self::read("certificate", cert)?,
+                        Self::read("key", key)?,
+                    ));
+                }
+                (None, None) => {}
+                _ => return Err(EtcdError::HalfIdentity),
+            }
+            opts = opts.with_tls(tls);
+        }
+        Ok(opts)
+    }
+
+    /// Connects and checks the server answers (etcd-client connects lazily).
+    pub async fn connect(&self) -> Result<Etcd, EtcdError> {
+        let endpoints = self.endpoints.join(",");
+        let connect_err = |e: etcd_client::Error| EtcdError::Connect {
+            endpoints: endpoints.clone(),
+            reason: reason(&e),
+        };
+        let client = tokio::time::timeout(
+            self.dial_timeout,
+            Client::connect(&self.endpoints, Some(self.options()?)),
+        )
+        .await
+        .map_err(|_| EtcdError::Connect {
+            endpoints: endpoints.clone(),
+            reason: format!("no answer within {:?}", self.dial_timeout),
+        })?
+        .map_err(connect_err)?;
+        // A cheap read proves the endpoint, TLS and credentials all work,
+        // and names the server's version. Some releases reserve Status for
+        // administrators: a plain read proves the rest then.
+        let no_answer = || EtcdError::Connect {
+            endpoints: endpoints.clone(),
+            reason: format!("no answer within {:?}", self.dial_timeout),
+        };
+        let refused = |e: etcd_client::Error| EtcdError::Connect {
+            endpoints: endpoints.clone(),
+            reason: reason(&e),
+        };
+        let mut maintenance = client.maintenance_client();
+        let version = match tokio::time::timeout(self.dial_timeout, maintenance.status())
+            .await
+            .map_err(|_| no_answer())?
+        {
+            Ok(status) => status.version().to_string(),
+            Err(e) if is_denied(&e) => {
+                let mut kv = client.kv_client();
+                tokio::time::timeout(
+                    self.dial_timeout,
+                    kv.get(COMPACT_REV_KEY, Some(GetOptions::new().with_count_only())),
+                )
+                .await
+                .map_err(|_| no_answer())?
+                .map_err(refused)?;
+                String::new()
+            }
+            Err(e) => return Err(refused(e)),
+        };
+        Ok(Etcd {
+            version,
+            client,
+            endpoints,
+        })
+    }
+}
+
+impl Etcd {
+    /// Reads one key, at `revision` when given (0 = current).
+    pub async fn get(&self, key: &[u8], revision: i64) -> Result<Option<KeyValue>, EtcdError> {
+        let mut kv = self
+            .client
+            .kv_client()
+            .max_decoding_message_size(MAX_RESPONSE_BYTES);
+        let resp = kv
+            .get(key, Some(GetOptions::new().with_revision(revision)))
+            .await
+            .map_err(|e| EtcdError::Request {
+                endpoints: self.endpoints.clone(),
+                reason: reason(&e),
+            })?;
+        Ok(resp.kvs().first().map(|kv| KeyValue {
+            key: kv.key().to_vec(),
+            value: kv.value().to_vec(),
+            create_revision: kv.create_revision(),
+            mod_revision: kv.mod_revision(),
+            version: kv.version(),
+            lease: kv.lease(),
+        }))
+    }
+}
+
+fn grpc_code(e: &etcd_client::Error) -> Option<tonic::Code> {
+    match e {
+        etcd_client::Error::GRpcStatus(status) => Some(status.code()),
+        _ => None,
+    }
+}
+
+/// etcd's "required revision has been compacted".
+fn is_compacted(e: &etcd_client::Error) -> bool {
+    grpc_code(e) == Some(tonic::Code::OutOfRange) && reason(e).contains("compacted")
+}
+
+fn is_denied(e: &etcd_client::Error) -> bool {
+    grpc_code(e) == Some(tonic::Code::PermissionDenied)
+}
+
+impl Etcd {
+    fn request_err(&self, e: etcd_client::Error) -> EtcdError {
+        EtcdError::Request {
+            endpoints: self.endpoints.clone(),
+            reason: reason(&e),
+        }
+    }
+
+    fn failure(&self, reason: String) -> EtcdError {
+        EtcdError::Request {
+            endpoints: self.endpoints.clone(),
+            reason,
+        }
+    }
+
+    /// The version the server reported, as it spelt it; empty when the
+    /// credentials may not ask.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// The server's version, when it is one this tool can read.
+    pub fn server_version(&self) -> Option<ServerVersion> {
+        ServerVersion::parse(&self.version)
+    }
+}

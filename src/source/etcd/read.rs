@@ -1,0 +1,268 @@
+//! Reads at a pinned revision: the head, the compaction revision, the keys
+//! under a prefix (with or without values) and what a watch from the head
+//! will see.
+
+use super::replay::Scope;
+use super::{is_compacted, is_denied, Etcd, EtcdError, MAX_RESPONSE_BYTES};
+use crate::decode::key::COMPACT_REV_KEY;
+use crate::source::server_version::ServerVersion;
+use crate::source::{LiveKey, Read, ReadError};
+use etcd_client::GetOptions;
+
+/// What the server holds, pinned at the start of a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pinned {
+    /// etcd's cluster id, hex.
+    pub cluster_id: String,
+    /// The revision the run reads the state at.
+    pub head: i64,
+}
+
+/// The first key after every key starting with `prefix`.
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+pub(super) fn record_of(kv: etcd_client::KeyValue) -> crate::source::Record {
+    let (create_revision, mod_revision, version, lease) =
+        (kv.create_revision(), kv.mod_revision(), kv.version(), kv.lease());
+    let (key, value) = kv.into_key_value();
+    crate::source::Record {
+        key,
+        mod_revision,
+        create_revision,
+        version,
+        lease,
+        value,
+        deleted: false,
+    }
+}
+
+impl Etcd {
+    /// Pins the current revision and names the cluster.
+    pub async fn pin(&self) -> Result<Pinned, EtcdError> {
+        let resp = self
+            .client
+            .kv_client()
+            .get(COMPACT_REV_KEY, Some(GetOptions::new().with_count_only()))
+            .await
+            .map_err(|e| self.request_err(e))?;
+        let header = resp
+            .header()
+            .ok_or_else(|| self.failure("response without a header".into()))?;
+        Ok(Pinned {
+            cluster_id: format!("{:x}", header.cluster_id()),
+            head: header.revision(),
+        })
+    }
+
+    /// Whether a read of `key` at `revision` is still possible (etcd
+    /// refuses reads below its compaction revision).
+    async fn readable_at(&self, key: &[u8], revision: i64) -> Result<bool, EtcdError> {
+        let read = self
+            .client
+            .kv_client()
+            .get(
+                key,
+                Some(GetOptions::new().with_revision(revision).with_count_only()),
+            )
+            .await;
+        match read {
+            Ok(_) => Ok(true),
+            Err(e) if is_compacted(&e) => Ok(false),
+            Err(e) => Err(self.request_err(e)),
+        }
+    }
+
+    /// The server's compaction revision (0 if nothing was ever compacted),
+    /// found by bisecting reads at old revisions of a key the run may read:
+    /// a read below the compaction revision fails, one at or above it
+    /// succeeds. About log2(head) cheap requests, none of which waits on
+    /// the server's goodwill.
+    pub async fn compaction_revision(&self, scope: Scope<'_>, head: i64) -> Result<i64, EtcdError> {
+        if self.readable_at(scope.prefix, 1).await? {
+            return Ok(0);
+        }
+        let (mut unreadable, mut readable) = (1, head.max(1));
+        while readable - unreadable > 1 {
+            let mid = unreadable + (readable - unreadable) / 2;
+            if self.readable_at(scope.prefix, mid).await? {
+                readable = mid;
+            } else {
+                unreadable = mid;
+            }
+        }
+        Ok(readable)
+    }
+
+    /// Calls `each` for every key under `prefix`, then `compact_rev_key`, as
+    /// of `head`, `page` keys per request; values are left out when
+    /// `keys_only`.
+    async fn each_key<E>(
+        &self,
+        prefix: &[u8],
+        head: i64,
+        page: i64,
+        keys_only: bool,
+        mut each: impl FnMut(etcd_client::KeyValue) -> Result<bool, E>,
+    ) -> Result<Read<()>, ReadError<E>>
+    where
+        E: std::error::Error + 'static,
+    {
+        let mut kv = self
+            .client
+            .kv_client()
+            .max_decoding_message_size(MAX_RESPONSE_BYTES);
+        let options = |opts: GetOptions| match keys_only {
+            true => opts.with_keys_only(),
+            false => opts,
+        };
+        let end = prefix_end(prefix);
+        let mut start = prefix.to_vec();
+        loop {
+            let mut resp = kv
+                .get(
+                    start.clone(),
+                    Some(options(
+                        GetOptions::new()
+                            .with_range(end.clone())
+                            .with_revision(head)
+                            .with_limit(page),
+                    )),
+                )
+                .await
+                .map_err(|e| self.request_err(e))?;
+            let more = resp.more();
+            let kvs = resp.take_kvs();
+            if let Some(last) = kvs.last() {
+                start = last.key().to_vec();
+                start.push(0);
+            }
+            for item in kvs {
+                if !each(item).map_err(ReadError::Sink)? {
+                    return Ok(Read::Stopped);
+                }
+            }
+            if !more {
+                break;
+            }
+        }
+        let mut resp = kv
+            .get(
+                COMPACT_REV_KEY,
+                Some(options(GetOptions::new().with_revision(head))),
+            )
+            .await
+            .map_err(|e| self.request_err(e))?;
+        for item in resp.take_kvs() {
+            if !each(item).map_err(ReadError::Sink)? {
+                return Ok(Read::Stopped);
+            }
+        }
+        Ok(Read::Done(()))
+    }
+
+    /// Reads every key under `prefix`, and `compact_rev_key`, as of `head`,
+    /// `page` keys per request; returns how many keys under the prefix it
+    /// read.
+    pub async fn read_state<S>(
+        &self,
+        prefix: &[u8],
+        head: i64,
+        page: i64,
+        sink: &mut S,
+    ) -> Result<Read<i64>, ReadError<S::Error>>
+    where
+        S: crate::source::Sink,
+        S::Error: std::error::Error + 'static,
+    {
+        let mut keys = 0;
+        let read = self
+            .each_key(prefix, head, page, false, |item| {
+                keys += i64::from(item.key().starts_with(prefix));
+                sink.record(record_of(item))
+            })
+            .await?;
+        Ok(match read {
+            Read::Done(()) => Read::Done(keys),
+            Read::Stopped => Read::Stopped,
+        })
+    }
+
+    /// The counters of every live key in `scope` at `head`, without values.
+    pub async fn live_keys(&self, scope: Scope<'_>, head: i64, page: i64) -> Result<Vec<LiveKey>, EtcdError> {
+        let mut live = Vec::new();
+        let read = self.each_key(scope.prefix, head, page, true, |kv| {
+            live.push(LiveKey {
+                create_revision: kv.create_revision(),
+                mod_revision: kv.mod_revision(),
+                version: kv.version(),
+                key: kv.into_key_value().0,
+            });
+            Ok::<bool, std::convert::Infallible>(true)
+        });
+        match read.await {
+            Ok(_) => Ok(live),
+            Err(ReadError::Etcd(e)) => Err(e),
+            // etcd reads never produce a data-file error.
+            Err(ReadError::File(e)) => Err(self.failure(e.to_string())),
+            Err(ReadError::Sink(never)) => match never {},
+        }
+    }
+
+    /// Whether a watch of every key from `head` will see an event at
+    /// `head`. Only a tombstone can be missing: compaction at exactly `head`
+    /// dropped it on etcd up to 3.4.33 and 3.5.15. Any doubt answers yes:
+    /// the watch then decides.
+    pub(super) async fn event_retained_at(&self, head: i64) -> Result<bool, EtcdError> {
+        let written_at_head = self
+            .client
+            .kv_client()
+            .get(
+                [0u8],
+                Some(
+                    GetOptions::new()
+                        .with_all_keys()
+                        .with_revision(head)
+                        .with_min_mod_revision(head)
+                        .with_keys_only(),
+                ),
+            )
+            .await;
+        match written_at_head {
+            Ok(resp) if !resp.kvs().is_empty() => return Ok(true),
+            Ok(_) => {}
+            Err(e) if is_compacted(&e) || is_denied(&e) => return Ok(true),
+            Err(e) => return Err(self.request_err(e)),
+        }
+        // Only deletes at `head`; their tombstones stay unless compacted at
+        // exactly `head`.
+        match self.readable_at(&[0], head - 1).await {
+            Ok(true) => return Ok(true),
+            Ok(false) => {}
+            Err(_) => return Ok(true),
+        }
+        Ok(self
+            .server_version()
+            .is_none_or(ServerVersion::keeps_tombstone_at_compaction))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefix_end;
+
+    #[test]
+    fn prefix_ends() {
+        assert_eq!(prefix_end(b"/registry/"), b"/registry0");
+        assert_eq!(prefix_end(b"a\xff"), b"b");
+        assert_eq!(prefix_end(b"\xff"), vec![0]);
+    }
+}
