@@ -51,6 +51,21 @@ pub struct FieldChange {
     pub managers: Vec<String>,
 }
 
+/// A JSON text column as `T`; text that does not parse is an error naming
+/// the column, not an empty value.
+fn json_column<T: serde::de::DeserializeOwned>(
+    r: &rusqlite::Row<'_>,
+    name: &str,
+) -> rusqlite::Result<Option<T>> {
+    match r.get::<_, Option<String>>(name)? {
+        None => Ok(None),
+        Some(text) => serde_json::from_str(&text).map(Some).map_err(|e| {
+            let index = r.as_ref().column_index(name).unwrap_or(0);
+            rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
+        }),
+    }
+}
+
 impl Store {
     /// Every stored revision of `key`, per cluster, oldest first.
     pub fn history(&self, key: &[u8]) -> Result<Vec<HistoryRow>, StoreError> {
@@ -67,36 +82,30 @@ impl Store {
         let rows = stmt
             .query_map([key], |r| {
                 Ok(HistoryRow {
-                    cluster_id: r.get(0)?,
-                    mod_revision: r.get(1)?,
-                    create_revision: r.get(2)?,
-                    version: r.get(3)?,
-                    deleted: r.get(4)?,
-                    lease: r.get(5)?,
-                    value_size: r.get(6)?,
-                    value_sha256: r.get::<_, Option<Vec<u8>>>(7)?.map(|b| hex(&b)),
-                    value_hash: r.get(8)?,
-                    encoding: r.get(9)?,
-                    encryption: r.get(10)?,
-                    api_version: r.get(11)?,
-                    kind: r.get(12)?,
-                    namespace: r.get(13)?,
-                    name: r.get(14)?,
-                    uid: r.get(15)?,
-                    generation: r.get(16)?,
-                    decode_error: r.get(17)?,
-                    run_id: r.get(18)?,
-                    semantic_sha256: r.get::<_, Option<Vec<u8>>>(19)?.map(|b| hex(&b)),
-                    change_class: r.get(20)?,
-                    change_cause: r.get(21)?,
-                    changed_paths: r
-                        .get::<_, Option<String>>(22)?
-                        .and_then(|p| serde_json::from_str(&p).ok())
-                        .unwrap_or_default(),
-                    changed_by: r
-                        .get::<_, Option<String>>(23)?
-                        .and_then(|p| serde_json::from_str(&p).ok())
-                        .unwrap_or_default(),
+                    cluster_id: r.get("etcd_cluster_id")?,
+                    mod_revision: r.get("mod_revision")?,
+                    create_revision: r.get("create_revision")?,
+                    version: r.get("version")?,
+                    deleted: r.get("deleted")?,
+                    lease: r.get("lease")?,
+                    value_size: r.get("value_size")?,
+                    value_sha256: r.get::<_, Option<Vec<u8>>>("value_sha256")?.map(|b| hex(&b)),
+                    value_hash: r.get("value_hash")?,
+                    encoding: r.get("encoding")?,
+                    encryption: r.get("encryption")?,
+                    api_version: r.get("api_version")?,
+                    kind: r.get("kind")?,
+                    namespace: r.get("namespace")?,
+                    name: r.get("name")?,
+                    uid: r.get("uid")?,
+                    generation: r.get("generation")?,
+                    decode_error: r.get("decode_error")?,
+                    run_id: r.get("run_id")?,
+                    semantic_sha256: r.get::<_, Option<Vec<u8>>>("semantic_sha256")?.map(|b| hex(&b)),
+                    change_class: r.get("change_class")?,
+                    change_cause: r.get("change_cause")?,
+                    changed_paths: json_column(r, "changed_paths")?.unwrap_or_default(),
+                    changed_by: json_column(r, "changed_by")?.unwrap_or_default(),
                     diff: None,
                 })
             })
