@@ -212,35 +212,9 @@ impl Etcd {
                 }
                 continue;
             }
-            let mut newest = 0;
-            for ev in resp.events() {
-                let Some(kv) = ev.kv() else { continue };
-                newest = newest.max(kv.mod_revision());
-                if kv.mod_revision() > head || !scope.keeps(kv.key()) {
-                    continue;
-                }
-                let prev_create = ev.prev_kv().map(|p| p.create_revision()).unwrap_or(0);
-                if let Some(prev) = ev.prev_kv() {
-                    if !sink.record(record_of(prev.clone())).map_err(ReadError::Sink)? {
-                        return Ok(Replay::Stopped);
-                    }
-                }
-                let record = match ev.event_type() {
-                    etcd_client::EventType::Put => record_of(kv.clone()),
-                    etcd_client::EventType::Delete => crate::source::Record {
-                        key: kv.key().to_vec(),
-                        mod_revision: kv.mod_revision(),
-                        create_revision: prev_create,
-                        version: 0,
-                        lease: 0,
-                        value: Vec::new(),
-                        deleted: true,
-                    },
-                };
-                if !sink.record(record).map_err(ReadError::Sink)? {
-                    return Ok(Replay::Stopped);
-                }
-            }
+            let Some(newest) = push_events(&resp, scope, head, sink)? else {
+                return Ok(Replay::Stopped);
+            };
             // A watch delivers revisions in order and never splits one
             // across responses: everything up to `newest` has arrived.
             proven = proven.max(newest);
@@ -252,4 +226,49 @@ impl Etcd {
             }
         }
     }
+}
+
+/// Pushes the events of one watch response that `scope` keeps, up to
+/// `head`, each preceded by the revision it replaced; returns the newest
+/// revision the response holds, or `None` when the sink stopped.
+fn push_events<S>(
+    resp: &etcd_client::WatchResponse,
+    scope: Scope<'_>,
+    head: i64,
+    sink: &mut S,
+) -> Result<Option<i64>, ReadError<S::Error>>
+where
+    S: crate::source::Sink,
+    S::Error: std::error::Error + 'static,
+{
+    let mut newest = 0;
+    for ev in resp.events() {
+        let Some(kv) = ev.kv() else { continue };
+        newest = newest.max(kv.mod_revision());
+        if kv.mod_revision() > head || !scope.keeps(kv.key()) {
+            continue;
+        }
+        let prev_create = ev.prev_kv().map(|p| p.create_revision()).unwrap_or(0);
+        if let Some(prev) = ev.prev_kv() {
+            if !sink.record(record_of(prev.clone())).map_err(ReadError::Sink)? {
+                return Ok(None);
+            }
+        }
+        let record = match ev.event_type() {
+            etcd_client::EventType::Put => record_of(kv.clone()),
+            etcd_client::EventType::Delete => crate::source::Record {
+                key: kv.key().to_vec(),
+                mod_revision: kv.mod_revision(),
+                create_revision: prev_create,
+                version: 0,
+                lease: 0,
+                value: Vec::new(),
+                deleted: true,
+            },
+        };
+        if !sink.record(record).map_err(ReadError::Sink)? {
+            return Ok(None);
+        }
+    }
+    Ok(Some(newest))
 }
