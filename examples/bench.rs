@@ -10,7 +10,7 @@
 //! in the environment the databases and the db file are kept for inspection;
 //! `BENCH_WRAP="heaptrack -o /tmp/ht"` runs each command under a profiler.
 
-#[path = "../tests/common/etcd.rs"]
+#[path = "../tests/it/util/etcd.rs"]
 #[allow(dead_code)]
 mod etcd;
 

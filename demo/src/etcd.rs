@@ -1,6 +1,6 @@
 //! The demo's etcd: the binary the `etcd-bin-vendored` crate ships, on free
 //! loopback ports, with its data under the demo's directory; killed on drop.
-//! (The tests have a fuller harness in `tests/common/etcd.rs`, with TLS and
+//! (The tests have a fuller harness in `tests/it/util/etcd.rs`, with TLS and
 //! auth; the demo needs only plain puts, deletes and a compaction.)
 
 use anyhow::{bail, Context, Result};

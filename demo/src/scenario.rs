@@ -1,7 +1,7 @@
 //! The demo's cluster and incident, written exactly as kube-apiserver stores
 //! them, and the findings they must produce. Shared by the demo and by the
 //! test that checks the report lists every injected anomaly and nothing else
-//! (`tests/report.rs`, which includes this file by path).
+//! (`tests/it/report.rs`, which includes this file by path).
 
 use etcd_inspector::decode::encode::{encode_cbor, encode_protobuf};
 use serde_json::{json, Value};

@@ -56,12 +56,13 @@ pub fn widget(namespace: &str, name: &str, uid: &str, size: i64) -> Vec<u8> {
     v
 }
 
-/// A Secret holding `password`.
-pub fn secret(namespace: &str, name: &str, password: &str) -> Vec<u8> {
+/// An Opaque Secret whose `data.password` is `password`.
+pub fn secret(namespace: &str, name: &str, uid: &str, password: &str) -> Vec<u8> {
     let secret = k8s_pb::api::core::v1::Secret {
         metadata: Some(ObjectMeta {
             name: Some(name.into()),
             namespace: Some(namespace.into()),
+            uid: Some(uid.into()),
             ..ObjectMeta::default()
         }),
         data: [("password".to_string(), password.as_bytes().to_vec())].into(),

@@ -18,7 +18,8 @@ pub struct TestEtcd {
     auth: Option<(String, String)>,
 }
 
-fn free_port() -> u16 {
+/// A loopback port nothing listens on (until someone binds it).
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -2,9 +2,7 @@
 //! `decode` command, must equal the JSON Kubernetes wrote for the same object
 //! (both canonicalised: keys sorted, empty values dropped).
 
-mod common;
-
-use common::{corpus_dir, run_inspector};
+use crate::util::{corpus_dir, json, run_inspector};
 use etcd_inspector::canon::canonical;
 use serde_json::Value;
 use std::path::Path;
@@ -50,13 +48,7 @@ fn check_dir(dir: &Path) -> usize {
             &["decode", pb.to_str().unwrap(), "-o", "json", "--show-secrets"],
             None,
         );
-        assert!(
-            out.status.success(),
-            "{}: {}",
-            pb.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let got = json(&out);
         let want: Value = serde_json::from_slice(&std::fs::read(pb.with_extension("json")).unwrap()).unwrap();
         if let Some(d) = first_diff("", &canonical(&want), &canonical(&got)) {
             panic!("{}: {d}", pb.display());

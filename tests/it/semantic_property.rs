@@ -4,6 +4,7 @@
 use etcd_inspector::canon::semantic::semantic_form;
 use etcd_inspector::decode::{decode_value, Outcome};
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -68,6 +69,12 @@ fn semantic_hash(bytes: &[u8]) -> Vec<u8> {
 }
 
 proptest! {
+    // Failing cases are kept beside this file (semantic_property.proptest-regressions).
+    #![proptest_config(ProptestConfig {
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..ProptestConfig::default()
+    })]
+
     #[test]
     fn semantic_hash_ignores_key_order_and_whitespace(spec in arb_json(), pad in "[ \t\n]{0,3}", newline in any::<bool>()) {
         let object = serde_json::json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "n"}, "spec": spec});

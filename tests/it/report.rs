@@ -3,15 +3,27 @@
 //! checked-in schema, Markdown tables, `--fail-on`, and the HTML report
 //! rendered by a real browser.
 
-mod common;
-
-#[path = "../demo/src/scenario.rs"]
+#[path = "../../demo/src/scenario.rs"]
 mod scenario;
 
-use common::etcd::TestEtcd;
-use common::{inspector, json, ok};
+use crate::util::etcd::TestEtcd;
+use crate::util::k8s::{pod, secret};
+use crate::util::{
+    assert_secrets_nowhere, chromium, inspector, json, ok, runs, snapshot, stored_revisions, temp_db,
+};
+use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+
+/// The keys the report's timelines show.
+fn timeline_keys(report: &Value) -> BTreeSet<&str> {
+    report["timelines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["key"].as_str().unwrap())
+        .collect()
+}
 
 /// A database holding the demo's two runs around its incident.
 fn demo_database(dir: &Path) -> PathBuf {
@@ -28,9 +40,9 @@ fn demo_database(dir: &Path) -> PathBuf {
     };
     let db = dir.join("db.sqlite");
     scenario::cluster(&writer);
-    ok(inspector(&db, &["snapshot", "--endpoints", &etcd.endpoint]));
+    ok(snapshot(&etcd, &db, &[]));
     scenario::incident(&writer);
-    ok(inspector(&db, &["snapshot", "--endpoints", &etcd.endpoint]));
+    ok(snapshot(&etcd, &db, &[]));
     db
 }
 
@@ -56,13 +68,12 @@ fn reports_every_injected_anomaly_and_nothing_else() {
         .map(|(d, k)| (d.to_string(), k.to_string()))
         .collect();
     assert_eq!(found, expected);
-    let timeline_keys: BTreeSet<&str> = report["timelines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["key"].as_str().unwrap())
-        .collect();
-    assert!(expected.iter().all(|(_, k)| timeline_keys.contains(k.as_str())));
+    let involved: BTreeSet<&str> = expected.iter().map(|(_, k)| k.as_str()).collect();
+    assert_eq!(involved.len(), 8, "the keys the findings name");
+    assert!(
+        involved.is_subset(&timeline_keys(&report)),
+        "a timeline for every key a finding names"
+    );
 
     // The summary counts what the database holds.
     let summary = &report["summary"];
@@ -73,10 +84,8 @@ fn reports_every_injected_anomaly_and_nothing_else() {
             .map(|r| r[1].as_i64().unwrap())
             .sum()
     };
-    let stored: i64 = rusqlite::Connection::open(&db)
-        .unwrap()
-        .query_row("SELECT count(*) FROM revisions", [], |r| r.get(0))
-        .unwrap();
+    let stored = stored_revisions(&db);
+    assert!(stored > 0);
     assert_eq!(total(&summary["writes_by_class"]), stored);
     assert_eq!(total(&summary["writes_by_resource"]), stored);
     assert_eq!(
@@ -86,7 +95,7 @@ fn reports_every_injected_anomaly_and_nothing_else() {
     );
 
     let schema: serde_json::Value =
-        serde_json::from_str(include_str!("../schemas/report.schema.json")).unwrap();
+        serde_json::from_str(include_str!("../../schemas/report.schema.json")).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let errors: Vec<String> = validator
         .iter_errors(&report)
@@ -106,6 +115,11 @@ fn reports_every_injected_anomaly_and_nothing_else() {
         "{md}"
     );
     assert!(!md.contains("aHVudGVyMg"), "no Secret value in the report");
+    assert_eq!(
+        assert_secrets_nowhere(&db, &["hunter2"]),
+        1,
+        "the demo's Secret is a keyed hash, its password nowhere"
+    );
 
     // Filters.
     let only_high = json(inspector(
@@ -117,9 +131,16 @@ fn reports_every_injected_anomaly_and_nothing_else() {
         &db,
         &["report", "--format", "json", "--resource", "pods"],
     ));
-    assert!(pods["findings"]
-        .as_array()
-        .unwrap()
+    let pod_findings = pods["findings"].as_array().unwrap();
+    assert_eq!(
+        pod_findings.len(),
+        scenario::EXPECTED
+            .iter()
+            .filter(|(_, k)| k.starts_with("/registry/pods/"))
+            .count(),
+        "{pod_findings:#?}"
+    );
+    assert!(pod_findings
         .iter()
         .all(|f| f["keys"][0].as_str().unwrap().starts_with("/registry/pods/")));
     let late = json(inspector(
@@ -143,22 +164,9 @@ fn reports_every_injected_anomaly_and_nothing_else() {
     );
 }
 
-fn chromium() -> Option<PathBuf> {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .find_map(|name| {
-            std::env::split_paths(&std::env::var_os("PATH")?)
-                .map(|d| d.join(name))
-                .find(|p| p.is_file())
-        })
-}
-
 #[test]
 fn html_report_renders_in_a_browser() {
-    let Some(browser) = chromium() else {
-        eprintln!("skipping: no chromium on PATH (.ci/run installs Debian's chromium)");
-        return;
-    };
+    let Some(browser) = chromium() else { return };
     let dir = tempfile::tempdir().unwrap();
     let db = demo_database(dir.path());
     let html = dir.path().join("report.html");
@@ -272,14 +280,14 @@ fn hostile_database(dir: &Path) -> PathBuf {
     let odd_key = format!("/registry/configmaps/evil/{HOSTILE_NAME}");
     etcd.put(HOSTILE_KEY, &hostile_configmap("cm", 0));
     etcd.put(&odd_key, &hostile_configmap(HOSTILE_NAME, 0));
-    ok(inspector(&db, &["snapshot", "--endpoints", &etcd.endpoint]));
+    ok(snapshot(&etcd, &db, &[]));
     // Flap every value 0 → 1 → 0 → 1 → 0 → 1, and rewrite the odd key byte
     // for byte, so both keys are named by findings.
     for state in [1, 0, 1, 0, 1] {
         etcd.put(HOSTILE_KEY, &hostile_configmap("cm", state));
     }
     etcd.put(&odd_key, &hostile_configmap(HOSTILE_NAME, 0));
-    ok(inspector(&db, &["snapshot", "--endpoints", &etcd.endpoint]));
+    ok(snapshot(&etcd, &db, &[]));
     db
 }
 
@@ -351,12 +359,7 @@ fn reports_quote_hostile_values() {
     // The findings name both keys, so both have timelines with the values.
     let report = json(inspector(&db, &["report", "--format", "json"]));
     let odd_key = format!("/registry/configmaps/evil/{HOSTILE_NAME}");
-    let timeline_keys: BTreeSet<&str> = report["timelines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["key"].as_str().unwrap())
-        .collect();
+    let timeline_keys = timeline_keys(&report);
     assert!(
         timeline_keys.contains(HOSTILE_KEY) && timeline_keys.contains(odd_key.as_str()),
         "{timeline_keys:?}"
@@ -438,7 +441,7 @@ fn reports_quote_hostile_values() {
     let odd_history = stdout(&["history", &odd_key]);
     assert_no_terminal_control("history of the odd key", &odd_history);
 
-    let runs = common::runs(&db);
+    let runs = runs(&db);
     let (a, b) = (runs[0]["id"].to_string(), runs[1]["id"].to_string());
     let diff = stdout(&["diff", &a, &b]);
     assert_no_terminal_control("diff", &diff);
@@ -462,24 +465,19 @@ fn reports_quote_hostile_values() {
 /// with the default prefix and list no findings).
 #[test]
 fn object_filters_agree_under_a_custom_prefix() {
-    use common::k8s::{pod, secret};
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let pod_key = "/custom/pods/shop/web";
     let secret_key = "/custom/secrets/ops/token";
     for (key, value) in [
         (pod_key, pod("shop", "web", "uid-p", "web:1")),
-        (secret_key, secret("ops", "token", "hunter2")),
+        (secret_key, secret("ops", "token", "uid-s", "hunter2")),
     ] {
         // An identical rewrite: one `rewrite` finding per key.
         etcd.put(key, &value);
         etcd.put(key, &value);
     }
-    ok(inspector(
-        &db,
-        &["snapshot", "--endpoints", &etcd.endpoint, "--prefix", "/custom/"],
-    ));
+    ok(snapshot(&etcd, &db, &["--prefix", "/custom/"]));
     let keys_of = |findings: &serde_json::Value| -> Vec<String> {
         findings
             .as_array()

@@ -1,13 +1,10 @@
 //! The duplicate-create detectors (`recreated`, `excess-siblings`,
 //! `duplicate-entries`) against a real etcd, each with its negative case.
 
-mod common;
-
-use common::etcd::TestEtcd;
-use common::{inspector, json, ok};
+use crate::util::etcd::TestEtcd;
+use crate::util::{findings, inspector, json, ok, snapshot, temp_db};
 use etcd_inspector::decode::encode::encode_protobuf;
 use serde_json::{json as j, Value};
-use std::path::Path;
 
 fn owned_pod(name: &str, uid: &str, owner: (&str, &str, &str), image: &str) -> Vec<u8> {
     let (kind, owner_name, owner_uid) = owner;
@@ -33,13 +30,6 @@ fn job(name: &str, uid: &str) -> Vec<u8> {
     .unwrap()
 }
 
-fn findings(db: &Path, detector: &str) -> Vec<Value> {
-    json(inspector(db, &["findings", "-o", "json", "--detector", detector]))
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
 fn for_key<'a>(findings: &'a [Value], key: &str) -> Vec<&'a Value> {
     findings.iter().filter(|f| f["keys"][0] == key).collect()
 }
@@ -47,8 +37,7 @@ fn for_key<'a>(findings: &'a [Value], key: &str) -> Vec<&'a Value> {
 #[test]
 fn recreated_pods_are_reported_and_updated_ones_are_not() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let key = "/registry/pods/ns/web-0";
     let owner = ("StatefulSet", "web", "u-sts");
     etcd.put(key, &owned_pod("web-0", "uid-old", owner, "web:1"));
@@ -63,7 +52,7 @@ fn recreated_pods_are_reported_and_updated_ones_are_not() {
         in_place,
         &owned_pod("stable", "uid-s", ("StatefulSet", "other", "u-o"), "web:2"),
     );
-    ok(inspector(&db, &["snapshot", "--endpoints", &etcd.endpoint]));
+    ok(snapshot(&etcd, &db, &[]));
     let f = findings(&db, "recreated");
     let ours = for_key(&f, key);
     assert_eq!(ours.len(), 1, "{f:#?}");
@@ -83,8 +72,7 @@ fn recreated_pods_are_reported_and_updated_ones_are_not() {
 #[test]
 fn excess_siblings_against_desired_counts() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     // A Job with parallelism 1 and two identical live pods: a retried create.
     etcd.put("/registry/jobs/ns/backup", &job("backup", "u-job"));
     etcd.put(
@@ -128,7 +116,7 @@ fn excess_siblings_against_desired_counts() {
         "/registry/pods/ns/api-d",
         &owned_pod("api-d", "ad", ("ReplicaSet", "api", "u-api"), "api:1"),
     );
-    ok(inspector(&db, &["snapshot", "--endpoints", &etcd.endpoint]));
+    ok(snapshot(&etcd, &db, &[]));
 
     let f = findings(&db, "excess-siblings");
     assert_eq!(f.len(), 2, "{f:#?}");
@@ -160,8 +148,7 @@ fn excess_siblings_against_desired_counts() {
 #[test]
 fn duplicate_list_entries_with_their_first_revision() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let owner = j!({"apiVersion": "example.com/v1", "kind": "Platform", "name": "p", "uid": "u-p"});
     let dep = |refs: Value| {
         encode_protobuf(&j!({"apiVersion": "apps/v1", "kind": "Deployment",
@@ -188,7 +175,7 @@ fn duplicate_list_entries_with_their_first_revision() {
         &cm(j!(["example.com/cleanup", "example.com/cleanup"])),
     );
     etcd.put("/registry/configmaps/ns/clean", &cm(j!(["a", "b"])));
-    ok(inspector(&db, &["snapshot", "--endpoints", &etcd.endpoint]));
+    ok(snapshot(&etcd, &db, &[]));
 
     let f = findings(&db, "duplicate-entries");
     assert_eq!(f.len(), 3, "{f:#?}");

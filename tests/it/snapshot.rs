@@ -1,35 +1,21 @@
 //! `snapshot`, `runs` and `history` against a real etcd started by the test,
 //! holding Kubernetes-encoded values.
 
-mod common;
-
-use common::etcd::{etcd_version, TestEtcd, Tls};
-use common::k8s::{pod, widget};
-use common::proxy::Proxy;
-use common::{assert_exit, history, inspector, ok, runs, terminate};
+use crate::util::etcd::{etcd_version, TestEtcd, Tls};
+use crate::util::k8s::{pod, secret, widget};
+use crate::util::proxy::Proxy;
+use crate::util::{
+    assert_exit, assert_secrets_nowhere, closed_endpoint, history, inspector, mod_revisions, ok,
+    one_line_error, run_statuses, runs, snapshot, spawn_inspector, stderr, stored_revisions,
+    stored_revisions_of, temp_db, terminate,
+};
 use etcd_inspector::source::server_version::ServerVersion;
 use std::path::Path;
-use std::process::Output;
-
-fn snapshot(etcd: &TestEtcd, db: &Path, extra: &[&str]) -> Output {
-    let mut args = vec!["snapshot", "--endpoints", &etcd.endpoint];
-    args.extend_from_slice(extra);
-    inspector(db, &args)
-}
-
-fn one_line_error(out: &Output) -> String {
-    assert_exit(out, 1);
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(err.trim_end().lines().count(), 1, "one line expected: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    err
-}
 
 #[test]
 fn history_of_create_update_rewrite_delete_recreate() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let key = "/registry/pods/shop/web";
     let first = pod("shop", "web", "uid-a", "web:1");
     let created = etcd.put(key, &first);
@@ -114,18 +100,6 @@ fn history_of_create_update_rewrite_delete_recreate() {
     assert!(table.contains("uid-b") && table.contains("deleted"), "{table}");
 }
 
-fn stored_revisions_of(db: &Path, key: &str) -> Vec<(i64, bool)> {
-    history(db, key)
-        .iter()
-        .map(|h| {
-            (
-                h["mod_revision"].as_i64().unwrap(),
-                h["deleted"].as_bool().unwrap(),
-            )
-        })
-        .collect()
-}
-
 fn server() -> ServerVersion {
     ServerVersion::parse(&etcd_version()).unwrap()
 }
@@ -136,8 +110,7 @@ fn server() -> ServerVersion {
 #[test]
 fn five_writes_then_three_more_store_every_revision() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let key = "/registry/pods/shop/web";
     let mut want = vec![
         (etcd.put(key, &pod("shop", "web", "uid-a", "web:1")), false),
@@ -182,8 +155,7 @@ fn five_writes_then_three_more_store_every_revision() {
 #[test]
 fn a_stored_history_shorter_than_etcd_counts_fails_the_run() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let key = "/registry/pods/shop/web";
     let revs: Vec<i64> = (1..=5)
         .map(|i| etcd.put(key, &pod("shop", "web", "uid-a", &format!("web:{i}"))))
@@ -242,8 +214,7 @@ fn a_replay_cut_midway_fails_the_run() {
     // The state read and the first of the history pass; the cut comes while
     // the 3 MB of revisions stream.
     proxy.cut_after(600_000);
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let out = inspector(
         &db,
         &[
@@ -287,8 +258,7 @@ fn credentials_limited_to_the_prefix() {
         &["compact_rev_key"],
     );
     etcd.enable_auth("root-secret", "reader-secret");
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let out = snapshot(
         &etcd,
         &db,
@@ -319,8 +289,7 @@ fn credentials_limited_to_the_prefix() {
 #[test]
 fn a_head_that_compaction_emptied_ends_the_replay() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let key = "/registry/pods/shop/web";
     etcd.put(key, &pod("shop", "web", "uid-a", "web:1"));
     let deleted = etcd.delete(key);
@@ -350,8 +319,7 @@ fn a_head_that_compaction_emptied_ends_the_replay() {
 #[test]
 fn later_runs_add_only_new_revisions() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     for i in 0..5 {
         etcd.put(
             &format!("/registry/pods/ns/p{i}"),
@@ -379,14 +347,14 @@ fn later_runs_add_only_new_revisions() {
     );
     let h = history(&db, "/registry/pods/ns/p1");
     assert_eq!(h.last().unwrap()["mod_revision"].as_i64(), Some(a));
+    assert_eq!(r.len(), 3);
     assert!(r.iter().all(|x| x["gaps"].as_array().unwrap().is_empty()));
 }
 
 #[test]
 fn compaction_between_runs_is_a_gap() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let key = "/registry/pods/ns/flappy";
     etcd.put(key, &pod("ns", "flappy", "u", "img:0"));
     ok(snapshot(&etcd, &db, &[]));
@@ -405,10 +373,7 @@ fn compaction_between_runs_is_a_gap() {
         serde_json::json!([{"from_revision": head1 + 1, "to_revision": compact_at - 1}])
     );
     assert_eq!(r[1]["history_from"].as_i64(), Some(compact_at));
-    let stored: Vec<i64> = history(&db, key)
-        .iter()
-        .map(|h| h["mod_revision"].as_i64().unwrap())
-        .collect();
+    let stored = mod_revisions(&db, key);
     let mut want = vec![head1];
     want.extend(&revs[2..]);
     assert_eq!(
@@ -420,8 +385,7 @@ fn compaction_between_runs_is_a_gap() {
 #[test]
 fn first_run_on_a_compacted_etcd_starts_at_the_compaction_point() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let key = "/registry/pods/ns/p";
     let revs: Vec<i64> = (0..4)
         .map(|i| etcd.put(key, &pod("ns", "p", "u", &format!("img:{i}"))))
@@ -438,18 +402,14 @@ fn first_run_on_a_compacted_etcd_starts_at_the_compaction_point() {
         r[0]["gaps"].as_array().unwrap().is_empty(),
         "a first run has no earlier run to have a gap with"
     );
-    let stored: Vec<i64> = history(&db, key)
-        .iter()
-        .map(|h| h["mod_revision"].as_i64().unwrap())
-        .collect();
+    let stored = mod_revisions(&db, key);
     assert_eq!(stored, revs[1..].to_vec());
 }
 
 #[test]
 fn keyspace_larger_than_a_page_is_read_completely() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let items: Vec<(String, Vec<u8>)> = (0..3000)
         .map(|i| {
             (
@@ -475,14 +435,8 @@ fn keyspace_larger_than_a_page_is_read_completely() {
 
 #[test]
 fn unreachable_etcd_is_one_line_and_a_failed_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let endpoint = format!("http://127.0.0.1:{port}");
+    let (_dir, db) = temp_db();
+    let endpoint = closed_endpoint();
     let out = inspector(
         &db,
         &["snapshot", "--endpoints", &endpoint, "--dial-timeout", "2s"],
@@ -506,8 +460,7 @@ fn wrong_password_and_missing_permission() {
     let mut etcd = TestEtcd::start();
     etcd.put("/registry/pods/ns/p", &pod("ns", "p", "u", "img"));
     etcd.enable_auth("root-secret", "reader-secret");
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let err = one_line_error(&snapshot(&etcd, &db, &["--user", "root", "--password", "wrong"]));
     assert!(err.contains("authentication failed"), "{err}");
     assert!(!err.contains("wrong"), "the password is not echoed: {err}");
@@ -522,11 +475,7 @@ fn wrong_password_and_missing_permission() {
         &db,
         &["--user", "root", "--password", "root-secret"],
     ));
-    let statuses: Vec<String> = runs(&db)
-        .iter()
-        .map(|r| r["status"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(statuses, ["failed", "failed", "complete"]);
+    assert_eq!(run_statuses(&db), ["failed", "failed", "complete"]);
 }
 
 #[test]
@@ -535,8 +484,7 @@ fn tls_with_client_certificates() {
     let tls = Tls::generate(certs.path());
     let etcd = TestEtcd::start_tls(&tls);
     etcd.put("/registry/pods/ns/p", &pod("ns", "p", "u", "img"));
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let s = |p: &Path| p.to_str().unwrap().to_string();
     let (ca, cert, key, other) = (
         s(&tls.ca),
@@ -569,11 +517,7 @@ fn tls_with_client_certificates() {
     assert!(err.contains("cannot connect to etcd"), "untrusted server: {err}");
     let err = one_line_error(&snapshot(&etcd, &db, &["--cacert", &ca, "--cert", &cert]));
     assert!(err.contains("--cert and --key must be given together"), "{err}");
-    let statuses: Vec<String> = runs(&db)
-        .iter()
-        .map(|r| r["status"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(statuses, ["complete", "failed", "failed", "failed"]);
+    assert_eq!(run_statuses(&db), ["complete", "failed", "failed", "failed"]);
 }
 
 /// Starts a slow snapshot (many keys, tiny pages) and returns once it has
@@ -588,20 +532,10 @@ fn start_slow_snapshot(etcd: &TestEtcd, db: &Path) -> std::process::Child {
         })
         .collect();
     etcd.put_many(&items);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_etcd-inspector"))
-        .args([
-            "--db",
-            db.to_str().unwrap(),
-            "snapshot",
-            "--endpoints",
-            &etcd.endpoint,
-            "--page-size",
-            "3",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_inspector(
+        db,
+        &["snapshot", "--endpoints", &etcd.endpoint, "--page-size", "3"],
+    );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while stored_revisions(db) == 0 {
         if std::time::Instant::now() > deadline {
@@ -614,15 +548,6 @@ fn start_slow_snapshot(etcd: &TestEtcd, db: &Path) -> std::process::Child {
     child
 }
 
-fn stored_revisions(db: &Path) -> i64 {
-    let Ok(conn) = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-    else {
-        return 0;
-    };
-    conn.query_row("SELECT count(*) FROM revisions", [], |r| r.get(0))
-        .unwrap_or(0)
-}
-
 fn integrity(db: &Path) -> String {
     let conn = rusqlite::Connection::open(db).unwrap();
     conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))
@@ -632,8 +557,7 @@ fn integrity(db: &Path) -> String {
 #[test]
 fn killed_run_leaves_a_consistent_database_and_is_not_complete() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let mut child = start_slow_snapshot(&etcd, &db);
     child.kill().unwrap();
     child.wait().unwrap();
@@ -667,12 +591,11 @@ fn killed_run_leaves_a_consistent_database_and_is_not_complete() {
 #[test]
 fn sigterm_marks_the_run_interrupted() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let child = start_slow_snapshot(&etcd, &db);
     let out = terminate(child);
     assert_exit(&out, 130);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("run 1 interrupted"));
+    assert!(stderr(&out).contains("run 1 interrupted"), "{}", stderr(&out));
     assert_eq!(integrity(&db), "ok");
     let r = runs(&db);
     assert_eq!(r[0]["status"].as_str(), Some("interrupted"));
@@ -682,8 +605,7 @@ fn sigterm_marks_the_run_interrupted() {
 #[test]
 fn a_second_writer_fails_clearly() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let mut child = start_slow_snapshot(&etcd, &db);
     let err = one_line_error(&snapshot(&etcd, &db, &[]));
     assert!(
@@ -698,10 +620,9 @@ fn a_second_writer_fails_clearly() {
 fn secrets_get_a_keyed_hash_and_never_reach_the_database() {
     use sha2::Digest;
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let password = "correct-horse-battery-staple";
-    let value = common::k8s::secret("shop", "db", password);
+    let value = secret("shop", "db", "uid-s", password);
     etcd.put("/registry/secrets/shop/db", &value);
     etcd.put("/registry/pods/shop/p", &pod("shop", "p", "u", "img"));
     ok(snapshot(&etcd, &db, &[]));
@@ -723,20 +644,17 @@ fn secrets_get_a_keyed_hash_and_never_reach_the_database() {
         history(&db, "/registry/pods/shop/p")[0]["value_hash"].as_str(),
         Some("sha256")
     );
-    for file in std::fs::read_dir(dir.path()).unwrap() {
-        let bytes = std::fs::read(file.unwrap().path()).unwrap();
-        assert!(
-            !bytes.windows(password.len()).any(|w| w == password.as_bytes()),
-            "the secret is in a database file"
-        );
-    }
+    assert_eq!(
+        assert_secrets_nowhere(&db, &[password]),
+        1,
+        "the Secret's one revision is kept as a keyed hash, its content nowhere"
+    );
 }
 
 #[test]
 fn responses_larger_than_four_mib_are_read() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     // Five ConfigMaps of 1.2 MiB each: one range page and the history replay
     // both carry about 6 MiB, over gRPC's default 4 MiB message limit.
     for i in 0..5 {

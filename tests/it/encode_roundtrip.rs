@@ -3,8 +3,7 @@
 //! bytes of its `.pb` twin (written by Kubernetes' Go code), and decodes back
 //! to the same object.
 
-mod common;
-
+use crate::util::corpus_dir;
 use etcd_inspector::canon::canonical;
 use etcd_inspector::decode::encode::encode_protobuf;
 use etcd_inspector::decode::{decode_value, Outcome};
@@ -12,7 +11,7 @@ use serde_json::Value;
 
 #[test]
 fn every_json_fixture_encodes_to_kubernetes_bytes_and_back() {
-    let Some(corpus) = common::corpus_dir() else {
+    let Some(corpus) = corpus_dir() else {
         return;
     };
     let dir = corpus.join("k8s-api-fixtures");

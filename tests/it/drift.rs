@@ -1,13 +1,11 @@
 //! Drift across revisions and runs: flapping fields with their managers,
 //! generation mismatches, and `diff` between two runs.
 
-mod common;
-
-use common::etcd::TestEtcd;
-use common::{inspector, json, ok};
+use crate::util::etcd::TestEtcd;
+use crate::util::k8s::secret;
+use crate::util::{assert_secrets_nowhere, findings, inspector, json, ok, snapshot, temp_db};
 use etcd_inspector::decode::encode::encode_protobuf;
 use serde_json::{json as j, Value};
-use std::path::Path;
 
 /// A Deployment as the apiserver stores it after `manager` set `replicas`
 /// at `time` (its managedFields entry covering spec.replicas).
@@ -25,18 +23,10 @@ fn entry(manager: &str, time: &str) -> Value {
         "fieldsV1": {"f:spec": {"f:replicas": {}}}})
 }
 
-fn findings(db: &Path, detector: &str) -> Vec<Value> {
-    json(inspector(db, &["findings", "-o", "json", "--detector", detector]))
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
 #[test]
 fn two_managers_fighting_over_replicas_is_flapping_and_a_scale_up_is_not() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let key = "/registry/deployments/shop/web";
     let mut times = (
         String::from("2026-11-29T08:00:00Z"),
@@ -64,7 +54,7 @@ fn two_managers_fighting_over_replicas_is_flapping_and_a_scale_up_is_not() {
                      "template": {"metadata": {"labels": {"app": "s"}}, "spec": {"containers": [{"name": "s", "image": "s:1"}]}}}});
         etcd.put(steady, &encode_protobuf(&obj).unwrap());
     }
-    ok(inspector(&db, &["snapshot", "--endpoints", &etcd.endpoint]));
+    ok(snapshot(&etcd, &db, &[]));
     let f = findings(&db, "flapping");
     assert_eq!(f.len(), 1, "{f:#?}");
     assert_eq!(f[0]["keys"][0], key);
@@ -99,8 +89,7 @@ fn two_managers_fighting_over_replicas_is_flapping_and_a_scale_up_is_not() {
 #[test]
 fn generation_mismatches() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let none = j!([]);
     let bumped = "/registry/deployments/shop/bumped";
     let stale = "/registry/deployments/shop/web";
@@ -109,7 +98,7 @@ fn generation_mismatches() {
     etcd.put(stale, &deployment(3, 4, 4, none.clone()));
     let no_bump = etcd.put(stale, &deployment(6, 4, 4, none.clone()));
     let back = etcd.put(stale, &deployment(6, 4, 3, none.clone()));
-    ok(inspector(&db, &["snapshot", "--endpoints", &etcd.endpoint]));
+    ok(snapshot(&etcd, &db, &[]));
     let f = findings(&db, "generation-mismatch");
     assert_eq!(f.len(), 1, "the bumped Deployment is fine: {f:#?}");
     assert_eq!(f[0]["keys"][0], stale);
@@ -133,31 +122,29 @@ fn cm(name: &str, uid: &str, labels: Value) -> Vec<u8> {
     .unwrap()
 }
 
-fn secret(password: &str) -> Vec<u8> {
-    use base64::Engine;
-    let data = base64::engine::general_purpose::STANDARD.encode(password);
-    encode_protobuf(&j!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "shop", "uid": "u-s"}, "data": {"password": data}}))
-        .unwrap()
-}
-
 #[test]
 fn diff_between_two_runs_reports_exactly_what_changed() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let k = |n: &str| format!("/registry/configmaps/shop/{n}");
     for n in ["keep", "gone", "again", "relabel"] {
         etcd.put(&k(n), &cm(n, &format!("u-{n}"), j!({"a": "1"})));
     }
-    etcd.put("/registry/secrets/shop/db", &secret("old-Password-1"));
-    ok(inspector(&db, &["snapshot", "--endpoints", &etcd.endpoint]));
+    etcd.put(
+        "/registry/secrets/shop/db",
+        &secret("shop", "db", "u-s", "old-Password-1"),
+    );
+    ok(snapshot(&etcd, &db, &[]));
     etcd.put(&k("new"), &cm("new", "u-new", j!({"a": "1"})));
     etcd.delete(&k("gone"));
     etcd.delete(&k("again"));
     etcd.put(&k("again"), &cm("again", "u-again-2", j!({"a": "1"})));
     etcd.put(&k("relabel"), &cm("relabel", "u-relabel", j!({"a": "2"})));
-    etcd.put("/registry/secrets/shop/db", &secret("new-Password-2"));
-    ok(inspector(&db, &["snapshot", "--endpoints", &etcd.endpoint]));
+    etcd.put(
+        "/registry/secrets/shop/db",
+        &secret("shop", "db", "u-s", "new-Password-2"),
+    );
+    ok(snapshot(&etcd, &db, &[]));
 
     let d = json(inspector(&db, &["diff", "1", "2", "-o", "json"]));
     let got: Vec<(String, String)> = d["objects"]
@@ -217,13 +204,17 @@ fn diff_between_two_runs_reports_exactly_what_changed() {
         !table.contains("Password"),
         "no secret value in the output: {table}"
     );
+    assert_eq!(
+        assert_secrets_nowhere(&db, &["old-Password-1", "new-Password-2"]),
+        2,
+        "the Secret's two revisions are keyed hashes, neither password anywhere"
+    );
 }
 
 #[test]
 fn flapping_across_a_compaction_gap_says_coverage_was_partial() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let key = "/registry/deployments/shop/web";
     let mut generation = 1;
     let mut put = |replicas: i64| {
@@ -234,13 +225,13 @@ fn flapping_across_a_compaction_gap_says_coverage_was_partial() {
     put(3);
     put(5);
     put(3);
-    ok(inspector(&db, &["snapshot", "--endpoints", &etcd.endpoint]));
+    ok(snapshot(&etcd, &db, &[]));
     put(5);
     put(3);
     let compact_at = put(5);
     put(3);
     etcd.compact(compact_at);
-    ok(inspector(&db, &["snapshot", "--endpoints", &etcd.endpoint]));
+    ok(snapshot(&etcd, &db, &[]));
     let f = findings(&db, "flapping");
     assert_eq!(f.len(), 1);
     let summary = f[0]["summary"].as_str().unwrap();

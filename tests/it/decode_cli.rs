@@ -1,9 +1,8 @@
 //! `etcd-inspector decode` as a user runs it: every storage encoding, values
 //! it cannot decode, and key parsing.
 
-mod common;
-
-use common::{corpus_dir, run_inspector};
+use crate::util::k8s::admission_review;
+use crate::util::{corpus_dir, json, one_line_error, run_inspector, stderr};
 use etcd_inspector::canon::canonical;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -12,20 +11,6 @@ fn write_value(dir: &Path, name: &str, bytes: &[u8]) -> String {
     let path = dir.join(name);
     std::fs::write(&path, bytes).unwrap();
     path.to_str().unwrap().to_string()
-}
-
-fn stdout_json(out: &std::process::Output) -> Value {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn stderr(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// A custom resource as the apiextensions server stores it: compact JSON
@@ -53,7 +38,7 @@ fn json_custom_resource_with_and_without_newline() {
     let newline = write_value(dir.path(), "newline", &bytes);
     for file in [plain, newline] {
         let out = run_inspector(&["decode", &file, "--show-envelope"], None);
-        assert_eq!(stdout_json(&out), widget());
+        assert_eq!(json(&out), widget());
         assert!(stderr(&out).contains("encoding: json"), "{}", stderr(&out));
     }
 }
@@ -93,7 +78,7 @@ fn cbor_custom_resource() {
     let dir = tempfile::tempdir().unwrap();
     let file = write_value(dir.path(), "cbor", &bytes);
     let out = run_inspector(&["decode", &file, "--show-envelope"], None);
-    assert_eq!(stdout_json(&out), widget());
+    assert_eq!(json(&out), widget());
     assert!(stderr(&out).contains("encoding: cbor"));
 }
 
@@ -102,7 +87,7 @@ fn yaml_storage_from_stdin() {
     let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: default\ndata:\n  mode: fast\n";
     let out = run_inspector(&["decode", "-", "--show-envelope"], Some(yaml.as_bytes()));
     assert_eq!(
-        stdout_json(&out),
+        json(&out),
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "default"}, "data": {"mode": "fast"}})
     );
     assert!(stderr(&out).contains("encoding: yaml"));
@@ -141,11 +126,7 @@ fn encrypted_value_is_recognised_with_exit_status_3() {
 fn decode_error(bytes: &[u8]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let file = write_value(dir.path(), "bad", bytes);
-    let out = run_inspector(&["decode", &file], None);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let err = stderr(&out);
-    assert!(!err.contains("panicked"), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "one line expected: {err}");
+    let err = one_line_error(&run_inspector(&["decode", &file], None));
     assert!(err.contains(&file), "error names the input: {err}");
     err
 }
@@ -190,7 +171,7 @@ fn protobuf_fixture_with_key() {
         ],
         None,
     );
-    let obj = stdout_json(&out);
+    let obj = json(&out);
     assert_eq!(
         (obj["apiVersion"].as_str(), obj["kind"].as_str()),
         (Some("apps/v1"), Some("Deployment"))
@@ -213,10 +194,10 @@ fn protobuf_fixture_with_key() {
 fn value_piped_from_etcdctl_with_a_trailing_newline() {
     let Some(corpus) = corpus_dir() else { return };
     let mut value = std::fs::read(corpus.join("k8s-api-fixtures/core.v1.Pod.pb")).unwrap();
-    let plain = stdout_json(&run_inspector(&["decode"], Some(&value)));
+    let plain = json(run_inspector(&["decode"], Some(&value)));
     value.push(b'\n');
     let out = run_inspector(&["decode", "-"], Some(&value));
-    assert_eq!(stdout_json(&out), plain);
+    assert_eq!(json(&out), plain);
     assert!(
         stderr(&out).contains("warning: ignored a newline after the protobuf envelope"),
         "{}",
@@ -300,7 +281,7 @@ fn key_special_cases_through_the_cli() {
     }
     let rev = write_value(dir.path(), "rev", b"241828");
     let out = run_inspector(&["decode", &rev, "--key", "compact_rev_key"], None);
-    assert_eq!(stdout_json(&out), json!({"compactRevision": 241828}));
+    assert_eq!(json(&out), json!({"compactRevision": 241828}));
     assert!(
         stderr(&out).contains("special: \"compact-revision\""),
         "{}",
@@ -312,13 +293,16 @@ fn key_special_cases_through_the_cli() {
 fn objects_newer_than_the_schema_keep_unknown_fields() {
     let Some(corpus) = corpus_dir() else { return };
     let dir = corpus.join("k8s-api-fixtures-newer-than-schema");
+    // Fixtures read, and their fields decoded only by number.
+    let (mut fixtures, mut by_number) = (0, 0);
     for entry in std::fs::read_dir(&dir).unwrap() {
         let pb = entry.unwrap().path();
         if pb.extension().is_none_or(|e| e != "pb") {
             continue;
         }
+        fixtures += 1;
         let out = run_inspector(&["decode", pb.to_str().unwrap(), "--show-envelope"], None);
-        let got = canonical(&stdout_json(&out));
+        let got = canonical(&json(&out));
         let want =
             canonical(&serde_json::from_slice(&std::fs::read(pb.with_extension("json")).unwrap()).unwrap());
         assert_eq!(got["apiVersion"], want["apiVersion"], "{}", pb.display());
@@ -334,7 +318,13 @@ fn objects_newer_than_the_schema_keep_unknown_fields() {
         }
         let mut want_leaves = Vec::new();
         leaves("", &want, &mut want_leaves);
-        for (path, _) in want_leaves.iter().filter(|(p, _)| lookup(&got, p).is_none()) {
+        let lost: Vec<&String> = want_leaves
+            .iter()
+            .map(|(p, _)| p)
+            .filter(|p| lookup(&got, p).is_none())
+            .collect();
+        by_number += lost.len();
+        for path in lost {
             let mut parent = path.as_str();
             let holder = loop {
                 parent = &parent[..parent.rfind(['.', '[']).unwrap_or(0)];
@@ -352,6 +342,8 @@ fn objects_newer_than_the_schema_keep_unknown_fields() {
         let err = stderr(&out);
         assert!(err.contains("unknown fields:"), "{err}");
     }
+    assert_eq!(fixtures, 4, "the fixtures in {}", dir.display());
+    assert!(by_number > 0, "no field of a newer object was kept by number");
 }
 
 fn leaves<'a>(path: &str, v: &'a Value, out: &mut Vec<(String, &'a Value)>) {
@@ -390,7 +382,7 @@ fn secret_values_are_redacted_unless_asked_for() {
     let file = corpus.join("k8s-api-fixtures/core.v1.Secret.pb");
     let want: Value = serde_json::from_slice(&std::fs::read(file.with_extension("json")).unwrap()).unwrap();
     let out = run_inspector(&["decode", file.to_str().unwrap()], None);
-    let obj = stdout_json(&out);
+    let obj = json(&out);
     let data = want["data"].as_object().unwrap();
     assert!(!data.is_empty());
     for (k, v) in data {
@@ -406,7 +398,7 @@ fn secret_values_are_redacted_unless_asked_for() {
         "{}",
         stderr(&out)
     );
-    let shown = stdout_json(&run_inspector(
+    let shown = json(run_inspector(
         &["decode", file.to_str().unwrap(), "--show-secrets"],
         None,
     ));
@@ -426,9 +418,9 @@ fn unknown_kind_whose_field_1_is_not_object_meta_decodes_by_field_number() {
     assert_eq!(how, etcd_inspector::decode::Resolution::Unknown);
     let uid = "705ab4f5-6393-11e8-b7cc-42010a800002";
     let dir = tempfile::tempdir().unwrap();
-    let file = write_value(dir.path(), "review", &common::k8s::admission_review(uid));
+    let file = write_value(dir.path(), "review", &admission_review(uid));
     let out = run_inspector(&["decode", &file, "--show-envelope"], None);
-    let obj = stdout_json(&out);
+    let obj = json(&out);
     assert_eq!(obj["apiVersion"], "admission.k8s.io/v1");
     assert_eq!(obj["kind"], "AdmissionReview");
     assert!(obj.get("metadata").is_none(), "{obj:#}");
@@ -454,6 +446,6 @@ fn unknown_kind_whose_field_1_is_not_object_meta_decodes_by_field_number() {
     assert!(!err.lines().any(|l| l.starts_with("message:")), "{err}");
     // Without --show-envelope: still exit 0, the same object, and a warning.
     let out = run_inspector(&["decode", &file], None);
-    assert_eq!(stdout_json(&out), obj);
+    assert_eq!(json(&out), obj);
     assert!(stderr(&out).contains("warning: "), "{}", stderr(&out));
 }

@@ -2,21 +2,16 @@
 //! stopped and restarted, retention with `prune`, the metrics file, and the
 //! Kubernetes manifests.
 
-mod common;
-
-use common::etcd::TestEtcd;
-use common::k8s::{pod, widget};
-use common::proxy::Proxy;
-use common::{assert_exit, history, inspector, json, ok, runs, terminate};
+use crate::util::etcd::TestEtcd;
+use crate::util::k8s::{pod, widget};
+use crate::util::proxy::Proxy;
+use crate::util::{
+    assert_exit, history, inspector, json, missing, mod_revisions, ok, run_statuses, runs, snapshot,
+    spawn_inspector, stderr, temp_db, terminate,
+};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn snapshot(etcd: &TestEtcd, db: &Path, extra: &[&str]) -> std::process::Output {
-    let mut args = vec!["snapshot", "--endpoints", &etcd.endpoint];
-    args.extend_from_slice(extra);
-    inspector(db, &args)
-}
 
 fn metrics(path: &Path) -> prometheus_parse::Scrape {
     let text = std::fs::read_to_string(path).unwrap();
@@ -38,8 +33,7 @@ fn gauge(scrape: &prometheus_parse::Scrape, name: &str, labels: &[(&str, &str)])
 #[test]
 fn three_scheduled_runs_with_a_compaction_between_give_one_gap() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (dir, db) = temp_db();
     let prom = dir.path().join("textfile/etcd_inspector.prom");
     let prom_arg = format!("--metrics-file={}", prom.display());
     let key = "/registry/pods/default/web";
@@ -69,9 +63,8 @@ fn three_scheduled_runs_with_a_compaction_between_give_one_gap() {
     etcd.compact(kept);
     ok(snapshot(&etcd, &db, &[&prom_arg]));
 
+    assert_eq!(run_statuses(&db), ["complete"; 3]);
     let r = runs(&db);
-    assert_eq!(r.len(), 3);
-    assert!(r.iter().all(|run| run["status"] == "complete"), "{r:?}");
     let added: Vec<i64> = r
         .iter()
         .map(|run| run["revisions_added"].as_i64().unwrap())
@@ -88,10 +81,7 @@ fn three_scheduled_runs_with_a_compaction_between_give_one_gap() {
         (Some(lost_from), Some(lost_to)),
         "a gap covers exactly the revisions compaction removed"
     );
-    let revisions: Vec<i64> = history(&db, key)
-        .iter()
-        .map(|h| h["mod_revision"].as_i64().unwrap())
-        .collect();
+    let revisions = mod_revisions(&db, key);
     assert_eq!(revisions.len(), 4);
     assert_eq!(revisions.last(), Some(&kept));
     let lease_history = inspector(&db, &["history", lease]);
@@ -122,8 +112,7 @@ fn three_scheduled_runs_with_a_compaction_between_give_one_gap() {
 #[test]
 fn a_run_with_another_resource_filter_reads_state_and_history_again() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let (pod_key, widget_key) = (
         "/registry/pods/default/web",
         "/registry/example.com/widgets/default/w",
@@ -144,8 +133,7 @@ fn a_run_with_another_resource_filter_reads_state_and_history_again() {
 
 #[test]
 fn a_failed_run_is_in_the_metrics_and_fail_on_sets_the_exit_status() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (dir, db) = temp_db();
     let prom = dir.path().join("m.prom");
     let out = inspector(
         &db,
@@ -181,25 +169,15 @@ fn start_follow(etcd: &TestEtcd, db: &Path, extra: &[&str]) -> std::process::Chi
 }
 
 fn follow_at(endpoint: &str, db: &Path, extra: &[&str]) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_etcd-inspector"))
-        .args([
-            "--db",
-            db.to_str().unwrap(),
-            "follow",
-            "--endpoints",
-            endpoint,
-            "--commit-every=200ms",
-        ])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    let mut args = vec!["follow", "--endpoints", endpoint, "--commit-every=200ms"];
+    args.extend_from_slice(extra);
+    spawn_inspector(db, &args)
 }
 
 /// Waits until the database holds `n` revisions of `key`.
 fn wait_for(db: &Path, key: &str, n: usize) {
     let start = Instant::now();
+    // No revision of the key yet is an error, not an empty list.
     let stored = || {
         let out = inspector(db, &["history", key, "-o", "json"]);
         let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
@@ -217,8 +195,7 @@ fn wait_for(db: &Path, key: &str, n: usize) {
 #[test]
 fn follow_stopped_by_sigterm_resumes_without_losing_or_repeating_a_revision() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let key = "/registry/pods/default/web";
     let mut written = vec![etcd.put(key, &pod("default", "web", "uid-1", "nginx:0"))];
     let child = start_follow(&etcd, &db, &[]);
@@ -240,10 +217,7 @@ fn follow_stopped_by_sigterm_resumes_without_losing_or_repeating_a_revision() {
     let out = child.wait_with_output().unwrap();
     assert_exit(&out, 0);
 
-    let stored: Vec<i64> = history(&db, key)
-        .iter()
-        .map(|h| h["mod_revision"].as_i64().unwrap())
-        .collect();
+    let stored = mod_revisions(&db, key);
     assert_eq!(stored, written, "every revision once, in order");
     let r = runs(&db);
     assert_eq!(r[1]["status"], "complete");
@@ -256,8 +230,7 @@ fn follow_stopped_by_sigterm_resumes_without_losing_or_repeating_a_revision() {
 #[test]
 fn follow_fails_when_its_stored_history_falls_short() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let key = "/registry/pods/default/web";
     let first = etcd.put(key, &pod("default", "web", "uid-1", "nginx:0"));
     let child = start_follow(&etcd, &db, &["--duration=20s"]);
@@ -274,7 +247,7 @@ fn follow_fails_when_its_stored_history_falls_short() {
     etcd.put(key, &pod("default", "web", "uid-1", "nginx:2"));
     let out = child.wait_with_output().unwrap();
     assert_exit(&out, 1);
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr(&out);
     assert!(
         err.contains(&format!(
             "history incomplete: 1 key has fewer revisions than etcd counts, e.g. {key}: stored 2 of 3"
@@ -289,8 +262,7 @@ fn follow_fails_when_its_stored_history_falls_short() {
 fn follow_reconnects_after_losing_etcd_and_records_what_compaction_took() {
     let etcd = TestEtcd::start();
     let proxy = Proxy::new(&etcd.endpoint);
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let key = "/registry/pods/default/web";
     let first = etcd.put(key, &pod("default", "web", "uid-1", "nginx:0"));
     let child = follow_at(&proxy.endpoint, &db, &["--dial-timeout=1s"]);
@@ -308,16 +280,9 @@ fn follow_reconnects_after_losing_etcd_and_records_what_compaction_took() {
     wait_for(&db, key, 4);
     let out = terminate(child);
     assert_exit(&out, 130);
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("reconnecting"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(stderr(&out).contains("reconnecting"), "{}", stderr(&out));
 
-    let stored: Vec<i64> = history(&db, key)
-        .iter()
-        .map(|h| h["mod_revision"].as_i64().unwrap())
-        .collect();
+    let stored = mod_revisions(&db, key);
     assert_eq!(stored, [first, seen, kept, after]);
     let gaps = runs(&db)[0]["gaps"].clone();
     assert_eq!(
@@ -329,8 +294,7 @@ fn follow_reconnects_after_losing_etcd_and_records_what_compaction_took() {
 #[test]
 fn prune_keeps_diff_between_the_remaining_runs() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (dir, db) = temp_db();
     let (a, b, c) = (
         "/registry/pods/default/a",
         "/registry/pods/default/b",
@@ -353,18 +317,14 @@ fn prune_keeps_diff_between_the_remaining_runs() {
     let missing = dir.path().join("missing.sqlite");
     let out = inspector(&missing, &["prune", "--keep-runs=1"]);
     assert_exit(&out, 1);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no such database"));
+    assert!(stderr(&out).contains("no such database"), "{}", stderr(&out));
     assert!(!missing.exists(), "prune does not create a database");
     let vacuum_only = inspector(&db, &["prune", "--vacuum"]);
     assert_exit(&vacuum_only, 2);
     assert_eq!(runs(&db).len(), 3, "without a limit nothing is pruned");
 
     let out = ok(inspector(&db, &["prune", "--keep-runs=2", "--vacuum"]));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("pruned 1 runs"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(stderr(&out).contains("pruned 1 runs"), "{}", stderr(&out));
     let ids: Vec<i64> = runs(&db).iter().map(|r| r["id"].as_i64().unwrap()).collect();
     assert_eq!(ids, [2, 3]);
     assert_eq!(
@@ -407,11 +367,12 @@ fn kubernetes_manifests_pass_schema_validation() {
     let manifests = ["namespace.yaml", "pvc.yaml", "cronjob.yaml"].map(|f| dir.join(f));
     let out = match run(&manifests.iter().map(|p| p.as_path()).collect::<Vec<_>>()) {
         Ok(out) => out,
-        Err(e) if std::env::var_os("ETCD_INSPECTOR_REQUIRE_TOOLS").is_none() => {
-            eprintln!("skipping: {validator} is not installed ({e}); .ci/run installs it");
+        Err(e) => {
+            missing::<()>(format_args!(
+                "{validator} is not installed ({e}); .ci/run installs it"
+            ));
             return;
         }
-        Err(e) => panic!("{validator}: {e}"),
     };
     assert!(
         out.status.success(),

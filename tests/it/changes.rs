@@ -1,10 +1,9 @@
 //! Change classes, semantic and field hashes, and the `rewrite` and
 //! `encoding-only` findings, against a real etcd.
 
-mod common;
-
-use common::etcd::TestEtcd;
-use common::{history, inspector, json, ok};
+use crate::util::etcd::TestEtcd;
+use crate::util::k8s::secret;
+use crate::util::{assert_secrets_nowhere, history, inspector, json, ok, snapshot, stderr, temp_db};
 use etcd_inspector::decode::encode::encode_protobuf;
 use serde_json::{json as j, Value};
 use std::path::Path;
@@ -48,9 +47,9 @@ fn classes(db: &Path, key: &str) -> Vec<(String, Option<String>, Vec<String>)> {
         .collect()
 }
 
-fn snapshot(etcd: &TestEtcd, db: &Path) -> String {
-    String::from_utf8_lossy(&ok(inspector(db, &["snapshot", "--endpoints", &etcd.endpoint])).stderr)
-        .into_owned()
+/// Runs a snapshot and returns its summary.
+fn snapshot_summary(etcd: &TestEtcd, db: &Path) -> String {
+    stderr(&ok(snapshot(etcd, db, &[])))
 }
 
 fn class_of(c: &(String, Option<String>, Vec<String>)) -> (&str, Option<&str>) {
@@ -60,8 +59,7 @@ fn class_of(c: &(String, Option<String>, Vec<String>)) -> (&str, Option<&str>) {
 #[test]
 fn encodings_rewrites_and_field_changes_are_classified() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let labels = j!({"app": "web"});
 
     // The same Pod first stored as JSON, then as protobuf; then a real change.
@@ -95,7 +93,7 @@ fn encodings_rewrites_and_field_changes_are_classified() {
     etcd.put(dep, &encode_protobuf(&deployment("apps/v1", 5)).unwrap());
     etcd.put(dep, &encode_protobuf(&deployment("apps/v1", 4)).unwrap());
 
-    let summary = snapshot(&etcd, &db);
+    let summary = snapshot_summary(&etcd, &db);
     assert!(summary.contains("analyzed: 13 revisions classified"), "{summary}");
 
     let c = classes(&db, key);
@@ -181,18 +179,12 @@ fn encodings_rewrites_and_field_changes_are_classified() {
 #[test]
 fn secret_changes_show_as_field_changes_without_the_values() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let key = "/registry/secrets/shop/db";
-    let secret = |password: &str| {
-        encode_protobuf(&j!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "shop", "uid": "u-s"},
-                             "type": "Opaque", "data": {"password": base64(password)}}))
-        .unwrap()
-    };
     let (old, new) = ("first-Password-1", "second-Password-2");
-    etcd.put(key, &secret(old));
-    etcd.put(key, &secret(new));
-    snapshot(&etcd, &db);
+    etcd.put(key, &secret("shop", "db", "u-s", old));
+    etcd.put(key, &secret("shop", "db", "u-s", new));
+    ok(snapshot(&etcd, &db, &[]));
     let c = classes(&db, key);
     assert_eq!(
         (class_of(&c[1]), c[1].2.clone()),
@@ -203,27 +195,17 @@ fn secret_changes_show_as_field_changes_without_the_values() {
         diff[1]["diff"],
         j!([{"path": "data.password", "old": "<redacted>", "new": "<redacted>", "managers": []}])
     );
-    for file in std::fs::read_dir(dir.path()).unwrap() {
-        let bytes = std::fs::read(file.unwrap().path()).unwrap();
-        for needle in [old.to_string(), new.to_string(), base64(old), base64(new)] {
-            assert!(
-                !bytes.windows(needle.len()).any(|w| w == needle.as_bytes()),
-                "{needle} is in the database"
-            );
-        }
-    }
-}
-
-fn base64(s: &str) -> String {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD.encode(s)
+    assert_eq!(
+        assert_secrets_nowhere(&db, &[old, new]),
+        2,
+        "both revisions kept as keyed hashes, neither password anywhere"
+    );
 }
 
 #[test]
 fn ten_thousand_revisions_are_classified_in_one_pass() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     // 100 keys × 100 revisions each.
     let mut items = Vec::new();
     for round in 0..100 {
@@ -237,7 +219,7 @@ fn ten_thousand_revisions_are_classified_in_one_pass() {
         }
     }
     etcd.put_many_sequential(&items);
-    let summary = snapshot(&etcd, &db);
+    let summary = snapshot_summary(&etcd, &db);
     assert!(
         summary.contains("analyzed: 10000 revisions classified (one pass over 10000 stored revisions)"),
         "each revision read once: {summary}"
@@ -250,7 +232,7 @@ fn ten_thousand_revisions_are_classified_in_one_pass() {
         &c[..3]
     );
     // A later run with nothing new classifies nothing and reads nothing.
-    let again = snapshot(&etcd, &db);
+    let again = snapshot_summary(&etcd, &db);
     assert!(
         again.contains("analyzed: 0 revisions classified (one pass over 0 stored revisions)"),
         "{again}"
@@ -260,8 +242,7 @@ fn ten_thousand_revisions_are_classified_in_one_pass() {
 #[test]
 fn configured_sensitive_paths_are_keyed_and_never_stored() {
     let etcd = TestEtcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     let key = "/registry/example.com/tokens/shop/t";
     let token = |value: &str| {
         json_value(
@@ -271,39 +252,19 @@ fn configured_sensitive_paths_are_keyed_and_never_stored() {
     };
     etcd.put(key, &token("tok-AAAA-1111"));
     etcd.put(key, &token("tok-BBBB-2222"));
-    ok(inspector(
-        &db,
-        &[
-            "snapshot",
-            "--endpoints",
-            &etcd.endpoint,
-            "--sensitive-path",
-            "spec.token",
-        ],
-    ));
+    ok(snapshot(&etcd, &db, &["--sensitive-path", "spec.token"]));
     let diff = json(inspector(&db, &["history", key, "--diff", "-o", "json"]));
     assert_eq!(diff[1]["change_class"], "spec");
     assert_eq!(
         diff[1]["diff"],
         j!([{"path": "spec.token", "old": "<redacted>", "new": "<redacted>", "managers": []}])
     );
-    for file in std::fs::read_dir(dir.path()).unwrap() {
-        let bytes = std::fs::read(file.unwrap().path()).unwrap();
-        for needle in ["tok-AAAA-1111", "tok-BBBB-2222"] {
-            assert!(
-                !bytes.windows(needle.len()).any(|w| w == needle.as_bytes()),
-                "{needle} is in the database"
-            );
-        }
-    }
-    let err = String::from_utf8_lossy(
-        &inspector(
-            &db,
-            &["snapshot", "--endpoints", &etcd.endpoint, "--field-depth", "3"],
-        )
-        .stderr,
-    )
-    .into_owned();
+    assert_eq!(
+        assert_secrets_nowhere(&db, &["tok-AAAA-1111", "tok-BBBB-2222"]),
+        2,
+        "both revisions kept as keyed hashes, neither token anywhere"
+    );
+    let err = stderr(&snapshot(&etcd, &db, &["--field-depth", "3"]));
     assert!(
         err.contains("takes field hashes to depth 2"),
         "the depth is fixed by the first run: {err}"

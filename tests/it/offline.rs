@@ -1,11 +1,9 @@
 //! `snapshot --file` and `snapshot --fetch-snapshot`: etcd's bbolt files
 //! read with no etcd running, compared with what the live server gives.
 
-mod common;
-
-use common::etcd::TestEtcd;
-use common::k8s::{pod, widget};
-use common::{assert_exit, corpus_dir, inspector, json, ok, runs};
+use crate::util::etcd::TestEtcd;
+use crate::util::k8s::{pod, widget};
+use crate::util::{corpus_dir, history, inspector, ok, one_line_error, run_statuses, runs, temp_db};
 use etcd_inspector::decode::encode::encode_protobuf;
 use etcd_inspector::source::bolt::BoltDb;
 use etcd_inspector::source::{db_file, Record};
@@ -49,8 +47,7 @@ fn corpus_gce_file_yields_its_three_objects() {
     let Some(corpus) = corpus_dir() else { return };
     let file = corpus.join("etcd-db/gce-2017-job-pod.db");
     let before = sha256(&file);
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     ok(inspector(&db, &["snapshot", "--file", file.to_str().unwrap()]));
     for (key, kind, ns, name) in [
         ("/registry/namespaces/default", "Namespace", None, "default"),
@@ -62,8 +59,8 @@ fn corpus_gce_file_yields_its_three_objects() {
             "pi-dqtsw",
         ),
     ] {
-        let h = json(inspector(&db, &["history", key, "-o", "json"]));
-        let last = h.as_array().unwrap().last().unwrap();
+        let h = history(&db, key);
+        let last = h.last().unwrap();
         assert_eq!(
             (
                 last["kind"].as_str(),
@@ -76,7 +73,8 @@ fn corpus_gce_file_yields_its_three_objects() {
         assert_eq!(last["encoding"].as_str(), Some("protobuf"));
         assert!(last["decode_error"].is_null(), "{key}: {}", last["decode_error"]);
     }
-    let runs = json(inspector(&db, &["runs", "-o", "json"]));
+    let runs = runs(&db);
+    assert_eq!(runs.len(), 1);
     let run = &runs[0];
     assert_eq!(
         (run["compact_revision"].as_i64(), run["keys_seen"].as_i64()),
@@ -95,11 +93,11 @@ fn corpus_json_file_yields_its_object_under_the_doubled_prefix_key() {
     let Some(corpus) = corpus_dir() else { return };
     let file = corpus.join("etcd-db/sample-apiserver-json.db");
     let before = sha256(&file);
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
+    let (_dir, db) = temp_db();
     ok(inspector(&db, &["snapshot", "--file", file.to_str().unwrap()]));
     let key = "/registry/wardle.kubernetes.io/registry/wardle.kubernetes.io/hyrule.k8s.io/hyrulecastles/default/links-place";
-    let h = json(inspector(&db, &["history", key, "-o", "json"]));
+    let h = history(&db, key);
+    assert_eq!(h.len(), 1);
     assert_eq!(
         (
             h[0]["encoding"].as_str(),
@@ -199,6 +197,7 @@ fn live_fetched_and_copied_files_give_identical_history() {
     );
     for other in ["fetch", "running-copy", "stopped"] {
         let got = revisions(&db(other));
+        assert_eq!(got.len(), live.len(), "{other}");
         let missing: Vec<_> = live.iter().filter(|r| !got.contains(r)).take(3).collect();
         let extra: Vec<_> = got.iter().filter(|r| !live.contains(r)).take(3).collect();
         assert!(
@@ -206,14 +205,14 @@ fn live_fetched_and_copied_files_give_identical_history() {
             "{other}: missing {missing:?}, extra {extra:?}"
         );
     }
-    let cluster = |name: &str| json(inspector(&db(name), &["runs", "-o", "json"]))[0]["cluster_id"].clone();
+    let cluster = |name: &str| runs(&db(name))[0]["cluster_id"].clone();
     assert_eq!(
         cluster("stopped"),
         cluster("live"),
         "a file is recognised as the cluster that wrote it"
     );
     assert_eq!(cluster("fetch"), cluster("live"));
-    let run = &json(inspector(&db("stopped"), &["runs", "-o", "json"]))[0];
+    let run = &runs(&db("stopped"))[0];
     assert_eq!(run["compact_revision"].as_i64(), Some(early));
     assert!(run["file"]["first_revision"].as_i64().unwrap() <= early);
 }
@@ -255,15 +254,9 @@ fn a_file_run_over_a_short_history_fails() {
         1
     );
     drop(sql);
-    let out = inspector(&db, &["snapshot", "--file", newer.to_str().unwrap()]);
-    assert_exit(&out, 1);
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = one_line_error(&inspector(&db, &["snapshot", "--file", newer.to_str().unwrap()]));
     assert!(err.contains(&format!("e.g. {key}: stored 3 of 4")), "{err}");
-    let r = runs(&db);
-    assert_eq!(
-        (r[0]["status"].as_str(), r[1]["status"].as_str()),
-        (Some("complete"), Some("failed"))
-    );
+    assert_eq!(run_statuses(&db), ["complete", "failed"]);
 }
 
 #[test]
@@ -304,21 +297,12 @@ fn bad_files_fail_with_one_line() {
         let file = dir.path().join(name);
         std::fs::write(&file, &bytes).unwrap();
         let db = dir.path().join(format!("{name}.sqlite"));
-        let out = inspector(&db, &["snapshot", "--file", file.to_str().unwrap()]);
-        assert_eq!(
-            out.status.code(),
-            Some(1),
-            "{name}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(err.trim_end().lines().count(), 1, "{name}: {err}");
+        let err = one_line_error(&inspector(&db, &["snapshot", "--file", file.to_str().unwrap()]));
         assert!(
             err.contains(want) && err.contains(file.to_str().unwrap()),
             "{name}: wanted {want:?} and the path in {err}"
         );
-        let runs = json(inspector(&db, &["runs", "-o", "json"]));
-        assert_eq!(runs[0]["status"].as_str(), Some("failed"), "{name}");
+        assert_eq!(run_statuses(&db), ["failed"], "{name}");
     }
 }
 

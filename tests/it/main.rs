@@ -1,0 +1,20 @@
+//! The integration tests, built as one binary: a module per area, the
+//! helpers they share once in `util`. The live modules start a real etcd;
+//! `.ci/run` runs them once per etcd release with
+//! `cargo test --test it -- snapshot:: scheduled:: …`.
+
+mod util;
+
+mod changes;
+mod decode_cli;
+mod decode_every_kind;
+mod decode_fixtures;
+mod detectors;
+mod drift;
+mod encode_roundtrip;
+mod get_cli;
+mod offline;
+mod report;
+mod scheduled;
+mod semantic_property;
+mod snapshot;
