@@ -16,7 +16,8 @@ pub mod rewrite;
 use crate::canon::duplicates::list_sizes;
 use crate::store::finding::Finding;
 use crate::store::object::ObjectRevision;
-use crate::store::{ClassifyStats, Store, StoreError};
+use crate::store::{ClassifyStats, Looked, Store, StoreError, ValueReader};
+use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Every detector's name.
@@ -35,32 +36,6 @@ pub const DETECTORS: &[&str] = &[
 pub struct Analysis {
     pub classify: ClassifyStats,
     pub findings: Vec<Finding>,
-}
-
-/// The value at a dotted path of a stored canonical value. A value the
-/// database cannot give back is kept in `failure`, which fails the analysis.
-fn value_at(
-    store: &Store,
-    cache: &mut BTreeMap<Vec<u8>, Option<serde_json::Value>>,
-    failure: &mut Option<StoreError>,
-    r: &ObjectRevision,
-    path: &str,
-) -> Option<serde_json::Value> {
-    let hash = r.semantic_sha256.clone()?;
-    if !cache.contains_key(&hash) {
-        match store.canonical_value(&hash) {
-            Ok(value) => {
-                cache.insert(hash.clone(), value);
-            }
-            Err(e) => {
-                failure.get_or_insert(e);
-                return None;
-            }
-        }
-    }
-    path.split('.')
-        .try_fold(cache.get(&hash)?.as_ref()?, |cur, k| cur.as_object()?.get(k))
-        .cloned()
 }
 
 /// The revisions of one key the excess-siblings sweep needs: generation
@@ -115,13 +90,19 @@ fn detect_cluster(store: &Store, cluster: i64) -> Result<Vec<Finding>, StoreErro
         findings.extend(recreated::detect(history));
         findings.extend(generation_mismatch::detect(history));
         // Stored values are read only for the keys that need them.
-        let mut cache = BTreeMap::new();
+        let mut values = ValueReader::new(store);
         findings.extend(flapping::detect(
             history,
             flapping::DEFAULT_MIN_RETURNS,
             &gaps,
-            &mut |r, p| value_at(store, &mut cache, &mut failure, r, p),
+            &mut |r, p| match values.at(r.semantic_sha256.as_deref(), p) {
+                Looked::Found(Value::Null) | Looked::Redacted | Looked::Absent => None,
+                Looked::Found(v) => Some(v.clone()),
+            },
         ));
+        if let Err(e) = values.finish() {
+            failure.get_or_insert(e);
+        }
         if history.iter().any(|r| r.duplicates.is_some()) {
             let mut sizes = BTreeMap::new();
             for r in history {

@@ -4,11 +4,10 @@ use super::Status;
 use crate::analyze::drift::compare;
 use crate::cli::{DiffArgs, ListFormat};
 use crate::report::escape::terminal;
-use crate::store::{LiveObject, ObjectFilter, Store};
+use crate::store::{LiveObject, Looked, ObjectFilter, Store, ValueReader};
 use anyhow::{bail, Result};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
@@ -51,38 +50,18 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
         store.live_objects(cluster, rev_b)?,
     );
     let filter = ObjectFilter::from(&args.objects);
-    let mut cache: BTreeMap<Vec<u8>, Option<Value>> = BTreeMap::new();
     // A value the database cannot give back fails the command (after the
     // comparison), instead of showing as redacted.
-    let mut failure = None;
+    let mut values = ValueReader::new(&store);
     let mut value_at = |o: &LiveObject, path: &str| -> Value {
-        let Some(hash) = o.semantic_sha256.clone() else {
-            return Value::Null;
-        };
-        if !cache.contains_key(&hash) {
-            match store.canonical_value(&hash) {
-                Ok(value) => {
-                    cache.insert(hash.clone(), value);
-                }
-                Err(e) => {
-                    failure.get_or_insert(e);
-                    return Value::Null;
-                }
-            }
-        }
-        match &cache[&hash] {
-            None => Value::String("<redacted>".into()),
-            Some(v) => path
-                .split('.')
-                .try_fold(v, |cur, k| cur.as_object()?.get(k))
-                .cloned()
-                .unwrap_or(Value::Null),
+        match values.at(o.semantic_sha256.as_deref(), path) {
+            Looked::Found(v) => v.clone(),
+            Looked::Redacted => Value::String("<redacted>".into()),
+            Looked::Absent => Value::Null,
         }
     };
     let report = compare(&a, &b, &filter, &mut value_at);
-    if let Some(e) = failure {
-        return Err(e.into());
-    }
+    values.finish()?;
     let mut out = std::io::stdout().lock();
     match args.output {
         ListFormat::Json => {

@@ -15,6 +15,7 @@ mod prune;
 mod runs;
 mod settings;
 mod stats;
+mod values;
 mod writer;
 
 pub use changes::{ClassifyStats, StoredFinding};
@@ -23,6 +24,7 @@ pub use live::LiveObject;
 pub use prune::Pruned;
 pub use runs::{Gap, Previous, RunId, RunInfo, RunStatus, Shortfall};
 pub use stats::{ObjectFilter, Scope};
+pub use values::{Looked, ValueReader};
 pub use writer::RevisionWriter;
 
 use rusqlite::Connection;

@@ -1,0 +1,67 @@
+//! Stored canonical values read back for detectors and diffs: each once,
+//! and the first read that fails kept, so the caller fails instead of
+//! showing a damaged value as missing.
+
+use super::{Store, StoreError};
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// What a value looks up to.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Looked<'v> {
+    /// The value at the path (`Null` when the object lacks it).
+    Found(&'v Value),
+    /// The stored content holds sensitive values and is never stored.
+    Redacted,
+    /// Nothing to show: no content, or the read failed (see
+    /// [`ValueReader::finish`]).
+    Absent,
+}
+
+/// Reads canonical values by semantic hash, caching each.
+pub struct ValueReader<'s> {
+    store: &'s Store,
+    cache: HashMap<Vec<u8>, Option<Value>>,
+    failure: Option<StoreError>,
+}
+
+impl<'s> ValueReader<'s> {
+    pub fn new(store: &'s Store) -> ValueReader<'s> {
+        ValueReader {
+            store,
+            cache: HashMap::new(),
+            failure: None,
+        }
+    }
+
+    /// The field at the dotted `path` of the content stored under `hash`.
+    pub fn at(&mut self, hash: Option<&[u8]>, path: &str) -> Looked<'_> {
+        let Some(hash) = hash else {
+            return Looked::Absent;
+        };
+        if !self.cache.contains_key(hash) {
+            match self.store.canonical_value(hash) {
+                Ok(value) => {
+                    self.cache.insert(hash.to_vec(), value);
+                }
+                Err(e) => {
+                    self.failure.get_or_insert(e);
+                    return Looked::Absent;
+                }
+            }
+        }
+        match &self.cache[hash] {
+            None => Looked::Redacted,
+            Some(v) => Looked::Found(
+                path.split('.')
+                    .try_fold(v, |cur, k| cur.as_object()?.get(k))
+                    .unwrap_or(&Value::Null),
+            ),
+        }
+    }
+
+    /// The first failed read, if any.
+    pub fn finish(self) -> Result<(), StoreError> {
+        self.failure.map_or(Ok(()), Err)
+    }
+}
