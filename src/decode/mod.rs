@@ -176,25 +176,9 @@ fn decode_inner(value: &[u8], base64_wrapped: bool) -> Result<Outcome, Undecodab
 
 #[cfg(test)]
 mod tests {
+    use super::protobuf::tests::{delimited, varint};
     use super::*;
     use serde_json::json;
-
-    fn varint(mut n: usize, out: &mut Vec<u8>) {
-        while n >= 0x80 {
-            out.push(n as u8 | 0x80);
-            n >>= 7;
-        }
-        out.push(n as u8);
-    }
-
-    /// Field `number` as a length-delimited field holding `body`.
-    fn delimited(number: usize, body: &[u8]) -> Vec<u8> {
-        let mut out = Vec::new();
-        varint(number << 3 | 2, &mut out);
-        varint(body.len(), &mut out);
-        out.extend_from_slice(body);
-        out
-    }
 
     /// Field `number` as a varint.
     fn varint_field(number: usize, value: usize) -> Vec<u8> {

@@ -499,7 +499,7 @@ fn map_key_default(kind: &Kind) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::decode::schema::schema;
 
@@ -507,7 +507,7 @@ mod tests {
         schema().resolve("v1", "Pod").0
     }
 
-    fn varint(mut n: usize, out: &mut Vec<u8>) {
+    pub(in crate::decode) fn varint(mut n: usize, out: &mut Vec<u8>) {
         while n >= 0x80 {
             out.push(n as u8 | 0x80);
             n >>= 7;
@@ -516,7 +516,7 @@ mod tests {
     }
 
     /// Field `number` as a length-delimited field holding `body`.
-    fn delimited(number: usize, body: &[u8]) -> Vec<u8> {
+    pub(in crate::decode) fn delimited(number: usize, body: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
         varint(number << 3 | 2, &mut out);
         varint(body.len(), &mut out);
