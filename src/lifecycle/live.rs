@@ -7,7 +7,7 @@ use super::plan::{check_history, read_error, replay_all, Plan};
 use super::progress::Progress;
 use super::{RecordOptions, Settings, Summary};
 use crate::source::etcd::{Connection, Scope};
-use crate::source::Read;
+use crate::source::{Census, Read};
 use crate::store::{RunId, Store};
 use anyhow::Result;
 use indicatif::ProgressBar;
@@ -40,8 +40,6 @@ pub(super) async fn read(
     )?;
     let (cluster, mut gaps) = (plan.cluster, plan.gaps.clone());
     store.set_run_target(run, cluster, pinned.head, compact, plan.from)?;
-    // etcd's own counters for every live key, to check the history against.
-    let live = etcd.live_keys(scope, pinned.head, options.page_size).await?;
     let mut writer = settings.writer(store, cluster, run, &options.prefix)?;
     let mut sink = Progress {
         writer: &mut writer,
@@ -49,14 +47,18 @@ pub(super) async fn read(
         seen: 0,
         census: None,
     };
-    // When the previous run's head is still retained, every change since
-    // is in the replay and the state at the head follows from the stored
-    // history: reading the whole keyspace again would add nothing.
-    if !plan.continuous() {
+    // etcd's own counters for every key live at the head, to check the
+    // history against: from the state read, or, when the previous run's
+    // head is still retained (every change since is in the replay, so
+    // reading the values again would add nothing), from the keys alone.
+    let live = if plan.continuous() {
+        etcd.live_keys(scope, pinned.head, options.page_size).await?
+    } else {
         bar.set_message(format!(
             "reading keys under {} at revision {}",
             options.prefix, pinned.head
         ));
+        sink.census = Some(Census::default());
         let read = etcd
             .read_state(scope.prefix, pinned.head, options.page_size, &mut sink)
             .await
@@ -64,7 +66,8 @@ pub(super) async fn read(
         if read == Read::Stopped {
             return Ok(None);
         }
-    }
+        sink.census.take().map(|c| c.live()).unwrap_or_default()
+    };
     bar.set_message(format!(
         "replaying history from revision {} to {}",
         plan.from, pinned.head

@@ -41,33 +41,48 @@ pub struct LiveKey {
 /// counters a data file or a watch reports for every key still live.
 #[derive(Debug, Default)]
 pub struct Census {
-    /// Key → its newest record's counters, `None` once that is a tombstone.
-    newest: HashMap<Vec<u8>, (i64, Option<LiveKey>)>,
+    /// Key → its newest record's counters; `version` 0 and `deleted` for a
+    /// tombstone.
+    newest: HashMap<Vec<u8>, Counters>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Counters {
+    create_revision: i64,
+    mod_revision: i64,
+    version: i64,
+    deleted: bool,
 }
 
 impl Census {
     /// Takes `record` if it is the newest of its key so far.
     pub fn observe(&mut self, record: &Record) {
-        if let Some((newest, _)) = self.newest.get(&record.key) {
-            if *newest >= record.mod_revision {
-                return;
-            }
-        }
-        let live = (!record.deleted).then(|| LiveKey {
-            key: record.key.clone(),
+        let counters = Counters {
             create_revision: record.create_revision,
             mod_revision: record.mod_revision,
             version: record.version,
-        });
-        self.newest
-            .insert(record.key.clone(), (record.mod_revision, live));
+            deleted: record.deleted,
+        };
+        match self.newest.get_mut(&record.key) {
+            Some(known) if known.mod_revision >= record.mod_revision => {}
+            Some(known) => *known = counters,
+            None => {
+                self.newest.insert(record.key.clone(), counters);
+            }
+        }
     }
 
     /// The keys whose newest observed record is not a tombstone.
     pub fn live(&self) -> Vec<LiveKey> {
         self.newest
-            .values()
-            .filter_map(|(_, live)| live.clone())
+            .iter()
+            .filter(|(_, c)| !c.deleted)
+            .map(|(key, c)| LiveKey {
+                key: key.clone(),
+                create_revision: c.create_revision,
+                mod_revision: c.mod_revision,
+                version: c.version,
+            })
             .collect()
     }
 
