@@ -3,7 +3,8 @@
 //! hides.
 //!
 //! The crate follows the data, one module per stage: `source` (live etcd,
-//! data files) → `decode` and `canon` (objects, canonical form, hashes) →
+//! data files) → `decrypt`, `decode` and `canon` (values encrypted at rest,
+//! objects, canonical form, hashes) →
 //! `store` (SQLite) → `analyze` (detectors) → `report` (formats) →
 //! `lifecycle` (a recorded run from start to finish) → `cmd` (commands).
 
@@ -12,6 +13,7 @@ pub mod canon;
 pub mod cli;
 pub mod cmd;
 pub mod decode;
+pub mod decrypt;
 pub mod error_line;
 pub mod hex;
 pub mod lifecycle;

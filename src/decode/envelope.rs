@@ -155,6 +155,17 @@ fn looks_like_yaml_object(text: &str) -> bool {
         .any(|l| l.starts_with("apiVersion:") || l.starts_with("kind:"))
 }
 
+/// An encrypted value's provider, version and the bytes after them
+/// (`k8s:enc:<provider>:<version>:` + rest); `None` for other values.
+pub fn encrypted_parts(value: &[u8]) -> Option<(&str, &str, &[u8])> {
+    let rest = value.strip_prefix(ENCRYPTED_PREFIX)?;
+    let mut parts = rest.splitn(3, |&b| b == b':');
+    let provider = std::str::from_utf8(parts.next()?).ok()?;
+    let version = std::str::from_utf8(parts.next()?).ok()?;
+    let rest = parts.next()?;
+    Some((provider, version, rest))
+}
+
 fn encrypted(rest: &[u8]) -> Result<EncryptedInfo, EnvelopeError> {
     let mut parts = rest.splitn(4, |&b| b == b':');
     let mut next = |what: &str| -> Result<String, EnvelopeError> {

@@ -1,0 +1,314 @@
+//! Decryption of values kube-apiserver encrypted at rest (reference §2.4),
+//! with the cluster's EncryptionConfiguration and, for KMS, its plugin.
+//! Records are decrypted, then decoded: decode stays a pure function of
+//! bytes, and the plugin call is the only I/O of this stage.
+
+pub mod config;
+pub mod kms;
+pub mod local;
+pub mod policy;
+
+use crate::decode::envelope::{encrypted_parts, CBOR_MAGIC, PROTOBUF_MAGIC};
+use config::{EncryptionConfig, KmsProvider, KmsVersion, LocalKey, Provider};
+use kms::KmsClient;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A decrypted value and which provider and key it was stored under.
+pub struct Plaintext {
+    pub bytes: Vec<u8>,
+    /// As [`label`] names it: `aesgcm:key1`, `kms-v2:plugin:42`.
+    pub label: String,
+}
+
+/// Why no configured provider decrypted a value: one line naming each
+/// provider and key tried (`aesgcm key "key1": authentication failed`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DecryptError(pub String);
+
+/// The configured providers and their KMS plugins.
+pub struct Decryptor {
+    config: EncryptionConfig,
+    /// By KMS provider name.
+    kms: HashMap<String, Arc<KmsClient>>,
+}
+
+impl std::fmt::Debug for Decryptor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Decryptor({})", self.config.path.display())
+    }
+}
+
+impl Decryptor {
+    /// Providers from `config`; `sockets` replaces a KMS provider's socket
+    /// (`--kms-socket NAME=PATH`). Nothing is dialled yet.
+    pub fn new(config: EncryptionConfig, sockets: &[(String, PathBuf)]) -> Result<Decryptor, DecryptError> {
+        let mut kms = HashMap::new();
+        for provider in config.rules.iter().flat_map(|r| &r.providers) {
+            if let Provider::Kms(k) = provider {
+                let mut k = k.clone();
+                if let Some((_, path)) = sockets.iter().find(|(name, _)| *name == k.name) {
+                    k.socket = path.clone();
+                }
+                kms.entry(k.name.clone())
+                    .or_insert_with(|| Arc::new(KmsClient::new(k)));
+            }
+        }
+        if let Some((name, _)) = sockets.iter().find(|(name, _)| !kms.contains_key(name)) {
+            let known: Vec<&str> = kms.keys().map(String::as_str).collect();
+            return Err(DecryptError(format!(
+                "--kms-socket {name}=...: {} has no kms provider named {name:?} (it has: {})",
+                config.path.display(),
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            )));
+        }
+        Ok(Decryptor { config, kms })
+    }
+
+    /// Asks every KMS plugin for its status, as a live run does before it
+    /// reads: an unreachable plugin is one error at the start.
+    pub fn check_plugins(&self) -> Result<Vec<(String, kms::KmsStatus)>, DecryptError> {
+        let mut names: Vec<&String> = self.kms.keys().collect();
+        names.sort();
+        names
+            .into_iter()
+            .map(|name| {
+                let status = self.kms[name].status().map_err(|e| DecryptError(e.to_string()))?;
+                Ok((name.clone(), status))
+            })
+            .collect()
+    }
+
+    /// The rule that chooses `resource`'s providers (`None`: identity).
+    pub fn rule_for(&self, group: &str, resource: &str) -> Option<usize> {
+        self.config.rule_for(group, resource)
+    }
+
+    /// Whether values under `rule` may be encrypted (any provider but
+    /// identity): such values are sensitive.
+    pub fn encrypts(&self, rule: Option<usize>) -> bool {
+        rule.is_some_and(|i| {
+            self.config.rules[i]
+                .providers
+                .iter()
+                .any(|p| !matches!(p, Provider::Identity))
+        })
+    }
+
+    /// The names-only policy recorded with a run; `statuses` gives each KMS
+    /// v2 plugin's current key id.
+    pub fn policy(&self, statuses: &[(String, kms::KmsStatus)]) -> policy::Policy {
+        policy::Policy::of(&self.config, statuses)
+    }
+
+    /// Decrypts `value`, stored at `etcd_key` (the AAD) of a resource whose
+    /// providers `rule` chooses. `Ok(None)`: not encrypted.
+    pub fn decrypt(
+        &self,
+        rule: Option<usize>,
+        etcd_key: &[u8],
+        value: &[u8],
+    ) -> Result<Option<Plaintext>, DecryptError> {
+        let Some((provider, version, rest)) = encrypted_parts(value) else {
+            return Ok(None);
+        };
+        let providers = rule.map_or(&[][..], |i| &self.config.rules[i].providers[..]);
+        let mut tried = Vec::new();
+        for p in providers {
+            let attempt = match (p, provider, version) {
+                (Provider::AesCbc(keys), "aescbc", "v1") => {
+                    local_keys("aescbc", keys, rest, &mut tried, |k, d| {
+                        local::aescbc(k, d).map_err(|e| e.to_string()).and_then(plausible)
+                    })
+                }
+                (Provider::AesGcm(keys), "aesgcm", "v1") => {
+                    local_keys("aesgcm", keys, rest, &mut tried, |k, d| {
+                        local::aesgcm(k, d, etcd_key).map_err(|e| e.to_string())
+                    })
+                }
+                (Provider::Secretbox(keys), "secretbox", "v1") => {
+                    local_keys("secretbox", keys, rest, &mut tried, |k, d| {
+                        local::secretbox(k, d).map_err(|e| e.to_string())
+                    })
+                }
+                (Provider::Kms(k), "kms", v) if v == k.version.as_str() => named(rest, &k.name)
+                    .map(|payload| self.kms_decrypt(k, etcd_key, payload).map_err(|e| tried.push(e))),
+                _ => None,
+            };
+            if let Some(Ok(plain)) = attempt {
+                return Ok(Some(plain));
+            }
+        }
+        let stored = label(value).unwrap_or_default();
+        Err(DecryptError(if tried.is_empty() {
+            format!(
+                "stored under {stored}, which {} does not configure for this resource",
+                self.config.path.display()
+            )
+        } else {
+            tried.join("; ")
+        }))
+    }
+
+    /// The provider and key `value` names, as [`label`] gives it but with
+    /// the key names `rule`'s providers configure (a name may hold `:`).
+    pub fn label(&self, rule: Option<usize>, value: &[u8]) -> Option<String> {
+        let (provider, version, rest) = encrypted_parts(value)?;
+        let providers = rule.map_or(&[][..], |i| &self.config.rules[i].providers[..]);
+        let configured = providers.iter().find_map(|p| {
+            let keys = match (p, provider, version) {
+                (Provider::AesCbc(keys), "aescbc", "v1")
+                | (Provider::AesGcm(keys), "aesgcm", "v1")
+                | (Provider::Secretbox(keys), "secretbox", "v1") => keys,
+                _ => return None,
+            };
+            keys.iter().find(|k| named(rest, &k.name).is_some())
+        });
+        match configured {
+            Some(key) => Some(format!("{provider}:{}", key.name)),
+            None => label(value),
+        }
+    }
+
+    /// Decrypts a KMS value; every error names the provider.
+    fn kms_decrypt(&self, k: &KmsProvider, etcd_key: &[u8], payload: &[u8]) -> Result<Plaintext, String> {
+        let client = &self.kms[&k.name];
+        // The plugin's errors name the provider and its socket already.
+        let plugin = |e: kms::KmsError| e.to_string();
+        let ours = |e: String| format!("kms {} provider {:?}: {e}", k.version.as_str(), k.name);
+        match k.version {
+            KmsVersion::V2 => {
+                let object = kms::parse_encrypted_object(payload).map_err(ours)?;
+                let source = client
+                    .decrypt(&object.encrypted_dek_source, &object.key_id, &object.annotations)
+                    .map_err(plugin)?;
+                let data = &object.encrypted_data;
+                let bytes = match object.encrypted_dek_source_type {
+                    0 => local::aesgcm(&source, data, etcd_key),
+                    1 if data.len() >= 32 => local::hkdf_key(&source, &data[..32])
+                        .and_then(|key| local::aesgcm(&key, &data[32..], etcd_key)),
+                    1 => Err(local::CipherError::TooShort(data.len())),
+                    other => return Err(ours(format!("encryptedDEKSourceType {other} is not known"))),
+                }
+                .map_err(|e| ours(format!("key id {:?}: {e}", object.key_id)))?;
+                Ok(Plaintext {
+                    bytes,
+                    label: kms_label(KmsVersion::V2, &k.name, Some(&object.key_id)),
+                })
+            }
+            KmsVersion::V1 => {
+                let (dek_cipher, data) = length_prefixed(payload)
+                    .ok_or_else(|| ours("value too short for its length-prefixed key".into()))?;
+                let dek = client.decrypt(dek_cipher, "", &HashMap::new()).map_err(plugin)?;
+                // Data from before Kubernetes 1.25 is AES-CBC under the DEK.
+                let bytes = local::aesgcm(&dek, data, etcd_key)
+                    .or_else(|gcm| {
+                        local::aescbc(&dek, data)
+                            .map_err(|_| gcm.to_string())
+                            .and_then(plausible)
+                    })
+                    .map_err(ours)?;
+                Ok(Plaintext {
+                    bytes,
+                    label: kms_label(KmsVersion::V1, &k.name, None),
+                })
+            }
+        }
+    }
+}
+
+impl KmsVersion {
+    /// As the value's prefix writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KmsVersion::V1 => "v1",
+            KmsVersion::V2 => "v2",
+        }
+    }
+}
+
+/// Tries each configured key whose name the value carries; `None` when no
+/// key's name matched.
+fn local_keys(
+    provider: &str,
+    keys: &[LocalKey],
+    rest: &[u8],
+    tried: &mut Vec<String>,
+    open: impl Fn(&[u8], &[u8]) -> Result<Vec<u8>, String>,
+) -> Option<Result<Plaintext, ()>> {
+    let mut matched = false;
+    for key in keys {
+        let Some(data) = named(rest, &key.name) else {
+            continue;
+        };
+        matched = true;
+        match open(&key.secret, data) {
+            Ok(bytes) => {
+                return Some(Ok(Plaintext {
+                    bytes,
+                    label: format!("{provider}:{}", key.name),
+                }))
+            }
+            Err(e) => tried.push(format!("{provider} key {:?}: {e}", key.name)),
+        }
+    }
+    matched.then_some(Err(()))
+}
+
+/// The bytes after `name:`, when `rest` starts with it.
+fn named<'a>(rest: &'a [u8], name: &str) -> Option<&'a [u8]> {
+    rest.strip_prefix(name.as_bytes())?.strip_prefix(b":")
+}
+
+/// KMS v1's big-endian `uint16` length, that many bytes, and the rest.
+fn length_prefixed(payload: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (len, rest) = payload.split_first_chunk::<2>()?;
+    let len = u16::from_be_bytes(*len) as usize;
+    (rest.len() >= len).then(|| rest.split_at(len))
+}
+
+/// aescbc has no MAC: a wrong key gives valid padding about once in 256
+/// tries, so a plaintext counts only if it starts like a stored object.
+fn plausible(bytes: Vec<u8>) -> Result<Vec<u8>, String> {
+    let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
+    if bytes.starts_with(PROTOBUF_MAGIC) || bytes.starts_with(CBOR_MAGIC) || first == Some(b'{') {
+        Ok(bytes)
+    } else {
+        Err("wrong key (the plaintext is not an object)".into())
+    }
+}
+
+fn kms_label(version: KmsVersion, name: &str, key_id: Option<&str>) -> String {
+    match key_id {
+        Some(id) => format!("kms-{}:{name}:{id}", version.as_str()),
+        None => format!("kms-{}:{name}", version.as_str()),
+    }
+}
+
+/// The provider and key an encrypted value names, without any config:
+/// `aescbc:key1` (a key name may contain `:`; without the config's names
+/// it ends at the next `:`), `kms-v1:plugin`, `kms-v2:plugin:<key id>`.
+/// `None` for a value that is not encrypted.
+pub fn label(value: &[u8]) -> Option<String> {
+    let (provider, version, rest) = encrypted_parts(value)?;
+    let end = rest.iter().position(|&b| b == b':').unwrap_or(rest.len());
+    let name = String::from_utf8_lossy(&rest[..end]);
+    Some(match (provider, version) {
+        ("kms", "v2") => {
+            let key_id = rest
+                .get(end + 1..)
+                .and_then(|object| kms::parse_encrypted_object(object).ok())
+                .map(|o| o.key_id);
+            kms_label(KmsVersion::V2, &name, key_id.as_deref())
+        }
+        ("kms", "v1") => kms_label(KmsVersion::V1, &name, None),
+        ("aescbc" | "aesgcm" | "secretbox", "v1") => format!("{provider}:{name}"),
+        _ => format!("{provider}:{version}:{name}"),
+    })
+}

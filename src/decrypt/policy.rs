@@ -1,0 +1,117 @@
+//! What an EncryptionConfiguration says about writes, by name only (never
+//! a secret): recorded with each run, so `analyze` can tell which stored
+//! values are not under their resource's current write key.
+
+use super::config::{select, EncryptionConfig, KmsVersion, Provider};
+use super::kms::KmsStatus;
+use serde::{Deserialize, Serialize};
+
+/// The write provider and key of each `resources[]` entry.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Policy {
+    pub rules: Vec<PolicyRule>,
+}
+
+/// One `resources[]` entry: the resources it names and how they are written.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyRule {
+    pub resources: Vec<String>,
+    /// The label of the first provider's first key (as
+    /// [`super::label`] names stored values), or `identity`.
+    pub write: String,
+}
+
+/// The label of a plaintext value.
+pub const IDENTITY: &str = "identity";
+
+impl Policy {
+    /// The policy of `config`; a KMS v2 plugin's current key id comes from
+    /// `statuses` (without it, any key id of that plugin counts as current).
+    pub fn of(config: &EncryptionConfig, statuses: &[(String, KmsStatus)]) -> Policy {
+        let write = |p: &Provider| match p {
+            Provider::Identity => IDENTITY.to_string(),
+            Provider::AesCbc(keys) => format!("aescbc:{}", keys[0].name),
+            Provider::AesGcm(keys) => format!("aesgcm:{}", keys[0].name),
+            Provider::Secretbox(keys) => format!("secretbox:{}", keys[0].name),
+            Provider::Kms(k) => {
+                let key_id = statuses
+                    .iter()
+                    .find(|(name, s)| *name == k.name && !s.key_id.is_empty())
+                    .filter(|_| k.version == KmsVersion::V2)
+                    .map(|(_, s)| s.key_id.as_str());
+                super::kms_label(k.version, &k.name, key_id)
+            }
+        };
+        Policy {
+            rules: config
+                .rules
+                .iter()
+                .map(|r| PolicyRule {
+                    resources: r.resources.clone(),
+                    write: r.providers.first().map_or_else(|| IDENTITY.to_string(), write),
+                })
+                .collect(),
+        }
+    }
+
+    /// How `resource` of `group` is written (`None`: identity, not listed).
+    pub fn rule_for(&self, group: &str, resource: &str) -> Option<&PolicyRule> {
+        let lists: Vec<&[String]> = self.rules.iter().map(|r| &r.resources[..]).collect();
+        select(&lists, group, resource).map(|i| &self.rules[i])
+    }
+}
+
+impl PolicyRule {
+    /// Whether new writes are encrypted.
+    pub fn encrypts(&self) -> bool {
+        self.write != IDENTITY
+    }
+
+    /// Whether a value stored under `stored` (`None`: plaintext) is what a
+    /// write would store now. A KMS v2 write label without a key id
+    /// accepts any key id of its plugin.
+    pub fn is_current(&self, stored: Option<&str>) -> bool {
+        let stored = stored.unwrap_or(IDENTITY);
+        stored == self.write
+            || (self.write.starts_with("kms-v2:")
+                && self.write.matches(':').count() == 1
+                && stored
+                    .strip_prefix(self.write.as_str())
+                    .is_some_and(|id| id.starts_with(':')))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(write: &str) -> PolicyRule {
+        PolicyRule {
+            resources: vec!["secrets".into()],
+            write: write.into(),
+        }
+    }
+
+    #[test]
+    fn current_write_key() {
+        assert!(rule("aesgcm:key1").is_current(Some("aesgcm:key1")));
+        assert!(!rule("aesgcm:key1").is_current(Some("aescbc:key1")));
+        assert!(!rule("aesgcm:key1").is_current(None));
+        assert!(rule(IDENTITY).is_current(None));
+        assert!(!rule(IDENTITY).is_current(Some("aesgcm:key1")));
+        assert!(rule("kms-v2:p").is_current(Some("kms-v2:p:7")));
+        assert!(!rule("kms-v2:p").is_current(Some("kms-v2:pq:7")));
+        assert!(rule("kms-v2:p:7").is_current(Some("kms-v2:p:7")));
+        assert!(!rule("kms-v2:p:8").is_current(Some("kms-v2:p:7")));
+    }
+
+    #[test]
+    fn round_trips_as_json() {
+        let p = Policy {
+            rules: vec![rule("aesgcm:key1")],
+        };
+        let json = serde_json::to_string(&p).unwrap();
+        assert_eq!(serde_json::from_str::<Policy>(&json).unwrap(), p);
+        assert!(!json.contains("secret\""), "{json}");
+    }
+}
