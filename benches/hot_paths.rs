@@ -6,6 +6,7 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use etcd_inspector::canon::keyed_hash::ValueHasher;
 use etcd_inspector::canon::semantic::{field_hashes, semantic_form, Sensitivity};
+use etcd_inspector::canon::sensitive::Secrecy;
 use etcd_inspector::decode::encode::encode_protobuf;
 use etcd_inspector::decode::{decode_value, Outcome};
 use etcd_inspector::source::{Record, Sink};
@@ -44,7 +45,15 @@ fn benches(c: &mut Criterion) {
     });
     let form = semantic_form(&d.object);
     g.bench_function("field hashes (depth 2)", |b| {
-        b.iter(|| field_hashes(black_box(&form), 2, false, &Sensitivity::default(), &hasher))
+        b.iter(|| {
+            field_hashes(
+                black_box(&form),
+                2,
+                Secrecy::Plain,
+                &Sensitivity::default(),
+                &hasher,
+            )
+        })
     });
     g.finish();
 
@@ -70,9 +79,16 @@ fn benches(c: &mut Criterion) {
                 let run = store.begin_run("bench", "/registry/", "").unwrap();
                 let cluster = store.cluster("bench").unwrap();
                 let fields = store.field_config(None, &[]).unwrap();
-                let mut w =
-                    RevisionWriter::new(&store, cluster, run, "/registry/", fields, Default::default())
-                        .unwrap();
+                let mut w = RevisionWriter::new(
+                    &store,
+                    cluster,
+                    run,
+                    "/registry/",
+                    fields,
+                    Default::default(),
+                    None,
+                )
+                .unwrap();
                 for r in &records {
                     w.record(r.clone()).unwrap();
                 }

@@ -23,7 +23,15 @@ fn main() -> Result<()> {
     let cluster = store.cluster("synthetic-cluster")?;
     store.set_run_target(run, cluster, total + 1, 0, 1)?;
     let fields = store.field_config(None, &[])?;
-    let mut writer = RevisionWriter::new(&store, cluster, run, "/registry/", fields, Default::default())?;
+    let mut writer = RevisionWriter::new(
+        &store,
+        cluster,
+        run,
+        "/registry/",
+        fields,
+        Default::default(),
+        None,
+    )?;
     let mut revision = 1;
     for round in 0..REVISIONS_PER_KEY {
         for k in 0..keys {

@@ -222,6 +222,8 @@ pub struct RecordArgs {
     /// atomically) to PATH, e.g. into a node-exporter textfile directory.
     #[arg(long, value_name = "PATH")]
     pub metrics_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub encryption: EncryptionArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -359,6 +361,34 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     })
 }
 
+/// How to decrypt values kube-apiserver encrypted at rest.
+#[derive(clap::Args, Debug, Clone)]
+pub struct EncryptionArgs {
+    /// kube-apiserver's EncryptionConfiguration (its
+    /// --encryption-provider-config file, YAML or JSON): decrypts values
+    /// stored under its aescbc, aesgcm, secretbox and kms providers. Only
+    /// read; secrets from it never reach the database or any output.
+    #[arg(long, env = "ETCD_INSPECTOR_ENCRYPTION_CONFIG", value_name = "FILE")]
+    pub encryption_config: Option<PathBuf>,
+    /// Reach the config's KMS provider NAME at socket PATH instead of its
+    /// endpoint (a socket copied or forwarded from the control-plane node);
+    /// repeatable.
+    #[arg(long, value_name = "NAME=PATH", value_parser = parse_kms_socket, requires = "encryption_config")]
+    pub kms_socket: Vec<(String, PathBuf)>,
+}
+
+/// Parses `NAME=PATH`.
+fn parse_kms_socket(text: &str) -> Result<(String, PathBuf), String> {
+    match text.split_once('=') {
+        Some((name, path)) if !name.is_empty() && !path.is_empty() => {
+            Ok((name.to_string(), PathBuf::from(path)))
+        }
+        _ => Err(format!(
+            "{text:?} is not NAME=PATH (a kms provider's name and a unix socket)"
+        )),
+    }
+}
+
 /// How a decoded object is shown.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ViewArgs {
@@ -376,6 +406,8 @@ pub struct ViewArgs {
     /// placeholder that keeps each key and the value's length.
     #[arg(long)]
     pub show_secrets: bool,
+    #[command(flatten)]
+    pub encryption: EncryptionArgs,
 }
 
 #[derive(clap::Args, Debug)]

@@ -3,6 +3,7 @@
 //! re-encryption, or a different serialization of the same object.
 
 use crate::canon::change::{ChangeCause, ChangeClass};
+use crate::decrypt::policy::IDENTITY;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
 use std::collections::BTreeMap;
@@ -20,7 +21,15 @@ fn describe(prev: Option<&ObjectRevision>, r: &ObjectRevision) -> String {
     match r.cause {
         Some(ChangeCause::MediaType) => pair(prev.map(|p| &p.encoding), &r.encoding),
         Some(ChangeCause::StorageVersion) => pair(prev.map(|p| &p.api_version), &r.api_version),
-        Some(ChangeCause::Encryption) => pair(prev.map(|p| &p.encryption), &r.encryption),
+        Some(ChangeCause::Encryption) => {
+            let label =
+                |e: Option<&Option<String>>| e.and_then(|e| e.as_deref()).unwrap_or(IDENTITY).to_string();
+            format!(
+                "{} → {}",
+                label(prev.map(|p| &p.encryption)),
+                label(Some(&r.encryption))
+            )
+        }
         Some(ChangeCause::Serialization) | None => "same encoding, different bytes".to_string(),
     }
 }

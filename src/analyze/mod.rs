@@ -7,6 +7,7 @@
 pub mod drift;
 pub mod duplicate_entries;
 pub mod encoding_only;
+pub mod encryption_at_rest;
 pub mod excess_siblings;
 pub mod flapping;
 pub mod generation_mismatch;
@@ -29,6 +30,7 @@ pub const DETECTORS: &[&str] = &[
     duplicate_entries::NAME,
     flapping::NAME,
     generation_mismatch::NAME,
+    encryption_at_rest::NAME,
 ];
 
 /// What an `analyze` did.
@@ -81,6 +83,10 @@ fn sibling_events(history: &[ObjectRevision]) -> Vec<ObjectRevision> {
 
 fn detect_cluster(store: &Store, cluster: i64) -> Result<Vec<Finding>, StoreError> {
     let gaps = store.gaps(cluster)?;
+    let policy = store.encryption_policy(cluster)?;
+    let mut encryption = policy
+        .as_ref()
+        .map(|(policy, head)| encryption_at_rest::Audit::new(policy, *head));
     let mut findings = Vec::new();
     let mut sibling_revisions: Vec<ObjectRevision> = Vec::new();
     let mut failure = None;
@@ -89,6 +95,9 @@ fn detect_cluster(store: &Store, cluster: i64) -> Result<Vec<Finding>, StoreErro
         findings.extend(encoding_only::detect(history));
         findings.extend(recreated::detect(history));
         findings.extend(generation_mismatch::detect(history));
+        if let Some(audit) = &mut encryption {
+            audit.push(history);
+        }
         // Stored values are read only for the keys that need them.
         let mut values = ValueReader::new(store);
         findings.extend(flapping::detect(
@@ -132,6 +141,11 @@ fn detect_cluster(store: &Store, cluster: i64) -> Result<Vec<Finding>, StoreErro
     let mut sweep = excess_siblings::Sweep::new(excess_siblings::DEFAULT_WINDOW_SECONDS);
     sibling_revisions.iter().for_each(|r| sweep.push(r));
     findings.extend(sweep.finish());
+    findings.extend(
+        encryption
+            .map(encryption_at_rest::Audit::finish)
+            .unwrap_or_default(),
+    );
     Ok(findings)
 }
 

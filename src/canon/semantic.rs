@@ -7,6 +7,7 @@
 //! group or kind does not.
 
 use super::keyed_hash::ValueHasher;
+use super::sensitive::Secrecy;
 use super::{into_canonical, keep_canonical_members};
 use serde_json::{Map, Value};
 
@@ -62,18 +63,23 @@ pub struct Sensitivity {
 
 impl Sensitivity {
     /// Whether the value at `path` holds a sensitive value, so its hash
-    /// must be keyed: a Secret's `data`/`stringData`, a configured path, or
-    /// a field containing one (`spec` holds `spec.token`).
-    pub fn is_sensitive(&self, secret: bool, path: &str) -> bool {
+    /// must be keyed: every field of an encrypted resource, a Secret's
+    /// `data`/`stringData`, a configured path, or a field containing one
+    /// (`spec` holds `spec.token`).
+    pub fn is_sensitive(&self, secrecy: Secrecy, path: &str) -> bool {
         let under =
             |root: &str| path == root || path.strip_prefix(root).is_some_and(|rest| rest.starts_with('.'));
         let holds = |p: &str| p.strip_prefix(path).is_some_and(|rest| rest.starts_with('.'));
-        (secret && (under("data") || under("stringData"))) || self.paths.iter().any(|p| under(p) || holds(p))
+        match secrecy {
+            Secrecy::Everything => true,
+            Secrecy::Secret if under("data") || under("stringData") => true,
+            _ => self.paths.iter().any(|p| under(p) || holds(p)),
+        }
     }
 
     /// Whether any sensitive value is present in a semantic form.
-    pub fn covers_any(&self, secret: bool, form: &Value) -> bool {
-        secret || self.paths.iter().any(|p| lookup(form, p).is_some())
+    pub fn covers_any(&self, secrecy: Secrecy, form: &Value) -> bool {
+        secrecy != Secrecy::Plain || self.paths.iter().any(|p| lookup(form, p).is_some())
     }
 }
 
@@ -92,11 +98,11 @@ pub type FieldHash = (String, [u8; FIELD_HASH_LEN]);
 pub fn field_hashes(
     form: &Value,
     depth: usize,
-    secret: bool,
+    secrecy: Secrecy,
     sensitivity: &Sensitivity,
     hasher: &ValueHasher,
 ) -> Vec<FieldHash> {
-    serialize_with_field_hashes(form, depth, secret, sensitivity, hasher).1
+    serialize_with_field_hashes(form, depth, secrecy, sensitivity, hasher).1
 }
 
 /// `form` serialized as compact JSON (the bytes `serde_json::to_vec` gives)
@@ -106,7 +112,7 @@ pub fn field_hashes(
 pub fn serialize_with_field_hashes(
     form: &Value,
     depth: usize,
-    secret: bool,
+    secrecy: Secrecy,
     sensitivity: &Sensitivity,
     hasher: &ValueHasher,
 ) -> (Vec<u8>, Vec<FieldHash>) {
@@ -117,7 +123,7 @@ pub fn serialize_with_field_hashes(
         .into_iter()
         .map(|(path, start, end)| {
             let full = hasher
-                .hash(&bytes[start..end], sensitivity.is_sensitive(secret, &path))
+                .hash(&bytes[start..end], sensitivity.is_sensitive(secrecy, &path))
                 .0;
             let hash = full[..FIELD_HASH_LEN].try_into().expect("16 bytes");
             (path, hash)
@@ -172,7 +178,8 @@ mod tests {
                     "spec": {"containers": [{"name": "x", "args": ["1", "2"]}], "replicas": 2.5}}),
         );
         let hasher = ValueHasher::new([7; 32]);
-        let (bytes, hashes) = serialize_with_field_hashes(&form, 2, false, &Sensitivity::default(), &hasher);
+        let (bytes, hashes) =
+            serialize_with_field_hashes(&form, 2, Secrecy::Plain, &Sensitivity::default(), &hasher);
         assert_eq!(bytes, serde_json::to_vec(&form).unwrap());
         for (path, hash) in &hashes {
             let value = path.split('.').fold(&form, |v, k| &v[k]);
@@ -198,7 +205,7 @@ mod tests {
             &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "labels": {"a": "b"}}, "data": {"password": "aHVudGVyMg=="}}),
         );
         let hasher = ValueHasher::new([7; 32]);
-        let fields = field_hashes(&form, 2, true, &Sensitivity::default(), &hasher);
+        let fields = field_hashes(&form, 2, Secrecy::Secret, &Sensitivity::default(), &hasher);
         let paths: Vec<&str> = fields.iter().map(|(p, _)| p.as_str()).collect();
         assert_eq!(
             paths,
@@ -221,13 +228,13 @@ mod tests {
         assert!(Sensitivity {
             paths: vec!["spec.token".into()]
         }
-        .is_sensitive(false, "spec.token.value"));
+        .is_sensitive(Secrecy::Plain, "spec.token.value"));
         let token = Sensitivity {
             paths: vec!["spec.token".into()],
         };
-        assert!(token.is_sensitive(false, "spec"), "spec holds the token");
-        assert!(!token.is_sensitive(false, "spec.replicas"));
-        assert!(!token.is_sensitive(false, "spe"));
-        assert!(!Sensitivity::default().is_sensitive(false, "data.x"));
+        assert!(token.is_sensitive(Secrecy::Plain, "spec"), "spec holds the token");
+        assert!(!token.is_sensitive(Secrecy::Plain, "spec.replicas"));
+        assert!(!token.is_sensitive(Secrecy::Plain, "spe"));
+        assert!(!Sensitivity::default().is_sensitive(Secrecy::Plain, "data.x"));
     }
 }

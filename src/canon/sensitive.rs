@@ -3,6 +3,19 @@
 
 use serde_json::Value;
 
+/// How much of an object's content is sensitive.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Secrecy {
+    /// Only the paths a user marked.
+    #[default]
+    Plain,
+    /// A Secret: its `data` and `stringData`, and the whole object's
+    /// canonical form.
+    Secret,
+    /// Every field: a resource the cluster encrypts at rest.
+    Everything,
+}
+
 /// Resources whose stored values hold secrets.
 pub fn is_sensitive_resource(group: &str, resource: &str) -> bool {
     group.is_empty() && resource == "secrets"

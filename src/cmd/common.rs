@@ -5,10 +5,11 @@
 use super::Status;
 use crate::analyze::Analysis;
 use crate::canon::sensitive::{is_secret, redact_secret};
+use crate::cli::{EncryptionArgs, ObjectArgs, RecordArgs};
 use crate::cli::{Format, ViewArgs};
-use crate::cli::{ObjectArgs, RecordArgs};
 use crate::decode::key::SpecialKey;
 use crate::decode::{self, Outcome};
+use crate::decrypt::{self, config, Decryptor};
 use crate::lifecycle::{Finished, RecordOptions};
 use crate::report::escape;
 use crate::source::filter::ResourceFilter;
@@ -17,6 +18,7 @@ use crate::store::{ObjectFilter, RunStatus};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::sync::Arc;
 
 /// Exit status when `--fail-on` finds findings at or above its severity.
 pub const EXIT_FINDINGS: Status = 4;
@@ -45,9 +47,18 @@ impl From<&ObjectArgs> for ObjectFilter {
     }
 }
 
+/// The decryptor `--encryption-config` and `--kms-socket` describe.
+pub fn decryptor(args: &EncryptionArgs) -> Result<Option<Arc<Decryptor>>> {
+    let Some(path) = &args.encryption_config else {
+        return Ok(None);
+    };
+    let config = config::load(path)?;
+    Ok(Some(Arc::new(Decryptor::new(config, &args.kms_socket)?)))
+}
+
 /// The lifecycle's options from the recording flags.
-pub fn record_options(args: &RecordArgs) -> RecordOptions {
-    RecordOptions {
+pub fn record_options(args: &RecordArgs) -> Result<RecordOptions> {
+    Ok(RecordOptions {
         prefix: args.prefix.clone(),
         page_size: args.page_size,
         field_depth: args.field_depth.map(usize::from),
@@ -55,7 +66,8 @@ pub fn record_options(args: &RecordArgs) -> RecordOptions {
         filter: ResourceFilter::new(&args.include_resource, &args.exclude_resource),
         analyze: !args.no_analyze,
         metrics_file: args.metrics_file.clone(),
-    }
+        decryptor: decryptor(&args.encryption)?,
+    })
 }
 
 /// One line: what was classified and found.
@@ -131,6 +143,8 @@ pub fn show(
     let args = view;
     let mut err = std::io::stderr().lock();
     let mut special = None;
+    let mut rule = None;
+    let decryptor = decryptor(&args.encryption)?;
     if let Some(key) = key {
         let parsed = decode::parse_key(key, &args.prefix)?;
         writeln!(
@@ -147,6 +161,9 @@ pub fn show(
                 .unwrap_or_default()
         )?;
         special = parsed.special;
+        rule = decryptor
+            .as_ref()
+            .and_then(|d| d.rule_for(&parsed.group, &parsed.resource));
     }
     if special == Some(SpecialKey::CompactRevision) {
         let text = String::from_utf8_lossy(value);
@@ -157,6 +174,25 @@ pub fn show(
         print_object(&serde_json::json!({ "compactRevision": rev }), args.output)?;
         return Ok(0);
     }
+    let mut encryption = None;
+    let plaintext;
+    let value = match (&decryptor, decrypt::label(value)) {
+        (Some(d), Some(stored)) => {
+            let Some(key) = key else {
+                bail!("{label}: value is encrypted at rest ({stored}); decrypting it needs --key, the etcd key it is stored under (it chooses the providers and is the authenticated data)");
+            };
+            match d.decrypt(rule, key.as_bytes(), value) {
+                Ok(Some(p)) => {
+                    encryption = Some(p.label);
+                    plaintext = p.bytes;
+                    &plaintext[..]
+                }
+                Ok(None) => value,
+                Err(e) => bail!("{label}: {e}"),
+            }
+        }
+        _ => value,
+    };
     match decode::decode_value(value) {
         Ok(Outcome::Decoded(mut d)) => {
             // kube-apiserver fills resourceVersion from the key's mod_revision.
@@ -170,6 +206,9 @@ pub fn show(
                 );
             }
             if args.show_envelope {
+                if let Some(e) = &encryption {
+                    writeln!(err, "encryption: {}", escape::terminal(e))?;
+                }
                 writeln!(
                     err,
                     "encoding: {}{}",
@@ -220,7 +259,7 @@ pub fn show(
         Ok(Outcome::Encrypted(info)) => {
             writeln!(
                 err,
-                "{label}: value is encrypted at rest (provider {} {}, key {:?}); decoding it needs the apiserver's EncryptionConfiguration",
+                "{label}: value is encrypted at rest (provider {} {}, key {:?}); decoding it needs the apiserver's EncryptionConfiguration (--encryption-config)",
                 info.provider, info.version, info.key_name
             )?;
             Ok(EXIT_ENCRYPTED)

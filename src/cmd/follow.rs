@@ -17,7 +17,7 @@ pub fn run(db: &Path, args: &FollowArgs) -> Result<Status> {
     let finished = lifecycle::follow(
         db,
         &Connection::from(&args.etcd),
-        &record_options(&args.record),
+        &record_options(&args.record)?,
         &follow,
     )?;
     report_finished(finished, args.record.fail_on)

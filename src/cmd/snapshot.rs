@@ -21,6 +21,6 @@ pub fn run(db: &Path, args: &SnapshotArgs) -> Result<Status> {
         },
         (None, false) => Source::Live(Connection::from(&args.etcd)),
     };
-    let finished = lifecycle::snapshot(db, &source, &record_options(&args.record))?;
+    let finished = lifecycle::snapshot(db, &source, &record_options(&args.record)?)?;
     report_finished(finished, args.record.fail_on)
 }

@@ -131,7 +131,7 @@ pub(super) async fn follow(
     let deadline = follow
         .duration
         .map(|d| tokio::time::Instant::from_std(started + d));
-    let settings = Settings::new(store, options)?;
+    let settings = Settings::new(store, run, options, true)?;
     let caught_up = tokio::select! {
         r = live::read(store, run, connection, options, &settings, bar) => r?,
         _ = signalled.notified() => None,

@@ -16,11 +16,13 @@ pub use finish::Finished;
 pub use follow::FollowOptions;
 
 use crate::canon::semantic::FieldConfig;
+use crate::decrypt::Decryptor;
 use crate::source::etcd::Connection;
 use crate::source::filter::ResourceFilter;
 use crate::store::{Gap, RevisionWriter, RunId, Store, StoreError};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// How a run records.
@@ -40,6 +42,8 @@ pub struct RecordOptions {
     pub analyze: bool,
     /// Where to write Prometheus metrics when the run ends.
     pub metrics_file: Option<PathBuf>,
+    /// Decrypts values encrypted at rest (`--encryption-config`).
+    pub decryptor: Option<Arc<Decryptor>>,
 }
 
 /// Where a snapshot run reads.
@@ -84,17 +88,36 @@ pub struct Summary {
     pub covered_from: i64,
 }
 
-/// How this run records: fixed per database (fields) and per run (filter).
+/// How this run records: fixed per database (fields) and per run (filter,
+/// decryption).
 struct Settings {
     fields: FieldConfig,
     filter: ResourceFilter,
+    decryptor: Option<Arc<Decryptor>>,
 }
 
 impl Settings {
-    fn new(store: &Store, options: &RecordOptions) -> Result<Settings> {
+    /// The run's settings; with an encryption config, its KMS plugins are
+    /// asked for their status first and its write policy is recorded with
+    /// the run. An unreachable plugin fails a run that reads a live etcd
+    /// (`plugins_required`); a file run goes on, and each value the plugin
+    /// was needed for is undecodable with the reason.
+    fn new(store: &Store, run: RunId, options: &RecordOptions, plugins_required: bool) -> Result<Settings> {
+        if let Some(d) = &options.decryptor {
+            let statuses = match d.check_plugins() {
+                Ok(s) => s,
+                Err(e) if plugins_required => return Err(e.into()),
+                Err(e) => {
+                    eprintln!("warning: {e}; the values it encrypted stay undecodable");
+                    Vec::new()
+                }
+            };
+            store.set_run_encryption_policy(run, &d.policy(&statuses))?;
+        }
         Ok(Settings {
             fields: store.field_config(options.field_depth, &options.sensitive_paths)?,
             filter: options.filter.clone(),
+            decryptor: options.decryptor.clone(),
         })
     }
 
@@ -112,6 +135,7 @@ impl Settings {
             prefix,
             self.fields.clone(),
             self.filter.clone(),
+            self.decryptor.clone(),
         )
     }
 }
@@ -165,7 +189,7 @@ async fn read(
     db: &Path,
     bar: &indicatif::ProgressBar,
 ) -> Result<Option<Summary>> {
-    let settings = Settings::new(store, options)?;
+    let settings = Settings::new(store, run, options, !matches!(source, Source::File { .. }))?;
     match source {
         Source::Live(connection) => live::read(store, run, connection, options, &settings, bar).await,
         Source::File { path, cluster_id } => file::read(

@@ -347,7 +347,7 @@ impl Store {
                  r.owner_kind, r.owner_name, r.owner_uid, r.generate_name, r.spec_hash, \
                  r.creation_timestamp, r.deletion_timestamp, r.phase, r.node, r.desired, r.managers, r.duplicates, \
                  r.semantic_sha256, r.generation, r.observed_generation, r.encoding, r.api_version, r.encryption, \
-                 r.change_class, r.change_cause, r.changed_paths, r.changed_by, s.codec, s.fields, b.fields \
+                 r.change_class, r.change_cause, r.changed_paths, r.changed_by, s.codec, s.fields, b.fields, k.api_group \
                  FROM revisions r JOIN keys k ON k.id = r.key_id LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
                  LEFT JOIN semantic_values b ON b.id = s.base \
                  WHERE k.cluster_id = ?1 ORDER BY r.key_id, r.mod_revision",
@@ -364,6 +364,7 @@ impl Store {
             let rev = ObjectRevision {
                 key: String::from_utf8_lossy(&key).into_owned(),
                 resource: r.get("resource").map_err(err)?,
+                group: r.get("api_group").map_err(err)?,
                 mod_revision: r.get("mod_revision").map_err(err)?,
                 create_revision: r.get("create_revision").map_err(err)?,
                 deleted: r.get("deleted").map_err(err)?,

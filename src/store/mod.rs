@@ -48,7 +48,7 @@ fn missing(path: &Path) -> StoreError {
 /// The migrations, applied in order when a database is opened.
 /// How many migrations [`migrations`] holds.
 #[cfg(test)]
-const MIGRATION_COUNT: usize = 8;
+const MIGRATION_COUNT: usize = 9;
 
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
@@ -62,6 +62,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!(
             "../../migrations/0008_server_version_and_coverage.sql"
         )),
+        M::up(include_str!("../../migrations/0009_encryption_policy.sql")),
     ])
 }
 

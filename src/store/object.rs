@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 pub struct ObjectRevision {
     pub key: String,
     pub resource: Option<String>,
+    /// The resource's API group ("" for the core group).
+    pub group: Option<String>,
     pub mod_revision: i64,
     pub create_revision: i64,
     pub deleted: bool,

@@ -6,6 +6,7 @@ use super::base::Base;
 use super::prepare::{prepare, KeyInfo, Prepared};
 use crate::canon::keyed_hash::ValueHasher;
 use crate::canon::semantic::FieldConfig;
+use crate::decrypt::Decryptor;
 use crate::source::Record;
 use std::collections::BTreeMap;
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -32,6 +33,7 @@ fn work(
     results: &Sender<(u64, Done)>,
     config: &FieldConfig,
     hasher: &ValueHasher,
+    decryptor: Option<&Decryptor>,
 ) {
     loop {
         let job = jobs
@@ -42,7 +44,7 @@ fn work(
         let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             chunk
                 .into_iter()
-                .map(|(r, k, base)| prepare(r, k, base, config, hasher))
+                .map(|(r, k, base)| prepare(r, k, base, config, hasher, decryptor))
                 .collect()
         }))
         .map_err(|panic| {
@@ -60,7 +62,11 @@ fn work(
 
 impl Pipeline {
     /// Starts one worker per core.
-    pub(super) fn new(config: &FieldConfig, hasher: &ValueHasher) -> Pipeline {
+    pub(super) fn new(
+        config: &FieldConfig,
+        hasher: &ValueHasher,
+        decryptor: Option<Arc<Decryptor>>,
+    ) -> Pipeline {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
         let (jobs, job_rx) = channel::<(u64, Chunk)>();
         let (result_tx, results) = channel();
@@ -68,10 +74,10 @@ impl Pipeline {
         let workers = (0..threads)
             .map(|i| {
                 let (jobs, results) = (job_rx.clone(), result_tx.clone());
-                let (config, hasher) = (config.clone(), hasher.clone());
+                let (config, hasher, decryptor) = (config.clone(), hasher.clone(), decryptor.clone());
                 std::thread::Builder::new()
                     .name(format!("decode-{i}"))
-                    .spawn(move || work(&jobs, &results, &config, &hasher))
+                    .spawn(move || work(&jobs, &results, &config, &hasher, decryptor.as_deref()))
                     .expect("spawning a decode thread")
             })
             .collect();

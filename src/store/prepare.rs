@@ -11,9 +11,10 @@ use crate::canon::facts::{object_facts_with_spec_hash, ObjectFacts};
 use crate::canon::keyed_hash::ValueHasher;
 use crate::canon::semantic::FieldConfig;
 use crate::canon::semantic::{into_semantic_form, serialize_with_field_hashes, FieldHash, FIELD_HASH_LEN};
-use crate::canon::sensitive::{is_secret, is_sensitive_resource};
+use crate::canon::sensitive::{is_secret, is_sensitive_resource, Secrecy};
 use crate::decode::key::{ParsedKey, SpecialKey};
 use crate::decode::{decode_value, Outcome};
+use crate::decrypt::{self, Decryptor};
 use crate::source::Record;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -24,19 +25,34 @@ use std::sync::Arc;
 pub(super) struct KeyInfo {
     pub id: i64,
     pub special: Option<SpecialKey>,
-    /// Its values are sensitive (Secrets): hashed with the database key.
-    pub sensitive: bool,
+    /// How much of its values is sensitive (hashed with the database key,
+    /// never stored readable): a Secret's data, or all of a resource the
+    /// encryption config encrypts.
+    pub secrecy: Secrecy,
+    /// The encryption config's rule for its resource.
+    pub rule: Option<usize>,
     /// The run's resource filter leaves it out: nothing of it is stored.
     pub excluded: bool,
 }
 
 impl KeyInfo {
     /// What the parsed key name tells; `id` is its row.
-    pub(super) fn new(id: i64, parsed: Option<&ParsedKey>) -> KeyInfo {
+    pub(super) fn new(id: i64, parsed: Option<&ParsedKey>, decryptor: Option<&Decryptor>) -> KeyInfo {
+        let rule = parsed
+            .zip(decryptor)
+            .and_then(|(p, d)| d.rule_for(&p.group, &p.resource));
+        let secrecy = if decryptor.is_some_and(|d| d.encrypts(rule)) {
+            Secrecy::Everything
+        } else if parsed.is_some_and(|p| is_sensitive_resource(&p.group, &p.resource)) {
+            Secrecy::Secret
+        } else {
+            Secrecy::Plain
+        };
         KeyInfo {
             id,
             special: parsed.and_then(|p| p.special),
-            sensitive: parsed.is_some_and(|p| is_sensitive_resource(&p.group, &p.resource)),
+            secrecy,
+            rule,
             excluded: false,
         }
     }
@@ -95,15 +111,36 @@ pub(super) struct Prepared {
     pub duplicates: Option<String>,
 }
 
-fn describe(value: &[u8], special: Option<SpecialKey>) -> (Described, Option<Value>) {
-    if special == Some(SpecialKey::CompactRevision) {
+/// What an encrypted value is when it cannot be read: its provider and
+/// key, and why, when decrypting was tried.
+fn encrypted(label: Option<String>, error: Option<String>) -> Described {
+    Described {
+        encoding: Some("encrypted".into()),
+        encryption: label,
+        error,
+        ..Described::default()
+    }
+}
+
+fn describe(record: &Record, key: &KeyInfo, decryptor: Option<&Decryptor>) -> (Described, Option<Value>) {
+    if key.special == Some(SpecialKey::CompactRevision) {
         let text = Described {
             encoding: Some("text".into()),
             ..Described::default()
         };
         return (text, None);
     }
-    match decode_value(value) {
+    let stored = decrypt::label(&record.value);
+    let (value, encryption) = match (&stored, decryptor) {
+        (None, _) => (std::borrow::Cow::Borrowed(&record.value[..]), None),
+        (Some(_), None) => return (encrypted(stored, None), None),
+        (Some(_), Some(d)) => match d.decrypt(key.rule, &record.key, &record.value) {
+            Ok(Some(plain)) => (std::borrow::Cow::Owned(plain.bytes), Some(plain.label)),
+            Ok(None) => (std::borrow::Cow::Borrowed(&record.value[..]), None),
+            Err(e) => return (encrypted(d.label(key.rule, &record.value), Some(e.0)), None),
+        },
+    };
+    match decode_value(&value) {
         Ok(Outcome::Decoded(d)) => {
             let meta = d.object.get("metadata");
             let text = |k: &str| {
@@ -120,21 +157,17 @@ fn describe(value: &[u8], special: Option<SpecialKey>) -> (Described, Option<Val
                 generation: meta.and_then(|m| m.get("generation")).and_then(|v| v.as_i64()),
                 api_version: Some(d.api_version),
                 kind: Some(d.kind),
+                encryption,
                 ..Described::default()
             };
             (described, Some(d.object))
         }
-        Ok(Outcome::Encrypted(e)) => {
-            let described = Described {
-                encoding: Some("encrypted".into()),
-                encryption: Some(format!("{}:{}:{}", e.provider, e.version, e.key_name)),
-                ..Described::default()
-            };
-            (described, None)
-        }
+        // Encrypted inside a decrypted value: not a layout the apiserver writes.
+        Ok(Outcome::Encrypted(_)) => (encrypted(decrypt::label(&value), encryption), None),
         Err(e) => {
             let described = Described {
                 encoding: e.encoding.map(|enc| enc.as_str().to_string()),
+                encryption,
                 error: Some(match e.offset {
                     Some(o) if !e.reason.contains("byte offset") => format!("{} (byte offset {o})", e.reason),
                     _ => e.reason,
@@ -148,7 +181,7 @@ fn describe(value: &[u8], special: Option<SpecialKey>) -> (Described, Option<Val
 
 fn semantic(
     object: Value,
-    secret: bool,
+    secrecy: Secrecy,
     base: Option<Arc<Base>>,
     config: &FieldConfig,
     hasher: &ValueHasher,
@@ -157,9 +190,9 @@ fn semantic(
         .pointer("/metadata/managedFields")
         .map(|m| serde_json::to_vec(m).expect("JSON values serialize"));
     let form = into_semantic_form(object);
-    let keyed = config.sensitivity.covers_any(secret, &form);
+    let keyed = config.sensitivity.covers_any(secrecy, &form);
     let (canonical, fields) =
-        serialize_with_field_hashes(&form, config.depth, secret, &config.sensitivity, hasher);
+        serialize_with_field_hashes(&form, config.depth, secrecy, &config.sensitivity, hasher);
     let dict = |blob: fn(&Base) -> &BaseBlob| base.as_deref().map_or(&[][..], |b| blob(b).bytes());
     Semantic {
         hash: hasher.hash(&canonical, keyed).0,
@@ -178,7 +211,7 @@ fn semantic(
 /// What the detectors read, the duplicate entries, and the semantic content.
 fn analyse(
     object: Value,
-    sensitive_resource: bool,
+    secrecy: Secrecy,
     base: Option<Arc<Base>>,
     config: &FieldConfig,
     hasher: &ValueHasher,
@@ -188,8 +221,11 @@ fn analyse(
         .map(|d| serde_json::to_string(&d).expect("JSON"));
     let has_spec = object.get("spec").is_some();
     let mut facts = object_facts_with_spec_hash(&object, None);
-    let secret = sensitive_resource || is_secret(&object);
-    let semantic = semantic(object, secret, base, config, hasher);
+    let secrecy = match secrecy {
+        Secrecy::Plain if is_secret(&object) => Secrecy::Secret,
+        s => s,
+    };
+    let semantic = semantic(object, secrecy, base, config, hasher);
     // The field hash of `spec` is the spec hash; an empty spec has none.
     facts.spec_hash = has_spec.then(|| match semantic.fields.iter().find(|(p, _)| p == "spec") {
         Some((_, h)) => h.to_vec(),
@@ -205,18 +241,19 @@ pub(super) fn prepare(
     base: Option<Arc<Base>>,
     config: &FieldConfig,
     hasher: &ValueHasher,
+    decryptor: Option<&Decryptor>,
 ) -> Prepared {
     let (described, object) = match record.deleted {
         true => (Described::default(), None),
-        false => describe(&record.value, key.special),
+        false => describe(&record, &key, decryptor),
     };
     let value_hash = (!record.deleted).then(|| {
-        let (h, kind) = hasher.hash(&record.value, key.sensitive);
+        let (h, kind) = hasher.hash(&record.value, key.secrecy != Secrecy::Plain);
         (h, kind.as_str())
     });
     let (facts, duplicates, semantic) = match object {
         Some(o) => {
-            let (facts, duplicates, semantic) = analyse(o, key.sensitive, base, config, hasher);
+            let (facts, duplicates, semantic) = analyse(o, key.secrecy, base, config, hasher);
             (facts, duplicates, Some(semantic))
         }
         None => (ObjectFacts::default(), None, None),

@@ -2,6 +2,7 @@
 
 use super::{Store, StoreError};
 use crate::decode::gotime::now;
+use crate::decrypt::policy::Policy;
 use crate::source::LiveKey;
 use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
@@ -118,6 +119,9 @@ pub struct RunInfo {
     pub tool_version: String,
     /// The etcd server version a live run talked to.
     pub etcd_version: Option<String>,
+    /// The write policy of the encryption config the run decrypted with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encryption: Option<Policy>,
     /// For a run that read a data file: its size, SHA-256 and revisions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<FileInfo>,
@@ -220,6 +224,43 @@ impl Store {
             )
             .map_err(|e| self.err(e))?;
         Ok(())
+    }
+
+    /// Records the write policy of the encryption config a run decrypted with.
+    pub fn set_run_encryption_policy(&self, run: RunId, policy: &Policy) -> Result<(), StoreError> {
+        let json = serde_json::to_string(policy).expect("a policy serializes");
+        self.conn
+            .execute(
+                "UPDATE runs SET encryption_policy = ?2 WHERE id = ?1",
+                params![run.0, json],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// The encryption policy of `cluster`'s newest complete run that
+    /// recorded one, with that run's head revision.
+    pub fn encryption_policy(&self, cluster: i64) -> Result<Option<(Policy, i64)>, StoreError> {
+        let row: Option<(String, i64)> = self
+            .conn
+            .query_row(
+                "SELECT encryption_policy, head_revision FROM runs \
+                 WHERE cluster_id = ?1 AND status = 'complete' AND encryption_policy IS NOT NULL \
+                 AND head_revision IS NOT NULL ORDER BY id DESC LIMIT 1",
+                params![cluster],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        row.map(|(json, head)| {
+            serde_json::from_str(&json)
+                .map(|p| (p, head))
+                .map_err(|e| StoreError::Damaged {
+                    path: self.path.clone(),
+                    what: format!("runs.encryption_policy does not parse: {e}"),
+                })
+        })
+        .transpose()
     }
 
     /// Records from which revision the run's stored history is unbroken.
@@ -387,8 +428,8 @@ impl Store {
             .prepare(
                 "SELECT r.id, r.status, c.etcd_cluster_id, r.source, r.prefix, r.started_at, r.finished_at, r.head_revision, \
                  r.compact_revision, r.history_from, r.keys_seen, r.revisions_added, r.error, r.tool_version, \
-                 r.file_size, r.file_sha256, r.file_first_revision, r.file_last_revision, r.etcd_version \
-                 FROM runs r LEFT JOIN clusters c ON c.id = r.cluster_id ORDER BY r.id",
+                 r.file_size, r.file_sha256, r.file_first_revision, r.file_last_revision, r.etcd_version, \
+                 r.encryption_policy FROM runs r LEFT JOIN clusters c ON c.id = r.cluster_id ORDER BY r.id",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
@@ -410,6 +451,9 @@ impl Store {
                     error: r.get("error")?,
                     tool_version: r.get("tool_version")?,
                     etcd_version: r.get("etcd_version")?,
+                    encryption: r
+                        .get::<_, Option<String>>("encryption_policy")?
+                        .and_then(|json| serde_json::from_str(&json).ok()),
                     file: match (
                         r.get::<_, Option<i64>>("file_size")?,
                         r.get::<_, Option<String>>("file_sha256")?,

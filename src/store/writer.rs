@@ -12,10 +12,12 @@ use super::prepare::{KeyInfo, Prepared, Semantic};
 use super::{RunId, Store, StoreError};
 use crate::canon::semantic::FieldConfig;
 use crate::decode::key::parse_key;
+use crate::decrypt::Decryptor;
 use crate::source::filter::ResourceFilter;
 use crate::source::{Record, Sink};
 use rusqlite::{params, OptionalExtension};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// Records decoded together on the worker threads.
 const CHUNK: usize = 256;
@@ -44,6 +46,7 @@ pub struct RevisionWriter<'s> {
     bases: Bases,
     /// Revisions this writer stored that were not stored before.
     pub added: i64,
+    decryptor: Option<Arc<Decryptor>>,
 }
 
 impl<'s> RevisionWriter<'s> {
@@ -54,6 +57,7 @@ impl<'s> RevisionWriter<'s> {
         prefix: &str,
         fields: FieldConfig,
         filter: ResourceFilter,
+        decryptor: Option<Arc<Decryptor>>,
     ) -> Result<Self, StoreError> {
         let hasher = store.value_hasher()?;
         Ok(RevisionWriter {
@@ -64,7 +68,8 @@ impl<'s> RevisionWriter<'s> {
             filter,
             pending: Vec::new(),
             pending_ids: HashSet::new(),
-            pipeline: Pipeline::new(&fields, &hasher),
+            pipeline: Pipeline::new(&fields, &hasher, decryptor.clone()),
+            decryptor,
             in_batch: 0,
             key_ids: HashMap::new(),
             path_ids: HashMap::new(),
@@ -86,7 +91,7 @@ impl<'s> RevisionWriter<'s> {
         if parsed.as_ref().is_some_and(|p| !self.filter.records(p)) {
             let info = KeyInfo {
                 excluded: true,
-                ..KeyInfo::new(0, parsed.as_ref())
+                ..KeyInfo::new(0, parsed.as_ref(), None)
             };
             self.cache_key(key, info);
             return Ok(info);
@@ -117,7 +122,7 @@ impl<'s> RevisionWriter<'s> {
                 conn.last_insert_rowid()
             }
         };
-        let info = KeyInfo::new(id, parsed.as_ref());
+        let info = KeyInfo::new(id, parsed.as_ref(), self.decryptor.as_deref());
         self.cache_key(key, info);
         Ok(info)
     }
@@ -410,8 +415,16 @@ mod tests {
         let run = store.begin_run("test", "/registry/", "").unwrap();
         let cluster = store.cluster("test").unwrap();
         let fields = store.field_config(None, &[]).unwrap();
-        let mut w =
-            RevisionWriter::new(store, cluster, run, "/registry/", fields, Default::default()).unwrap();
+        let mut w = RevisionWriter::new(
+            store,
+            cluster,
+            run,
+            "/registry/",
+            fields,
+            Default::default(),
+            None,
+        )
+        .unwrap();
         let record = Record {
             key: b"/registry/pods/shop/web-1".to_vec(),
             mod_revision: revision,

@@ -72,6 +72,24 @@ pub fn secret(namespace: &str, name: &str, uid: &str, password: &str) -> Vec<u8>
     stored_protobuf("v1", "Secret", secret.encode_to_vec())
 }
 
+/// A ConfigMap whose `data` holds `entries`.
+pub fn config_map(namespace: &str, name: &str, uid: &str, entries: &[(&str, &str)]) -> Vec<u8> {
+    let map = k8s_pb::api::core::v1::ConfigMap {
+        metadata: Some(ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some(namespace.into()),
+            uid: Some(uid.into()),
+            ..ObjectMeta::default()
+        }),
+        data: entries
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ..Default::default()
+    };
+    stored_protobuf("v1", "ConfigMap", map.encode_to_vec())
+}
+
 /// An `admission.k8s.io/v1` AdmissionReview whose request (uid `uid`) asks
 /// to create the Deployment `prod/web`, stored as a built-in type would be.
 /// Its field 1 is the request, not an ObjectMeta.

@@ -2,8 +2,10 @@
 //! a browser), running the binary and reading its answers, the database's
 //! revisions, and the check that a secret is nowhere in a database.
 
+pub mod encrypt;
 pub mod etcd;
 pub mod k8s;
+pub mod kms_plugin;
 pub mod proxy;
 
 use etcd::TestEtcd;
