@@ -239,6 +239,19 @@ fn every_local_provider_decrypts_and_nothing_leaks() {
     let shown = inspector(&db, &["history", "/registry/configmaps/shop/settings", "--diff"]);
     assert!(!String::from_utf8_lossy(&shown.stdout).contains(colour));
 
+    // The same through a downloaded snapshot, read as a file.
+    let (_fetch_dir, fetched) = temp_db();
+    ok(snapshot(
+        &etcd,
+        &fetched,
+        &["--fetch-snapshot", "--encryption-config", config],
+    ));
+    assert_eq!(
+        last(&history(&fetched, &key("box")))["encryption"],
+        "secretbox:box"
+    );
+    assert_eq!(last(&history(&fetched, &key("box")))["kind"], "Secret");
+
     // Without the config the same values stay `encrypted`, as before.
     let (_plain_dir, bare) = temp_db();
     ok(snapshot(&etcd, &bare, &[]));
@@ -570,4 +583,40 @@ fn kms_v1_and_a_plugin_that_is_not_there() {
         reason.contains("legacy") && reason.contains("cannot connect"),
         "{reason}"
     );
+}
+
+#[test]
+fn follow_decrypts_what_it_receives() {
+    let etcd = TestEtcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let keys = Keys::new();
+    let config = keys.config(dir.path());
+    let (_db_dir, db) = temp_db();
+    let child = spawn_inspector(
+        &db,
+        &[
+            "follow",
+            "--endpoints",
+            &etcd.endpoint,
+            "--commit-every=200ms",
+            "--duration=4s",
+            "--encryption-config",
+            config.to_str().unwrap(),
+        ],
+    );
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    etcd.put(
+        &key("live"),
+        &aesgcm("key:gcm", &keys.gcm, &key("live"), &stored_secret("live")),
+    );
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 0);
+    let rows = history(&db, &key("live"));
+    let r = last(&rows);
+    assert_eq!(
+        (r["kind"].as_str(), r["encryption"].as_str()),
+        (Some("Secret"), Some("aesgcm:key:gcm")),
+        "{r}"
+    );
+    assert_secrets_nowhere(&db, &[&password("live")]);
 }
