@@ -123,11 +123,23 @@ pub struct ObjectArgs {
     pub key_prefix: Option<String>,
 }
 
+/// How the detectors judge; shared by `analyze`, `snapshot` and `follow`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DetectorArgs {
+    /// How long a deletion (a deletionTimestamp with the object still
+    /// there) or the garbage collection of an object whose owner is gone
+    /// may take before it is a finding, e.g. `15m`, `2h`.
+    #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = parse_duration)]
+    pub stuck_after: std::time::Duration,
+}
+
 #[derive(clap::Args, Debug)]
 pub struct AnalyzeArgs {
     /// Analyze only the cluster this run read (default: every cluster).
     #[arg(long, value_name = "N")]
     pub run: Option<i64>,
+    #[command(flatten)]
+    pub detectors: DetectorArgs,
     /// Exit with status 4 when findings at or above this severity exist.
     #[arg(long, value_parser = severity(), value_name = "SEVERITY")]
     pub fail_on: Option<Severity>,
@@ -224,6 +236,8 @@ pub struct RecordArgs {
     pub metrics_file: Option<PathBuf>,
     #[command(flatten)]
     pub encryption: EncryptionArgs,
+    #[command(flatten)]
+    pub detectors: DetectorArgs,
 }
 
 #[derive(clap::Args, Debug)]

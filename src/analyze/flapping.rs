@@ -2,7 +2,10 @@
 //! generation (A → B → A), again and again: two writers fighting over it, or
 //! a stale writer undoing another's change. Reported from a number of
 //! returns on, with the values (hashes where sensitive), the revisions and
-//! the field managers on each side.
+//! the field managers on each side. A desired-state field (anything outside
+//! `status`) is a finding however many wrote it; a `status` field only when
+//! its values came from more than one field manager, since one controller's
+//! counters going 3 → 4 → 3 during a rollout are its job, not a fight.
 
 use crate::canon::change::is_under;
 use crate::store::finding::{Finding, Severity};
@@ -77,13 +80,27 @@ pub fn detect(
             let returns: Vec<usize> = (2..steps.len())
                 .filter(|&i| steps[..i - 1].iter().any(|s| s.hash == steps[i].hash))
                 .collect();
-            if returns.len() < min_returns {
+            if returns.len() < min_returns || (is_status(path) && writers(path, &steps) < 2) {
                 continue;
             }
             findings.push(finding(path, &steps, returns.len(), gaps, value_at));
         }
     }
     findings
+}
+
+/// Whether `path` is observed state.
+fn is_status(path: &str) -> bool {
+    path == "status" || path.starts_with("status.")
+}
+
+/// How many field managers wrote the changes of `path`.
+fn writers(path: &str, steps: &[Step]) -> usize {
+    let by: BTreeSet<&String> = steps[1..]
+        .iter()
+        .flat_map(|s| s.row.changed_by.get(path).into_iter().flatten())
+        .collect();
+    by.len()
 }
 
 fn finding(
@@ -215,5 +232,45 @@ mod tests {
             "{}",
             partial[0].summary
         );
+    }
+
+    /// The same flips on `status.replicas`.
+    fn status(n: i64, replicas: u8, by: &str) -> ObjectRevision {
+        let mut r = rev(n, replicas, by);
+        r.fields = BTreeMap::from([
+            ("status".to_string(), [replicas + 100; 16]),
+            ("status.replicas".to_string(), [replicas; 16]),
+        ]);
+        r.changed_by = BTreeMap::from([("status.replicas".to_string(), vec![by.to_string()])]);
+        r
+    }
+
+    #[test]
+    fn status_counters_of_one_writer_are_not_a_fight_two_writers_are() {
+        let rollout: Vec<ObjectRevision> = [3, 4, 3, 4, 3]
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| status(i as i64 + 1, n, "kube-controller-manager"))
+            .collect();
+        assert!(detect(&rollout, DEFAULT_MIN_RETURNS, &[], &mut values).is_empty());
+        let fight = [
+            status(1, 3, "a"),
+            status(2, 4, "b"),
+            status(3, 3, "a"),
+            status(4, 4, "b"),
+            status(5, 3, "a"),
+        ];
+        let f = detect(&fight, DEFAULT_MIN_RETURNS, &[], &mut |_, _| None);
+        assert_eq!(f.len(), 1);
+        assert!(f[0].summary.starts_with("status.replicas"), "{}", f[0].summary);
+        // Desired state flips with one writer are still a finding.
+        let one = [
+            rev(1, 3, "a"),
+            rev(2, 5, "a"),
+            rev(3, 3, "a"),
+            rev(4, 5, "a"),
+            rev(5, 3, "a"),
+        ];
+        assert_eq!(detect(&one, DEFAULT_MIN_RETURNS, &[], &mut values).len(), 1);
     }
 }

@@ -4,6 +4,8 @@
 //! a time: key-local detectors run on each key; the revisions the
 //! excess-siblings sweep needs are kept aside and swept in revision order.
 
+pub mod clock;
+pub mod dangling_owner;
 pub mod drift;
 pub mod duplicate_entries;
 pub mod encoding_only;
@@ -11,8 +13,11 @@ pub mod encryption_at_rest;
 pub mod excess_siblings;
 pub mod flapping;
 pub mod generation_mismatch;
+pub mod objects;
+pub mod owner_cycle;
 pub mod recreated;
 pub mod rewrite;
+pub mod stuck_deletion;
 
 use crate::canon::duplicates::list_sizes;
 use crate::store::finding::Finding;
@@ -20,6 +25,7 @@ use crate::store::object::ObjectRevision;
 use crate::store::{ClassifyStats, Looked, Store, StoreError, ValueReader};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// Every detector's name.
 pub const DETECTORS: &[&str] = &[
@@ -31,7 +37,26 @@ pub const DETECTORS: &[&str] = &[
     flapping::NAME,
     generation_mismatch::NAME,
     encryption_at_rest::NAME,
+    stuck_deletion::NAME,
+    dangling_owner::NAME,
+    owner_cycle::NAME,
 ];
+
+/// How the detectors judge.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// How long a deletion or the garbage collection of a dependent may take
+    /// before it is a finding (`--stuck-after`).
+    pub stuck_after: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            stuck_after: stuck_deletion::DEFAULT_STUCK_AFTER,
+        }
+    }
+}
 
 /// What an `analyze` did.
 #[derive(Clone, Debug, Default)]
@@ -81,8 +106,10 @@ fn sibling_events(history: &[ObjectRevision]) -> Vec<ObjectRevision> {
     out
 }
 
-fn detect_cluster(store: &Store, cluster: i64) -> Result<Vec<Finding>, StoreError> {
+fn detect_cluster(store: &Store, cluster: i64, options: &Options) -> Result<Vec<Finding>, StoreError> {
     let gaps = store.gaps(cluster)?;
+    let mut clock = clock::Clock::new(&store.run_times(cluster)?);
+    let mut objects = objects::Objects::default();
     let policy = store.encryption_policy(cluster)?;
     let mut encryption = policy
         .as_ref()
@@ -98,6 +125,8 @@ fn detect_cluster(store: &Store, cluster: i64) -> Result<Vec<Finding>, StoreErro
         if let Some(audit) = &mut encryption {
             audit.push(history);
         }
+        clock.observe(history);
+        objects.push(history);
         // Stored values are read only for the keys that need them.
         let mut values = ValueReader::new(store);
         findings.extend(flapping::detect(
@@ -146,13 +175,17 @@ fn detect_cluster(store: &Store, cluster: i64) -> Result<Vec<Finding>, StoreErro
             .map(encryption_at_rest::Audit::finish)
             .unwrap_or_default(),
     );
+    clock.finish();
+    findings.extend(stuck_deletion::detect(&objects, &clock, options.stuck_after));
+    findings.extend(dangling_owner::detect(&objects, &clock, options.stuck_after));
+    findings.extend(owner_cycle::detect(&objects));
     Ok(findings)
 }
 
 /// Classifies pending revisions, then runs the detectors for `cluster` (or
 /// every cluster) and stores their findings; unchanged findings are kept as
 /// they were.
-pub fn analyze(store: &Store, cluster: Option<i64>) -> Result<Analysis, StoreError> {
+pub fn analyze(store: &Store, cluster: Option<i64>, options: &Options) -> Result<Analysis, StoreError> {
     let classify = store.classify_pending()?;
     let clusters = match cluster {
         Some(c) => vec![c],
@@ -160,7 +193,7 @@ pub fn analyze(store: &Store, cluster: Option<i64>) -> Result<Analysis, StoreErr
     };
     let mut all = Vec::new();
     for c in clusters {
-        let findings = detect_cluster(store, c)?;
+        let findings = detect_cluster(store, c, options)?;
         store.replace_findings(c, DETECTORS, &findings)?;
         all.extend(findings);
     }

@@ -1,8 +1,9 @@
 //! Facts about an object that detectors compare across objects: its
-//! controller owner, generateName, spec hash, timestamps, phase, node, the
-//! count an owner asks for, and its field managers.
+//! owners, generateName, spec hash, timestamps, finalizers, phase, node,
+//! the count an owner asks for, and its field managers.
 
 use super::canonical;
+use super::managed::entries;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -21,6 +22,84 @@ pub struct ObjectFacts {
     pub desired: Option<i64>,
     pub managers: Option<String>,
     pub observed_generation: Option<i64>,
+    /// `metadata.finalizers` as a JSON array of `{name, managers}`: each
+    /// finalizer and the field managers whose managedFields entry owns it.
+    pub finalizers: Option<String>,
+    /// Every `metadata.ownerReferences` entry as a JSON array of
+    /// `{apiVersion, kind, name, uid}` (and `controller: true` for the
+    /// controller).
+    pub owner_refs: Option<String>,
+    /// The newest time the object carries (its managedFields entries'
+    /// times and creationTimestamp): the write was no earlier.
+    pub written_at: Option<String>,
+}
+
+/// The newest of the object's managedFields times and creationTimestamp,
+/// compared as instants.
+fn written_at(meta: Option<&Value>) -> Option<String> {
+    let times = meta
+        .and_then(|m| m.get("managedFields"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.get("time"))
+        .chain(meta.and_then(|m| m.get("creationTimestamp")));
+    times
+        .filter_map(Value::as_str)
+        .filter_map(|t| Some((t.parse::<jiff::Timestamp>().ok()?, t)))
+        .max_by_key(|(at, _)| *at)
+        .map(|(_, t)| t.to_string())
+}
+
+/// `metadata.finalizers` with the managers that own each (`fieldsV1`
+/// `f:metadata` → `f:finalizers` → `v:"<name>"`).
+fn finalizers(meta: Option<&Value>) -> Option<String> {
+    let names = meta?.get("finalizers")?.as_array()?;
+    let managed = meta
+        .and_then(|m| m.get("managedFields"))
+        .map(entries)
+        .unwrap_or_default();
+    let list: Vec<Value> = names
+        .iter()
+        .filter_map(Value::as_str)
+        .map(|name| {
+            let member = format!("v:{}", Value::String(name.to_string()));
+            let by: Vec<String> = managed
+                .iter()
+                .filter(|e| {
+                    e.fields
+                        .pointer("/f:metadata/f:finalizers")
+                        .and_then(|f| f.get(&member))
+                        .is_some()
+                })
+                .map(|e| e.label())
+                .collect();
+            serde_json::json!({"name": name, "managers": by})
+        })
+        .collect();
+    (!list.is_empty()).then(|| Value::Array(list).to_string())
+}
+
+/// Every ownerReference, reduced to what identifies its owner.
+fn owner_refs(meta: Option<&Value>) -> Option<String> {
+    let refs = meta?.get("ownerReferences")?.as_array()?;
+    let list: Vec<Value> = refs
+        .iter()
+        .map(|r| {
+            let mut out = serde_json::Map::new();
+            for k in ["apiVersion", "kind", "name", "uid"] {
+                out.insert(
+                    k.into(),
+                    r.get(k).cloned().unwrap_or(Value::String(String::new())),
+                );
+            }
+            if r.get("controller").and_then(Value::as_bool) == Some(true) {
+                out.insert("controller".into(), Value::Bool(true));
+            }
+            Value::Object(out)
+        })
+        .collect();
+    (!list.is_empty()).then(|| Value::Array(list).to_string())
 }
 
 fn text(v: Option<&Value>) -> Option<String> {
@@ -102,6 +181,9 @@ pub fn object_facts_with_spec_hash(object: &Value, spec_hash: Option<Vec<u8>>) -
         observed_generation: object
             .pointer("/status/observedGeneration")
             .and_then(Value::as_i64),
+        finalizers: finalizers(meta),
+        owner_refs: owner_refs(meta),
+        written_at: written_at(meta),
     }
 }
 
@@ -109,6 +191,29 @@ pub fn object_facts_with_spec_hash(object: &Value, spec_hash: Option<Vec<u8>>) -
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn reads_finalizers_with_their_managers_and_every_owner() {
+        let o = json!({"kind": "ConfigMap", "metadata": {
+            "finalizers": ["example.com/cleanup", "kubernetes"],
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": "n", "uid": "u"}],
+            "managedFields": [
+                {"manager": "operator", "operation": "Update",
+                 "fieldsV1": {"f:metadata": {"f:finalizers": {".": {}, "v:\"example.com/cleanup\"": {}}}}},
+                {"manager": "kubectl", "operation": "Apply", "fieldsV1": {"f:data": {}}}]}});
+        let f = object_facts(&o);
+        let finalizers: Value = serde_json::from_str(f.finalizers.as_deref().unwrap()).unwrap();
+        assert_eq!(
+            finalizers,
+            json!([{"name": "example.com/cleanup", "managers": ["operator"]}, {"name": "kubernetes", "managers": []}])
+        );
+        let owners: Value = serde_json::from_str(f.owner_refs.as_deref().unwrap()).unwrap();
+        assert_eq!(
+            owners,
+            json!([{"apiVersion": "v1", "kind": "Node", "name": "n", "uid": "u"}])
+        );
+        assert_eq!(object_facts(&json!({"metadata": {}})).finalizers, None);
+    }
 
     #[test]
     fn reads_owner_node_and_desired() {

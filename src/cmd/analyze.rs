@@ -21,7 +21,7 @@ pub fn run(db: &Path, args: &AnalyzeArgs) -> Result<Status> {
         },
         None => None,
     };
-    let analysis = analyze(&store, cluster)?;
+    let analysis = analyze(&store, cluster, &(&args.detectors).into())?;
     eprintln!("{}", terminal(&analysis_summary(&analysis)));
     Ok(fail_on_status(
         args.fail_on,

@@ -5,7 +5,7 @@
 use super::Status;
 use crate::analyze::Analysis;
 use crate::canon::sensitive::{is_secret, redact_secret};
-use crate::cli::{EncryptionArgs, ObjectArgs, RecordArgs};
+use crate::cli::{DetectorArgs, EncryptionArgs, ObjectArgs, RecordArgs};
 use crate::cli::{Format, ViewArgs};
 use crate::decode::key::SpecialKey;
 use crate::decode::{self, Outcome};
@@ -47,6 +47,14 @@ impl From<&ObjectArgs> for ObjectFilter {
     }
 }
 
+impl From<&DetectorArgs> for crate::analyze::Options {
+    fn from(a: &DetectorArgs) -> Self {
+        crate::analyze::Options {
+            stuck_after: a.stuck_after,
+        }
+    }
+}
+
 /// The decryptor `--encryption-config` and `--kms-socket` describe.
 pub fn decryptor(args: &EncryptionArgs) -> Result<Option<Arc<Decryptor>>> {
     let Some(path) = &args.encryption_config else {
@@ -67,6 +75,7 @@ pub fn record_options(args: &RecordArgs) -> Result<RecordOptions> {
         analyze: !args.no_analyze,
         metrics_file: args.metrics_file.clone(),
         decryptor: decryptor(&args.encryption)?,
+        detectors: (&args.detectors).into(),
     })
 }
 

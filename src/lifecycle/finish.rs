@@ -60,7 +60,11 @@ pub(super) fn finish(
             finished.added = store.finish_run(run, RunStatus::Complete, summary.keys, None)?;
             finished.status = RunStatus::Complete;
             if options.analyze {
-                finished.analysis = Some(crate::analyze::analyze(store, Some(summary.cluster))?);
+                finished.analysis = Some(crate::analyze::analyze(
+                    store,
+                    Some(summary.cluster),
+                    &options.detectors,
+                )?);
             }
             finished.summary = Some(summary);
         }

@@ -44,6 +44,8 @@ pub struct RecordOptions {
     pub metrics_file: Option<PathBuf>,
     /// Decrypts values encrypted at rest (`--encryption-config`).
     pub decryptor: Option<Arc<Decryptor>>,
+    /// How the detectors judge, when `analyze` is set.
+    pub detectors: crate::analyze::Options,
 }
 
 /// Where a snapshot run reads.

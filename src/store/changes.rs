@@ -347,7 +347,7 @@ impl Store {
                  r.owner_kind, r.owner_name, r.owner_uid, r.generate_name, r.spec_hash, \
                  r.creation_timestamp, r.deletion_timestamp, r.phase, r.node, r.desired, r.managers, r.duplicates, \
                  r.semantic_sha256, r.generation, r.observed_generation, r.encoding, r.api_version, r.encryption, \
-                 r.change_class, r.change_cause, r.changed_paths, r.changed_by, s.codec, s.fields, b.fields, k.api_group \
+                 r.change_class, r.change_cause, r.changed_paths, r.changed_by, s.codec, s.fields, b.fields, k.api_group, r.finalizers, r.owner_refs, r.written_at \
                  FROM revisions r JOIN keys k ON k.id = r.key_id LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
                  LEFT JOIN semantic_values b ON b.id = s.base \
                  WHERE k.cluster_id = ?1 ORDER BY r.key_id, r.mod_revision",
@@ -385,6 +385,9 @@ impl Store {
                     desired: r.get("desired").map_err(err)?,
                     managers: r.get("managers").map_err(err)?,
                     observed_generation: r.get("observed_generation").map_err(err)?,
+                    finalizers: r.get("finalizers").map_err(err)?,
+                    owner_refs: r.get("owner_refs").map_err(err)?,
+                    written_at: r.get("written_at").map_err(err)?,
                 },
                 duplicates: r.get("duplicates").map_err(err)?,
                 semantic_sha256: r.get("semantic_sha256").map_err(err)?,

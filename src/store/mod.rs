@@ -22,7 +22,7 @@ pub use changes::{ClassifyStats, StoredFinding};
 pub use history::{FieldChange, HistoryRow};
 pub use live::LiveObject;
 pub use prune::Pruned;
-pub use runs::{Gap, Previous, RunId, RunInfo, RunStatus, Shortfall};
+pub use runs::{Gap, Previous, RunId, RunInfo, RunStatus, RunTime, Shortfall};
 pub use stats::{ObjectFilter, Scope};
 pub use values::{Looked, ValueReader};
 pub use writer::RevisionWriter;
@@ -48,7 +48,7 @@ fn missing(path: &Path) -> StoreError {
 /// The migrations, applied in order when a database is opened.
 /// How many migrations [`migrations`] holds.
 #[cfg(test)]
-const MIGRATION_COUNT: usize = 9;
+const MIGRATION_COUNT: usize = 10;
 
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
@@ -63,6 +63,7 @@ fn migrations() -> Migrations<'static> {
             "../../migrations/0008_server_version_and_coverage.sql"
         )),
         M::up(include_str!("../../migrations/0009_encryption_policy.sql")),
+        M::up(include_str!("../../migrations/0010_lifecycle_facts.sql")),
     ])
 }
 

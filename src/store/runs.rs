@@ -99,6 +99,16 @@ impl std::fmt::Display for Shortfall {
 
 impl std::error::Error for Shortfall {}
 
+/// When a complete run read etcd.
+#[derive(Clone, Debug)]
+pub struct RunTime {
+    pub head: i64,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    /// It read a data file, whose time of reading says nothing of etcd's.
+    pub file: bool,
+}
+
 /// A run as `runs` shows it.
 #[derive(Clone, Debug, Serialize)]
 pub struct RunInfo {
@@ -261,6 +271,29 @@ impl Store {
                 })
         })
         .transpose()
+    }
+
+    /// When `cluster`'s complete runs read etcd, oldest first: what a
+    /// detector knows of the cluster's clock.
+    pub fn run_times(&self, cluster: i64) -> Result<Vec<RunTime>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT head_revision, started_at, finished_at, source LIKE 'file:%' FROM runs \
+                 WHERE cluster_id = ?1 AND status = 'complete' AND head_revision IS NOT NULL ORDER BY id",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![cluster], |r| {
+                Ok(RunTime {
+                    head: r.get(0)?,
+                    started_at: r.get(1)?,
+                    finished_at: r.get(2)?,
+                    file: r.get(3)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
     /// Records from which revision the run's stored history is unbroken.

@@ -228,9 +228,9 @@ impl<'s> RevisionWriter<'s> {
             "INSERT INTO revisions (key_id, mod_revision, create_revision, version, lease, deleted, value_size, value_sha256, \
              value_hash, encoding, encryption, api_version, kind, namespace, name, uid, generation, decode_error, run_id, \
              semantic_sha256, owner_kind, owner_name, owner_uid, generate_name, spec_hash, creation_timestamp, \
-             deletion_timestamp, phase, node, desired, managers, duplicates, observed_generation) \
+             deletion_timestamp, phase, node, desired, managers, duplicates, observed_generation, finalizers, owner_refs, written_at) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, \
-             ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33)",
+             ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36)",
         )
         .and_then(|mut s| {
             s.execute(params![
@@ -267,6 +267,9 @@ impl<'s> RevisionWriter<'s> {
                 f.managers,
                 p.duplicates,
                 f.observed_generation,
+                f.finalizers,
+                f.owner_refs,
+                f.written_at,
             ])
         })
         .map_err(|e| self.sql(e))?;

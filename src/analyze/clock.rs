@@ -1,0 +1,161 @@
+//! What the stored history tells about time, since etcd keeps none: when
+//! the cluster was last observed ("now"), and by when a revision had been
+//! written. Lifecycle detectors measure "for how long" with it.
+//!
+//! - **Now** is when the newest complete run read etcd (its start), or, for
+//!   a run that read a data file, which has no clock, the newest time
+//!   written in the stored objects (managedFields times, creation times).
+//! - **By when revision R was written**: a create stores its
+//!   creationTimestamp at its own revision, and a run that read etcd up to
+//!   head H finished after every revision up to H; the earliest such time
+//!   at or after R bounds R from above.
+
+use crate::store::object::ObjectRevision;
+use crate::store::RunTime;
+use jiff::Timestamp;
+
+/// The cluster's clock, as far as the history tells it.
+#[derive(Debug, Default)]
+pub struct Clock {
+    /// (revision, time it was written by), any order until [`Clock::finish`].
+    anchors: Vec<(i64, Timestamp)>,
+    /// The newest time seen in objects.
+    newest: Option<Timestamp>,
+    /// The newest run's start, unless it read a file.
+    observed: Option<Timestamp>,
+    finished: bool,
+}
+
+fn parse(t: Option<&str>) -> Option<Timestamp> {
+    t?.parse().ok()
+}
+
+impl Clock {
+    /// A clock with the runs' anchors; objects add theirs with
+    /// [`Clock::observe`].
+    pub fn new(runs: &[RunTime]) -> Clock {
+        let mut clock = Clock::default();
+        for run in runs.iter().filter(|r| !r.file) {
+            if let Some(at) = parse(run.finished_at.as_deref()) {
+                clock.anchors.push((run.head, at));
+            }
+        }
+        clock.observed = runs
+            .last()
+            .filter(|r| !r.file)
+            .and_then(|r| parse(Some(&r.started_at)));
+        clock
+    }
+
+    /// Takes the anchors one key's history (oldest first) holds.
+    pub fn observe(&mut self, history: &[ObjectRevision]) {
+        for r in history {
+            if r.is_create() {
+                if let Some(at) = parse(r.facts.creation_timestamp.as_deref()) {
+                    self.anchors.push((r.mod_revision, at));
+                }
+            }
+            if let Some(at) = parse(r.facts.written_at.as_deref()) {
+                self.newest = self.newest.max(Some(at));
+            }
+        }
+    }
+
+    /// Orders the anchors so that [`Clock::written_by`] can answer.
+    pub fn finish(&mut self) {
+        self.anchors.sort();
+        // Each anchor's time becomes the earliest at or after its revision.
+        let mut earliest: Option<Timestamp> = None;
+        for (_, at) in self.anchors.iter_mut().rev() {
+            earliest = Some(earliest.map_or(*at, |e| e.min(*at)));
+            *at = earliest.expect("set");
+        }
+        self.finished = true;
+    }
+
+    /// When the cluster was last observed.
+    pub fn now(&self) -> Option<Timestamp> {
+        self.observed.or(self.newest)
+    }
+
+    /// A time by which `revision` had been written, when the history holds one.
+    pub fn written_by(&self, revision: i64) -> Option<Timestamp> {
+        debug_assert!(self.finished, "Clock::finish first");
+        let i = self.anchors.partition_point(|(r, _)| *r < revision);
+        self.anchors.get(i).map(|(_, at)| *at)
+    }
+}
+
+/// `3h 5m`, `2d 4h`, `45s`: how long, for people.
+pub fn human(seconds: i64) -> String {
+    let (d, h, m, s) = (
+        seconds / 86400,
+        seconds / 3600 % 24,
+        seconds / 60 % 60,
+        seconds % 60,
+    );
+    match (d, h, m) {
+        (0, 0, 0) => format!("{s}s"),
+        (0, 0, _) => format!("{m}m"),
+        (0, _, _) => format!("{h}h {m}m"),
+        _ => format!("{d}d {h}h"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn created(revision: i64, at: &str) -> ObjectRevision {
+        let mut r = ObjectRevision {
+            mod_revision: revision,
+            create_revision: revision,
+            ..Default::default()
+        };
+        r.facts.creation_timestamp = Some(at.into());
+        r.facts.written_at = Some(at.into());
+        r
+    }
+
+    #[test]
+    fn a_revision_was_written_by_the_earliest_anchor_after_it() {
+        let runs = [RunTime {
+            head: 50,
+            started_at: "2026-12-01T10:00:00Z".into(),
+            finished_at: Some("2026-12-01T10:00:05Z".into()),
+            file: false,
+        }];
+        let mut clock = Clock::new(&runs);
+        clock.observe(&[created(10, "2026-12-01T09:00:00Z")]);
+        clock.observe(&[created(20, "2026-12-01T08:00:00Z")]);
+        clock.finish();
+        let at = |t: &str| t.parse::<Timestamp>().unwrap();
+        assert_eq!(clock.written_by(5), Some(at("2026-12-01T08:00:00Z")));
+        assert_eq!(clock.written_by(15), Some(at("2026-12-01T08:00:00Z")));
+        assert_eq!(clock.written_by(21), Some(at("2026-12-01T10:00:05Z")));
+        assert_eq!(clock.written_by(51), None);
+        assert_eq!(clock.now(), Some(at("2026-12-01T10:00:00Z")));
+    }
+
+    #[test]
+    fn a_file_run_is_as_late_as_its_newest_object() {
+        let runs = [RunTime {
+            head: 50,
+            started_at: "2030-01-01T00:00:00Z".into(),
+            finished_at: Some("2030-01-01T00:00:01Z".into()),
+            file: true,
+        }];
+        let mut clock = Clock::new(&runs);
+        clock.observe(&[created(10, "2026-12-01T09:00:00Z")]);
+        clock.finish();
+        assert_eq!(clock.now(), Some("2026-12-01T09:00:00Z".parse().unwrap()));
+        assert_eq!(clock.written_by(11), None, "a file run is no anchor");
+    }
+
+    #[test]
+    fn durations_read_like_a_person_wrote_them() {
+        assert_eq!(human(45), "45s");
+        assert_eq!(human(3 * 3600 + 5 * 60), "3h 5m");
+        assert_eq!(human(2 * 86400 + 4 * 3600 + 7), "2d 4h");
+    }
+}
