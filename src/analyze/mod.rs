@@ -15,6 +15,7 @@ pub mod flapping;
 pub mod generation_mismatch;
 pub mod objects;
 pub mod owner_cycle;
+pub mod prunable_fields;
 pub mod recreated;
 pub mod rewrite;
 pub mod stuck_deletion;
@@ -40,6 +41,7 @@ pub const DETECTORS: &[&str] = &[
     stuck_deletion::NAME,
     dangling_owner::NAME,
     owner_cycle::NAME,
+    prunable_fields::NAME,
 ];
 
 /// How the detectors judge.
@@ -110,6 +112,11 @@ fn detect_cluster(store: &Store, cluster: i64, options: &Options) -> Result<Vec<
     let gaps = store.gaps(cluster)?;
     let mut clock = clock::Clock::new(&store.run_times(cluster)?);
     let mut objects = objects::Objects::default();
+    let schemas = prunable_fields::Schemas::new(store.contents_of(
+        cluster,
+        prunable_fields::CRD_GROUP,
+        prunable_fields::CRD_RESOURCE,
+    )?);
     let policy = store.encryption_policy(cluster)?;
     let mut encryption = policy
         .as_ref()
@@ -138,6 +145,17 @@ fn detect_cluster(store: &Store, cluster: i64, options: &Options) -> Result<Vec<
                 Looked::Found(v) => Some(v.clone()),
             },
         ));
+        let defined = history
+            .last()
+            .and_then(|r| Some((r.group.as_deref()?, r.resource.as_deref()?)));
+        if defined.is_some_and(|(group, resource)| schemas.defines(group, resource)) {
+            findings.extend(prunable_fields::detect(history, &schemas, &mut |r| match values
+                .content(r.semantic_sha256.as_deref())
+            {
+                Looked::Found(v) => Some(v.clone()),
+                Looked::Redacted | Looked::Absent => None,
+            }));
+        }
         if let Err(e) = values.finish() {
             failure.get_or_insert(e);
         }

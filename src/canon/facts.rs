@@ -51,32 +51,32 @@ fn written_at(meta: Option<&Value>) -> Option<String> {
         .map(|(_, t)| t.to_string())
 }
 
-/// `metadata.finalizers` with the managers that own each (`fieldsV1`
-/// `f:metadata` → `f:finalizers` → `v:"<name>"`).
-fn finalizers(meta: Option<&Value>) -> Option<String> {
-    let names = meta?.get("finalizers")?.as_array()?;
-    let managed = meta
-        .and_then(|m| m.get("managedFields"))
+/// `metadata.finalizers` (and a Namespace's `spec.finalizers`, which hold
+/// it until the namespace controller has emptied it) with the managers
+/// that own each (`fieldsV1` `f:metadata` → `f:finalizers` → `v:"<name>"`).
+fn finalizers(object: &Value) -> Option<String> {
+    let managed = object
+        .pointer("/metadata/managedFields")
         .map(entries)
         .unwrap_or_default();
-    let list: Vec<Value> = names
-        .iter()
-        .filter_map(Value::as_str)
-        .map(|name| {
+    let namespace = object.get("kind").and_then(Value::as_str) == Some("Namespace");
+    let sources = [
+        ("/metadata/finalizers", "/f:metadata/f:finalizers"),
+        ("/spec/finalizers", "/f:spec/f:finalizers"),
+    ];
+    let mut list: Vec<Value> = Vec::new();
+    for (at, owned) in sources.iter().take(if namespace { 2 } else { 1 }) {
+        let names = object.pointer(at).and_then(Value::as_array).into_iter().flatten();
+        for name in names.filter_map(Value::as_str) {
             let member = format!("v:{}", Value::String(name.to_string()));
             let by: Vec<String> = managed
                 .iter()
-                .filter(|e| {
-                    e.fields
-                        .pointer("/f:metadata/f:finalizers")
-                        .and_then(|f| f.get(&member))
-                        .is_some()
-                })
+                .filter(|e| e.fields.pointer(owned).and_then(|f| f.get(&member)).is_some())
                 .map(|e| e.label())
                 .collect();
-            serde_json::json!({"name": name, "managers": by})
-        })
-        .collect();
+            list.push(serde_json::json!({"name": name, "managers": by}));
+        }
+    }
     (!list.is_empty()).then(|| Value::Array(list).to_string())
 }
 
@@ -181,7 +181,7 @@ pub fn object_facts_with_spec_hash(object: &Value, spec_hash: Option<Vec<u8>>) -
         observed_generation: object
             .pointer("/status/observedGeneration")
             .and_then(Value::as_i64),
-        finalizers: finalizers(meta),
+        finalizers: finalizers(object),
         owner_refs: owner_refs(meta),
         written_at: written_at(meta),
     }

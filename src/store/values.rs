@@ -36,6 +36,18 @@ impl<'s> ValueReader<'s> {
 
     /// The field at the dotted `path` of the content stored under `hash`.
     pub fn at(&mut self, hash: Option<&[u8]>, path: &str) -> Looked<'_> {
+        match self.content(hash) {
+            Looked::Found(v) => Looked::Found(
+                path.split('.')
+                    .try_fold(v, |cur, k| cur.as_object()?.get(k))
+                    .unwrap_or(&Value::Null),
+            ),
+            other => other,
+        }
+    }
+
+    /// The whole content stored under `hash`.
+    pub fn content(&mut self, hash: Option<&[u8]>) -> Looked<'_> {
         let Some(hash) = hash else {
             return Looked::Absent;
         };
@@ -52,16 +64,57 @@ impl<'s> ValueReader<'s> {
         }
         match &self.cache[hash] {
             None => Looked::Redacted,
-            Some(v) => Looked::Found(
-                path.split('.')
-                    .try_fold(v, |cur, k| cur.as_object()?.get(k))
-                    .unwrap_or(&Value::Null),
-            ),
+            Some(v) => Looked::Found(v),
         }
     }
 
     /// The first failed read, if any.
     pub fn finish(self) -> Result<(), StoreError> {
         self.failure.map_or(Ok(()), Err)
+    }
+}
+
+/// One key's revisions, oldest first: mod_revision and content.
+pub type Contents = Vec<(i64, Option<Value>)>;
+
+impl Store {
+    /// Every stored revision of `cluster`'s keys of one resource, per key
+    /// and oldest first: its mod_revision and stored content (`None` for a
+    /// deletion or content that is not stored).
+    pub fn contents_of(
+        &self,
+        cluster: i64,
+        group: &str,
+        resource: &str,
+    ) -> Result<Vec<Contents>, StoreError> {
+        let err = |e| self.err(e);
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT r.key_id, r.mod_revision, r.semantic_sha256 FROM revisions r JOIN keys k ON k.id = r.key_id \
+                 WHERE k.cluster_id = ?1 AND k.api_group = ?2 AND k.resource = ?3 ORDER BY r.key_id, r.mod_revision",
+            )
+            .map_err(err)?;
+        let rows: Vec<(i64, i64, Option<Vec<u8>>)> = stmt
+            .query_map(rusqlite::params![cluster, group, resource], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .map_err(err)?
+            .collect::<Result<_, _>>()
+            .map_err(err)?;
+        let mut out: Vec<Contents> = Vec::new();
+        let mut last_key = None;
+        for (key, revision, hash) in rows {
+            let content = match hash {
+                Some(h) => self.canonical_value(&h)?,
+                None => None,
+            };
+            if last_key != Some(key) {
+                out.push(Vec::new());
+                last_key = Some(key);
+            }
+            out.last_mut().expect("pushed").push((revision, content));
+        }
+        Ok(out)
     }
 }

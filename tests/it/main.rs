@@ -15,6 +15,7 @@ mod encode_roundtrip;
 mod encryption;
 mod get_cli;
 mod kms_client;
+mod lifecycle;
 mod offline;
 mod report;
 mod scheduled;
