@@ -56,6 +56,7 @@ for (const s of ['critical','high','medium','low','info']) if (bySev[s]) cards.a
 cards.append(el('div', {class:'card'}, el('b', {}, data.runs.length), 'runs'));
 const writes = data.summary.writes_by_class.reduce((n, [, c]) => n + c, 0);
 cards.append(el('div', {class:'card'}, el('b', {}, writes), 'revisions'));
+for (const l of data.summary.lifecycle) cards.append(el('div', {class:'card', title: l.objects.join('\n')}, el('b', {}, l.findings), l.topic));
 
 // Findings table: sortable, filterable.
 const body = document.getElementById('findings-body');

@@ -64,6 +64,17 @@ pub fn render(r: &ReportData) -> String {
             writeln!(s, "| {} | {} | {n} |", text(detector), text(severity)).unwrap();
         }
     }
+    writeln!(s, "\n| lifecycle | findings | objects |\n|---|---|---|").unwrap();
+    for line in &r.summary.lifecycle {
+        writeln!(
+            s,
+            "| {} | {} | {} |",
+            line.topic,
+            line.findings,
+            text(&line.objects.join(", "))
+        )
+        .unwrap();
+    }
     writeln!(s, "\n| change class | writes |\n|---|---|").unwrap();
     for (c, n) in &r.summary.writes_by_class {
         writeln!(s, "| {} | {n} |", text(c)).unwrap();

@@ -29,6 +29,80 @@ pub struct Summary {
     pub writes_by_class: Vec<(String, i64)>,
     pub writes_by_resource: Vec<(String, i64)>,
     pub busiest_keys: Vec<(String, i64)>,
+    /// Stuck deletions, owner problems and prunable fields, each its own line.
+    pub lifecycle: Vec<LifecycleLine>,
+}
+
+/// A summary line about objects' lifecycles, from the findings of some
+/// detectors.
+#[derive(Clone, Debug, Serialize)]
+pub struct LifecycleLine {
+    pub topic: &'static str,
+    pub findings: usize,
+    /// The objects involved (`Kind ns/name`).
+    pub objects: Vec<String>,
+}
+
+/// The lifecycle lines: which detectors feed each.
+const LIFECYCLE: [(&str, &[&str]); 3] = [
+    ("stuck deletions", &[crate::analyze::stuck_deletion::NAME]),
+    (
+        "owner problems",
+        &[
+            crate::analyze::dangling_owner::NAME,
+            crate::analyze::owner_cycle::NAME,
+        ],
+    ),
+    ("prunable fields", &[crate::analyze::prunable_fields::NAME]),
+];
+
+fn lifecycle(findings: &[StoredFinding]) -> Vec<LifecycleLine> {
+    LIFECYCLE
+        .iter()
+        .map(|(topic, detectors)| {
+            let mine: Vec<&StoredFinding> = findings
+                .iter()
+                .filter(|f| detectors.contains(&f.detector.as_str()))
+                .collect();
+            let mut objects: Vec<String> = mine
+                .iter()
+                .flat_map(|f| {
+                    let members = f.details["members"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|m| &m["object"]);
+                    members
+                        .chain(std::iter::once(&f.details["object"]))
+                        .filter_map(|o| o.as_str())
+                        .map(str::to_string)
+                })
+                .collect();
+            objects.sort();
+            objects.dedup();
+            LifecycleLine {
+                topic,
+                findings: mine.len(),
+                objects,
+            }
+        })
+        .collect()
+}
+
+impl LifecycleLine {
+    /// `3: ConfigMap shop/a, Namespace doomed, … 1 more`, or `none`.
+    pub fn text(&self, shown: usize) -> String {
+        if self.findings == 0 {
+            return "none".into();
+        }
+        let more = self.objects.len().saturating_sub(shown);
+        let mut names: Vec<&str> = self.objects.iter().take(shown).map(String::as_str).collect();
+        let tail = format!("… {more} more");
+        if more > 0 {
+            names.push(&tail);
+        }
+        format!("{}: {}", self.findings, names.join(", "))
+    }
 }
 
 /// A key involved in findings, with its revisions in range.
@@ -78,6 +152,7 @@ pub fn build(store: &Store, filter: &Filter) -> Result<ReportData, StoreError> {
         writes_by_class: store.writes_by_class(scope)?,
         writes_by_resource: store.writes_by_resource(scope)?,
         busiest_keys: store.busiest_keys(scope, 10)?,
+        lifecycle: lifecycle(&findings),
         ..Summary::default()
     };
     for f in &findings {

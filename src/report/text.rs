@@ -40,6 +40,9 @@ pub fn render(r: &ReportData) -> String {
         .map(|(c, n)| format!("{} {n}", terminal(c)))
         .collect();
     writeln!(s, "writes: {}", classes.join(", ")).unwrap();
+    for line in &r.summary.lifecycle {
+        writeln!(s, "{}: {}", line.topic, terminal(&line.text(5))).unwrap();
+    }
     writeln!(s, "{} findings", r.findings.len()).unwrap();
     for f in &r.findings {
         writeln!(

@@ -58,7 +58,7 @@ fn summary_of<'a>(found: &'a [Value], key: &str) -> &'a str {
 
 #[test]
 fn stuck_deletions_dangling_owners_and_cycles() {
-    let etcd = TestEtcd::start();
+    let mut etcd = TestEtcd::start();
     let (_dir, db) = temp_db();
     let cm = |name: &str| format!("/registry/configmaps/shop/{name}");
     // Written oldest first, as a cluster writes them: creation times grow
@@ -177,7 +177,12 @@ fn stuck_deletions_dangling_owners_and_cycles() {
         ),
     );
 
-    ok(snapshot(&etcd, &db, &[]));
+    let metrics = db.with_extension("prom");
+    ok(snapshot(
+        &etcd,
+        &db,
+        &["--metrics-file", metrics.to_str().unwrap()],
+    ));
 
     let stuck = findings(&db, "stuck-deletion");
     let mut want = vec![
@@ -225,10 +230,48 @@ fn stuck_deletions_dangling_owners_and_cycles() {
     assert_eq!(members, [2, 3], "{cycles:#?}");
     assert!(!keys_of(&cycles).contains(&cm("tail")));
 
+    // Every output shows them: the metrics file, and the report's summary
+    // lines in each format.
+    let prom = std::fs::read_to_string(&metrics).unwrap();
+    for detector in ["stuck-deletion", "dangling-owner", "owner-cycle"] {
+        assert!(
+            prom.contains(&format!("detector=\"{detector}\"")),
+            "{detector}: {prom}"
+        );
+    }
+    let text = String::from_utf8(ok(inspector(&db, &["report"])).stdout).unwrap();
+    assert!(
+        text.contains("stuck deletions: 3: ConfigMap shop/stuck, Namespace doomed, Widget shop/w"),
+        "{text}"
+    );
+    assert!(text.contains("owner problems: 4: "), "{text}");
+    let md = String::from_utf8(ok(inspector(&db, &["report", "--format", "md"])).stdout).unwrap();
+    assert!(md.contains("| stuck deletions | 3 |"), "{md}");
+    let report = json(inspector(&db, &["report", "--format", "json"]));
+    let lines = report["summary"]["lifecycle"].as_array().unwrap();
+    assert_eq!(lines[1]["topic"], "owner problems");
+    assert_eq!(lines[1]["findings"], 4);
+    let html = String::from_utf8(ok(inspector(&db, &["report", "--format", "html"])).stdout).unwrap();
+    assert!(
+        html.contains("\"lifecycle\""),
+        "the HTML carries the lifecycle lines"
+    );
+
     // Analyzing again finds the same, with the same ids.
     let before = json(inspector(&db, &["findings", "-o", "json"]));
     ok(inspector(&db, &["analyze"]));
     assert_eq!(json(inspector(&db, &["findings", "-o", "json"])), before);
+    // A data file has no clock: its newest stored time stands in for now
+    // (here the minute-old object), and finds the same.
+    etcd.stop();
+    let (_file_dir, offline) = temp_db();
+    ok(inspector(
+        &offline,
+        &["snapshot", "--file", etcd.db_file().to_str().unwrap()],
+    ));
+    assert_eq!(keys_of(&findings(&offline, "stuck-deletion")), keys_of(&stuck));
+    assert_eq!(keys_of(&findings(&offline, "dangling-owner")), keys_of(&dangling));
+
     // A longer --stuck-after keeps the 2 h deletion, drops the younger ones.
     ok(inspector(&db, &["analyze", "--stuck-after", "110m"]));
     assert_eq!(keys_of(&findings(&db, "stuck-deletion")), [cm("stuck")]);
