@@ -71,7 +71,10 @@ fn main() -> Result<()> {
     );
     println!("re-stored as CBOR, a pod deleted and recreated, an identical rewrite, a retried create, a duplicated");
     println!(
-        "RBAC subject and ownerReference, a stale status write, two managers fighting over replicas ..."
+        "RBAC subject and ownerReference, a stale status write, two managers fighting over replicas, a deletion"
+    );
+    println!(
+        "stuck on a finalizer, a pod whose Job is gone, a custom resource with a field its CRD prunes ..."
     );
     scenario::incident(&writer);
     inspector(&format!("--db {db_arg} snapshot --endpoints {ep}"))?;

@@ -24,6 +24,9 @@ pub const EXPECTED: &[(&str, &str)] = &[
     ("generation-mismatch", "/registry/deployments/shop/api"),
     ("recreated", "/registry/pods/shop/web-7d4b9c6f5d-x2kqp"),
     ("rewrite", "/registry/configmaps/shop/web-config"),
+    ("stuck-deletion", "/registry/configmaps/shop/legacy-settings"),
+    ("dangling-owner", "/registry/pods/shop/report-28fj1"),
+    ("prunable-fields", "/registry/example.com/gizmos/shop/small"),
 ];
 
 fn meta(ns: &str, name: &str, uid: &str) -> Value {
@@ -87,6 +90,29 @@ fn backup_pod(name: &str, uid: &str) -> Value {
     m["managedFields"] = json!([{"manager": "backup-operator", "operation": "Update", "apiVersion": "v1", "time": "2026-11-29T08:01:00Z"}]);
     json!({"apiVersion": "v1", "kind": "Pod", "metadata": m,
            "spec": {"containers": [{"name": "backup", "image": "registry.example.com/tools/backup:7"}], "restartPolicy": "Never"}})
+}
+
+/// A ConfigMap a backup operator guards with a finalizer; `deleting` is
+/// when someone deleted it.
+fn legacy_settings(deleting: Option<&str>) -> Value {
+    let mut m = meta("shop", "legacy-settings", "1e9a-0000-4000-8000-000000000001");
+    m["finalizers"] = json!(["backup.example.com/snapshot-first"]);
+    m["managedFields"] = json!([{"manager": "backup-operator", "operation": "Update", "apiVersion": "v1", "time": "2026-11-29T07:50:00Z",
+                                 "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:finalizers": {".": {}, "v:\"backup.example.com/snapshot-first\"": {}}}}}]);
+    if let Some(at) = deleting {
+        m["deletionTimestamp"] = json!(at);
+        m["deletionGracePeriodSeconds"] = json!(0);
+    }
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": m, "data": {"mode": "legacy"}})
+}
+
+/// A report Job's pod, owned by the Job `report`.
+fn report_pod() -> Value {
+    let mut m = meta("shop", "report-28fj1", "4e90-0000-4000-8000-000000000001");
+    m["ownerReferences"] = json!([{"apiVersion": "batch/v1", "kind": "Job", "name": "report", "uid": "4e90-job", "controller": true}]);
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": m,
+           "spec": {"containers": [{"name": "report", "image": "registry.example.com/tools/report:3"}], "restartPolicy": "Never"},
+           "status": {"phase": "Succeeded"}})
 }
 
 fn lease(renew: &str) -> Value {
@@ -198,6 +224,31 @@ pub fn cluster(etcd: &Etcd) {
         "/registry/leases/kube-node-lease/worker-3",
         &pb(&lease("2026-11-29T07:59:00.000000Z")),
     );
+    (etcd.put)(
+        "/registry/configmaps/shop/legacy-settings",
+        &pb(&legacy_settings(None)),
+    );
+    (etcd.put)(
+        "/registry/jobs/shop/report",
+        &pb(
+            &json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": meta("shop", "report", "4e90-job"),
+                    "spec": {"parallelism": 1, "template": {"spec": {"containers": [{"name": "report", "image": "registry.example.com/tools/report:3"}], "restartPolicy": "Never"}}}}),
+        ),
+    );
+    (etcd.put)("/registry/pods/shop/report-28fj1", &pb(&report_pod()));
+    // A CRD with a structural schema: spec.size and spec.colour.
+    (etcd.put)(
+        "/registry/apiextensions.k8s.io/customresourcedefinitions/gizmos.example.com",
+        &json_value(
+            &json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "gizmos.example.com", "uid": "c4d0-0002", "generation": 1, "creationTimestamp": "2026-11-01T00:00:00Z"},
+            "spec": {"group": "example.com", "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo", "listKind": "GizmoList"},
+                     "scope": "Namespaced", "versions": [{"name": "v1", "served": true, "storage": true,
+                        "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object",
+                            "properties": {"size": {"type": "integer"}, "colour": {"type": "string"}}}}}}}]},
+            "status": {"acceptedNames": {"plural": "gizmos", "kind": "Gizmo"}, "storedVersions": ["v1"]}}),
+        ),
+    );
 }
 
 /// The incident: heartbeats and a compaction, then every injected anomaly.
@@ -210,6 +261,24 @@ pub fn incident(etcd: &Etcd) {
         );
     }
     (etcd.compact)(beat - 1);
+    // A Job is deleted, but its pod stays: the garbage collector never
+    // removed it.
+    (etcd.delete)("/registry/jobs/shop/report");
+    // Someone deletes a ConfigMap; the backup operator that owns its
+    // finalizer is gone, so it never goes away.
+    (etcd.put)(
+        "/registry/configmaps/shop/legacy-settings",
+        &pb(&legacy_settings(Some("2026-11-29T08:05:00Z"))),
+    );
+    // A custom resource written straight to etcd with a typo: the next
+    // write through the API drops `colr` silently.
+    (etcd.put)(
+        "/registry/example.com/gizmos/shop/small",
+        &json_value(
+            &json!({"apiVersion": "example.com/v1", "kind": "Gizmo", "metadata": meta("shop", "small", "91a0-0001"),
+                            "spec": {"size": 1, "colr": "red"}}),
+        ),
+    );
     // A storage-version migration rewrites the Deployment unchanged.
     (etcd.put)(
         "/registry/deployments/shop/web",

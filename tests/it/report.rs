@@ -69,7 +69,7 @@ fn reports_every_injected_anomaly_and_nothing_else() {
         .collect();
     assert_eq!(found, expected);
     let involved: BTreeSet<&str> = expected.iter().map(|(_, k)| k.as_str()).collect();
-    assert_eq!(involved.len(), 8, "the keys the findings name");
+    assert_eq!(involved.len(), 11, "the keys the findings name");
     assert!(
         involved.is_subset(&timeline_keys(&report)),
         "a timeline for every key a finding names"
