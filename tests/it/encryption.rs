@@ -33,14 +33,11 @@ impl Keys {
     /// Secrets are written with aesgcm (a key name with a colon in it) and
     /// read with aescbc, secretbox and identity too; ConfigMaps with aescbc.
     fn config(&self, dir: &Path) -> PathBuf {
-        let path = dir.join("encryption.yaml");
-        std::fs::write(
-            &path,
-            format!(
-                "apiVersion: apiserver.config.k8s.io/v1
-kind: EncryptionConfiguration
-resources:
-  - resources: [secrets]
+        write_config(
+            dir,
+            "encryption.yaml",
+            &format!(
+                "  - resources: [secrets]
     providers:
       - aesgcm:
           keys: [{{name: 'key:gcm', secret: '{}'}}]
@@ -60,9 +57,17 @@ resources:
                 b64(&self.cbc)
             ),
         )
-        .unwrap();
-        path
     }
+}
+
+/// Writes an EncryptionConfiguration with these `resources:` entries.
+fn write_config(dir: &Path, name: &str, resources: &str) -> PathBuf {
+    let path = dir.join(name);
+    let text = format!(
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n{resources}"
+    );
+    std::fs::write(&path, text).unwrap();
+    path
 }
 
 fn key(name: &str) -> String {
@@ -388,22 +393,11 @@ resources:
 
 /// A config whose only provider is the KMS plugin `name` at `socket`.
 fn kms_config(dir: &Path, version: &str, name: &str, socket: &Path) -> PathBuf {
-    let path = dir.join(format!("kms-{version}.yaml"));
-    std::fs::write(
-        &path,
-        format!(
-            "apiVersion: apiserver.config.k8s.io/v1
-kind: EncryptionConfiguration
-resources:
-  - resources: [secrets]
-    providers:
-      - kms: {{apiVersion: {version}, name: {name}, endpoint: 'unix://{}', timeout: 2s}}
-",
-            socket.display()
-        ),
-    )
-    .unwrap();
-    path
+    let entry = format!(
+        "  - resources: [secrets]\n    providers:\n      - kms: {{apiVersion: {version}, name: {name}, endpoint: 'unix://{}', timeout: 2s}}\n",
+        socket.display()
+    );
+    write_config(dir, &format!("kms-{version}.yaml"), &entry)
 }
 
 /// The prefix of the KMS v2 value Kubernetes recorded (corpus/encryption).
