@@ -249,15 +249,16 @@ pub struct SnapshotArgs {
     /// Read an etcd data file instead of a live server: a copied
     /// `member/snap/db` or an `etcdctl snapshot save` file (its SHA-256
     /// trailer is verified). No etcd needs to run; the file is only read.
-    #[arg(long, value_name = "PATH", conflicts_with = "fetch_snapshot")]
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["fetch_snapshot", "fetch"])]
     pub file: Option<PathBuf>,
-    /// Download the server's snapshot (every retained revision, as the data
-    /// file holds it) and read that, instead of reading through the API.
-    #[arg(long)]
+    #[command(flatten)]
+    pub fetch: FetchArgs,
+    /// The same as --fetch snapshot.
+    #[arg(long, hide = true, conflicts_with = "fetch")]
     pub fetch_snapshot: bool,
-    /// Keep the downloaded snapshot at PATH (default: a temporary file next
-    /// to the database, removed afterwards).
-    #[arg(long, value_name = "PATH", requires = "fetch_snapshot")]
+    /// Keep a downloaded snapshot at PATH (default: a temporary file next to
+    /// the database, removed afterwards).
+    #[arg(long, value_name = "PATH")]
     pub save: Option<PathBuf>,
     /// The cluster a --file belongs to (etcd's cluster id in hex, as
     /// `etcdctl endpoint status` shows it). By default it is derived from the
@@ -267,12 +268,34 @@ pub struct SnapshotArgs {
     pub cluster_id: Option<String>,
 }
 
+/// How a live run fetches history.
+#[derive(clap::Args, Debug)]
+pub struct FetchArgs {
+    /// `watch` replays history through the Watch API; `snapshot` downloads
+    /// the server's snapshot (every retained revision, as its data file
+    /// holds it; needs etcd's root role) and reads it as a file; `auto`
+    /// downloads when that is expected to be faster (a first run, a long
+    /// catch-up) and the server allows it, else watches.
+    #[arg(long, value_enum, default_value_t = FetchMode::Auto)]
+    pub fetch: FetchMode,
+}
+
+/// `--fetch`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FetchMode {
+    Auto,
+    Watch,
+    Snapshot,
+}
+
 #[derive(clap::Args, Debug)]
 pub struct FollowArgs {
     #[command(flatten)]
     pub etcd: EtcdArgs,
     #[command(flatten)]
     pub record: RecordArgs,
+    #[command(flatten)]
+    pub fetch: FetchArgs,
     /// Stop after this long (e.g. `50m`, `12h`) and end the run as
     /// complete; without it, follow until SIGTERM or Ctrl-C.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]

@@ -89,7 +89,7 @@ fn main() -> Result<()> {
     let saved = dir.join("etcd-snapshot.db");
     let _ = std::fs::remove_file(&saved);
     inspector(&format!(
-        "--db {} snapshot --endpoints {ep} --fetch-snapshot --save {}",
+        "--db {} snapshot --endpoints {ep} --fetch snapshot --save {}",
         offline.display(),
         saved.display()
     ))?;

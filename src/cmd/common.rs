@@ -5,12 +5,12 @@
 use super::Status;
 use crate::analyze::Analysis;
 use crate::canon::sensitive::{is_secret, redact_secret};
-use crate::cli::{DetectorArgs, EncryptionArgs, ObjectArgs, RecordArgs};
+use crate::cli::{DetectorArgs, EncryptionArgs, FetchMode, ObjectArgs, RecordArgs};
 use crate::cli::{Format, ViewArgs};
 use crate::decode::key::SpecialKey;
 use crate::decode::{self, Outcome};
 use crate::decrypt::{self, config, Decryptor};
-use crate::lifecycle::{Finished, RecordOptions};
+use crate::lifecycle::{Fetch, Finished, RecordOptions};
 use crate::report::escape;
 use crate::source::filter::ResourceFilter;
 use crate::store::finding::Severity;
@@ -43,6 +43,16 @@ impl From<&ObjectArgs> for ObjectFilter {
             namespace: a.namespace.clone(),
             resource: a.resource.clone(),
             key_prefix: a.key_prefix.clone(),
+        }
+    }
+}
+
+impl From<FetchMode> for Fetch {
+    fn from(m: FetchMode) -> Self {
+        match m {
+            FetchMode::Auto => Fetch::Auto,
+            FetchMode::Watch => Fetch::Watch,
+            FetchMode::Snapshot => Fetch::Snapshot,
         }
     }
 }

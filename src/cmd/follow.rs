@@ -13,6 +13,7 @@ pub fn run(db: &Path, args: &FollowArgs) -> Result<Status> {
     let follow = FollowOptions {
         duration: args.duration,
         commit_every: args.commit_every,
+        fetch: args.fetch.fetch.into(),
     };
     let finished = lifecycle::follow(
         db,

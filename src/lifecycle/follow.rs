@@ -4,13 +4,15 @@
 //! counters), so a stop or a kill loses little and the next run continues
 //! from there.
 
-use super::{live, RecordOptions, Settings, Summary};
+use super::fetch::{self, Fetch};
+use super::{RecordOptions, Settings, Summary};
 use crate::source::etcd::{Connection, Replay, Scope};
 use crate::source::filter::ResourceFilter;
 use crate::source::{Census, ReadError, Record, Sink};
 use crate::store::{RevisionWriter, RunId, Shortfall, Store, StoreError};
 use anyhow::Result;
 use indicatif::ProgressBar;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Longest wait between reconnection attempts.
@@ -24,6 +26,8 @@ pub struct FollowOptions {
     pub duration: Option<Duration>,
     /// Commit what was received at least this often.
     pub commit_every: Duration,
+    /// How its first read and each catch-up fetch history.
+    pub fetch: Fetch,
 }
 
 /// Stores watched revisions and commits them, with how far they reach, at
@@ -118,9 +122,11 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
 }
 
 /// Follows until the deadline (`Some`, complete) or a signal (`None`).
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn follow(
     store: &Store,
     run: RunId,
+    db: &Path,
     connection: &Connection,
     options: &RecordOptions,
     follow: &FollowOptions,
@@ -132,8 +138,14 @@ pub(super) async fn follow(
         .duration
         .map(|d| tokio::time::Instant::from_std(started + d));
     let settings = Settings::new(store, run, options, true)?;
+    let live = fetch::Live {
+        connection,
+        fetch: follow.fetch,
+        save: None,
+        db,
+    };
     let caught_up = tokio::select! {
-        r = live::read(store, run, connection, options, &settings, bar) => r?,
+        r = fetch::read(store, run, &live, options, &settings, bar) => r?,
         _ = signalled.notified() => None,
     };
     let Some(mut summary) = caught_up else {
@@ -201,7 +213,7 @@ pub(super) async fn follow(
         // Catch up as a snapshot run would: history since what is stored,
         // or, if compaction overtook the watch, a gap and the state again.
         let caught_up = tokio::select! {
-            r = live::read(store, run, connection, options, &settings, bar) => r,
+            r = fetch::read(store, run, &live, options, &settings, bar) => r,
             _ = signalled.notified() => return Ok(None),
         };
         match caught_up {

@@ -4,6 +4,7 @@
 //! metrics file). Commands turn their arguments into these plain options
 //! and print the [`Finished`] run; examples and tests call the same API.
 
+mod fetch;
 mod file;
 mod finish;
 mod follow;
@@ -12,6 +13,7 @@ mod plan;
 mod progress;
 mod signal;
 
+pub use fetch::Fetch;
 pub use finish::Finished;
 pub use follow::FollowOptions;
 
@@ -51,18 +53,18 @@ pub struct RecordOptions {
 /// Where a snapshot run reads.
 #[derive(Clone, Debug)]
 pub enum Source {
-    /// A live etcd, through the KV and Watch APIs.
-    Live(Connection),
+    /// A live etcd: history replayed through Watch, or its snapshot
+    /// downloaded (kept at `save` if given) and read as a file, as `fetch`
+    /// says.
+    Live {
+        connection: Connection,
+        fetch: Fetch,
+        save: Option<PathBuf>,
+    },
     /// An etcd data file; `cluster_id` overrides the id derived from it.
     File {
         path: PathBuf,
         cluster_id: Option<String>,
-    },
-    /// The server's snapshot, downloaded (kept at `save` if given) and read
-    /// as a file.
-    Fetch {
-        connection: Connection,
-        save: Option<PathBuf>,
     },
 }
 
@@ -70,9 +72,13 @@ impl Source {
     /// What the runs table calls the source.
     fn label(&self) -> String {
         match self {
-            Source::Live(c) => c.endpoints.join(","),
+            Source::Live {
+                connection,
+                fetch: Fetch::Snapshot,
+                ..
+            } => format!("fetch-snapshot:{}", connection.endpoints.join(",")),
+            Source::Live { connection, .. } => connection.endpoints.join(","),
             Source::File { path, .. } => format!("file:{}", path.display()),
-            Source::Fetch { connection, .. } => format!("fetch-snapshot:{}", connection.endpoints.join(",")),
         }
     }
 }
@@ -175,7 +181,7 @@ pub fn follow(
     let (runtime, signalled) = signal::runtime()?;
     let outcome = runtime
         .block_on(follow::follow(
-            &store, run, connection, options, follow, &signalled, &bar,
+            &store, run, db, connection, options, follow, &signalled, &bar,
         ))
         .transpose();
     bar.finish_and_clear();
@@ -193,7 +199,19 @@ async fn read(
 ) -> Result<Option<Summary>> {
     let settings = Settings::new(store, run, options, !matches!(source, Source::File { .. }))?;
     match source {
-        Source::Live(connection) => live::read(store, run, connection, options, &settings, bar).await,
+        Source::Live {
+            connection,
+            fetch,
+            save,
+        } => {
+            let live = fetch::Live {
+                connection,
+                fetch: *fetch,
+                save: save.as_deref(),
+                db,
+            };
+            fetch::read(store, run, &live, options, &settings, bar).await
+        }
         Source::File { path, cluster_id } => file::read(
             store,
             run,
@@ -203,27 +221,5 @@ async fn read(
             &settings,
             bar,
         ),
-        Source::Fetch { connection, save } => {
-            let dest = save
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(format!("{}.snapshot.tmp", db.display())));
-            let result = async {
-                let cluster_id = file::fetch(connection, &dest, bar).await?;
-                file::read(
-                    store,
-                    run,
-                    &dest,
-                    Some(&cluster_id),
-                    &options.prefix,
-                    &settings,
-                    bar,
-                )
-            }
-            .await;
-            if save.is_none() {
-                let _ = std::fs::remove_file(&dest);
-            }
-            result
-        }
     }
 }

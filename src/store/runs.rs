@@ -129,6 +129,8 @@ pub struct RunInfo {
     pub tool_version: String,
     /// The etcd server version a live run talked to.
     pub etcd_version: Option<String>,
+    /// How a live run fetched history: `watch` or `snapshot`.
+    pub fetched: Option<String>,
     /// The write policy of the encryption config the run decrypted with.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub encryption: Option<Policy>,
@@ -232,6 +234,14 @@ impl Store {
                 "UPDATE runs SET etcd_version = ?2 WHERE id = ?1",
                 params![run.0, version],
             )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Records how a live run fetched history (`watch` or `snapshot`).
+    pub fn set_run_fetched(&self, run: RunId, how: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute("UPDATE runs SET fetched = ?2 WHERE id = ?1", params![run.0, how])
             .map_err(|e| self.err(e))?;
         Ok(())
     }
@@ -462,7 +472,7 @@ impl Store {
                 "SELECT r.id, r.status, c.etcd_cluster_id, r.source, r.prefix, r.started_at, r.finished_at, r.head_revision, \
                  r.compact_revision, r.history_from, r.keys_seen, r.revisions_added, r.error, r.tool_version, \
                  r.file_size, r.file_sha256, r.file_first_revision, r.file_last_revision, r.etcd_version, \
-                 r.encryption_policy FROM runs r LEFT JOIN clusters c ON c.id = r.cluster_id ORDER BY r.id",
+                 r.encryption_policy, r.fetched FROM runs r LEFT JOIN clusters c ON c.id = r.cluster_id ORDER BY r.id",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
@@ -484,6 +494,7 @@ impl Store {
                     error: r.get("error")?,
                     tool_version: r.get("tool_version")?,
                     etcd_version: r.get("etcd_version")?,
+                    fetched: r.get("fetched")?,
                     encryption: r
                         .get::<_, Option<String>>("encryption_policy")?
                         .and_then(|json| serde_json::from_str(&json).ok()),

@@ -249,7 +249,7 @@ fn every_local_provider_decrypts_and_nothing_leaks() {
     ok(snapshot(
         &etcd,
         &fetched,
-        &["--fetch-snapshot", "--encryption-config", config],
+        &["--fetch", "snapshot", "--encryption-config", config],
     ));
     assert_eq!(
         last(&history(&fetched, &key("box")))["encryption"],

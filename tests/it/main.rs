@@ -13,6 +13,7 @@ mod detectors;
 mod drift;
 mod encode_roundtrip;
 mod encryption;
+mod fetch_choice;
 mod get_cli;
 mod kms_client;
 mod lifecycle;

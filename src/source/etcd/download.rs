@@ -15,12 +15,22 @@ impl Etcd {
             .maintenance_client()
             .snapshot()
             .await
-            .map_err(|e| self.request_err(e))?;
+            .map_err(|e| self.snapshot_err(e))?;
         let mut total = 0u64;
-        while let Some(resp) = stream.message().await.map_err(|e| self.request_err(e))? {
+        while let Some(resp) = stream.message().await.map_err(|e| self.snapshot_err(e))? {
             write(resp.blob(), resp.remaining_bytes()).map_err(EtcdError::Save)?;
             total += resp.blob().len() as u64;
         }
         Ok(total)
+    }
+
+    fn snapshot_err(&self, e: etcd_client::Error) -> EtcdError {
+        if super::is_denied(&e) {
+            EtcdError::SnapshotDenied {
+                endpoints: self.endpoints.clone(),
+            }
+        } else {
+            self.request_err(e)
+        }
     }
 }

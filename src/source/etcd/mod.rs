@@ -52,6 +52,9 @@ pub enum EtcdError {
     Request { endpoints: String, reason: String },
     #[error("saving the snapshot: {0}")]
     Save(std::io::Error),
+    /// The Maintenance snapshot was refused (it needs etcd's root role).
+    #[error("etcd at {endpoints}: permission denied to download the snapshot")]
+    SnapshotDenied { endpoints: String },
     /// A watch of every key was refused; the replay falls back to the scope.
     #[error("permission denied to watch every key")]
     WatchDenied,
@@ -59,7 +62,7 @@ pub enum EtcdError {
         "etcd at {endpoints} {server} announce watch progress before the events it covers (etcd \
          issue 15220, fixed in 3.4.25 and 3.5.8), and these credentials may not watch every key, \
          so the end of the history replay cannot be confirmed; use credentials that can read every \
-         key (kube-apiserver's), or snapshot --fetch-snapshot"
+         key (kube-apiserver's), or snapshot --fetch snapshot"
     )]
     Unconfirmable {
         endpoints: String,
@@ -86,6 +89,8 @@ pub struct Etcd {
     /// The version the server reported, as it spelt it; empty when the
     /// credentials may not ask.
     version: String,
+    /// The size of its data file, from the same Status answer.
+    db_size: Option<i64>,
 }
 
 /// The most useful words of a client error: the innermost cause.
@@ -172,11 +177,11 @@ impl Connection {
             reason: reason(&e),
         };
         let mut maintenance = client.maintenance_client();
-        let version = match tokio::time::timeout(self.dial_timeout, maintenance.status())
+        let (version, db_size) = match tokio::time::timeout(self.dial_timeout, maintenance.status())
             .await
             .map_err(|_| no_answer())?
         {
-            Ok(status) => status.version().to_string(),
+            Ok(status) => (status.version().to_string(), Some(status.db_size())),
             Err(e) if is_denied(&e) => {
                 let mut kv = client.kv_client();
                 tokio::time::timeout(
@@ -186,12 +191,13 @@ impl Connection {
                 .await
                 .map_err(|_| no_answer())?
                 .map_err(refused)?;
-                String::new()
+                (String::new(), None)
             }
             Err(e) => return Err(refused(e)),
         };
         Ok(Etcd {
             version,
+            db_size,
             client,
             endpoints,
         })
@@ -258,6 +264,11 @@ impl Etcd {
     /// credentials may not ask.
     pub fn version(&self) -> &str {
         &self.version
+    }
+
+    /// The size of the server's data file, when the credentials may ask.
+    pub fn db_size(&self) -> Option<i64> {
+        self.db_size
     }
 
     /// The server's version, when it is one this tool can read.

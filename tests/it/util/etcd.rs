@@ -243,6 +243,21 @@ impl TestEtcd {
         });
     }
 
+    /// Adds `user` (password `password`) who may read every key but is not
+    /// root. Call before [`TestEtcd::enable_auth`].
+    pub fn add_full_reader(&self, user: &str, password: &str) {
+        use etcd_client::Permission;
+        let mut c = self.client_result().unwrap();
+        self.runtime.block_on(async {
+            c.role_add(user).await.unwrap();
+            c.role_grant_permission(user, Permission::read(vec![0u8]).with_from_key())
+                .await
+                .unwrap();
+            c.user_add(user, password, None).await.unwrap();
+            c.user_grant_role(user, user).await.unwrap();
+        });
+    }
+
     /// Compacts etcd's history at `revision`, as kube-apiserver does.
     pub fn compact(&self, revision: i64) {
         let mut c = self.client_result().unwrap();
