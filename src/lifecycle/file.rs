@@ -3,7 +3,7 @@
 //! against the file's own counters.
 
 use super::plan::{check_history, read_error, Plan};
-use super::progress::Progress;
+use super::progress::{phase, spinning, Progress, Unit};
 use super::{Settings, Summary};
 use crate::source::bolt::BoltDb;
 use crate::source::db_file;
@@ -51,20 +51,26 @@ pub(super) fn read(
         bar: bar.clone(),
         seen: 0,
         census: Some(Census::default()),
+        origin: None,
     };
-    bar.set_message(format!(
-        "reading revisions {}-{head} from {}",
-        info.first_revision.unwrap_or(0),
-        path.display()
-    ));
     // Revisions below the compaction point that etcd kept (each key's latest)
     // are in the file too: read everything after what is already stored.
     let read_from = plan.previous.map_or(0, |p| p.head + 1);
+    let first = info.first_revision.unwrap_or(0).max(read_from);
+    phase(
+        bar,
+        format!("reading revisions {first}-{head} from {}", path.display()),
+        (head - first + 1).max(0) as u64,
+        Unit::Revisions,
+    );
+    sink.origin = Some(first);
     let read = db_file::read_revisions(&db, prefix.as_bytes(), read_from, &mut sink).map_err(read_error)?;
     if read == Read::Stopped {
         return Ok(None);
     }
     let live = sink.census.take().map(|c| c.live()).unwrap_or_default();
+    spinning(bar);
+    bar.set_message("storing the last revisions and checking them against the file's counters");
     writer.flush()?;
     for gap in &plan.gaps {
         store.record_gap(run, cluster, *gap)?;
@@ -90,13 +96,20 @@ pub(super) async fn fetch(connection: &Connection, dest: &Path, bar: &ProgressBa
     let pinned = etcd.pin().await?;
     let mut file =
         std::fs::File::create(dest).with_context(|| format!("cannot create {}", dest.display()))?;
+    let mut done = 0u64;
     let written = etcd
         .download_snapshot(&mut |chunk, remaining| {
-            bar.set_message(format!("downloading the snapshot, {remaining} bytes to go"));
+            if done == 0 {
+                let total = chunk.len() as u64 + remaining;
+                phase(bar, "downloading the snapshot".into(), total, Unit::Bytes);
+            }
+            done += chunk.len() as u64;
+            bar.set_position(done);
             file.write_all(chunk)
         })
         .await
         .with_context(|| format!("downloading the snapshot into {}", dest.display()))?;
+    spinning(bar);
     file.sync_all()
         .with_context(|| format!("writing {}", dest.display()))?;
     if written % 512 != crate::source::bolt::TRAILER as u64 {

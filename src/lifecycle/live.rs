@@ -4,7 +4,7 @@
 //! of the stored history against etcd's counters.
 
 use super::plan::{check_history, read_error, replay_all, Plan};
-use super::progress::Progress;
+use super::progress::{phase, spinning, Progress, Unit};
 use super::{RecordOptions, Settings, Summary};
 use crate::source::etcd::{Connection, Scope};
 use crate::source::{Census, Read};
@@ -46,6 +46,7 @@ pub(super) async fn read(
         bar: bar.clone(),
         seen: 0,
         census: None,
+        origin: None,
     };
     // etcd's own counters for every key live at the head, to check the
     // history against: from the state read, or, when the previous run's
@@ -68,15 +69,20 @@ pub(super) async fn read(
         }
         sink.census.take().map(|c| c.live()).unwrap_or_default()
     };
-    bar.set_message(format!(
-        "replaying history from revision {} to {}",
-        plan.from, pinned.head
-    ));
+    phase(
+        bar,
+        format!("replaying revisions {}-{}", plan.from, pinned.head),
+        (pinned.head - plan.from + 1).max(0) as u64,
+        Unit::Revisions,
+    );
+    sink.origin = Some(plan.from);
     let idle = connection.command_timeout;
     let Some(from) = replay_all(&etcd, scope, plan.from, pinned.head, idle, &mut sink, &mut gaps).await?
     else {
         return Ok(None);
     };
+    spinning(bar);
+    bar.set_message("storing the last revisions and checking them against etcd's counters");
     writer.flush()?;
     for gap in &gaps {
         store.record_gap(run, cluster, *gap)?;

@@ -162,8 +162,11 @@ pub fn snapshot(db: &Path, source: &Source, options: &RecordOptions) -> Result<F
             _ = signalled.notified() => None,
         }
     });
+    progress::spinning(&bar);
+    bar.set_message("analyzing");
+    let finished = finish::finish(&store, run, outcome, options, started);
     bar.finish_and_clear();
-    finish::finish(&store, run, outcome, options, started)
+    finished
 }
 
 /// Follows a live etcd until `follow.duration` passes (complete) or a

@@ -1,5 +1,7 @@
-//! What a long run shows on a terminal, and the sink that counts records on
-//! their way to the store and stops the source when a signal arrived.
+//! What a long run shows on a terminal (a spinner while the end is unknown,
+//! a bar with percentage, rate and ETA for each phase whose end is known),
+//! and the sink that counts records on their way to the store and stops the
+//! source when a signal arrived.
 
 use super::signal::stopping;
 use crate::source::{Census, Record, Sink};
@@ -14,9 +16,33 @@ pub(super) fn bar() -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new_spinner();
-    bar.set_style(ProgressStyle::with_template("{spinner} {elapsed} {msg}").expect("valid template"));
+    spinning(&bar);
     bar.enable_steady_tick(Duration::from_millis(120));
     bar
+}
+
+/// Back to a spinner: the next phase's end is not known.
+pub(super) fn spinning(bar: &ProgressBar) {
+    bar.set_style(ProgressStyle::with_template("{spinner} {elapsed} {msg}").expect("valid template"));
+}
+
+/// What a phase counts.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Unit {
+    Bytes,
+    Revisions,
+}
+
+/// Turns the spinner into a bar for a phase of `len` units.
+pub(super) fn phase(bar: &ProgressBar, what: String, len: u64, unit: Unit) {
+    let template = match unit {
+        Unit::Bytes => "{msg} [{wide_bar}] {percent}% {bytes}/{total_bytes}, {bytes_per_sec}, ETA {eta}",
+        Unit::Revisions => "{msg} [{wide_bar}] {percent}% {human_pos}/{human_len} revisions, {per_sec}, ETA {eta}",
+    };
+    bar.set_style(ProgressStyle::with_template(template).expect("valid template"));
+    bar.set_length(len);
+    bar.set_position(0);
+    bar.set_message(what);
 }
 
 /// The store writer, counted and shown, stopping at a signal.
@@ -27,6 +53,9 @@ pub(super) struct Progress<'w, 's> {
     /// The newest revision of each key, where the source's own counters are
     /// what the run checks against (a data file).
     pub census: Option<Census>,
+    /// While history is read in revision order from here, the bar shows
+    /// how far it is; `None` while the end is unknown (counts only).
+    pub origin: Option<i64>,
 }
 
 impl Sink for Progress<'_, '_> {
@@ -41,10 +70,13 @@ impl Sink for Progress<'_, '_> {
             census.observe(&record);
         }
         if self.seen.is_multiple_of(500) {
-            self.bar.set_message(format!(
-                "{} records read, {} new, at revision {}",
-                self.seen, self.writer.added, record.mod_revision
-            ));
+            match self.origin {
+                Some(origin) => self.bar.set_position((record.mod_revision - origin).max(0) as u64),
+                None => self.bar.set_message(format!(
+                    "{} records read, {} new, at revision {}",
+                    self.seen, self.writer.added, record.mod_revision
+                )),
+            }
         }
         self.writer.record(record)
     }
