@@ -9,6 +9,11 @@
 //! (defaults 5000 3 3). Asserts nothing: it measures. With `BENCH_KEEP` set
 //! in the environment the databases and the db file are kept for inspection;
 //! `BENCH_WRAP="heaptrack -o /tmp/ht"` runs each command under a profiler.
+//! `BENCH_POD=fixture` makes every Pod Kubernetes' fully filled Pod fixture
+//! (from `../shared/corpus`), renamed and with its status changed per
+//! update. `BENCH_BASELINE=PATH` also times an older `etcd-inspector`
+//! binary's `snapshot --file` on the same file, side by side, and checks
+//! both stored the same contents.
 
 #[path = "../tests/it/util/etcd.rs"]
 #[allow(dead_code)]
@@ -29,8 +34,41 @@ fn managed(manager: &str, minute: usize) -> Value {
             "f:spec": {"f:containers": {"k:{\"name\":\"app\"}": {".": {}, "f:image": {}, "f:env": {}, "f:resources": {}}}}}}])
 }
 
+/// Kubernetes' fully filled Pod fixture as JSON, when `BENCH_POD=fixture`.
+fn fixture_pod() -> Option<Value> {
+    if std::env::var("BENCH_POD").ok()? != "fixture" {
+        return None;
+    }
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/k8s-api-fixtures/core.v1.Pod.pb");
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("BENCH_POD=fixture needs {}: {e}", path.display()));
+    match etcd_inspector::decode::decode_value(&bytes) {
+        Ok(etcd_inspector::decode::Outcome::Decoded(d)) => Some(d.object),
+        _ => panic!("{} does not decode", path.display()),
+    }
+}
+
+/// The fully filled Pod as object `i` at update `round`.
+fn filled_pod(template: &Value, i: usize, round: usize) -> (String, Vec<u8>) {
+    let mut pod = template.clone();
+    let ns = format!("team-{}", i % 40);
+    let name = format!("app-{i}");
+    pod["metadata"]["name"] = json!(name);
+    pod["metadata"]["namespace"] = json!(ns);
+    pod["metadata"]["uid"] = json!(format!("uid-{i}"));
+    pod["status"]["message"] = json!(format!("round {round}"));
+    (format!("/registry/pods/{ns}/{name}"), encode_protobuf(&pod).expect("the fixture re-encodes"))
+}
+
 /// One object of the keyspace, as stored, at update `round`.
 fn object(i: usize, round: usize) -> (String, Vec<u8>) {
+    thread_local! {
+        static FIXTURE: Option<Value> = fixture_pod();
+    }
+    if i % 10 <= 3 {
+        if let Some(pod) = FIXTURE.with(|f| f.as_ref().map(|t| filled_pod(t, i, round))) {
+            return pod;
+        }
+    }
     let ns = format!("team-{}", i % 40);
     let meta = |name: &str| {
         json!({"name": name, "namespace": ns, "uid": format!("uid-{i}"), "creationTimestamp": "2026-11-29T07:00:00Z",
@@ -117,6 +155,34 @@ fn object(i: usize, round: usize) -> (String, Vec<u8>) {
             (format!("/registry/example.com/widgets/{ns}/w-{i}"), v)
         }
     }
+}
+
+/// How the newest run of the database at `db` fetched.
+fn runs_fetched(db: &Path) -> Result<String> {
+    let conn = rusqlite::Connection::open(db)?;
+    Ok(conn
+        .query_row("SELECT coalesce(fetched, '-') FROM runs ORDER BY id DESC LIMIT 1", [], |r| r.get(0))
+        .unwrap_or_else(|_| "-".into()))
+}
+
+/// SHA-256 over what a run stored: each revision's key, revision, value
+/// hash, semantic hash, change class and cause and changed paths, in order.
+fn digest(db: &Path) -> Result<String> {
+    use sha2::{Digest, Sha256};
+    let conn = rusqlite::Connection::open(db)?;
+    let mut stmt = conn.prepare(
+        "SELECT k.key, r.mod_revision, r.value_sha256, r.semantic_sha256, r.change_class, r.change_cause, r.changed_paths \
+         FROM revisions r JOIN keys k ON k.id = r.key_id ORDER BY k.key, r.mod_revision",
+    )?;
+    let mut hash = Sha256::new();
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        for i in 0..7 {
+            let v: rusqlite::types::Value = r.get(i)?;
+            hash.update(format!("{v:?}|").as_bytes());
+        }
+    }
+    Ok(etcd_inspector::hex::hex(&hash.finalize()))
 }
 
 fn median(mut xs: Vec<f64>) -> f64 {
@@ -257,6 +323,8 @@ fn main() -> Result<()> {
                 "snapshot",
                 "--endpoints",
                 &ep,
+                "--fetch",
+                "watch",
                 "--no-analyze",
                 "--exclude-resource=none",
             ],
@@ -297,6 +365,7 @@ fn main() -> Result<()> {
 
     // Offline: the server's snapshot file, read by our bbolt reader alone and by `snapshot --file`.
     let file = work.path().join("etcd.db");
+    let download_started = Instant::now();
     rt.block_on(async {
         let mut c = etcd_client::Client::connect([&ep], None).await?;
         let mut stream = c.snapshot().await?;
@@ -307,6 +376,7 @@ fn main() -> Result<()> {
         std::fs::write(&file, out)?;
         anyhow::Ok(())
     })?;
+    let download = download_started.elapsed().as_secs_f64();
     let mut plain_file = Vec::new();
     for _ in 0..repeats {
         let t = Instant::now();
@@ -350,6 +420,32 @@ fn main() -> Result<()> {
         )?;
         offline.push(s);
         offline_rss = offline_rss.max(rss);
+    }
+    // A first live run as a user starts it: `--fetch auto`, which downloads
+    // here, against the download plus a file run of the download.
+    let mut auto_first = Vec::new();
+    let mut fetched = String::new();
+    for r in 0..repeats {
+        let adb = work.path().join(format!("auto-{r}.sqlite"));
+        let args = ["--db", adb.to_str().unwrap(), "snapshot", "--endpoints", &ep, "--no-analyze", "--exclude-resource=none"];
+        auto_first.push(timed(&bin, &args)?.0);
+        fetched = runs_fetched(&adb)?;
+    }
+    // An older binary on the same file, side by side, and what it stored.
+    let baseline_bin = std::env::var_os("BENCH_BASELINE").map(PathBuf::from);
+    let mut old_file = Vec::new();
+    let mut same_contents = None;
+    if let Some(old) = &baseline_bin {
+        let current_db = work.path().join("file-0.sqlite");
+        for r in 0..repeats {
+            let odb = work.path().join(format!("old-file-{r}.sqlite"));
+            let args = ["--db", odb.to_str().unwrap(), "snapshot", "--file", file.to_str().unwrap(), "--no-analyze", "--exclude-resource=none"];
+            old_file.push(timed(old, &args)?.0);
+        }
+        let old_db = work.path().join("old-file-0.sqlite");
+        timed(old, &["--db", old_db.to_str().unwrap(), "analyze"])?;
+        timed(&bin, &["--db", current_db.to_str().unwrap(), "analyze"])?;
+        same_contents = Some(digest(&old_db)? == digest(&current_db)?);
     }
     let db_size = std::fs::metadata(&db)?.len();
     let (base, full_s, plain_f, off_s) = (
@@ -395,6 +491,24 @@ fn main() -> Result<()> {
         off_s / plain_f.max(1e-9),
         mib(offline_rss)
     );
+    let auto_s = median(auto_first);
+    println!("| download of the snapshot (Maintenance API, baseline) | {download:.2} s | | | |");
+    println!(
+        "| first snapshot --endpoints, --fetch auto ({fetched}) | {auto_s:.2} s | {:.2}× download + file run | ≤ 1.3× | |",
+        auto_s / (download + off_s)
+    );
+    if let Some(old) = &baseline_bin {
+        let old_s = median(old_file);
+        println!(
+            "| snapshot --file, baseline binary {} | {old_s:.2} s | {:.2}× faster now | ≥ 4× | |",
+            old.display(),
+            old_s / off_s
+        );
+        println!(
+            "| stored contents, baseline vs now | {} | | identical | |",
+            if same_contents == Some(true) { "identical" } else { "DIFFERENT" }
+        );
+    }
     println!(
         "| analyze | {analyze:.2} s | {:.0}% of snapshot | ≤ 50% | {:.0} MiB |",
         100.0 * analyze / full_s,
