@@ -39,8 +39,10 @@ fn fixture_pod() -> Option<Value> {
     if std::env::var("BENCH_POD").ok()? != "fixture" {
         return None;
     }
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/k8s-api-fixtures/core.v1.Pod.pb");
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("BENCH_POD=fixture needs {}: {e}", path.display()));
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/k8s-api-fixtures/core.v1.Pod.pb");
+    let bytes =
+        std::fs::read(&path).unwrap_or_else(|e| panic!("BENCH_POD=fixture needs {}: {e}", path.display()));
     match etcd_inspector::decode::decode_value(&bytes) {
         Ok(etcd_inspector::decode::Outcome::Decoded(d)) => Some(d.object),
         _ => panic!("{} does not decode", path.display()),
@@ -56,7 +58,10 @@ fn filled_pod(template: &Value, i: usize, round: usize) -> (String, Vec<u8>) {
     pod["metadata"]["namespace"] = json!(ns);
     pod["metadata"]["uid"] = json!(format!("uid-{i}"));
     pod["status"]["message"] = json!(format!("round {round}"));
-    (format!("/registry/pods/{ns}/{name}"), encode_protobuf(&pod).expect("the fixture re-encodes"))
+    (
+        format!("/registry/pods/{ns}/{name}"),
+        encode_protobuf(&pod).expect("the fixture re-encodes"),
+    )
 }
 
 /// One object of the keyspace, as stored, at update `round`.
@@ -161,7 +166,11 @@ fn object(i: usize, round: usize) -> (String, Vec<u8>) {
 fn runs_fetched(db: &Path) -> Result<String> {
     let conn = rusqlite::Connection::open(db)?;
     Ok(conn
-        .query_row("SELECT coalesce(fetched, '-') FROM runs ORDER BY id DESC LIMIT 1", [], |r| r.get(0))
+        .query_row(
+            "SELECT coalesce(fetched, '-') FROM runs ORDER BY id DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
         .unwrap_or_else(|_| "-".into()))
 }
 
@@ -427,7 +436,15 @@ fn main() -> Result<()> {
     let mut fetched = String::new();
     for r in 0..repeats {
         let adb = work.path().join(format!("auto-{r}.sqlite"));
-        let args = ["--db", adb.to_str().unwrap(), "snapshot", "--endpoints", &ep, "--no-analyze", "--exclude-resource=none"];
+        let args = [
+            "--db",
+            adb.to_str().unwrap(),
+            "snapshot",
+            "--endpoints",
+            &ep,
+            "--no-analyze",
+            "--exclude-resource=none",
+        ];
         auto_first.push(timed(&bin, &args)?.0);
         fetched = runs_fetched(&adb)?;
     }
@@ -439,7 +456,15 @@ fn main() -> Result<()> {
         let current_db = work.path().join("file-0.sqlite");
         for r in 0..repeats {
             let odb = work.path().join(format!("old-file-{r}.sqlite"));
-            let args = ["--db", odb.to_str().unwrap(), "snapshot", "--file", file.to_str().unwrap(), "--no-analyze", "--exclude-resource=none"];
+            let args = [
+                "--db",
+                odb.to_str().unwrap(),
+                "snapshot",
+                "--file",
+                file.to_str().unwrap(),
+                "--no-analyze",
+                "--exclude-resource=none",
+            ];
             old_file.push(timed(old, &args)?.0);
         }
         let old_db = work.path().join("old-file-0.sqlite");
@@ -506,7 +531,11 @@ fn main() -> Result<()> {
         );
         println!(
             "| stored contents, baseline vs now | {} | | identical | |",
-            if same_contents == Some(true) { "identical" } else { "DIFFERENT" }
+            if same_contents == Some(true) {
+                "identical"
+            } else {
+                "DIFFERENT"
+            }
         );
     }
     println!(

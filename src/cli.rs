@@ -82,6 +82,12 @@ pub enum Command {
     ///
     /// Exit status: 0, or 4 when --fail-on finds findings at or above it.
     Report(ReportArgs),
+    /// What the database holds of each resource, key, field manager and
+    /// namespace: live objects, stored revisions, bytes (live and of every
+    /// revision), encodings, encryption, writes per change class, the
+    /// largest and busiest keys and who writes what. For a cluster near its
+    /// quota or a controller that rewrites objects without changing them.
+    Stats(StatsArgs),
     /// Compare the live objects at two runs' head revisions (or at two
     /// revisions): added, removed, recreated (same name, new UID) and changed
     /// objects, with each changed field's old → new value (sensitive values
@@ -178,6 +184,28 @@ pub struct ReportArgs {
     /// severity.
     #[arg(long, value_parser = severity(), value_name = "SEVERITY")]
     pub fail_on: Option<Severity>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct StatsArgs {
+    /// Only the cluster this run read, up to its head revision.
+    #[arg(long, value_name = "N", conflicts_with_all = ["since", "until"])]
+    pub run: Option<i64>,
+    /// Start: an RFC 3339 time (resolved to the last complete run that
+    /// started by then) or `rev:N`.
+    #[arg(long, value_name = "TIME|rev:N")]
+    pub since: Option<String>,
+    /// End: an RFC 3339 time (the last complete run started by then) or
+    /// `rev:N`.
+    #[arg(long, value_name = "TIME|rev:N")]
+    pub until: Option<String>,
+    #[command(flatten)]
+    pub objects: ObjectArgs,
+    /// Rows of the largest, busiest and managers lists.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(i64).range(1..))]
+    pub top: i64,
+    #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
+    pub output: ListFormat,
 }
 
 #[derive(clap::Args, Debug)]

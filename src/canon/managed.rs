@@ -71,6 +71,7 @@ pub fn covers(fields: &Value, path: &str) -> bool {
 /// For each changed path, the labels of the managers whose entry covers it
 /// and changed between `prev` and `cur` (added, or fieldsV1 or time
 /// changed); when none changed, the current owners of the path.
+/// `metadata.managedFields` is attributed to the entries that changed.
 pub fn attribute(prev: &[Entry], cur: &[Entry], paths: &[String]) -> BTreeMap<String, Vec<String>> {
     let changed: Vec<&Entry> = cur
         .iter()
@@ -78,8 +79,15 @@ pub fn attribute(prev: &[Entry], cur: &[Entry], paths: &[String]) -> BTreeMap<St
         .collect();
     paths
         .iter()
-        .filter(|p| p.as_str() != "metadata.managedFields")
         .map(|path| {
+            // managedFields itself changes with the entries that changed (a
+            // time, an operation): their managers wrote it.
+            if path == "metadata.managedFields" {
+                let mut by: Vec<String> = changed.iter().map(|e| e.label()).collect();
+                by.sort();
+                by.dedup();
+                return (path.clone(), by);
+            }
             let mut by: Vec<String> = changed
                 .iter()
                 .filter(|e| covers(&e.fields, path))

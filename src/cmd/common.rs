@@ -74,6 +74,44 @@ pub fn decryptor(args: &EncryptionArgs) -> Result<Option<Arc<Decryptor>>> {
     Ok(Some(Arc::new(Decryptor::new(config, &args.kms_socket)?)))
 }
 
+/// A revision bound from `rev:N` or an RFC 3339 time.
+fn bound(store: &crate::store::Store, text: &str, flag: &str) -> Result<Option<i64>> {
+    if let Some(n) = text.strip_prefix("rev:") {
+        return Ok(Some(
+            n.parse()
+                .with_context(|| format!("{flag} {text}: not a revision"))?,
+        ));
+    }
+    let time: jiff::Timestamp = text
+        .parse()
+        .with_context(|| format!("{flag} {text}: neither rev:N nor an RFC 3339 time"))?;
+    Ok(store.revision_at_time(&crate::decode::gotime::rfc3339(time))?)
+}
+
+/// The revision range `--since` and `--until` give: a time resolves to the
+/// head of the last complete run started by then (`--since` excludes it).
+pub fn revision_range(
+    store: &crate::store::Store,
+    since: Option<&str>,
+    until: Option<&str>,
+) -> Result<(Option<i64>, Option<i64>)> {
+    let from = match since {
+        Some(t) => match bound(store, t, "--since")? {
+            Some(r) if !t.starts_with("rev:") => Some(r + 1),
+            r => r,
+        },
+        None => None,
+    };
+    let to = match until {
+        Some(t) => match bound(store, t, "--until")? {
+            Some(r) => Some(r),
+            None => bail!("--until {t}: no complete run started by then"),
+        },
+        None => None,
+    };
+    Ok((from, to))
+}
+
 /// The lifecycle's options from the recording flags.
 pub fn record_options(args: &RecordArgs) -> Result<RecordOptions> {
     Ok(RecordOptions {

@@ -13,6 +13,7 @@ pub mod prune;
 pub mod report;
 pub mod runs;
 pub mod snapshot;
+pub mod stats;
 
 use crate::cli::{Cli, Command, EtcdArgs};
 use crate::source::etcd::Connection;
@@ -51,5 +52,6 @@ pub fn dispatch(cli: &Cli) -> anyhow::Result<Status> {
         Command::Findings(args) => findings::run(&cli.db, args),
         Command::Diff(args) => diff::run(&cli.db, args),
         Command::Report(args) => report::run(&cli.db, args),
+        Command::Stats(args) => stats::run(&cli.db, args),
     }
 }

@@ -23,17 +23,27 @@ pub fn print_list<T: Serialize>(
             writeln!(out)?;
         }
         ListFormat::Table => {
-            let mut table = Table::new();
-            table
-                .load_preset(UTF8_FULL_CONDENSED)
-                .set_content_arrangement(ContentArrangement::Dynamic)
-                .set_header(header);
-            for item in items {
-                table.add_row(row(item).iter().map(|cell| table_cell(cell)));
-            }
-            writeln!(out, "{table}")?;
+            drop(out);
+            return print_table(header, items.iter().map(row));
         }
     }
+    out.flush()?;
+    Ok(())
+}
+
+/// Prints a table with `header` and `rows`, each cell escaped as
+/// [`print_list`] says.
+pub fn print_table(header: &[&str], rows: impl Iterator<Item = Vec<String>>) -> Result<()> {
+    let mut table = Table::new();
+    table
+        .load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header(header);
+    for row in rows {
+        table.add_row(row.iter().map(|cell| table_cell(cell)));
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{table}")?;
     out.flush()?;
     Ok(())
 }

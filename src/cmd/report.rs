@@ -1,45 +1,18 @@
 //! `etcd-inspector report`: a post-mortem report in text, Markdown, JSON or
 //! HTML.
 
-use super::common::fail_on_status;
+use super::common::{fail_on_status, revision_range};
 use super::Status;
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::report::{self, Filter};
 use crate::store::{ObjectFilter, Scope, Store};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::Path;
 
-/// A revision bound from `rev:N` or an RFC 3339 time.
-fn bound(store: &Store, text: &str, flag: &str) -> Result<Option<i64>> {
-    if let Some(n) = text.strip_prefix("rev:") {
-        return Ok(Some(
-            n.parse()
-                .with_context(|| format!("{flag} {text}: not a revision"))?,
-        ));
-    }
-    let time: jiff::Timestamp = text
-        .parse()
-        .with_context(|| format!("{flag} {text}: neither rev:N nor an RFC 3339 time"))?;
-    Ok(store.revision_at_time(&crate::decode::gotime::rfc3339(time))?)
-}
-
 pub fn run(db: &Path, args: &ReportArgs) -> Result<Status> {
     let store = Store::open_for_reading(db)?;
-    let from_revision = match &args.since {
-        Some(t) => match bound(&store, t, "--since")? {
-            Some(r) if !t.starts_with("rev:") => Some(r + 1),
-            r => r,
-        },
-        None => None,
-    };
-    let to_revision = match &args.until {
-        Some(t) => match bound(&store, t, "--until")? {
-            Some(r) => Some(r),
-            None => bail!("--until {t}: no complete run started by then"),
-        },
-        None => None,
-    };
+    let (from_revision, to_revision) = revision_range(&store, args.since.as_deref(), args.until.as_deref())?;
     let filter = Filter {
         scope: Scope {
             from_revision,

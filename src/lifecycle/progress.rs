@@ -37,7 +37,9 @@ pub(super) enum Unit {
 pub(super) fn phase(bar: &ProgressBar, what: String, len: u64, unit: Unit) {
     let template = match unit {
         Unit::Bytes => "{msg} [{wide_bar}] {percent}% {bytes}/{total_bytes}, {bytes_per_sec}, ETA {eta}",
-        Unit::Revisions => "{msg} [{wide_bar}] {percent}% {human_pos}/{human_len} revisions, {per_sec}, ETA {eta}",
+        Unit::Revisions => {
+            "{msg} [{wide_bar}] {percent}% {human_pos}/{human_len} revisions, {per_sec}, ETA {eta}"
+        }
     };
     bar.set_style(ProgressStyle::with_template(template).expect("valid template"));
     bar.set_length(len);
@@ -71,7 +73,9 @@ impl Sink for Progress<'_, '_> {
         }
         if self.seen.is_multiple_of(500) {
             match self.origin {
-                Some(origin) => self.bar.set_position((record.mod_revision - origin).max(0) as u64),
+                Some(origin) => self
+                    .bar
+                    .set_position((record.mod_revision - origin).max(0) as u64),
                 None => self.bar.set_message(format!(
                     "{} records read, {} new, at revision {}",
                     self.seen, self.writer.added, record.mod_revision

@@ -75,6 +75,28 @@ pub fn render(r: &ReportData) -> String {
         )
         .unwrap();
     }
+    writeln!(
+        s,
+        "\n| resource | objects | revisions | bytes live | bytes of all revisions |\n|---|---|---|---|---|"
+    )
+    .unwrap();
+    for u in &r.summary.resources {
+        let name = if u.group.is_empty() {
+            u.resource.clone()
+        } else {
+            format!("{}.{}", u.resource, u.group)
+        };
+        writeln!(
+            s,
+            "| {} | {} | {} | {} | {} |",
+            text(&name),
+            u.objects,
+            u.revisions,
+            u.bytes_live,
+            u.bytes_all_revisions
+        )
+        .unwrap();
+    }
     writeln!(s, "\n| change class | writes |\n|---|---|").unwrap();
     for (c, n) in &r.summary.writes_by_class {
         writeln!(s, "| {} | {n} |", text(c)).unwrap();

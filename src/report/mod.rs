@@ -31,6 +31,9 @@ pub struct Summary {
     pub busiest_keys: Vec<(String, i64)>,
     /// Stuck deletions, owner problems and prunable fields, each its own line.
     pub lifecycle: Vec<LifecycleLine>,
+    /// Per resource, what `stats` shows: objects, revisions, bytes,
+    /// encodings, encryption, writes per class.
+    pub resources: Vec<crate::store::ResourceUsage>,
 }
 
 /// A summary line about objects' lifecycles, from the findings of some
@@ -153,6 +156,7 @@ pub fn build(store: &Store, filter: &Filter) -> Result<ReportData, StoreError> {
         writes_by_resource: store.writes_by_resource(scope)?,
         busiest_keys: store.busiest_keys(scope, 10)?,
         lifecycle: lifecycle(&findings),
+        resources: store.usage(scope, None, 1)?.resources,
         ..Summary::default()
     };
     for f in &findings {

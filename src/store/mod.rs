@@ -15,6 +15,7 @@ mod prune;
 mod runs;
 mod settings;
 mod stats;
+mod usage;
 mod values;
 mod writer;
 
@@ -24,6 +25,7 @@ pub use live::LiveObject;
 pub use prune::Pruned;
 pub use runs::{Gap, Previous, RunId, RunInfo, RunStatus, RunTime, Shortfall};
 pub use stats::{ObjectFilter, Scope};
+pub use usage::{BusiestKey, LargestKey, ManagerUsage, NamespaceUsage, ResourceUsage, Usage};
 pub use values::{Looked, ValueReader};
 pub use writer::RevisionWriter;
 

@@ -52,7 +52,7 @@ pub struct Scope {
 impl Scope {
     /// SQL conditions over `r` (revisions) and `k` (keys), with the values
     /// for ?1..?5.
-    fn sql(&self) -> String {
+    pub(super) fn sql(&self) -> String {
         format!(
             "(?1 IS NULL OR r.mod_revision >= ?1) AND (?2 IS NULL OR r.mod_revision <= ?2) AND {}",
             ObjectFilter::SQL

@@ -22,3 +22,4 @@ mod report;
 mod scheduled;
 mod semantic_property;
 mod snapshot;
+mod stats;

@@ -1,0 +1,155 @@
+//! `etcd-inspector stats`: what the database holds of each resource, key,
+//! field manager and namespace, and what it costs.
+
+use super::common::revision_range;
+use super::output::{print_table, text};
+use super::Status;
+use crate::cli::{ListFormat, StatsArgs};
+use crate::store::{ObjectFilter, Scope, Store, Usage};
+use anyhow::{bail, Result};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+pub fn run(db: &Path, args: &StatsArgs) -> Result<Status> {
+    let store = Store::open_for_reading(db)?;
+    let (from_revision, to_revision, cluster) = match args.run {
+        Some(run) => match store.run_head(run)? {
+            Some((c, head)) => (None, Some(head), Some(c)),
+            None => bail!("run {run} is not in {} or never reached its head", db.display()),
+        },
+        None => {
+            let (from, to) = revision_range(&store, args.since.as_deref(), args.until.as_deref())?;
+            (from, to, None)
+        }
+    };
+    let scope = Scope {
+        from_revision,
+        to_revision,
+        objects: ObjectFilter::from(&args.objects),
+    };
+    let usage = store.usage(&scope, cluster, args.top)?;
+    match args.output {
+        ListFormat::Json => {
+            let mut out = std::io::stdout().lock();
+            serde_json::to_writer_pretty(&mut out, &usage)?;
+            writeln!(out)?;
+        }
+        ListFormat::Table => tables(&usage)?,
+    }
+    Ok(0)
+}
+
+/// `{"protobuf": 3, "json": 1}` as `protobuf 3, json 1`, most first.
+fn counts(map: &BTreeMap<String, i64>) -> String {
+    let mut items: Vec<(&String, &i64)> = map.iter().collect();
+    items.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    items
+        .iter()
+        .map(|(k, n)| format!("{} {n}", text(k)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Bytes for people: `12.3 MiB`.
+fn bytes(n: i64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    match unit {
+        0 => format!("{n} B"),
+        _ => format!("{v:.1} {}", UNITS[unit]),
+    }
+}
+
+fn tables(u: &Usage) -> Result<()> {
+    let resource = |group: &str, resource: &str| match group {
+        "" => text(resource),
+        g => format!("{}.{}", text(resource), text(g)),
+    };
+    println!("Resources");
+    print_table(
+        &[
+            "resource",
+            "objects",
+            "revisions",
+            "live",
+            "all revisions",
+            "encodings",
+            "encryption",
+            "writes",
+        ],
+        u.resources.iter().map(|r| {
+            vec![
+                resource(&r.group, &r.resource),
+                r.objects.to_string(),
+                r.revisions.to_string(),
+                bytes(r.bytes_live),
+                bytes(r.bytes_all_revisions),
+                counts(&r.encodings),
+                counts(&r.encryption),
+                counts(&r.writes),
+            ]
+        }),
+    )?;
+    println!("\nLargest keys (bytes of every stored revision)");
+    print_table(
+        &["key", "all revisions", "revisions", "latest"],
+        u.largest.iter().map(|k| {
+            vec![
+                text(&k.key),
+                bytes(k.bytes_all_revisions),
+                k.revisions.to_string(),
+                bytes(k.latest_size),
+            ]
+        }),
+    )?;
+    println!("\nBusiest keys (stored revisions; writes that changed nothing: rewrites and encoding-only)");
+    print_table(
+        &["key", "revisions", "changed nothing"],
+        u.busiest.iter().map(|k| {
+            vec![
+                text(&k.key),
+                k.revisions.to_string(),
+                format!("{} ({:.0}%)", k.changed_nothing, 100.0 * k.changed_nothing_share),
+            ]
+        }),
+    )?;
+    println!("\nField managers (writes in which their managedFields entry changed)");
+    print_table(
+        &[
+            "manager",
+            "resource",
+            "writes",
+            "metadata only",
+            "timestamps only",
+        ],
+        u.managers.iter().map(|m| {
+            vec![
+                text(&m.manager),
+                resource(&m.group, &m.resource),
+                m.writes.to_string(),
+                m.metadata_only.to_string(),
+                m.timestamps_only.to_string(),
+            ]
+        }),
+    )?;
+    println!("\nNamespaces");
+    print_table(
+        &["namespace", "objects", "revisions", "live", "all revisions"],
+        u.namespaces.iter().map(|n| {
+            vec![
+                text(&n.namespace),
+                n.objects.to_string(),
+                n.revisions.to_string(),
+                bytes(n.bytes_live),
+                bytes(n.bytes_all_revisions),
+            ]
+        }),
+    )?;
+    Ok(())
+}

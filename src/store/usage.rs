@@ -1,0 +1,276 @@
+//! What a cluster stores and what it costs (`stats`): per resource, per key
+//! (largest, busiest), per field manager and per namespace, computed in SQL
+//! over the stored revisions a [`Scope`] keeps.
+
+use super::stats::Scope;
+use super::{Store, StoreError};
+use rusqlite::params;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One resource (and group).
+#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct ResourceUsage {
+    pub group: String,
+    pub resource: String,
+    /// Live at the newest stored revision in scope.
+    pub objects: i64,
+    pub revisions: i64,
+    pub bytes_live: i64,
+    pub bytes_all_revisions: i64,
+    /// Revisions per encoding (`protobuf`, `json`, `cbor`, `encrypted`, ...).
+    pub encodings: BTreeMap<String, i64>,
+    /// Revisions (not tombstones) per provider and key, `identity` for plaintext.
+    pub encryption: BTreeMap<String, i64>,
+    /// Revisions per change class (`unclassified` before `analyze`).
+    pub writes: BTreeMap<String, i64>,
+}
+
+/// A key by the bytes of its stored revisions.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct LargestKey {
+    pub key: String,
+    pub bytes_all_revisions: i64,
+    pub revisions: i64,
+    pub latest_size: i64,
+}
+
+/// A key by its stored revisions, with the writes that changed nothing.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct BusiestKey {
+    pub key: String,
+    pub revisions: i64,
+    /// Rewrites and encoding-only writes.
+    pub changed_nothing: i64,
+    pub changed_nothing_share: f64,
+}
+
+/// Writes a field manager made to one resource.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct ManagerUsage {
+    pub manager: String,
+    pub group: String,
+    pub resource: String,
+    /// Revisions in which an entry of this manager changed.
+    pub writes: i64,
+    /// Of them, writes that changed only metadata.
+    pub metadata_only: i64,
+    /// Of them, writes that changed only managedFields and fields named
+    /// like times (`renewTime`, `lastTransitionTime`, ...).
+    pub timestamps_only: i64,
+}
+
+/// One namespace's totals (`-` for cluster-scoped objects).
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct NamespaceUsage {
+    pub namespace: String,
+    pub objects: i64,
+    pub revisions: i64,
+    pub bytes_live: i64,
+    pub bytes_all_revisions: i64,
+}
+
+/// Everything `stats` shows.
+#[derive(Clone, Debug, Serialize)]
+pub struct Usage {
+    pub resources: Vec<ResourceUsage>,
+    pub largest: Vec<LargestKey>,
+    pub busiest: Vec<BusiestKey>,
+    pub managers: Vec<ManagerUsage>,
+    pub namespaces: Vec<NamespaceUsage>,
+}
+
+/// The last segments of field paths whose change is a clock ticking.
+const TIME_FIELDS: &[&str] = &[
+    "managedFields",
+    "renewTime",
+    "acquireTime",
+    "lastTransitionTime",
+    "lastHeartbeatTime",
+    "lastProbeTime",
+    "lastUpdateTime",
+    "lastTimestamp",
+    "firstTimestamp",
+    "eventTime",
+    "lastScheduleTime",
+    "lastSuccessfulTime",
+    "time",
+];
+
+/// The revisions in scope with the key's names, and whether each is its
+/// key's newest in scope and not a tombstone (`live`).
+fn scoped(scope: &Scope) -> String {
+    format!(
+        "WITH scoped AS (SELECT r.*, k.key, coalesce(k.api_group, '') AS grp, coalesce(k.resource, '-') AS res, \
+         coalesce(k.namespace, '-') AS ns FROM revisions r JOIN keys k ON k.id = r.key_id \
+         WHERE {} AND (?7 IS NULL OR k.cluster_id = ?7)), \
+         newest AS (SELECT key_id, max(mod_revision) AS m FROM scoped GROUP BY key_id), \
+         rows AS (SELECT s.*, (n.m IS NOT NULL AND s.deleted = 0) AS live FROM scoped s \
+         LEFT JOIN newest n ON n.key_id = s.key_id AND n.m = s.mod_revision) ",
+        scope.sql()
+    )
+}
+
+impl Store {
+    /// `stats`: the usage of the revisions `scope` keeps (of one cluster
+    /// when given); `top` rows of the per-key and per-manager lists.
+    pub fn usage(&self, scope: &Scope, cluster: Option<i64>, top: i64) -> Result<Usage, StoreError> {
+        let err = |e| self.err(e);
+        let with = scoped(scope);
+        let bind = params![
+            scope.from_revision,
+            scope.to_revision,
+            scope.objects.namespace,
+            scope.objects.resource,
+            scope.objects.key_prefix,
+            top,
+            cluster
+        ];
+        let query = |sql: &str| -> Result<rusqlite::Statement<'_>, StoreError> {
+            self.conn.prepare(&format!("{with}{sql}")).map_err(err)
+        };
+
+        let mut resources: BTreeMap<(String, String), ResourceUsage> = BTreeMap::new();
+        let mut stmt = query(
+            "SELECT grp, res, sum(live), count(*), coalesce(sum(CASE WHEN live THEN value_size END), 0), \
+             coalesce(sum(value_size), 0) FROM rows GROUP BY grp, res",
+        )?;
+        let mut rows = stmt.query(bind).map_err(err)?;
+        while let Some(r) = rows.next().map_err(err)? {
+            let (group, resource): (String, String) = (r.get(0).map_err(err)?, r.get(1).map_err(err)?);
+            resources.insert(
+                (group.clone(), resource.clone()),
+                ResourceUsage {
+                    group,
+                    resource,
+                    objects: r.get(2).map_err(err)?,
+                    revisions: r.get(3).map_err(err)?,
+                    bytes_live: r.get(4).map_err(err)?,
+                    bytes_all_revisions: r.get(5).map_err(err)?,
+                    ..ResourceUsage::default()
+                },
+            );
+        }
+        for (column, into) in [
+            ("coalesce(encoding, 'deleted')", 0usize),
+            (
+                "CASE WHEN deleted THEN NULL ELSE coalesce(encryption, 'identity') END",
+                1,
+            ),
+            ("coalesce(change_class, 'unclassified')", 2),
+        ] {
+            let mut stmt = query(&format!(
+                "SELECT grp, res, {column} AS label, count(*) FROM rows GROUP BY grp, res, label HAVING label IS NOT NULL"
+            ))?;
+            let mut rows = stmt.query(bind).map_err(err)?;
+            while let Some(r) = rows.next().map_err(err)? {
+                let key: (String, String) = (r.get(0).map_err(err)?, r.get(1).map_err(err)?);
+                let (label, n): (String, i64) = (r.get(2).map_err(err)?, r.get(3).map_err(err)?);
+                if let Some(u) = resources.get_mut(&key) {
+                    let map = match into {
+                        0 => &mut u.encodings,
+                        1 => &mut u.encryption,
+                        _ => &mut u.writes,
+                    };
+                    map.insert(label, n);
+                }
+            }
+        }
+        let mut resources: Vec<ResourceUsage> = resources.into_values().collect();
+        resources.sort_by(|a, b| {
+            b.bytes_all_revisions
+                .cmp(&a.bytes_all_revisions)
+                .then(a.resource.cmp(&b.resource))
+        });
+
+        let text_key = |r: &rusqlite::Row<'_>| -> rusqlite::Result<String> {
+            Ok(String::from_utf8_lossy(&r.get::<_, Vec<u8>>(0)?).into_owned())
+        };
+        let largest = query(
+            "SELECT key, sum(value_size), count(*), max(CASE WHEN live THEN value_size ELSE 0 END) FROM rows \
+             GROUP BY key_id ORDER BY 2 DESC, key LIMIT ?6",
+        )?
+        .query_map(bind, |r| {
+            Ok(LargestKey {
+                key: text_key(r)?,
+                bytes_all_revisions: r.get(1)?,
+                revisions: r.get(2)?,
+                latest_size: r.get(3)?,
+            })
+        })
+        .map_err(err)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(err)?;
+        let busiest = query(
+            "SELECT key, count(*), sum(change_class IN ('rewrite', 'encoding-only')) FROM rows \
+             GROUP BY key_id ORDER BY 2 DESC, key LIMIT ?6",
+        )?
+        .query_map(bind, |r| {
+            let (revisions, nothing): (i64, i64) = (r.get(1)?, r.get(2)?);
+            Ok(BusiestKey {
+                key: text_key(r)?,
+                revisions,
+                changed_nothing: nothing,
+                changed_nothing_share: if revisions > 0 {
+                    nothing as f64 / revisions as f64
+                } else {
+                    0.0
+                },
+            })
+        })
+        .map_err(err)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(err)?;
+
+        // Each write's managers: the entries its changed paths are
+        // attributed to, once per write.
+        let times: Vec<String> = TIME_FIELDS.iter().map(|t| format!("'{t}'")).collect();
+        let managers = query(&format!(
+            "SELECT m.value AS manager, grp, res, count(*), sum(change_class = 'metadata-only'), \
+             sum(NOT EXISTS (SELECT 1 FROM json_each(rows.changed_paths) p \
+                 WHERE replace(p.value, rtrim(p.value, replace(p.value, '.', '')), '') NOT IN ({}))) \
+             FROM rows, (SELECT DISTINCT w.key_id AS kid, w.mod_revision AS rev, m.value FROM rows AS w, \
+                         json_each(w.changed_by) c, json_each(c.value) m WHERE w.changed_by IS NOT NULL) m \
+             WHERE m.kid = rows.key_id AND m.rev = rows.mod_revision GROUP BY manager, grp, res \
+             ORDER BY 4 DESC, manager LIMIT ?6",
+            times.join(", ")
+        ))?
+        .query_map(bind, |r| {
+            Ok(ManagerUsage {
+                manager: r.get(0)?,
+                group: r.get(1)?,
+                resource: r.get(2)?,
+                writes: r.get(3)?,
+                metadata_only: r.get(4)?,
+                timestamps_only: r.get(5)?,
+            })
+        })
+        .map_err(err)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(err)?;
+
+        let namespaces = query(
+            "SELECT ns, sum(live), count(*), coalesce(sum(CASE WHEN live THEN value_size END), 0), \
+             coalesce(sum(value_size), 0) FROM rows GROUP BY ns ORDER BY 5 DESC, ns",
+        )?
+        .query_map(bind, |r| {
+            Ok(NamespaceUsage {
+                namespace: r.get(0)?,
+                objects: r.get(1)?,
+                revisions: r.get(2)?,
+                bytes_live: r.get(3)?,
+                bytes_all_revisions: r.get(4)?,
+            })
+        })
+        .map_err(err)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(err)?;
+        Ok(Usage {
+            resources,
+            largest,
+            busiest,
+            managers,
+            namespaces,
+        })
+    }
+}
