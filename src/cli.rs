@@ -294,6 +294,13 @@ pub struct SnapshotArgs {
     /// changed since it formed.
     #[arg(long, value_name = "HEX", requires = "file")]
     pub cluster_id: Option<String>,
+    /// Read what survives of a damaged --file: every readable page, and
+    /// leaf pages the broken tree no longer reaches, storing only records
+    /// that parse whole and agree with their revision. The damage is
+    /// recorded with the run (`runs`) and its revision ranges as history
+    /// gaps. Without it, any damage fails the run.
+    #[arg(long, requires = "file")]
+    pub salvage: bool,
 }
 
 /// How a live run fetches history.

@@ -31,7 +31,13 @@ pub fn run(db: &Path, args: &RunsArgs) -> Result<Status> {
         |r| {
             vec![
                 r.id.0.to_string(),
-                r.status.as_str().to_string(),
+                match (&r.damage, r.salvaged) {
+                    (Some(d), _) if !d.is_none() => {
+                        format!("{} (salvaged: {})", r.status.as_str(), d.describe())
+                    }
+                    (_, true) => format!("{} (salvaged, no damage)", r.status.as_str()),
+                    _ => r.status.as_str().to_string(),
+                },
                 text(&r.started_at),
                 text(&r.source),
                 or_dash(r.fetched.as_deref()),

@@ -22,6 +22,7 @@ pub fn run(db: &Path, args: &SnapshotArgs) -> Result<Status> {
         Some(path) => Source::File {
             path: path.clone(),
             cluster_id: args.cluster_id.clone(),
+            salvage: args.salvage,
         },
         None => Source::Live {
             connection: Connection::from(&args.etcd),

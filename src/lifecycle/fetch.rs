@@ -135,15 +135,12 @@ async fn downloaded(
         .unwrap_or_else(|| PathBuf::from(format!("{}.snapshot.tmp", live.db.display())));
     let result = async {
         let cluster_id = file::fetch(live.connection, &dest, bar).await?;
-        file::read(
-            store,
-            run,
-            &dest,
-            Some(&cluster_id),
-            &options.prefix,
-            settings,
-            bar,
-        )
+        let read = file::FileRead {
+            path: &dest,
+            cluster_id: Some(&cluster_id),
+            salvage: false,
+        };
+        file::read(store, run, &read, &options.prefix, settings, bar)
     }
     .await;
     if live.save.is_none() {

@@ -9,26 +9,38 @@ use crate::source::bolt::BoltDb;
 use crate::source::db_file;
 use crate::source::etcd::Connection;
 use crate::source::{Census, Read};
-use crate::store::{RunId, Store};
+use crate::store::{Gap, RunId, Store};
 use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
 use std::io::Write;
 use std::path::Path;
 
-/// Reads the data file at `path`; `cluster_id` overrides the id derived
-/// from it. `None` when a signal stopped the read.
+/// Which data file a run reads, and how.
+pub(super) struct FileRead<'a> {
+    pub path: &'a Path,
+    /// Overrides the cluster id derived from the file.
+    pub cluster_id: Option<&'a str>,
+    /// Read what survives of a damaged file, recording the damage.
+    pub salvage: bool,
+}
+
+/// Reads the data file `file` names. `None` when a signal stopped the read.
 pub(super) fn read(
     store: &Store,
     run: RunId,
-    path: &Path,
-    cluster_id: Option<&str>,
+    file: &FileRead<'_>,
     prefix: &str,
     settings: &Settings,
     bar: &ProgressBar,
 ) -> Result<Option<Summary>> {
+    let path = file.path;
     bar.set_message(format!("opening {}", path.display()));
     let db = BoltDb::open(path)?;
-    let info = db_file::inspect(&db)?;
+    let info = match file.salvage {
+        true => db_file::inspect_salvaging(&db)?,
+        false => db_file::inspect(&db)?,
+    };
+    let cluster_id = file.cluster_id;
     let cluster_id = cluster_id
         .map(str::to_string)
         .or(info.cluster_id.clone())
@@ -64,18 +76,43 @@ pub(super) fn read(
         Unit::Revisions,
     );
     sink.origin = Some(first);
-    let read = db_file::read_revisions(&db, prefix.as_bytes(), read_from, &mut sink).map_err(read_error)?;
+    let mut damage = db_file::Damage::default();
+    let read = match file.salvage {
+        true => {
+            let (read, found) = db_file::salvage_revisions(&db, prefix.as_bytes(), read_from, &mut sink)
+                .map_err(read_error)?;
+            damage = found;
+            read
+        }
+        false => db_file::read_revisions(&db, prefix.as_bytes(), read_from, &mut sink).map_err(read_error)?,
+    };
     if read == Read::Stopped {
         return Ok(None);
+    }
+    if file.salvage {
+        store.set_run_salvage(run, &damage)?;
+        if !damage.is_none() {
+            bar.suspend(|| eprintln!("salvaged: {}", damage.describe()));
+        }
     }
     let live = sink.census.take().map(|c| c.live()).unwrap_or_default();
     spinning(bar);
     bar.set_message("storing the last revisions and checking them against the file's counters");
     writer.flush()?;
-    for gap in &plan.gaps {
+    // Damaged ranges are history gaps: detectors say coverage was partial.
+    let damaged: Vec<Gap> = damage
+        .ranges
+        .iter()
+        .map(|&(from_revision, to_revision)| Gap {
+            from_revision,
+            to_revision,
+        })
+        .collect();
+    for gap in plan.gaps.iter().chain(&damaged) {
         store.record_gap(run, cluster, *gap)?;
     }
-    let covered_from = plan.covered_from(plan.from);
+    let after_damage = damage.ranges.iter().map(|r| r.1 + 1).max().unwrap_or(0);
+    let covered_from = plan.covered_from(plan.from).max(after_damage);
     store.set_run_coverage(run, covered_from)?;
     check_history(store, cluster, covered_from, &live, prefix, &settings.filter)?;
     let keys = store.live_keys(cluster, prefix.as_bytes(), head)?;

@@ -61,10 +61,12 @@ pub enum Source {
         fetch: Fetch,
         save: Option<PathBuf>,
     },
-    /// An etcd data file; `cluster_id` overrides the id derived from it.
+    /// An etcd data file; `cluster_id` overrides the id derived from it;
+    /// `salvage` reads what survives of a damaged one.
     File {
         path: PathBuf,
         cluster_id: Option<String>,
+        salvage: bool,
     },
 }
 
@@ -215,11 +217,18 @@ async fn read(
             };
             fetch::read(store, run, &live, options, &settings, bar).await
         }
-        Source::File { path, cluster_id } => file::read(
+        Source::File {
+            path,
+            cluster_id,
+            salvage,
+        } => file::read(
             store,
             run,
-            path,
-            cluster_id.as_deref(),
+            &file::FileRead {
+                path,
+                cluster_id: cluster_id.as_deref(),
+                salvage: *salvage,
+            },
             &options.prefix,
             &settings,
             bar,

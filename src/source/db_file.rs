@@ -2,7 +2,7 @@
 //! revision in the `key` bucket, compaction state in `meta`, members in
 //! `members`. Turns the file into the same [`Record`]s the live source gives.
 
-use super::bolt::{BoltDb, BoltError};
+use super::bolt::{BoltDb, BoltError, Bucket};
 use super::revision;
 use super::{Read, ReadError, Record, Sink};
 use crate::decode::key::COMPACT_REV_KEY;
@@ -59,10 +59,33 @@ impl FileInfo {
 
 /// Reads the `meta` and `members` buckets and the revision range.
 pub fn inspect(db: &BoltDb) -> Result<FileInfo, BoltError> {
-    inspect_buckets(db).map_err(|e| e.at(db.path()))
+    inspect_buckets(db, false).map_err(|e| e.at(db.path()))
 }
 
-fn inspect_buckets(db: &BoltDb) -> Result<FileInfo, BoltError> {
+/// [`inspect`] of a damaged file: what its readable pages tell.
+pub fn inspect_salvaging(db: &BoltDb) -> Result<FileInfo, BoltError> {
+    inspect_buckets(db, true).map_err(|e| e.at(db.path()))
+}
+
+/// Every entry of `bucket`: all or an error, or, salvaging, what can be read.
+fn entries<'a>(
+    db: &'a BoltDb,
+    bucket: Bucket<'a>,
+    salvage: bool,
+    visit: &mut dyn FnMut(&'a [u8], &'a [u8]),
+) -> Result<(), BoltError> {
+    if salvage {
+        db.salvage_walk(bucket, &mut |k, v, _| visit(k, v));
+        Ok(())
+    } else {
+        db.for_all(bucket, &mut |k, v, _| {
+            visit(k, v);
+            Ok(())
+        })
+    }
+}
+
+fn inspect_buckets(db: &BoltDb, salvage: bool) -> Result<FileInfo, BoltError> {
     // Hash the mapped file: reading it into memory would cost its size in RAM.
     let sha256 = crate::hex::hex(&db.file_sha256());
     let mut info = FileInfo {
@@ -76,42 +99,55 @@ fn inspect_buckets(db: &BoltDb) -> Result<FileInfo, BoltError> {
         last_revision: None,
         cluster_id: None,
     };
-    let meta = db.top_bucket("meta")?;
-    db.for_all(meta, &mut |k, v, _| {
-        match k {
+    // Salvaging, a bucket that cannot be found tells nothing.
+    let found = |name: &str| match db.top_bucket(name) {
+        Ok(b) => Ok(Some(b)),
+        Err(_) if salvage => Ok(None),
+        Err(e) => Err(e),
+    };
+    if let Some(meta) = found("meta")? {
+        entries(db, meta, salvage, &mut |k, v| match k {
             b"consistent_index" if v.len() == 8 => {
                 info.consistent_index = Some(u64::from_be_bytes(v.try_into().expect("8 bytes")))
             }
             b"finishedCompactRev" => info.finished_compact = revision::parse(v).map(|r| r.revision.main),
             b"scheduledCompactRev" => info.scheduled_compact = revision::parse(v).map(|r| r.revision.main),
             _ => {}
-        }
-        Ok(())
-    })?;
+        })?;
+    }
     let keys = db.top_bucket("key")?;
     let mut walked = 0i64;
-    db.for_all(keys, &mut |k, _, _| {
+    entries(db, keys, salvage, &mut |k, _| {
         if let Some(r) = revision::parse(k) {
-            info.first_revision.get_or_insert(r.revision.main);
-            info.last_revision = Some(r.revision.main);
+            info.first_revision = Some(
+                info.first_revision
+                    .map_or(r.revision.main, |f| f.min(r.revision.main)),
+            );
+            info.last_revision = Some(
+                info.last_revision
+                    .map_or(r.revision.main, |l| l.max(r.revision.main)),
+            );
         }
         walked += 1;
         if walked % RELEASE_EVERY == 0 {
             db.release_resident();
         }
-        Ok(())
     })?;
     db.release_resident();
-    if let Some(members) = db.bucket(db.root(), b"members")? {
+    let members = match db.bucket(db.root(), b"members") {
+        Ok(m) => m,
+        Err(_) if salvage => None,
+        Err(e) => return Err(e),
+    };
+    if let Some(members) = members {
         let mut ids = Vec::new();
-        db.for_all(members, &mut |k, _, _| {
+        entries(db, members, salvage, &mut |k, _| {
             if let Some(id) = std::str::from_utf8(k)
                 .ok()
                 .and_then(|s| u64::from_str_radix(s, 16).ok())
             {
                 ids.push(id);
             }
-            Ok(())
         })?;
         info.cluster_id = cluster_id(&ids);
     }
@@ -171,31 +207,10 @@ where
                 rev.revision.main
             ))
         })?;
-        if kv.key.is_empty() || !(kv.key.starts_with(prefix) || kv.key == COMPACT_REV_KEY.as_bytes()) {
+        if !in_scope(&kv, prefix) {
             return Ok(ControlFlow::Continue(()));
         }
-        let record = if rev.tombstone {
-            Record {
-                key: kv.key,
-                mod_revision: rev.revision.main,
-                create_revision: 0,
-                version: 0,
-                lease: 0,
-                value: Vec::new(),
-                deleted: true,
-            }
-        } else {
-            Record {
-                key: kv.key,
-                mod_revision: rev.revision.main,
-                create_revision: kv.create_revision,
-                version: kv.version,
-                lease: kv.lease,
-                value: kv.value,
-                deleted: false,
-            }
-        };
-        match sink.record(record) {
+        match sink.record(record(rev, kv)) {
             Ok(true) => {}
             Ok(false) => return Ok(ControlFlow::Break(())),
             Err(e) => {
@@ -216,6 +231,209 @@ where
         ControlFlow::Break(()) => Ok(Read::Stopped),
         ControlFlow::Continue(()) => Ok(Read::Done(pushed)),
     }
+}
+
+/// Whether a stored key is one a run reads: under `prefix`, or
+/// `compact_rev_key`.
+fn in_scope(kv: &KeyValue, prefix: &[u8]) -> bool {
+    !kv.key.is_empty() && (kv.key.starts_with(prefix) || kv.key == COMPACT_REV_KEY.as_bytes())
+}
+
+/// The record of a `key` bucket entry.
+fn record(rev: revision::RevisionKey, kv: KeyValue) -> Record {
+    if rev.tombstone {
+        Record {
+            key: kv.key,
+            mod_revision: rev.revision.main,
+            create_revision: 0,
+            version: 0,
+            lease: 0,
+            value: Vec::new(),
+            deleted: true,
+        }
+    } else {
+        Record {
+            key: kv.key,
+            mod_revision: rev.revision.main,
+            create_revision: kv.create_revision,
+            version: kv.version,
+            lease: kv.lease,
+            value: kv.value,
+            deleted: false,
+        }
+    }
+}
+
+/// The damage a salvaging read found and worked around.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Damage {
+    /// Pages (or subtrees) of the `key` bucket that could not be read, with why.
+    pub pages_unreadable: Vec<String>,
+    /// Entries that did not parse whole, or disagreed with their revision,
+    /// or held another value for a revision already read.
+    pub records_skipped: u64,
+    /// Revisions recovered from leaf pages the broken tree no longer reached.
+    pub records_recovered: u64,
+    /// Main revision ranges (inclusive) that may have lost revisions.
+    pub ranges: Vec<(i64, i64)>,
+}
+
+impl Damage {
+    /// One line: `2 pages unreadable, 3 records skipped, 120 recovered from
+    /// unreached pages; revisions 200-350 may be incomplete`.
+    pub fn describe(&self) -> String {
+        let ranges: Vec<String> = self.ranges.iter().map(|(a, b)| format!("{a}-{b}")).collect();
+        format!(
+            "{} pages unreadable, {} records skipped, {} recovered from unreached pages; revisions {} may be incomplete",
+            self.pages_unreadable.len(),
+            self.records_skipped,
+            self.records_recovered,
+            if ranges.is_empty() { "none".to_string() } else { ranges.join(", ") }
+        )
+    }
+
+    /// Whether the file read whole.
+    pub fn is_none(&self) -> bool {
+        self.pages_unreadable.is_empty() && self.records_skipped == 0 && self.ranges.is_empty()
+    }
+}
+
+/// Entries salvaging accepted: (main, sub) revision → key and value bytes,
+/// slices of the mapped file.
+type Found<'a> = std::collections::BTreeMap<(i64, i64), (&'a [u8], &'a [u8])>;
+
+/// A `key` bucket entry as salvaging accepts it: a revision key and an
+/// `mvccpb.KeyValue` that parses whole and agrees with it.
+fn accepted(k: &[u8], v: &[u8]) -> Option<(revision::RevisionKey, KeyValue)> {
+    let rev = revision::parse(k)?;
+    let kv = KeyValue::decode(v).ok()?;
+    let agrees = match rev.tombstone {
+        true => !kv.key.is_empty(),
+        false => {
+            !kv.key.is_empty()
+                && kv.mod_revision == rev.revision.main
+                && (1..=rev.revision.main).contains(&kv.create_revision)
+                && kv.version >= 1
+        }
+    };
+    agrees.then_some((rev, kv))
+}
+
+/// [`read_revisions`] of a damaged file: every revision the readable part
+/// of the `key` bucket's tree holds, plus those in leaf pages the broken
+/// tree no longer reaches that fall in the damaged ranges, each stored only
+/// if it parses whole and agrees with its revision, and never two values
+/// for one revision. Returns what it pushed and the damage.
+pub fn salvage_revisions<S: Sink>(
+    db: &BoltDb,
+    prefix: &[u8],
+    from: i64,
+    sink: &mut S,
+) -> Result<(Read<i64>, Damage), ReadError<S::Error>>
+where
+    S::Error: std::error::Error + 'static,
+{
+    use std::collections::btree_map::{BTreeMap, Entry};
+    let keys = db.top_bucket("key")?;
+    let mut damage = Damage::default();
+    let mut found: Found = BTreeMap::new();
+    let mut conflicts = std::collections::BTreeSet::new();
+    /// Adds an entry: `None` when it is not accepted, else whether it was new.
+    fn take<'a>(
+        found: &mut Found<'a>,
+        conflicts: &mut std::collections::BTreeSet<(i64, i64)>,
+        k: &'a [u8],
+        v: &'a [u8],
+    ) -> Option<bool> {
+        let (rev, _) = accepted(k, v)?;
+        let at = (rev.revision.main, rev.revision.sub);
+        Some(match found.entry(at) {
+            Entry::Vacant(e) => {
+                e.insert((k, v));
+                true
+            }
+            Entry::Occupied(e) => {
+                if *e.get() != (k, v) {
+                    conflicts.insert(at);
+                }
+                false
+            }
+        })
+    }
+    let mut walked_entries: Vec<(&[u8], &[u8])> = Vec::new();
+    let walked = db.salvage_walk(keys, &mut |k, v, _| walked_entries.push((k, v)));
+    for (k, v) in walked_entries {
+        if take(&mut found, &mut conflicts, k, v).is_none() {
+            damage.records_skipped += 1;
+        }
+    }
+    damage.records_skipped += walked.skipped.len() as u64;
+    // A subtree's range runs from its own first key to the next one's; an
+    // unknown end is open until the orphan scan and clamped after it.
+    for u in &walked.unreadable {
+        let from_rev = u
+            .from_key
+            .and_then(revision::parse)
+            .map_or(0, |r| r.revision.main);
+        let to_rev = u
+            .to_key
+            .and_then(revision::parse)
+            .map_or(i64::MAX, |r| r.revision.main - 1);
+        damage
+            .pages_unreadable
+            .push(format!("page {}: {}", u.page, u.problem));
+        damage.ranges.push((from_rev, to_rev.max(from_rev)));
+    }
+    // Leaves the tree no longer reaches may hold what the damaged ranges lost.
+    if !damage.ranges.is_empty() {
+        let mut orphans: Vec<(&[u8], &[u8])> = Vec::new();
+        db.leaf_pages(&walked.leaves, &mut |_, k, v, _| {
+            let hit = revision::parse(k).is_some_and(|r| {
+                damage
+                    .ranges
+                    .iter()
+                    .any(|(lo, hi)| (*lo..=*hi).contains(&r.revision.main))
+            });
+            if hit {
+                orphans.push((k, v));
+            }
+        });
+        for (k, v) in orphans {
+            if take(&mut found, &mut conflicts, k, v) == Some(true) {
+                damage.records_recovered += 1;
+            }
+        }
+    }
+    for at in &conflicts {
+        found.remove(at);
+        damage.records_skipped += 1;
+        damage.ranges.push((at.0, at.0));
+    }
+    let newest = found.keys().next_back().map_or(0, |r| r.0);
+    for range in &mut damage.ranges {
+        range.1 = range.1.min(newest.max(range.0));
+    }
+    damage.ranges.sort_unstable();
+    damage.ranges.dedup();
+    let mut pushed = 0;
+    for ((main, _), (k, v)) in found {
+        if main < from {
+            continue;
+        }
+        let (rev, kv) = accepted(k, v).expect("accepted before");
+        if !in_scope(&kv, prefix) {
+            continue;
+        }
+        match sink.record(record(rev, kv)) {
+            Ok(true) => pushed += 1,
+            Ok(false) => return Ok((Read::Stopped, damage)),
+            Err(e) => return Err(ReadError::Sink(e)),
+        }
+        if pushed % RELEASE_EVERY == 0 {
+            db.release_resident();
+        }
+    }
+    Ok((Read::Done(pushed), damage))
 }
 
 #[cfg(test)]

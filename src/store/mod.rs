@@ -50,7 +50,7 @@ fn missing(path: &Path) -> StoreError {
 /// The migrations, applied in order when a database is opened.
 /// How many migrations [`migrations`] holds.
 #[cfg(test)]
-const MIGRATION_COUNT: usize = 11;
+const MIGRATION_COUNT: usize = 12;
 
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
@@ -67,6 +67,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0009_encryption_policy.sql")),
         M::up(include_str!("../../migrations/0010_lifecycle_facts.sql")),
         M::up(include_str!("../../migrations/0011_fetched.sql")),
+        M::up(include_str!("../../migrations/0012_salvage.sql")),
     ])
 }
 

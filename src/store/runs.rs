@@ -3,6 +3,7 @@
 use super::{Store, StoreError};
 use crate::decode::gotime::now;
 use crate::decrypt::policy::Policy;
+use crate::source::db_file::Damage;
 use crate::source::LiveKey;
 use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
@@ -131,6 +132,11 @@ pub struct RunInfo {
     pub etcd_version: Option<String>,
     /// How a live run fetched history: `watch` or `snapshot`.
     pub fetched: Option<String>,
+    /// Read from a damaged file with `--salvage`.
+    pub salvaged: bool,
+    /// What the salvaging read worked around.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub damage: Option<Damage>,
     /// The write policy of the encryption config the run decrypted with.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub encryption: Option<Policy>,
@@ -234,6 +240,15 @@ impl Store {
                 "UPDATE runs SET etcd_version = ?2 WHERE id = ?1",
                 params![run.0, version],
             )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Records what a salvaging run of a damaged file worked around.
+    pub fn set_run_salvage(&self, run: RunId, damage: &Damage) -> Result<(), StoreError> {
+        let json = serde_json::to_string(damage).expect("damage serializes");
+        self.conn
+            .execute("UPDATE runs SET salvage = ?2 WHERE id = ?1", params![run.0, json])
             .map_err(|e| self.err(e))?;
         Ok(())
     }
@@ -472,7 +487,7 @@ impl Store {
                 "SELECT r.id, r.status, c.etcd_cluster_id, r.source, r.prefix, r.started_at, r.finished_at, r.head_revision, \
                  r.compact_revision, r.history_from, r.keys_seen, r.revisions_added, r.error, r.tool_version, \
                  r.file_size, r.file_sha256, r.file_first_revision, r.file_last_revision, r.etcd_version, \
-                 r.encryption_policy, r.fetched FROM runs r LEFT JOIN clusters c ON c.id = r.cluster_id ORDER BY r.id",
+                 r.encryption_policy, r.fetched, r.salvage FROM runs r LEFT JOIN clusters c ON c.id = r.cluster_id ORDER BY r.id",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
@@ -495,6 +510,10 @@ impl Store {
                     tool_version: r.get("tool_version")?,
                     etcd_version: r.get("etcd_version")?,
                     fetched: r.get("fetched")?,
+                    salvaged: r.get::<_, Option<String>>("salvage")?.is_some(),
+                    damage: r
+                        .get::<_, Option<String>>("salvage")?
+                        .and_then(|json| serde_json::from_str(&json).ok()),
                     encryption: r
                         .get::<_, Option<String>>("encryption_policy")?
                         .and_then(|json| serde_json::from_str(&json).ok()),

@@ -19,6 +19,7 @@ mod kms_client;
 mod lifecycle;
 mod offline;
 mod report;
+mod salvage;
 mod scheduled;
 mod semantic_property;
 mod snapshot;

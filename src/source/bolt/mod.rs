@@ -10,8 +10,10 @@
 mod cursor;
 mod meta;
 mod page;
+mod salvage;
 
 pub use meta::{fnv1a64, Meta};
+pub use salvage::{Unreadable, Walked};
 
 use memmap2::Mmap;
 use page::{Page, BUCKET_LEAF, HEADER};
