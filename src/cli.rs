@@ -129,6 +129,19 @@ pub struct ObjectArgs {
     pub key_prefix: Option<String>,
 }
 
+/// Which revisions `report` and `stats` cover.
+#[derive(clap::Args, Debug)]
+pub struct RangeArgs {
+    /// Start: an RFC 3339 time (resolved to the last complete run that
+    /// started by then) or `rev:N`.
+    #[arg(long, value_name = "TIME|rev:N")]
+    pub since: Option<String>,
+    /// End: an RFC 3339 time (the last complete run started by then) or
+    /// `rev:N`.
+    #[arg(long, value_name = "TIME|rev:N")]
+    pub until: Option<String>,
+}
+
 /// How the detectors judge; shared by `analyze`, `snapshot` and `follow`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct DetectorArgs {
@@ -167,14 +180,8 @@ pub struct ReportArgs {
     /// Write to FILE instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Start: an RFC 3339 time (resolved to the last complete run that
-    /// started by then) or `rev:N`.
-    #[arg(long, value_name = "TIME|rev:N")]
-    pub since: Option<String>,
-    /// End: an RFC 3339 time (the last complete run started by then) or
-    /// `rev:N`.
-    #[arg(long, value_name = "TIME|rev:N")]
-    pub until: Option<String>,
+    #[command(flatten)]
+    pub range: RangeArgs,
     #[command(flatten)]
     pub objects: ObjectArgs,
     /// Only findings at or above this severity.
@@ -191,14 +198,8 @@ pub struct StatsArgs {
     /// Only the cluster this run read, up to its head revision.
     #[arg(long, value_name = "N", conflicts_with_all = ["since", "until"])]
     pub run: Option<i64>,
-    /// Start: an RFC 3339 time (resolved to the last complete run that
-    /// started by then) or `rev:N`.
-    #[arg(long, value_name = "TIME|rev:N")]
-    pub since: Option<String>,
-    /// End: an RFC 3339 time (the last complete run started by then) or
-    /// `rev:N`.
-    #[arg(long, value_name = "TIME|rev:N")]
-    pub until: Option<String>,
+    #[command(flatten)]
+    pub range: RangeArgs,
     #[command(flatten)]
     pub objects: ObjectArgs,
     /// Rows of the largest, busiest and managers lists.

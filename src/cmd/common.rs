@@ -5,7 +5,7 @@
 use super::Status;
 use crate::analyze::Analysis;
 use crate::canon::sensitive::{is_secret, redact_secret};
-use crate::cli::{DetectorArgs, EncryptionArgs, FetchMode, ObjectArgs, RecordArgs};
+use crate::cli::{DetectorArgs, EncryptionArgs, FetchMode, ObjectArgs, RangeArgs, RecordArgs};
 use crate::cli::{Format, ViewArgs};
 use crate::decode::key::SpecialKey;
 use crate::decode::{self, Outcome};
@@ -90,19 +90,15 @@ fn bound(store: &crate::store::Store, text: &str, flag: &str) -> Result<Option<i
 
 /// The revision range `--since` and `--until` give: a time resolves to the
 /// head of the last complete run started by then (`--since` excludes it).
-pub fn revision_range(
-    store: &crate::store::Store,
-    since: Option<&str>,
-    until: Option<&str>,
-) -> Result<(Option<i64>, Option<i64>)> {
-    let from = match since {
+pub fn revision_range(store: &crate::store::Store, range: &RangeArgs) -> Result<(Option<i64>, Option<i64>)> {
+    let from = match range.since.as_deref() {
         Some(t) => match bound(store, t, "--since")? {
             Some(r) if !t.starts_with("rev:") => Some(r + 1),
             r => r,
         },
         None => None,
     };
-    let to = match until {
+    let to = match range.until.as_deref() {
         Some(t) => match bound(store, t, "--until")? {
             Some(r) => Some(r),
             None => bail!("--until {t}: no complete run started by then"),

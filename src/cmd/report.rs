@@ -12,7 +12,7 @@ use std::path::Path;
 
 pub fn run(db: &Path, args: &ReportArgs) -> Result<Status> {
     let store = Store::open_for_reading(db)?;
-    let (from_revision, to_revision) = revision_range(&store, args.since.as_deref(), args.until.as_deref())?;
+    let (from_revision, to_revision) = revision_range(&store, &args.range)?;
     let filter = Filter {
         scope: Scope {
             from_revision,

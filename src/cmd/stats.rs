@@ -19,7 +19,7 @@ pub fn run(db: &Path, args: &StatsArgs) -> Result<Status> {
             None => bail!("run {run} is not in {} or never reached its head", db.display()),
         },
         None => {
-            let (from, to) = revision_range(&store, args.since.as_deref(), args.until.as_deref())?;
+            let (from, to) = revision_range(&store, &args.range)?;
             (from, to, None)
         }
     };

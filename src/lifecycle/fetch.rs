@@ -2,9 +2,8 @@
 //! snapshot downloaded over the Maintenance API and read as a data file.
 //! `auto` chooses per run from what it can know up front.
 
-use super::plan::Plan;
 use super::{file, live, RecordOptions, Settings, Summary};
-use crate::source::etcd::{Connection, EtcdError, Scope};
+use crate::source::etcd::{Connection, EtcdError};
 use crate::store::{RunId, Store};
 use anyhow::Result;
 use indicatif::ProgressBar;
@@ -58,19 +57,9 @@ async fn prefers_download(
     options: &RecordOptions,
     settings: &Settings,
 ) -> Result<bool> {
-    let etcd = connection.connect().await?;
-    let scope = Scope {
-        prefix: options.prefix.as_bytes(),
-    };
-    let pinned = etcd.pin().await?;
-    let compact = etcd.compaction_revision(scope, pinned.head).await?;
-    let plan = Plan::new(
-        store,
-        &pinned.cluster_id,
-        compact,
-        &options.prefix,
-        &settings.filter,
-    )?;
+    let live::Planned {
+        etcd, pinned, plan, ..
+    } = live::planned(store, connection, options, settings).await?;
     Ok(download_pays(pinned.head - plan.from + 1, etcd.db_size()))
 }
 

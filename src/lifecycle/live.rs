@@ -6,26 +6,29 @@
 use super::plan::{check_history, read_error, replay_all, Plan};
 use super::progress::{phase, spinning, Progress, Unit};
 use super::{RecordOptions, Settings, Summary};
-use crate::source::etcd::{Connection, Scope};
+use crate::source::etcd::{Connection, Etcd, Pinned, Scope};
 use crate::source::{Census, Read};
 use crate::store::{RunId, Store};
 use anyhow::Result;
 use indicatif::ProgressBar;
 
-/// Reads a live etcd into the run; `None` when a signal stopped it.
-pub(super) async fn read(
+/// A connected etcd, the revision pinned for the run, etcd's compaction
+/// revision and where the run's history starts.
+pub(super) struct Planned {
+    pub etcd: Etcd,
+    pub pinned: Pinned,
+    pub compact: i64,
+    pub plan: Plan,
+}
+
+/// Connects, pins the head and plans the run's history.
+pub(super) async fn planned(
     store: &Store,
-    run: RunId,
     connection: &Connection,
     options: &RecordOptions,
     settings: &Settings,
-    bar: &ProgressBar,
-) -> Result<Option<Summary>> {
-    bar.set_message(format!("connecting to {}", connection.endpoints.join(",")));
+) -> Result<Planned> {
     let etcd = connection.connect().await?;
-    if !etcd.version().is_empty() {
-        store.set_run_etcd_version(run, etcd.version())?;
-    }
     let scope = Scope {
         prefix: options.prefix.as_bytes(),
     };
@@ -38,6 +41,36 @@ pub(super) async fn read(
         &options.prefix,
         &settings.filter,
     )?;
+    Ok(Planned {
+        etcd,
+        pinned,
+        compact,
+        plan,
+    })
+}
+
+/// Reads a live etcd into the run; `None` when a signal stopped it.
+pub(super) async fn read(
+    store: &Store,
+    run: RunId,
+    connection: &Connection,
+    options: &RecordOptions,
+    settings: &Settings,
+    bar: &ProgressBar,
+) -> Result<Option<Summary>> {
+    bar.set_message(format!("connecting to {}", connection.endpoints.join(",")));
+    let Planned {
+        etcd,
+        pinned,
+        compact,
+        plan,
+    } = planned(store, connection, options, settings).await?;
+    if !etcd.version().is_empty() {
+        store.set_run_etcd_version(run, etcd.version())?;
+    }
+    let scope = Scope {
+        prefix: options.prefix.as_bytes(),
+    };
     let (cluster, mut gaps) = (plan.cluster, plan.gaps.clone());
     store.set_run_target(run, cluster, pinned.head, compact, plan.from)?;
     let mut writer = settings.writer(store, cluster, run, &options.prefix)?;
