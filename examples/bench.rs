@@ -13,7 +13,8 @@
 //! (from `../shared/corpus`), renamed and with its status changed per
 //! update. `BENCH_BASELINE=PATH` also times an older `etcd-inspector`
 //! binary's `snapshot --file` on the same file, side by side, and checks
-//! both stored the same contents.
+//! both stored the same contents. `BENCH_KEYSPACE=small` makes every object
+//! a small ConfigMap (the 10,000 × 10 case: `bench 10000 9 1`).
 
 #[path = "../tests/it/util/etcd.rs"]
 #[allow(dead_code)]
@@ -68,6 +69,13 @@ fn filled_pod(template: &Value, i: usize, round: usize) -> (String, Vec<u8>) {
 fn object(i: usize, round: usize) -> (String, Vec<u8>) {
     thread_local! {
         static FIXTURE: Option<Value> = fixture_pod();
+    }
+    if std::env::var("BENCH_KEYSPACE").is_ok_and(|k| k == "small") {
+        let ns = format!("team-{}", i % 40);
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("cm-{i}"), "namespace": ns, "uid": format!("uid-{i}")},
+            "data": {"round": round.to_string(), "mode": "fast"}});
+        return (format!("/registry/configmaps/{ns}/cm-{i}"), encode_protobuf(&cm).expect("a ConfigMap"));
     }
     if i % 10 <= 3 {
         if let Some(pod) = FIXTURE.with(|f| f.as_ref().map(|t| filled_pod(t, i, round))) {
