@@ -1,18 +1,23 @@
 //! Micro-benchmarks of the per-revision hot paths: envelope + protobuf
 //! decode, canonicalisation and hashing, and the store writer's batch insert.
 //!
-//! Run: `cargo bench --bench hot_paths`
+//! Run: `cargo bench --bench hot_paths` (with the binary's allocator,
+//! mimalloc).
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use etcd_inspector::canon::keyed_hash::ValueHasher;
 use etcd_inspector::canon::semantic::{field_hashes, semantic_form, Sensitivity};
 use etcd_inspector::canon::sensitive::Secrecy;
 use etcd_inspector::decode::encode::encode_protobuf;
-use etcd_inspector::decode::{decode_value, Outcome};
+use etcd_inspector::decode::{decode_value, reuse_sub_messages, Outcome};
 use etcd_inspector::source::{Record, Sink};
 use etcd_inspector::store::{RevisionWriter, Store};
 use serde_json::json;
 use std::hint::black_box;
+
+/// The allocator the binary uses, so the numbers are the binary's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// A Pod of about 6 KiB with managedFields, as the apiserver stores it.
 fn pod(i: usize) -> serde_json::Value {
@@ -33,6 +38,27 @@ fn benches(c: &mut Criterion) {
     g.bench_function("decode protobuf pod", |b| {
         b.iter(|| decode_value(black_box(&value)).unwrap())
     });
+    // Pods no bytes of which were seen before (beyond small parts): what
+    // reuse costs where it cannot help.
+    let mut next = 1_000_000;
+    g.throughput(Throughput::Elements(10));
+    g.bench_function("decode 10 new pods", |b| {
+        b.iter_batched(
+            || {
+                next += 10;
+                (next..next + 10)
+                    .map(|i| encode_protobuf(&pod(i)).unwrap())
+                    .collect::<Vec<_>>()
+            },
+            |values| {
+                for v in &values {
+                    black_box(decode_value(v).unwrap());
+                }
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.throughput(Throughput::Bytes(value.len() as u64));
     let Ok(Outcome::Decoded(d)) = decode_value(&value) else {
         panic!("decodes")
     };
@@ -56,6 +82,7 @@ fn benches(c: &mut Criterion) {
         })
     });
     g.finish();
+    fixture_pod(c);
 
     let records: Vec<Record> = (0..1000)
         .map(|i| Record {
@@ -96,6 +123,65 @@ fn benches(c: &mut Criterion) {
             },
         )
     });
+    g.finish();
+}
+
+/// Kubernetes' fully filled Pod fixture (every field set), read from
+/// `../shared/corpus`; skipped when the corpus is absent.
+fn fixture_pod(c: &mut Criterion) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/k8s-api-fixtures");
+    let (Ok(value), Ok(json)) = (
+        std::fs::read(dir.join("core.v1.Pod.pb")),
+        std::fs::read(dir.join("core.v1.Pod.json")),
+    ) else {
+        eprintln!("skipping the fixture Pod benchmarks: {} is absent", dir.display());
+        return;
+    };
+    let object: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    let mut g = c.benchmark_group("fixture pod");
+    g.throughput(Throughput::Bytes(value.len() as u64));
+    reuse_sub_messages(false);
+    g.bench_function("decode fully filled pod (no reuse)", |b| {
+        b.iter(|| decode_value(black_box(&value)).unwrap())
+    });
+    reuse_sub_messages(true);
+    g.bench_function("decode fully filled pod (reused: the same bytes again)", |b| {
+        b.iter(|| decode_value(black_box(&value)).unwrap())
+    });
+    // Ten revisions of one Pod that differ only in status, fresh ones each
+    // iteration, as a watch or a history scan sees them.
+    let mut n = 0u64;
+    let mut revisions = move || -> Vec<Vec<u8>> {
+        (0..10)
+            .map(|_| {
+                n += 1;
+                let mut pod = object.clone();
+                pod["status"]["message"] = json!(format!("revision {n}"));
+                pod["status"]["podIP"] = json!(format!("10.0.{}.{}", n / 250 % 250, n % 250));
+                encode_protobuf(&pod).unwrap()
+            })
+            .collect()
+    };
+    g.throughput(Throughput::Elements(10));
+    for reuse in [false, true] {
+        reuse_sub_messages(reuse);
+        let name = match reuse {
+            true => "decode 10 revisions differing in status",
+            false => "decode 10 revisions differing in status (no reuse)",
+        };
+        g.bench_function(name, |b| {
+            b.iter_batched(
+                &mut revisions,
+                |values| {
+                    for v in &values {
+                        black_box(decode_value(v).unwrap());
+                    }
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    reuse_sub_messages(true);
     g.finish();
 }
 

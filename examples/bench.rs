@@ -75,7 +75,10 @@ fn object(i: usize, round: usize) -> (String, Vec<u8>) {
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": format!("cm-{i}"), "namespace": ns, "uid": format!("uid-{i}")},
             "data": {"round": round.to_string(), "mode": "fast"}});
-        return (format!("/registry/configmaps/{ns}/cm-{i}"), encode_protobuf(&cm).expect("a ConfigMap"));
+        return (
+            format!("/registry/configmaps/{ns}/cm-{i}"),
+            encode_protobuf(&cm).expect("a ConfigMap"),
+        );
     }
     if i % 10 <= 3 {
         if let Some(pod) = FIXTURE.with(|f| f.as_ref().map(|t| filled_pod(t, i, round))) {

@@ -3,11 +3,15 @@
 //! name.
 
 mod cbor;
+#[cfg(test)]
+mod corpus_check;
 pub mod encode;
 pub mod envelope;
 pub mod gotime;
 pub mod key;
+mod plan;
 mod protobuf;
+mod reuse;
 pub mod schema;
 mod wire;
 
@@ -69,6 +73,14 @@ impl From<envelope::EnvelopeError> for Undecodable {
             offset: e.offset,
         }
     }
+}
+
+/// Turns on or off (it is on) for the calling thread the reuse of decoded
+/// sub-messages whose bytes repeat (see `reuse`): off, every value decodes
+/// from scratch, as benchmarks and tests of the decoder itself want; turning
+/// it off empties the thread's cache.
+pub fn reuse_sub_messages(enabled: bool) {
+    reuse::set_enabled(enabled);
 }
 
 /// Decodes one stored value.

@@ -1,21 +1,24 @@
 //! Schema-aware protobuf → Kubernetes JSON, as kube-apiserver serves it.
 //!
 //! The wire format is read straight into JSON, field by field, with the
-//! schema's descriptors and Kubernetes' conventions: JSON names from the schema,
+//! decoding plans made once from the schema's descriptors ([`super::plan`])
+//! and Kubernetes' conventions: JSON names from the schema,
 //! inlined messages merged into their parent, list wrappers as bare arrays,
 //! `Time`/`MicroTime`/`Duration`/`Quantity`/`IntOrString` in their string or
 //! number forms, raw JSON fields embedded, bytes as base64, int64 as numbers.
 //! Fields the schema does not know are kept under `#<number>` and listed.
+//! Sub-messages whose bytes repeat reuse their earlier JSON ([`super::reuse`]).
 
 use super::gotime;
+use super::plan::{Card, FieldKind, FieldPlan, MapPlan, MessagePlan, PlanId, Plans, Scalar, Shape};
+use super::reuse;
 use super::schema::Schema;
 use super::wire::{self, Reader, WireField, WireValue};
 use base64::Engine;
-use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
+use prost_reflect::{Kind, MessageDescriptor};
 use serde_json::{Map, Value};
-use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::ops::Range;
 
 /// A protobuf object that does not parse.
 #[derive(Debug, thiserror::Error)]
@@ -43,15 +46,13 @@ pub fn to_json(
     bytes: &[u8],
     base: usize,
 ) -> Result<ProtoJson, ProtoError> {
-    let mut conv = Converter {
-        schema,
-        depth: 0,
-        path: String::new(),
-        unknown_fields: Vec::new(),
-        warnings: Vec::new(),
-    };
+    let plans = schema.plans();
+    let id = plans
+        .id(desc.full_name())
+        .expect("the message is in the schema's pool");
+    let mut conv = Converter::new(plans);
     let mut object = Map::new();
-    match conv.fill(desc, bytes, &mut object) {
+    match conv.fill(plans.get(id), bytes, &mut object) {
         Ok(()) => Ok(ProtoJson {
             object,
             unknown_fields: conv.unknown_fields,
@@ -106,9 +107,6 @@ struct Malformed(String);
 
 type Converted<T> = Result<T, Malformed>;
 
-/// Every occurrence of one field number, in wire order.
-type Occurrences<'a, 'b> = &'b [WireField<'a>];
-
 /// The fields of a message in field-number order, occurrences of a number
 /// in wire order (the order a protobuf decoder would apply them).
 fn wire_fields(bytes: &[u8]) -> Converted<Vec<WireField<'_>>> {
@@ -128,69 +126,55 @@ fn bytes_of<'a>(f: &WireField<'a>) -> Converted<&'a [u8]> {
     }
 }
 
-/// A singular message field's bytes: occurrences of it merge, which for
-/// protobuf is the same as parsing their concatenation.
-fn merged<'a>(group: Occurrences<'a, '_>) -> Converted<Cow<'a, [u8]>> {
-    match group {
-        [one] => bytes_of(one).map(Cow::Borrowed),
-        many => {
-            let mut all = Vec::new();
-            for f in many {
-                all.extend_from_slice(bytes_of(f)?);
-            }
-            Ok(Cow::Owned(all))
-        }
-    }
-}
-
-/// The JSON of a scalar of `kind` as it came off the wire.
-fn scalar(kind: &Kind, value: &WireValue<'_>) -> Converted<Value> {
+/// The JSON of a scalar of kind `s` (`kind` as prost-reflect names it) as
+/// it came off the wire.
+fn scalar(s: Scalar, kind: &Kind, value: &WireValue<'_>) -> Converted<Value> {
     let float = |n: f64| serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number);
-    Ok(match (kind, value) {
-        (Kind::Double, WireValue::Fixed64(b)) => float(f64::from_le_bytes(*b)),
-        (Kind::Float, WireValue::Fixed32(b)) => float(f64::from(f32::from_le_bytes(*b))),
-        (Kind::Int32 | Kind::Enum(_), WireValue::Varint(n)) => Value::from(*n as i32),
-        (Kind::Int64, WireValue::Varint(n)) => Value::from(*n as i64),
-        (Kind::Uint32, WireValue::Varint(n)) => Value::from(*n as u32),
-        (Kind::Uint64, WireValue::Varint(n)) => Value::from(*n),
-        (Kind::Sint32, WireValue::Varint(n)) => Value::from(((*n as u32) >> 1) as i32 ^ -((*n & 1) as i32)),
-        (Kind::Sint64, WireValue::Varint(n)) => Value::from((*n >> 1) as i64 ^ -((*n & 1) as i64)),
-        (Kind::Bool, WireValue::Varint(n)) => Value::Bool(*n != 0),
-        (Kind::Fixed32, WireValue::Fixed32(b)) => Value::from(u32::from_le_bytes(*b)),
-        (Kind::Sfixed32, WireValue::Fixed32(b)) => Value::from(i32::from_le_bytes(*b)),
-        (Kind::Fixed64, WireValue::Fixed64(b)) => Value::from(u64::from_le_bytes(*b)),
-        (Kind::Sfixed64, WireValue::Fixed64(b)) => Value::from(i64::from_le_bytes(*b)),
-        (Kind::String, WireValue::Bytes(b)) => Value::String(
+    Ok(match (s, value) {
+        (Scalar::Double, WireValue::Fixed64(b)) => float(f64::from_le_bytes(*b)),
+        (Scalar::Float, WireValue::Fixed32(b)) => float(f64::from(f32::from_le_bytes(*b))),
+        (Scalar::Int32 | Scalar::Enum, WireValue::Varint(n)) => Value::from(*n as i32),
+        (Scalar::Int64, WireValue::Varint(n)) => Value::from(*n as i64),
+        (Scalar::Uint32, WireValue::Varint(n)) => Value::from(*n as u32),
+        (Scalar::Uint64, WireValue::Varint(n)) => Value::from(*n),
+        (Scalar::Sint32, WireValue::Varint(n)) => Value::from(((*n as u32) >> 1) as i32 ^ -((*n & 1) as i32)),
+        (Scalar::Sint64, WireValue::Varint(n)) => Value::from((*n >> 1) as i64 ^ -((*n & 1) as i64)),
+        (Scalar::Bool, WireValue::Varint(n)) => Value::Bool(*n != 0),
+        (Scalar::Fixed32, WireValue::Fixed32(b)) => Value::from(u32::from_le_bytes(*b)),
+        (Scalar::Sfixed32, WireValue::Fixed32(b)) => Value::from(i32::from_le_bytes(*b)),
+        (Scalar::Fixed64, WireValue::Fixed64(b)) => Value::from(u64::from_le_bytes(*b)),
+        (Scalar::Sfixed64, WireValue::Fixed64(b)) => Value::from(i64::from_le_bytes(*b)),
+        (Scalar::String, WireValue::Bytes(b)) => Value::String(
             std::str::from_utf8(b)
                 .map_err(|_| Malformed("a string is not valid UTF-8".into()))?
                 .to_string(),
         ),
-        (Kind::Bytes, WireValue::Bytes(b)) => {
+        (Scalar::Bytes, WireValue::Bytes(b)) => {
             Value::String(base64::engine::general_purpose::STANDARD.encode(b))
         }
-        (kind, _) => return Err(Malformed(format!("a {kind:?} value has the wrong wire type"))),
+        _ => return Err(Malformed(format!("a {kind:?} value has the wrong wire type"))),
     })
 }
 
 /// The scalars of one occurrence of a repeated field: one, or a packed run.
-fn push_scalars(kind: &Kind, f: &WireField<'_>, out: &mut Vec<Value>) -> Converted<()> {
-    let packed = match (kind, &f.value) {
-        (Kind::String | Kind::Bytes | Kind::Message(_), _) => None,
+fn push_scalars(s: Scalar, kind: &Kind, f: &WireField<'_>, out: &mut Vec<Value>) -> Converted<()> {
+    let packed = match (s, &f.value) {
+        (Scalar::String | Scalar::Bytes, _) => None,
         (_, WireValue::Bytes(run)) => Some(*run),
         _ => None,
     };
     let Some(run) = packed else {
-        out.push(scalar(kind, &f.value)?);
+        out.push(scalar(s, kind, &f.value)?);
         return Ok(());
     };
-    let wire_type = match kind {
-        Kind::Double | Kind::Fixed64 | Kind::Sfixed64 => 1,
-        Kind::Float | Kind::Fixed32 | Kind::Sfixed32 => 5,
+    let wire_type = match s {
+        Scalar::Double | Scalar::Fixed64 | Scalar::Sfixed64 => 1,
+        Scalar::Float | Scalar::Fixed32 | Scalar::Sfixed32 => 5,
         _ => 0,
     };
     let mut r = Reader::new(run, 0);
     while let Some(element) = r.next_packed(wire_type).map_err(|e| Malformed(e.problem))? {
-        out.push(scalar(kind, &element)?);
+        out.push(scalar(s, kind, &element)?);
     }
     Ok(())
 }
@@ -200,6 +184,7 @@ const APIEXT_V1: &str = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v
 const APIEXT_V1BETA1: &str = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1beta1.";
 
 /// Kubernetes types whose JSON form is not their protobuf structure.
+#[derive(Clone, Copy)]
 pub(super) enum Special {
     Time,
     MicroTime,
@@ -242,8 +227,12 @@ pub(super) fn special(full_name: &str) -> Option<Special> {
     }
 }
 
-struct Converter<'s> {
-    schema: &'s Schema,
+/// Positions in [`Converter::scratch`]: the fields of one message, or the
+/// occurrences of one field number.
+type Span = Range<usize>;
+
+struct Converter<'s, 'b> {
+    plans: &'s Plans,
     /// Messages entered; conversion stops past [`wire::MAX_DEPTH`].
     depth: usize,
     /// Path of the value being converted (`spec.containers[0]`), kept in
@@ -251,9 +240,91 @@ struct Converter<'s> {
     path: String,
     unknown_fields: Vec<String>,
     warnings: Vec<String>,
+    /// The deepest `depth` a message was entered at (see [`reuse`]).
+    deepest: usize,
+    /// The wire fields of the messages being converted, outermost first:
+    /// each message reads its fields onto the end and drops them when done,
+    /// so one buffer serves the whole object.
+    scratch: Vec<WireField<'b>>,
 }
 
-impl Converter<'_> {
+impl<'s, 'b> Converter<'s, 'b> {
+    fn new(plans: &'s Plans) -> Self {
+        Converter {
+            plans,
+            depth: 0,
+            path: String::new(),
+            unknown_fields: Vec::new(),
+            warnings: Vec::new(),
+            deepest: 0,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Runs `f` on bytes that live shorter than the object's (merged
+    /// occurrences), with a converter of their own sharing this one's state.
+    fn detached<'x, T>(
+        &mut self,
+        bytes: &'x [u8],
+        f: impl FnOnce(&mut Converter<'s, 'x>, &'x [u8]) -> T,
+    ) -> T {
+        let mut c = Converter {
+            plans: self.plans,
+            depth: self.depth,
+            path: std::mem::take(&mut self.path),
+            unknown_fields: std::mem::take(&mut self.unknown_fields),
+            warnings: std::mem::take(&mut self.warnings),
+            deepest: self.deepest,
+            scratch: Vec::new(),
+        };
+        let out = f(&mut c, bytes);
+        (self.path, self.unknown_fields, self.warnings) = (c.path, c.unknown_fields, c.warnings);
+        self.deepest = c.deepest;
+        out
+    }
+
+    /// Reads the fields of `bytes` onto the scratch buffer in field-number
+    /// order, occurrences of a number in wire order (the order a protobuf
+    /// decoder would apply them).
+    fn read(&mut self, bytes: &'b [u8]) -> Converted<Span> {
+        let start = self.scratch.len();
+        let mut r = Reader::new(bytes, 0);
+        let (mut sorted, mut last) = (true, 0);
+        while let Some(f) = r.next_field().map_err(|e| Malformed(e.problem))? {
+            sorted &= f.number >= last;
+            last = f.number;
+            self.scratch.push(f);
+        }
+        if !sorted {
+            self.scratch[start..].sort_by_key(|f| f.number);
+        }
+        Ok(start..self.scratch.len())
+    }
+
+    /// The occurrences of the number at `at`, which starts them, within `fields`.
+    fn group_at(&self, at: usize, fields: &Span) -> Span {
+        let number = self.scratch[at].number;
+        let len = self.scratch[at + 1..fields.end]
+            .iter()
+            .take_while(|f| f.number == number)
+            .count();
+        at..at + 1 + len
+    }
+
+    /// How many field numbers occur among `fields`.
+    fn numbers(&self, fields: &Span) -> usize {
+        let all = &self.scratch[fields.clone()];
+        all.windows(2).filter(|w| w[0].number != w[1].number).count() + usize::from(!all.is_empty())
+    }
+
+    /// The occurrences of field `number` among `fields`.
+    fn occurrences(&self, fields: &Span, number: u32) -> Span {
+        let all = &self.scratch[fields.clone()];
+        let start = all.partition_point(|f| f.number < number);
+        let end = start + all[start..].partition_point(|f| f.number == number);
+        fields.start + start..fields.start + end
+    }
+
     /// Runs `f` with `.name` (or `name` at the top) appended to the path.
     fn at_field<T>(&mut self, name: &str, f: impl FnOnce(&mut Self) -> T) -> T {
         let len = self.path.len();
@@ -275,152 +346,264 @@ impl Converter<'_> {
         out
     }
 
-    fn message(&mut self, desc: &MessageDescriptor, bytes: &[u8]) -> Converted<Value> {
+    fn message(&mut self, id: PlanId, bytes: &'b [u8]) -> Converted<Value> {
         if self.depth >= wire::MAX_DEPTH {
             return Err(Malformed(format!(
                 "messages nested more than {} deep",
                 wire::MAX_DEPTH
             )));
         }
+        self.deepest = self.deepest.max(self.depth);
+        // Paths are never empty below the top, which keeps the suffixes of
+        // a reused decode's paths the same wherever it is reused.
+        if bytes.len() >= reuse::MIN_BYTES && !self.path.is_empty() && reuse::enabled() {
+            return self.reused_message(id, bytes);
+        }
         self.depth += 1;
-        let value = self.message_within(desc, bytes);
+        let value = self.message_within(id, bytes);
         self.depth -= 1;
         value
     }
 
-    fn message_within(&mut self, desc: &MessageDescriptor, bytes: &[u8]) -> Converted<Value> {
-        if let Some(kind) = special(desc.full_name()) {
-            return self.special(kind, desc, bytes);
+    /// [`Self::message`] through the cache of sub-message decodes.
+    fn reused_message(&mut self, id: PlanId, bytes: &'b [u8]) -> Converted<Value> {
+        let key = reuse::Key::new(self.plans as *const Plans as usize, id, bytes);
+        let lookup = reuse::lookup(
+            &key,
+            self.depth,
+            &self.path,
+            &mut self.unknown_fields,
+            &mut self.warnings,
+        );
+        let store = match lookup {
+            reuse::Lookup::Hit(value, nesting) => {
+                self.deepest = self.deepest.max(self.depth + nesting);
+                return Ok(value);
+            }
+            reuse::Lookup::Miss { store } => store,
+        };
+        let (unknown_at, warnings_at) = (self.unknown_fields.len(), self.warnings.len());
+        let deepest = std::mem::replace(&mut self.deepest, self.depth);
+        self.depth += 1;
+        let value = self.message_within(id, bytes);
+        self.depth -= 1;
+        let nesting = self.deepest - self.depth;
+        self.deepest = self.deepest.max(deepest);
+        if let (Ok(value), true) = (&value, store) {
+            let relative = |all: &[String]| -> Option<Vec<String>> {
+                all.iter()
+                    .map(|s| s.strip_prefix(self.path.as_str()).map(str::to_string))
+                    .collect()
+            };
+            let unknown_fields = relative(&self.unknown_fields[unknown_at..]);
+            let warnings = relative(&self.warnings[warnings_at..]);
+            if let (Some(unknown_fields), Some(warnings)) = (unknown_fields, warnings) {
+                let decode = reuse::Decode {
+                    value,
+                    unknown_fields,
+                    warnings,
+                    nesting,
+                };
+                reuse::store(key, decode);
+            }
         }
-        if self.schema.is_list_wrapper(desc) {
-            let fields = wire_fields(bytes)?;
-            let items = self.field(desc, 1, &fields)?;
-            return Ok(items.unwrap_or(Value::Array(Vec::new())));
-        }
-        let mut out = Map::new();
-        self.fill(desc, bytes, &mut out)?;
-        Ok(Value::Object(out))
+        value
     }
 
-    /// Writes the fields of `bytes`, a `desc`, into `out` (inlined messages
+    /// A singular message field from its occurrences, merged.
+    fn merged_message(&mut self, id: PlanId, group: Span) -> Converted<Value> {
+        if group.len() == 1 {
+            let bytes = bytes_of(&self.scratch[group.start])?;
+            return self.message(id, bytes);
+        }
+        let all = self.concatenated(group)?;
+        self.detached(&all, |c, bytes| c.message(id, bytes))
+    }
+
+    /// The bytes of every occurrence in `group`, one after another.
+    fn concatenated(&self, group: Span) -> Converted<Vec<u8>> {
+        let mut all = Vec::new();
+        for f in &self.scratch[group] {
+            all.extend_from_slice(bytes_of(f)?);
+        }
+        Ok(all)
+    }
+
+    fn message_within(&mut self, id: PlanId, bytes: &'b [u8]) -> Converted<Value> {
+        let plan = self.plans.get(id);
+        match plan.shape {
+            Shape::Special(kind) => {
+                let fields = self.read(bytes)?;
+                let value = self.special(kind, plan, &fields);
+                self.scratch.truncate(fields.start);
+                value
+            }
+            Shape::ListWrapper => {
+                let fields = self.read(bytes)?;
+                let items = self.field(plan, 1, &fields)?;
+                self.scratch.truncate(fields.start);
+                Ok(items.unwrap_or(Value::Array(Vec::new())))
+            }
+            Shape::Object => {
+                let fields = self.read(bytes)?;
+                let mut out = Map::with_capacity(self.numbers(&fields));
+                self.fill_fields(plan, fields, &mut out)?;
+                Ok(Value::Object(out))
+            }
+        }
+    }
+
+    /// Writes the fields of `bytes`, a `plan`, into `out` (inlined messages
     /// into the same map), then the fields the schema does not know.
     fn fill(
         &mut self,
-        desc: &MessageDescriptor,
-        bytes: &[u8],
+        plan: &'s MessagePlan,
+        bytes: &'b [u8],
         out: &mut Map<String, Value>,
     ) -> Converted<()> {
-        let fields = wire_fields(bytes)?;
-        let inlined = self.schema.inline_numbers(desc);
-        let mut unknown: Vec<WireField<'_>> = Vec::new();
-        for group in fields.chunk_by(|a, b| a.number == b.number) {
-            let Some(fd) = desc.get_field(group[0].number) else {
-                unknown.extend(group);
+        let fields = self.read(bytes)?;
+        self.fill_fields(plan, fields, out)
+    }
+
+    /// [`Self::fill`] with the fields read, which it drops from the scratch
+    /// buffer.
+    fn fill_fields(
+        &mut self,
+        plan: &'s MessagePlan,
+        fields: Span,
+        out: &mut Map<String, Value>,
+    ) -> Converted<()> {
+        let mut unknown = false;
+        let mut at = fields.start;
+        while at < fields.end {
+            let group = self.group_at(at, &fields);
+            at = group.end;
+            let Some(fp) = plan.field(self.scratch[group.start].number) else {
+                unknown = true;
                 continue;
             };
-            if let Kind::Message(inner) = fd.kind() {
-                if !fd.is_list() && inlined.is_some_and(|n| n.contains(&fd.number())) {
-                    self.fill(&inner, &merged(group)?, out)?;
-                    continue;
+            if let (true, FieldKind::Message(inner)) = (fp.inline, &fp.kind) {
+                let inner = self.plans.get(*inner);
+                if group.len() == 1 {
+                    let bytes = bytes_of(&self.scratch[group.start])?;
+                    self.fill(inner, bytes, out)?;
+                } else {
+                    let all = self.concatenated(group)?;
+                    self.detached(&all, |c, bytes| c.fill(inner, bytes, out))?;
                 }
+                continue;
             }
-            let name = fd.json_name();
-            if let Some(json) = self.at_field(name, |c| c.value(&fd, group))? {
+            let name = fp.json_name.as_str();
+            if let Some(json) = self.at_field(name, |c| c.value(fp, group))? {
                 out.insert(name.to_string(), json);
             }
         }
-        for f in unknown {
-            wire::insert_unknown(out, f.number, wire::render_value(&f.value));
-            let path = self.at_field(&wire::unknown_key(f.number), |c| c.path.clone());
-            self.unknown_fields.push(path);
+        if unknown {
+            for i in fields.clone() {
+                let f = self.scratch[i];
+                if plan.field(f.number).is_some() {
+                    continue;
+                }
+                wire::insert_unknown(out, f.number, wire::render_value(&f.value));
+                let path = self.at_field(&wire::unknown_key(f.number), |c| c.path.clone());
+                self.unknown_fields.push(path);
+            }
         }
+        self.scratch.truncate(fields.start);
         Ok(())
     }
 
-    /// The JSON of field `number` of `desc` among `fields` (in field-number
-    /// order); `None` when it is absent.
-    fn field(
-        &mut self,
-        desc: &MessageDescriptor,
-        number: u32,
-        fields: &[WireField<'_>],
-    ) -> Converted<Option<Value>> {
-        let group = occurrences(fields, number);
-        match desc.get_field(number) {
-            Some(fd) if !group.is_empty() => self.value(&fd, group),
+    /// The JSON of field `number` of `plan` among `fields`; `None` when it
+    /// is absent.
+    fn field(&mut self, plan: &MessagePlan, number: u32, fields: &Span) -> Converted<Option<Value>> {
+        let group = self.occurrences(fields, number);
+        match plan.field(number) {
+            Some(fp) if !group.is_empty() => self.value(fp, group),
             _ => Ok(None),
         }
     }
 
     /// The JSON of one field from its occurrences; `None` for an empty list.
-    fn value(&mut self, fd: &FieldDescriptor, group: Occurrences<'_, '_>) -> Converted<Option<Value>> {
-        if fd.is_map() {
-            return self.map(fd, group).map(Some);
-        }
-        let kind = fd.kind();
-        if fd.is_list() {
-            let mut items = Vec::with_capacity(group.len());
-            for f in group {
-                match &kind {
-                    Kind::Message(inner) => {
-                        let item = self.at_index(items.len(), |c| c.message(inner, bytes_of(f)?))?;
-                        items.push(item);
+    fn value(&mut self, fp: &FieldPlan, group: Span) -> Converted<Option<Value>> {
+        match (&fp.card, &fp.kind) {
+            (Card::Map(map), _) => self.map(map, group).map(Some),
+            (Card::List, kind) => {
+                let mut items = Vec::with_capacity(group.len());
+                for i in group {
+                    let f = self.scratch[i];
+                    match kind {
+                        FieldKind::Message(inner) => {
+                            let item = self.at_index(items.len(), |c| c.message(*inner, bytes_of(&f)?))?;
+                            items.push(item);
+                        }
+                        FieldKind::Scalar(s) => push_scalars(*s, &fp.reflect_kind, &f, &mut items)?,
                     }
-                    _ => push_scalars(&kind, f, &mut items)?,
                 }
+                Ok((!items.is_empty()).then_some(Value::Array(items)))
             }
-            return Ok((!items.is_empty()).then_some(Value::Array(items)));
-        }
-        match &kind {
-            Kind::Message(inner) => self.message(inner, &merged(group)?).map(Some),
-            _ => scalar(&kind, &group[group.len() - 1].value).map(Some),
+            (_, FieldKind::Message(inner)) => self.merged_message(*inner, group).map(Some),
+            (_, FieldKind::Scalar(s)) => {
+                scalar(*s, &fp.reflect_kind, &self.scratch[group.end - 1].value).map(Some)
+            }
         }
     }
 
     /// A map field: entries by their key as text, in key order; a key that
     /// repeats keeps its last entry.
-    fn map(&mut self, fd: &FieldDescriptor, group: Occurrences<'_, '_>) -> Converted<Value> {
-        let Kind::Message(entry) = fd.kind() else {
-            return Err(Malformed(format!("map field {} has no entry type", fd.name())));
-        };
-        let (key_fd, value_fd) = (entry.map_entry_key_field(), entry.map_entry_value_field());
-        let mut entries = BTreeMap::new();
-        for f in group {
-            let fields = wire_fields(bytes_of(f)?)?;
-            let key = match occurrences(&fields, 1).last() {
-                Some(k) => match scalar(&key_fd.kind(), &k.value)? {
+    fn map(&mut self, map: &MapPlan, group: Span) -> Converted<Value> {
+        let mark = self.scratch.len();
+        let mut entries: Vec<(String, Span)> = Vec::with_capacity(group.len());
+        for i in group {
+            let f = self.scratch[i];
+            let fields = self.read(bytes_of(&f)?)?;
+            let keys = self.occurrences(&fields, 1);
+            let key = match keys.clone().last() {
+                Some(k) => match scalar(map.key, &map.key_kind, &self.scratch[k].value)? {
                     Value::String(s) => s,
                     other => other.to_string(),
                 },
-                None => map_key_default(&key_fd.kind()),
+                None => map_key_default(map.key),
             };
-            entries.insert(key, occurrences(&fields, 2).to_vec());
+            entries.push((key, self.occurrences(&fields, 2)));
         }
-        let mut out = Map::new();
+        // In key order (stable, so a repeated key's entries stay in wire
+        // order), then only the last entry of each key.
+        if !entries.is_sorted_by(|a, b| a.0 < b.0) {
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            let mut kept: Vec<(String, Span)> = Vec::with_capacity(entries.len());
+            for entry in entries {
+                match kept.last_mut() {
+                    Some(last) if last.0 == entry.0 => *last = entry,
+                    _ => kept.push(entry),
+                }
+            }
+            entries = kept;
+        }
+        let mut out = Map::with_capacity(entries.len());
         for (key, value) in entries {
             let json = self.at_field(&key, |c| match value.is_empty() {
-                true => c.default_value(&value_fd),
-                false => Ok(c.value(&value_fd, &value)?.unwrap_or(Value::Array(Vec::new()))),
+                true => c.default_value(&map.value),
+                false => Ok(c.value(&map.value, value)?.unwrap_or(Value::Array(Vec::new()))),
             })?;
             out.insert(key, json);
         }
+        self.scratch.truncate(mark);
         Ok(Value::Object(out))
     }
 
     /// What a protobuf decoder fills in for a map entry without a value.
-    fn default_value(&mut self, fd: &FieldDescriptor) -> Converted<Value> {
-        Ok(match fd.kind() {
-            Kind::Message(inner) => self.message(&inner, &[])?,
-            Kind::String | Kind::Bytes => Value::String(String::new()),
-            Kind::Bool => Value::Bool(false),
-            Kind::Double | Kind::Float => Value::from(0.0),
-            _ => Value::from(0),
+    fn default_value(&mut self, fp: &FieldPlan) -> Converted<Value> {
+        Ok(match fp.kind {
+            FieldKind::Message(inner) => self.message(inner, &[])?,
+            FieldKind::Scalar(Scalar::String | Scalar::Bytes) => Value::String(String::new()),
+            FieldKind::Scalar(Scalar::Bool) => Value::Bool(false),
+            FieldKind::Scalar(Scalar::Double | Scalar::Float) => Value::from(0.0),
+            FieldKind::Scalar(_) => Value::from(0),
         })
     }
 
-    fn special(&mut self, kind: Special, desc: &MessageDescriptor, bytes: &[u8]) -> Converted<Value> {
-        let fields = wire_fields(bytes)?;
-        let get = |c: &mut Self, n: u32| c.field(desc, n, &fields);
+    fn special(&mut self, kind: Special, plan: &MessagePlan, fields: &Span) -> Converted<Value> {
+        let get = |c: &mut Self, n: u32| c.field(plan, n, fields);
         let int = |v: Option<Value>| v.and_then(|v| v.as_i64()).unwrap_or(0);
         Ok(match kind {
             Special::Time | Special::MicroTime => {
@@ -452,8 +635,11 @@ impl Converter<'_> {
                 },
                 _ => Value::from(int(get(self, 2)?)),
             },
-            Special::RawJson => match occurrences(&fields, 1).last() {
-                Some(f) if !bytes_of(f)?.is_empty() => self.embedded_json(bytes_of(f)?),
+            Special::RawJson => match self.occurrences(fields, 1).last() {
+                Some(i) if !bytes_of(&self.scratch[i])?.is_empty() => {
+                    let bytes = bytes_of(&self.scratch[i])?;
+                    self.embedded_json(bytes)
+                }
                 _ => Value::Null,
             },
             Special::SchemaOrArray | Special::SchemaOrStringArray => match get(self, 2)? {
@@ -482,18 +668,11 @@ impl Converter<'_> {
     }
 }
 
-/// The occurrences of field `number` among `fields` (in field-number order).
-fn occurrences<'a, 'b>(fields: &'b [WireField<'a>], number: u32) -> Occurrences<'a, 'b> {
-    let start = fields.partition_point(|f| f.number < number);
-    let end = start + fields[start..].partition_point(|f| f.number == number);
-    &fields[start..end]
-}
-
 /// The text of a map key a protobuf decoder fills in when an entry has none.
-fn map_key_default(kind: &Kind) -> String {
+fn map_key_default(kind: Scalar) -> String {
     match kind {
-        Kind::Bool => "false".into(),
-        Kind::String => String::new(),
+        Scalar::Bool => "false".into(),
+        Scalar::String => String::new(),
         _ => "0".into(),
     }
 }

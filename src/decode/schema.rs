@@ -3,7 +3,7 @@
 
 use prost_reflect::{DescriptorPool, MessageDescriptor, Value};
 use std::collections::{HashMap, HashSet};
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 static DESCRIPTORS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/k8s_descriptors.bin"));
 static KINDS_TSV: &str = include_str!("../../proto/kinds.tsv");
@@ -61,6 +61,8 @@ pub struct Schema {
     package_of: HashMap<String, String>,
     inline_fields: HashMap<String, HashSet<u32>>,
     list_wrappers: HashSet<String>,
+    /// The decoding plans of every message, made on first use.
+    plans: OnceLock<super::plan::Plans>,
 }
 
 /// The schema built into this binary.
@@ -136,7 +138,13 @@ impl Schema {
             package_of,
             inline_fields,
             list_wrappers,
+            plans: OnceLock::new(),
         }
+    }
+
+    /// The decoding plans of every message of the pool.
+    pub(super) fn plans(&self) -> &super::plan::Plans {
+        self.plans.get_or_init(|| super::plan::Plans::build(self))
     }
 
     /// Every kind in the table.

@@ -47,6 +47,7 @@ impl<'a> Reader<'a> {
         Reader { buf, pos: 0, base }
     }
 
+    #[cold]
     fn err(&self, at: usize, problem: impl Into<String>) -> WireError {
         WireError {
             offset: self.base + at,
@@ -54,7 +55,19 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// A varint; one-byte ones (most keys and lengths) without the loop.
+    #[inline(always)]
     fn varint(&mut self) -> Result<u64, WireError> {
+        match self.buf.get(self.pos) {
+            Some(&b) if b < 0x80 => {
+                self.pos += 1;
+                Ok(u64::from(b))
+            }
+            _ => self.long_varint(),
+        }
+    }
+
+    fn long_varint(&mut self) -> Result<u64, WireError> {
         let start = self.pos;
         let mut value = 0u64;
         for shift in (0..64).step_by(7) {
@@ -70,26 +83,30 @@ impl<'a> Reader<'a> {
         Err(self.err(start, "varint longer than 10 bytes"))
     }
 
+    #[inline(always)]
     fn take(&mut self, n: usize, what: &str, field_at: usize) -> Result<&'a [u8], WireError> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|&e| e <= self.buf.len())
-            .ok_or_else(|| {
-                self.err(
-                    field_at,
-                    format!(
-                        "{what} of {n} bytes runs past the end ({} bytes left)",
-                        self.buf.len() - self.pos
-                    ),
-                )
-            })?;
-        let s = &self.buf[self.pos..end];
-        self.pos = end;
-        Ok(s)
+        match self.buf.get(self.pos..).and_then(|rest| rest.get(..n)) {
+            Some(s) => {
+                self.pos += n;
+                Ok(s)
+            }
+            None => Err(self.past_end(n, what, field_at)),
+        }
+    }
+
+    #[cold]
+    fn past_end(&self, n: usize, what: &str, field_at: usize) -> WireError {
+        self.err(
+            field_at,
+            format!(
+                "{what} of {n} bytes runs past the end ({} bytes left)",
+                self.buf.len() - self.pos
+            ),
+        )
     }
 
     /// The next field, or `None` at the end of the buffer.
+    #[inline(always)]
     pub fn next_field(&mut self) -> Result<Option<WireField<'a>>, WireError> {
         if self.pos >= self.buf.len() {
             return Ok(None);
@@ -105,6 +122,7 @@ impl<'a> Reader<'a> {
     }
 
     /// One value of `wire_type` (for field `number`, whose key is at `at`).
+    #[inline(always)]
     fn value(&mut self, wire_type: u64, number: u32, at: usize) -> Result<WireValue<'a>, WireError> {
         Ok(match wire_type {
             0 => WireValue::Varint(self.varint()?),
