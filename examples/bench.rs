@@ -11,9 +11,9 @@
 //! `BENCH_WRAP="heaptrack -o /tmp/ht"` runs each command under a profiler.
 //! `BENCH_POD=fixture` makes every Pod Kubernetes' fully filled Pod fixture
 //! (from `../shared/corpus`), renamed and with its status changed per
-//! update. `BENCH_BASELINE=PATH` also times an older `etcd-inspector`
-//! binary's `snapshot --file` on the same file, side by side, and checks
-//! both stored the same contents. `BENCH_KEYSPACE=small` makes every object
+//! update. `--baseline PATH` (or `BENCH_BASELINE=PATH`) also times an older
+//! `etcd-inspector` binary's `snapshot --file` on the same file, side by
+//! side, and checks both stored the same contents. `BENCH_KEYSPACE=small` makes every object
 //! a small ConfigMap (the 10,000 × 10 case: `bench 10000 9 1`).
 
 #[path = "../tests/it/util/etcd.rs"]
@@ -239,10 +239,16 @@ fn timed(bin: &Path, args: &[&str]) -> Result<(f64, u64)> {
 }
 
 fn main() -> Result<()> {
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .map(|a| a.parse())
-        .collect::<Result<_, _>>()?;
+    // `--baseline PATH` (or BENCH_BASELINE) names an older binary to time
+    // beside this one; the rest are OBJECTS UPDATES REPEATS.
+    let mut words: Vec<String> = std::env::args().skip(1).collect();
+    let mut baseline_bin = std::env::var_os("BENCH_BASELINE").map(PathBuf::from);
+    if let Some(at) = words.iter().position(|w| w == "--baseline") {
+        anyhow::ensure!(at + 1 < words.len(), "--baseline needs the path of an etcd-inspector binary");
+        baseline_bin = Some(PathBuf::from(words.remove(at + 1)));
+        words.remove(at);
+    }
+    let args: Vec<usize> = words.iter().map(|a| a.parse()).collect::<Result<_, _>>()?;
     let (objects, updates, repeats) = (
         args.first().copied().unwrap_or(5000),
         args.get(1).copied().unwrap_or(3),
@@ -460,7 +466,6 @@ fn main() -> Result<()> {
         fetched = runs_fetched(&adb)?;
     }
     // An older binary on the same file, side by side, and what it stored.
-    let baseline_bin = std::env::var_os("BENCH_BASELINE").map(PathBuf::from);
     let mut old_file = Vec::new();
     let mut same_contents = None;
     if let Some(old) = &baseline_bin {
