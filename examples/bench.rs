@@ -244,7 +244,10 @@ fn main() -> Result<()> {
     let mut words: Vec<String> = std::env::args().skip(1).collect();
     let mut baseline_bin = std::env::var_os("BENCH_BASELINE").map(PathBuf::from);
     if let Some(at) = words.iter().position(|w| w == "--baseline") {
-        anyhow::ensure!(at + 1 < words.len(), "--baseline needs the path of an etcd-inspector binary");
+        anyhow::ensure!(
+            at + 1 < words.len(),
+            "--baseline needs the path of an etcd-inspector binary"
+        );
         baseline_bin = Some(PathBuf::from(words.remove(at + 1)));
         words.remove(at);
     }

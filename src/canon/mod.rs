@@ -4,6 +4,7 @@
 pub mod change;
 pub mod duplicates;
 pub mod facts;
+mod hash_reuse;
 pub mod keyed_hash;
 pub mod managed;
 pub mod semantic;

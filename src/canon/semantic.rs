@@ -122,10 +122,15 @@ pub fn serialize_with_field_hashes(
     let hashes = spans
         .into_iter()
         .map(|(path, start, end)| {
-            let full = hasher
-                .hash(&bytes[start..end], sensitivity.is_sensitive(secrecy, &path))
-                .0;
-            let hash = full[..FIELD_HASH_LEN].try_into().expect("16 bytes");
+            let value = &bytes[start..end];
+            let hash = match sensitivity.is_sensitive(secrecy, &path) {
+                true => hasher.hash(value, true).0[..FIELD_HASH_LEN]
+                    .try_into()
+                    .expect("16 bytes"),
+                false => super::hash_reuse::sha256(&path, value)[..FIELD_HASH_LEN]
+                    .try_into()
+                    .expect("16 bytes"),
+            };
             (path, hash)
         })
         .collect();
