@@ -267,6 +267,8 @@ pub struct RecordArgs {
     pub encryption: EncryptionArgs,
     #[command(flatten)]
     pub detectors: DetectorArgs,
+    #[command(flatten)]
+    pub schema: SchemaArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -462,6 +464,28 @@ fn parse_kms_socket(text: &str) -> Result<(String, PathBuf), String> {
     }
 }
 
+/// Which Kubernetes schema names the fields of protobuf objects.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SchemaArgs {
+    /// A folder holding the cluster's Kubernetes .proto files as the Go
+    /// modules lay them out (`k8s.io/api/core/v1/generated.proto`, ...; a
+    /// GOPATH/src, or checkouts of k8s.io/api and k8s.io/apimachinery);
+    /// repeatable. Its messages replace the built-in ones (Kubernetes
+    /// 1.35), so fields and kinds of a newer cluster decode by name.
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "ETCD_INSPECTOR_PROTO_PATH",
+        value_delimiter = ':'
+    )]
+    pub proto_path: Vec<PathBuf>,
+    /// A FileDescriptorSet (as `protoc --include_imports
+    /// --descriptor_set_out` writes it) used as --proto-path's files are;
+    /// repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub descriptor_set: Vec<PathBuf>,
+}
+
 /// How a decoded object is shown.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ViewArgs {
@@ -481,6 +505,8 @@ pub struct ViewArgs {
     pub show_secrets: bool,
     #[command(flatten)]
     pub encryption: EncryptionArgs,
+    #[command(flatten)]
+    pub schema: SchemaArgs,
 }
 
 #[derive(clap::Args, Debug)]

@@ -5,7 +5,7 @@
 use super::Status;
 use crate::analyze::Analysis;
 use crate::canon::sensitive::{is_secret, redact_secret};
-use crate::cli::{DetectorArgs, EncryptionArgs, FetchMode, ObjectArgs, RangeArgs, RecordArgs};
+use crate::cli::{DetectorArgs, EncryptionArgs, FetchMode, ObjectArgs, RangeArgs, RecordArgs, SchemaArgs};
 use crate::cli::{Format, ViewArgs};
 use crate::decode::key::SpecialKey;
 use crate::decode::{self, Outcome};
@@ -65,6 +65,16 @@ impl From<&DetectorArgs> for crate::analyze::Options {
     }
 }
 
+/// Installs the schema `--proto-path` and `--descriptor-set` give, if any,
+/// for everything this process decodes.
+pub fn install_schema(args: &SchemaArgs) -> Result<()> {
+    if args.proto_path.is_empty() && args.descriptor_set.is_empty() {
+        return Ok(());
+    }
+    let schema = decode::protos::load(&args.proto_path, &args.descriptor_set)?;
+    decode::schema::install(schema).map_err(anyhow::Error::msg)
+}
+
 /// The decryptor `--encryption-config` and `--kms-socket` describe.
 pub fn decryptor(args: &EncryptionArgs) -> Result<Option<Arc<Decryptor>>> {
     let Some(path) = &args.encryption_config else {
@@ -110,6 +120,7 @@ pub fn revision_range(store: &crate::store::Store, range: &RangeArgs) -> Result<
 
 /// The lifecycle's options from the recording flags.
 pub fn record_options(args: &RecordArgs) -> Result<RecordOptions> {
+    install_schema(&args.schema)?;
     Ok(RecordOptions {
         prefix: args.prefix.clone(),
         page_size: args.page_size,
@@ -197,6 +208,7 @@ pub fn show(
     let mut err = std::io::stderr().lock();
     let mut special = None;
     let mut rule = None;
+    install_schema(&args.schema)?;
     let decryptor = decryptor(&args.encryption)?;
     if let Some(key) = key {
         let parsed = decode::parse_key(key, &args.prefix)?;
@@ -271,6 +283,11 @@ pub fn show(
                 writeln!(err, "apiVersion: {}\nkind: {}", d.api_version, d.kind)?;
                 if let Some(m) = &d.message {
                     writeln!(err, "message: {m}")?;
+                    writeln!(
+                        err,
+                        "schema: {}",
+                        escape::terminal(&decode::schema::schema().origin)
+                    )?;
                 }
                 match &d.resolution {
                     Some(decode::Resolution::OtherVersion(v)) => writeln!(

@@ -11,6 +11,7 @@ pub mod gotime;
 pub mod key;
 mod plan;
 mod protobuf;
+pub mod protos;
 mod reuse;
 pub mod schema;
 mod wire;

@@ -56,6 +56,11 @@ pub enum Resolution {
 /// The loaded schema.
 pub struct Schema {
     pub pool: DescriptorPool,
+    /// Which schema this is, for runs and `decode --show-envelope`.
+    pub origin: String,
+    /// Kinds outside the table resolve by Kubernetes' package convention
+    /// (for given files, which may define kinds the table lacks).
+    by_convention: bool,
     kinds: Vec<KindInfo>,
     by_type: HashMap<(String, String), usize>,
     package_of: HashMap<String, String>,
@@ -65,15 +70,46 @@ pub struct Schema {
     plans: OnceLock<super::plan::Plans>,
 }
 
+/// What the built-in schema is.
+pub const BUILT_IN: &str = "built-in Kubernetes 1.35 (k8s-pb 0.9)";
+
 /// The schema built into this binary.
-pub fn schema() -> &'static Schema {
+pub fn built_in() -> &'static Schema {
     static SCHEMA: LazyLock<Schema> = LazyLock::new(Schema::load);
     &SCHEMA
+}
+
+static INSTALLED: OnceLock<Schema> = OnceLock::new();
+
+/// The schema decoding uses: one [`install`]ed at start-up, or the built-in one.
+pub fn schema() -> &'static Schema {
+    INSTALLED.get().unwrap_or_else(|| built_in())
+}
+
+/// Makes `schema` the one every later decode uses (`--proto-path`); once
+/// per process.
+pub fn install(schema: Schema) -> Result<(), String> {
+    INSTALLED
+        .set(schema)
+        .map_err(|_| "a schema is already installed".to_string())
 }
 
 impl Schema {
     fn load() -> Schema {
         let pool = DescriptorPool::decode(DESCRIPTORS).expect("descriptor set built by build.rs is valid");
+        Schema::with_facts(pool, BUILT_IN.to_string(), None)
+    }
+
+    /// The built-in encoded descriptor set.
+    pub(super) fn built_in_descriptors() -> &'static [u8] {
+        DESCRIPTORS
+    }
+
+    /// A schema over `pool`. Inlined fields and list wrappers come from the
+    /// pool's own options, or, for a pool built from other files
+    /// (`facts`), from the built-in schema by message and field name, with
+    /// a new message that holds only a repeated scalar `items` a wrapper.
+    pub(super) fn with_facts(pool: DescriptorPool, origin: String, facts: Option<&Schema>) -> Schema {
         let mut kinds = Vec::new();
         for line in KINDS_TSV.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
             let cols: Vec<&str> = line.split('\t').collect();
@@ -110,29 +146,66 @@ impl Schema {
                 )
             })
             .collect();
-        let inline = pool
-            .get_extension_by_name("etcd_inspector.inline")
-            .expect("inline option");
-        let wrapper = pool
-            .get_extension_by_name("etcd_inspector.list_wrapper")
-            .expect("list_wrapper option");
         let mut inline_fields: HashMap<String, HashSet<u32>> = HashMap::new();
         let mut list_wrappers = HashSet::new();
-        for m in pool.all_messages() {
-            if m.options().get_extension(&wrapper).as_ref() == &Value::Bool(true) {
-                list_wrappers.insert(m.full_name().to_string());
+        match facts {
+            None => {
+                let inline = pool
+                    .get_extension_by_name("etcd_inspector.inline")
+                    .expect("inline option");
+                let wrapper = pool
+                    .get_extension_by_name("etcd_inspector.list_wrapper")
+                    .expect("list_wrapper option");
+                for m in pool.all_messages() {
+                    if m.options().get_extension(&wrapper).as_ref() == &Value::Bool(true) {
+                        list_wrappers.insert(m.full_name().to_string());
+                    }
+                    for f in m.fields() {
+                        if f.options().get_extension(&inline).as_ref() == &Value::Bool(true) {
+                            inline_fields
+                                .entry(m.full_name().to_string())
+                                .or_default()
+                                .insert(f.number());
+                        }
+                    }
+                }
             }
-            for f in m.fields() {
-                if f.options().get_extension(&inline).as_ref() == &Value::Bool(true) {
-                    inline_fields
-                        .entry(m.full_name().to_string())
-                        .or_default()
-                        .insert(f.number());
+            Some(facts) => {
+                for m in pool.all_messages() {
+                    let name = m.full_name().to_string();
+                    match facts.pool.get_message_by_name(&name) {
+                        Some(known) => {
+                            if facts.is_list_wrapper(&known) {
+                                list_wrappers.insert(name.clone());
+                            }
+                            for f in m.fields() {
+                                let inlined = known
+                                    .get_field_by_name(f.name())
+                                    .is_some_and(|k| facts.is_inline(&known, k.number()));
+                                if inlined {
+                                    inline_fields.entry(name.clone()).or_default().insert(f.number());
+                                }
+                            }
+                        }
+                        None => {
+                            let fields: Vec<_> = m.fields().collect();
+                            if let [only] = &fields[..] {
+                                if only.name() == "items"
+                                    && only.is_list()
+                                    && only.kind().as_message().is_none()
+                                {
+                                    list_wrappers.insert(name);
+                                }
+                            }
+                        }
+                    }
                 }
             }
         }
         Schema {
+            by_convention: facts.is_some(),
             pool,
+            origin,
             kinds,
             by_type,
             package_of,
@@ -189,6 +262,30 @@ impl Schema {
             }
         }
         let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+        // A version the table lacks, by Kubernetes' package convention
+        // (`k8s.io.api.<group's package>.<version>.<Kind>`), as given files
+        // may define it.
+        let version = api_version.rsplit('/').next().unwrap_or(api_version);
+        let package = self
+            .kinds
+            .iter()
+            .find(|k| k.group() == group)
+            .and_then(|k| self.package_of.get(&k.api_version))
+            .and_then(|p| p.rsplit_once('.').map(|(prefix, _)| prefix.to_string()))
+            .unwrap_or_else(|| match group {
+                "" => "k8s.io.api.core".to_string(),
+                g => format!("k8s.io.api.{}", g.split('.').next().unwrap_or(g)),
+            });
+        let by_convention = self
+            .by_convention
+            .then(|| {
+                self.pool
+                    .get_message_by_name(&format!("{package}.{version}.{kind}"))
+            })
+            .flatten();
+        if let Some(m) = by_convention {
+            return (m, Resolution::Exact);
+        }
         let mut others: Vec<&KindInfo> = self
             .kinds
             .iter()

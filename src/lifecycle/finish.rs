@@ -29,6 +29,7 @@ pub struct Finished {
 pub(super) fn begin(db: &Path, source: &str, options: &RecordOptions) -> Result<(Store, RunId)> {
     let store = Store::open_for_writing(db)?;
     let run = store.begin_run(source, &options.prefix, &options.filter.describe())?;
+    store.set_run_schema(run, &crate::decode::schema::schema().origin)?;
     Ok((store, run))
 }
 

@@ -50,7 +50,7 @@ fn missing(path: &Path) -> StoreError {
 /// The migrations, applied in order when a database is opened.
 /// How many migrations [`migrations`] holds.
 #[cfg(test)]
-const MIGRATION_COUNT: usize = 12;
+const MIGRATION_COUNT: usize = 13;
 
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
@@ -68,6 +68,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0010_lifecycle_facts.sql")),
         M::up(include_str!("../../migrations/0011_fetched.sql")),
         M::up(include_str!("../../migrations/0012_salvage.sql")),
+        M::up(include_str!("../../migrations/0013_run_schema.sql")),
     ])
 }
 

@@ -132,6 +132,8 @@ pub struct RunInfo {
     pub etcd_version: Option<String>,
     /// How a live run fetched history: `watch` or `snapshot`.
     pub fetched: Option<String>,
+    /// Which schema named the fields (built-in, or given files and a hash).
+    pub schema: Option<String>,
     /// Read from a damaged file with `--salvage`.
     pub salvaged: bool,
     /// What the salvaging read worked around.
@@ -239,6 +241,17 @@ impl Store {
             .execute(
                 "UPDATE runs SET etcd_version = ?2 WHERE id = ?1",
                 params![run.0, version],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Records which schema named the run's fields.
+    pub fn set_run_schema(&self, run: RunId, schema: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET schema = ?2 WHERE id = ?1",
+                params![run.0, schema],
             )
             .map_err(|e| self.err(e))?;
         Ok(())
@@ -487,7 +500,7 @@ impl Store {
                 "SELECT r.id, r.status, c.etcd_cluster_id, r.source, r.prefix, r.started_at, r.finished_at, r.head_revision, \
                  r.compact_revision, r.history_from, r.keys_seen, r.revisions_added, r.error, r.tool_version, \
                  r.file_size, r.file_sha256, r.file_first_revision, r.file_last_revision, r.etcd_version, \
-                 r.encryption_policy, r.fetched, r.salvage FROM runs r LEFT JOIN clusters c ON c.id = r.cluster_id ORDER BY r.id",
+                 r.encryption_policy, r.fetched, r.salvage, r.schema FROM runs r LEFT JOIN clusters c ON c.id = r.cluster_id ORDER BY r.id",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
@@ -510,6 +523,7 @@ impl Store {
                     tool_version: r.get("tool_version")?,
                     etcd_version: r.get("etcd_version")?,
                     fetched: r.get("fetched")?,
+                    schema: r.get("schema")?,
                     salvaged: r.get::<_, Option<String>>("salvage")?.is_some(),
                     damage: r
                         .get::<_, Option<String>>("salvage")?

@@ -18,6 +18,7 @@ mod get_cli;
 mod kms_client;
 mod lifecycle;
 mod offline;
+mod proto_path;
 mod report;
 mod salvage;
 mod scheduled;
