@@ -235,55 +235,47 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// Records the etcd server version a live run talked to.
-    pub fn set_run_etcd_version(&self, run: RunId, version: &str) -> Result<(), StoreError> {
+    /// Sets one of the run's columns.
+    fn set_column(
+        &self,
+        run: RunId,
+        column: &'static str,
+        value: &dyn rusqlite::ToSql,
+    ) -> Result<(), StoreError> {
         self.conn
             .execute(
-                "UPDATE runs SET etcd_version = ?2 WHERE id = ?1",
-                params![run.0, version],
+                &format!("UPDATE runs SET {column} = ?2 WHERE id = ?1"),
+                params![run.0, value],
             )
             .map_err(|e| self.err(e))?;
         Ok(())
     }
 
+    /// Records the etcd server version a live run talked to.
+    pub fn set_run_etcd_version(&self, run: RunId, version: &str) -> Result<(), StoreError> {
+        self.set_column(run, "etcd_version", &version)
+    }
+
     /// Records which schema named the run's fields.
     pub fn set_run_schema(&self, run: RunId, schema: &str) -> Result<(), StoreError> {
-        self.conn
-            .execute(
-                "UPDATE runs SET schema = ?2 WHERE id = ?1",
-                params![run.0, schema],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(())
+        self.set_column(run, "schema", &schema)
     }
 
     /// Records what a salvaging run of a damaged file worked around.
     pub fn set_run_salvage(&self, run: RunId, damage: &Damage) -> Result<(), StoreError> {
         let json = serde_json::to_string(damage).expect("damage serializes");
-        self.conn
-            .execute("UPDATE runs SET salvage = ?2 WHERE id = ?1", params![run.0, json])
-            .map_err(|e| self.err(e))?;
-        Ok(())
+        self.set_column(run, "salvage", &json)
     }
 
     /// Records how a live run fetched history (`watch` or `snapshot`).
     pub fn set_run_fetched(&self, run: RunId, how: &str) -> Result<(), StoreError> {
-        self.conn
-            .execute("UPDATE runs SET fetched = ?2 WHERE id = ?1", params![run.0, how])
-            .map_err(|e| self.err(e))?;
-        Ok(())
+        self.set_column(run, "fetched", &how)
     }
 
     /// Records the write policy of the encryption config a run decrypted with.
     pub fn set_run_encryption_policy(&self, run: RunId, policy: &Policy) -> Result<(), StoreError> {
         let json = serde_json::to_string(policy).expect("a policy serializes");
-        self.conn
-            .execute(
-                "UPDATE runs SET encryption_policy = ?2 WHERE id = ?1",
-                params![run.0, json],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(())
+        self.set_column(run, "encryption_policy", &json)
     }
 
     /// The encryption policy of `cluster`'s newest complete run that
@@ -336,13 +328,7 @@ impl Store {
 
     /// Records from which revision the run's stored history is unbroken.
     pub fn set_run_coverage(&self, run: RunId, covered_from: i64) -> Result<(), StoreError> {
-        self.conn
-            .execute(
-                "UPDATE runs SET covered_from = ?2 WHERE id = ?1",
-                params![run.0, covered_from],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(())
+        self.set_column(run, "covered_from", &covered_from)
     }
 
     /// Compares the stored history with etcd's counters: for every key of
