@@ -50,17 +50,10 @@ fn download_pays(replay: i64, db_size: Option<i64>) -> bool {
     download < watch
 }
 
-/// Asks the server what the run would replay, and whether to download.
-async fn prefers_download(
-    store: &Store,
-    connection: &Connection,
-    options: &RecordOptions,
-    settings: &Settings,
-) -> Result<bool> {
-    let live::Planned {
-        etcd, pinned, plan, ..
-    } = live::planned(store, connection, options, settings).await?;
-    Ok(download_pays(pinned.head - plan.from + 1, etcd.db_size()))
+/// Whether the planned run should download rather than replay.
+fn prefers_download(planned: &live::Planned) -> bool {
+    let replay = planned.pinned.head - planned.plan.from + 1;
+    download_pays(replay, planned.etcd.db_size())
 }
 
 /// Where a live run reads.
@@ -84,10 +77,18 @@ pub(super) async fn read(
     settings: &Settings,
     bar: &ProgressBar,
 ) -> Result<Option<Summary>> {
+    // `auto` plans the run to choose; a Watch replay then goes on with the
+    // same connection and plan.
+    let mut planned = None;
     let download = match live.fetch {
         Fetch::Watch => false,
         Fetch::Snapshot => true,
-        Fetch::Auto => prefers_download(store, live.connection, options, settings).await?,
+        Fetch::Auto => {
+            let p = live::planned(store, live.connection, options, settings).await?;
+            let download = prefers_download(&p);
+            planned = (!download).then_some(p);
+            download
+        }
     };
     if download {
         store.set_run_fetched(run, Fetch::Snapshot.as_str())?;
@@ -100,7 +101,7 @@ pub(super) async fn read(
         }
     }
     store.set_run_fetched(run, Fetch::Watch.as_str())?;
-    live::read(store, run, live.connection, options, settings, bar).await
+    live::read(store, run, live.connection, planned, options, settings, bar).await
 }
 
 /// The server's refusal to hand out its snapshot, if that is what `e` is.

@@ -49,11 +49,13 @@ pub(super) async fn planned(
     })
 }
 
-/// Reads a live etcd into the run; `None` when a signal stopped it.
+/// Reads a live etcd into the run, with the connection and plan already
+/// made when given; `None` when a signal stopped it.
 pub(super) async fn read(
     store: &Store,
     run: RunId,
     connection: &Connection,
+    made: Option<Planned>,
     options: &RecordOptions,
     settings: &Settings,
     bar: &ProgressBar,
@@ -64,7 +66,10 @@ pub(super) async fn read(
         pinned,
         compact,
         plan,
-    } = planned(store, connection, options, settings).await?;
+    } = match made {
+        Some(p) => p,
+        None => planned(store, connection, options, settings).await?,
+    };
     if !etcd.version().is_empty() {
         store.set_run_etcd_version(run, etcd.version())?;
     }
