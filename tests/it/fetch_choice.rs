@@ -88,13 +88,22 @@ fn a_refused_download_falls_back_to_watch() {
     let creds = ["--user", "viewer", "--password", "viewer-secret"];
     let out = ok(snapshot(&etcd, &db, &creds));
     let err = stderr(&out);
-    assert_eq!(err.matches("warning: ").count(), 1, "{err}");
-    assert!(
-        err.contains(
-            "permission denied to download the snapshot; replaying the history through Watch instead"
-        ),
+    // etcd 3.4.45 answers Status only to root: without the data file's size
+    // there is nothing to weigh, so auto watches without trying.
+    let status_answered = !runs(&db)[0]["etcd_version"].is_null();
+    assert_eq!(
+        err.matches("warning: ").count(),
+        usize::from(status_answered),
         "{err}"
     );
+    if status_answered {
+        assert!(
+            err.contains(
+                "permission denied to download the snapshot; replaying the history through Watch instead"
+            ),
+            "{err}"
+        );
+    }
     assert_eq!(fetched(&db), ["watch"]);
     assert_eq!(contents(&db).len(), 6000);
     // Asked for explicitly, a refused download is the run's error.

@@ -25,7 +25,9 @@ impl Etcd {
     }
 
     fn snapshot_err(&self, e: etcd_client::Error) -> EtcdError {
-        if super::is_denied(&e) {
+        // etcd before 3.6 refuses the stream with "auth: permission denied"
+        // and another code than PermissionDenied.
+        if super::is_denied(&e) || super::reason(&e).contains("permission denied") {
             EtcdError::SnapshotDenied {
                 endpoints: self.endpoints.clone(),
             }
