@@ -205,8 +205,6 @@ fn every_local_provider_decrypts_and_nothing_leaks() {
         unknown.contains("aesgcm:key9") && unknown.contains("encryption.yaml"),
         "{unknown}"
     );
-    let undecodable = findings(&db, "undecodable");
-    assert!(!undecodable.is_empty() || !unknown.is_empty());
 
     // encryption-at-rest: the plaintext Secret (medium) and the ones under a
     // key other than the write key (low); not the ones under the write key.
