@@ -156,7 +156,7 @@ pub fn build(store: &Store, filter: &Filter) -> Result<ReportData, StoreError> {
         writes_by_resource: store.writes_by_resource(scope)?,
         busiest_keys: store.busiest_keys(scope, 10)?,
         lifecycle: lifecycle(&findings),
-        resources: store.usage(scope, None, 1)?.resources,
+        resources: store.resource_usage(scope, None)?,
         ..Summary::default()
     };
     for f in &findings {

@@ -112,9 +112,16 @@ fn scoped(scope: &Scope) -> String {
 }
 
 impl Store {
-    /// `stats`: the usage of the revisions `scope` keeps (of one cluster
-    /// when given); `top` rows of the per-key and per-manager lists.
-    pub fn usage(&self, scope: &Scope, cluster: Option<i64>, top: i64) -> Result<Usage, StoreError> {
+    /// Per resource, what the revisions `scope` keeps (of one cluster when
+    /// given) hold and cost: the `resources` of [`Store::usage`], which the
+    /// report's summary shows too.
+    pub fn resource_usage(
+        &self,
+        scope: &Scope,
+        cluster: Option<i64>,
+    ) -> Result<Vec<ResourceUsage>, StoreError> {
+        // ?6, the row limit of the per-key lists, is unused here but bound with the rest.
+        let top = 0i64;
         let err = |e| self.err(e);
         let with = scoped(scope);
         let bind = params![
@@ -182,6 +189,28 @@ impl Store {
                 .cmp(&a.bytes_all_revisions)
                 .then(a.resource.cmp(&b.resource))
         });
+        Ok(resources)
+    }
+
+    /// `stats`: the usage of the revisions `scope` keeps (of one cluster
+    /// when given); `top` rows of the per-key and per-manager lists.
+    pub fn usage(&self, scope: &Scope, cluster: Option<i64>, top: i64) -> Result<Usage, StoreError> {
+        let err = |e| self.err(e);
+        let with = scoped(scope);
+        let bind = params![
+            scope.from_revision,
+            scope.to_revision,
+            scope.objects.namespace,
+            scope.objects.resource,
+            scope.objects.key_prefix,
+            top,
+            cluster
+        ];
+        let query = |sql: &str| -> Result<rusqlite::Statement<'_>, StoreError> {
+            self.conn.prepare(&format!("{with}{sql}")).map_err(err)
+        };
+
+        let resources = self.resource_usage(scope, cluster)?;
 
         let text_key = |r: &rusqlite::Row<'_>| -> rusqlite::Result<String> {
             Ok(String::from_utf8_lossy(&r.get::<_, Vec<u8>>(0)?).into_owned())
