@@ -56,6 +56,11 @@ fn unzstd(bytes: &[u8], dict: &[u8]) -> io::Result<Vec<u8>> {
     Ok(out)
 }
 
+/// `bytes`, compressed against `dict`, compressed again without one.
+pub(super) fn repack_without(bytes: &[u8], dict: &[u8]) -> io::Result<Vec<u8>> {
+    Ok(pack(&unzstd(bytes, dict)?, &[]))
+}
+
 /// A compressed blob and its decompressed bytes.
 type Unpacked = (Vec<u8>, Rc<Vec<u8>>);
 

@@ -3,7 +3,7 @@
 //! and overlaps reading the source and writing the database.
 
 use super::base::Base;
-use super::prepare::{prepare, KeyInfo, Prepared};
+use super::prepare::{prepare, Dict, KeyInfo, PlainBlobs, Prepared};
 use crate::canon::keyed_hash::ValueHasher;
 use crate::canon::semantic::FieldConfig;
 use crate::decrypt::Decryptor;
@@ -42,10 +42,7 @@ fn work(
             .and_then(|rx| rx.recv().map_err(|_| ()));
         let Ok((id, chunk)) = job else { return };
         let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            chunk
-                .into_iter()
-                .map(|(r, k, base)| prepare(r, k, base, config, hasher, decryptor))
-                .collect()
+            prepare_chunk(chunk, config, hasher, decryptor)
         }))
         .map_err(|panic| {
             panic
@@ -58,6 +55,33 @@ fn work(
             return;
         }
     }
+}
+
+/// Prepares a chunk in order. A chunk holds each key's revisions together
+/// (see the writer's window): a revision without a stored base is
+/// compressed against the key's revision before it in the chunk that is
+/// stored in full.
+fn prepare_chunk(
+    chunk: Chunk,
+    config: &FieldConfig,
+    hasher: &ValueHasher,
+    decryptor: Option<&Decryptor>,
+) -> Vec<Prepared> {
+    let mut full: Option<(i64, Arc<PlainBlobs>)> = None;
+    let mut out = Vec::with_capacity(chunk.len());
+    for (record, key, base) in chunk {
+        let dict = match (base, &full) {
+            (Some(base), _) => Dict::Stored(base),
+            (None, Some((id, plain))) if *id == key.id => Dict::Chunk(plain.clone()),
+            (None, _) => Dict::None,
+        };
+        let prepared = prepare(record, key, dict, config, hasher, decryptor);
+        if let Some(plain) = prepared.semantic.as_ref().and_then(|s| s.plain.clone()) {
+            full = Some((key.id, plain));
+        }
+        out.push(prepared);
+    }
+    out
 }
 
 impl Pipeline {

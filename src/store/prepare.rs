@@ -4,7 +4,7 @@
 //! [`super::pipeline`] workers; the database half stays on the writer's
 //! thread.
 
-use super::base::{Base, BaseBlob};
+use super::base::Base;
 use super::blob::pack;
 use crate::canon::duplicates::duplicate_entries;
 use crate::canon::facts::{object_facts_with_spec_hash, ObjectFacts};
@@ -83,11 +83,31 @@ pub(super) struct Semantic {
     pub canonical: Option<Vec<u8>>,
     /// The object's managedFields JSON, compressed.
     pub managed: Option<Vec<u8>>,
-    /// The key's base the blobs are compressed against. Without one the
-    /// content is stored in full and becomes the key's base.
-    pub base: Option<Arc<Base>>,
-    /// The plain blobs, kept when there is no base: they become the base's.
-    pub plain: Option<PlainBlobs>,
+    /// What the blobs are compressed against.
+    pub against: Against,
+    /// The plain blobs, kept when stored in full: they become the base's.
+    pub plain: Option<Arc<PlainBlobs>>,
+}
+
+/// What a revision's blobs are compressed against.
+pub(super) enum Against {
+    /// Nothing: stored in full, it becomes its key's base.
+    Nothing,
+    /// The key's base, stored before.
+    Stored(Arc<Base>),
+    /// The plain blobs of the revision before it in its chunk, of the same
+    /// key and stored in full (see [`Dict::Chunk`]).
+    Chunk,
+}
+
+/// The dictionary a revision is prepared with.
+pub(super) enum Dict {
+    None,
+    /// The key's stored base.
+    Stored(Arc<Base>),
+    /// An earlier revision of the same key in the same chunk, prepared
+    /// without a dictionary: its plain blobs, which the writer stores first.
+    Chunk(Arc<PlainBlobs>),
 }
 
 /// Plain canonical JSON (empty when keyed) and managedFields JSON.
@@ -182,7 +202,7 @@ fn describe(record: &Record, key: &KeyInfo, decryptor: Option<&Decryptor>) -> (D
 fn semantic(
     object: Value,
     secrecy: Secrecy,
-    base: Option<Arc<Base>>,
+    dict: Dict,
     config: &FieldConfig,
     hasher: &ValueHasher,
 ) -> Semantic {
@@ -193,18 +213,33 @@ fn semantic(
     let keyed = config.sensitivity.covers_any(secrecy, &form);
     let (canonical, fields) =
         serialize_with_field_hashes(&form, config.depth, secrecy, &config.sensitivity, hasher);
-    let dict = |blob: fn(&Base) -> &BaseBlob| base.as_deref().map_or(&[][..], |b| blob(b).bytes());
+    let (canonical_dict, managed_dict): (&[u8], &[u8]) = match &dict {
+        Dict::None => (&[], &[]),
+        Dict::Stored(b) => (b.canonical.bytes(), b.managed.bytes()),
+        Dict::Chunk(p) => (&p.canonical, &p.managed),
+    };
+    let hash = hasher.hash(&canonical, keyed).0;
+    let packed_canonical = (!keyed).then(|| pack(&canonical, canonical_dict));
+    let packed_managed = managed.as_ref().map(|m| pack(m, managed_dict));
+    let (against, plain) = match dict {
+        Dict::None => {
+            let plain = PlainBlobs {
+                canonical: if keyed { Vec::new() } else { canonical },
+                managed: managed.unwrap_or_default(),
+            };
+            (Against::Nothing, Some(Arc::new(plain)))
+        }
+        Dict::Stored(b) => (Against::Stored(b), None),
+        Dict::Chunk(_) => (Against::Chunk, None),
+    };
     Semantic {
-        hash: hasher.hash(&canonical, keyed).0,
+        hash,
         keyed,
         fields,
-        canonical: (!keyed).then(|| pack(&canonical, dict(|b| &b.canonical))),
-        managed: managed.as_ref().map(|m| pack(m, dict(|b| &b.managed))),
-        plain: base.is_none().then(|| PlainBlobs {
-            canonical: if keyed { Vec::new() } else { canonical },
-            managed: managed.unwrap_or_default(),
-        }),
-        base,
+        canonical: packed_canonical,
+        managed: packed_managed,
+        against,
+        plain,
     }
 }
 
@@ -212,7 +247,7 @@ fn semantic(
 fn analyse(
     object: Value,
     secrecy: Secrecy,
-    base: Option<Arc<Base>>,
+    dict: Dict,
     config: &FieldConfig,
     hasher: &ValueHasher,
 ) -> (ObjectFacts, Option<String>, Semantic) {
@@ -225,7 +260,7 @@ fn analyse(
         Secrecy::Plain if is_secret(&object) => Secrecy::Secret,
         s => s,
     };
-    let semantic = semantic(object, secrecy, base, config, hasher);
+    let semantic = semantic(object, secrecy, dict, config, hasher);
     // The field hash of `spec` is the spec hash; an empty spec has none.
     facts.spec_hash = has_spec.then(|| match semantic.fields.iter().find(|(p, _)| p == "spec") {
         Some((_, h)) => h.to_vec(),
@@ -234,11 +269,11 @@ fn analyse(
     (facts, duplicates, semantic)
 }
 
-/// Prepares one revision; its blobs are compressed against `base`.
+/// Prepares one revision; its blobs are compressed against `dict`.
 pub(super) fn prepare(
     record: Record,
     key: KeyInfo,
-    base: Option<Arc<Base>>,
+    dict: Dict,
     config: &FieldConfig,
     hasher: &ValueHasher,
     decryptor: Option<&Decryptor>,
@@ -253,7 +288,7 @@ pub(super) fn prepare(
     });
     let (facts, duplicates, semantic) = match object {
         Some(o) => {
-            let (facts, duplicates, semantic) = analyse(o, key.secrecy, base, config, hasher);
+            let (facts, duplicates, semantic) = analyse(o, key.secrecy, dict, config, hasher);
             (facts, duplicates, Some(semantic))
         }
         None => (ObjectFacts::default(), None, None),

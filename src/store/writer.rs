@@ -6,9 +6,9 @@
 //! thread inserts the chunks before them in order.
 
 use super::base::{Base, BaseBlob, Bases};
-use super::blob::{pack, ZSTD};
+use super::blob::{pack, repack_without, ZSTD};
 use super::pipeline::{Chunk, Pipeline};
-use super::prepare::{KeyInfo, Prepared, Semantic};
+use super::prepare::{Against, KeyInfo, PlainBlobs, Prepared, Semantic};
 use super::{RunId, Store, StoreError};
 use crate::canon::semantic::FieldConfig;
 use crate::decode::key::parse_key;
@@ -19,7 +19,8 @@ use rusqlite::{params, OptionalExtension};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-/// Records decoded together on the worker threads.
+/// Records decoded together on the worker threads (a chunk ends at the
+/// end of a key's revisions past this).
 const CHUNK: usize = 256;
 /// Revisions written per transaction.
 const BATCH: usize = 2000;
@@ -33,8 +34,9 @@ pub struct RevisionWriter<'s> {
     run: RunId,
     prefix: String,
     filter: ResourceFilter,
-    /// Records that are not stored yet, waiting for the next chunk.
-    pending: Chunk,
+    /// Records that are not stored yet, sent to the workers in key order
+    /// once they fill a chunk and the next record's key is another.
+    window: Vec<(Record, KeyInfo)>,
     /// `(key id, mod_revision)` of records pending or in flight, so a
     /// revision the source sends twice (state and history) is stored once.
     pending_ids: HashSet<(i64, i64)>,
@@ -66,7 +68,7 @@ impl<'s> RevisionWriter<'s> {
             run,
             prefix: prefix.to_string(),
             filter,
-            pending: Vec::new(),
+            window: Vec::new(),
             pending_ids: HashSet::new(),
             pipeline: Pipeline::new(&fields, &hasher, decryptor.clone()),
             decryptor,
@@ -151,8 +153,15 @@ impl<'s> RevisionWriter<'s> {
     }
 
     /// Stores the semantic content once: compressed against the key's base
-    /// when the record had one, else in full, becoming the key's base.
-    fn store_semantic(&mut self, key_id: i64, s: Semantic) -> Result<(), StoreError> {
+    /// when the record had one, or against the revision before it in its
+    /// chunk (`chunk`, which storing a content in full sets), else in full,
+    /// becoming the key's base.
+    fn store_semantic(
+        &mut self,
+        key_id: i64,
+        s: Semantic,
+        chunk: &mut Option<ChunkBase>,
+    ) -> Result<(), StoreError> {
         let known = self
             .store
             .conn
@@ -160,6 +169,13 @@ impl<'s> RevisionWriter<'s> {
             .and_then(|mut st| st.exists([&s.hash]))
             .map_err(|e| self.sql(e))?;
         if known {
+            if let (Against::Nothing, Some(plain)) = (&s.against, s.plain) {
+                *chunk = Some(ChunkBase {
+                    key_id,
+                    stored: None,
+                    plain,
+                });
+            }
             return Ok(());
         }
         let mut ids = Vec::with_capacity(s.fields.len());
@@ -167,8 +183,34 @@ impl<'s> RevisionWriter<'s> {
             ids.push((self.path_id(path)?, h));
         }
         let fields = super::field_blob::encode(ids);
-        let packed_fields = pack(&fields, s.base.as_ref().map_or(&[][..], |b| b.fields.bytes()));
-        let base_id = s.base.as_ref().map(|b| b.id);
+        let (mut canonical, mut managed) = (s.canonical, s.managed);
+        let (base_id, fields_dict): (Option<i64>, &[u8]) = match (&s.against, &*chunk) {
+            (Against::Nothing, _) => (None, &[]),
+            (Against::Stored(b), _) => (Some(b.id), b.fields.bytes()),
+            (Against::Chunk, Some(c)) if c.key_id == key_id => match &c.stored {
+                Some((id, fields)) => (Some(*id), fields),
+                // Its dictionary's content was stored before, not as this
+                // key's base: store this one in full instead.
+                None => {
+                    let repack =
+                        |b: Option<Vec<u8>>, dict: &[u8]| b.map(|b| repack_without(&b, dict)).transpose();
+                    let io = |source| StoreError::Io {
+                        path: self.store.path.clone(),
+                        source,
+                    };
+                    canonical = repack(canonical, &c.plain.canonical).map_err(io)?;
+                    managed = repack(managed, &c.plain.managed).map_err(io)?;
+                    (None, &[])
+                }
+            },
+            (Against::Chunk, _) => {
+                return Err(StoreError::WorkerPanicked {
+                    path: self.store.path.clone(),
+                    message: "a revision was compressed against one its chunk does not hold".into(),
+                })
+            }
+        };
+        let packed_fields = pack(&fields, fields_dict);
         self.store
             .conn
             .prepare_cached(
@@ -181,29 +223,35 @@ impl<'s> RevisionWriter<'s> {
                     s.keyed,
                     ZSTD,
                     base_id,
-                    s.canonical,
+                    canonical,
                     packed_fields,
-                    s.managed
+                    managed
                 ])
             })
             .map_err(|e| self.sql(e))?;
-        if let Some(plain) = s.plain {
+        if let (Against::Nothing, Some(plain)) = (&s.against, s.plain) {
+            let id = self.store.conn.last_insert_rowid();
             let base = Base {
-                id: self.store.conn.last_insert_rowid(),
-                canonical: BaseBlob::plain(plain.canonical),
-                fields: BaseBlob::plain(fields),
-                managed: BaseBlob::plain(plain.managed),
+                id,
+                canonical: BaseBlob::plain(plain.canonical.clone()),
+                fields: BaseBlob::plain(fields.clone()),
+                managed: BaseBlob::plain(plain.managed.clone()),
             };
             self.bases.insert(key_id, base);
+            *chunk = Some(ChunkBase {
+                key_id,
+                stored: Some((id, fields)),
+                plain,
+            });
         }
         Ok(())
     }
 
     /// Inserts one prepared revision.
-    fn store_revision(&mut self, mut p: Prepared) -> Result<(), StoreError> {
+    fn store_revision(&mut self, mut p: Prepared, chunk: &mut Option<ChunkBase>) -> Result<(), StoreError> {
         let semantic_hash = p.semantic.as_ref().map(|s| s.hash.clone());
         if let Some(s) = p.semantic.take() {
-            self.store_semantic(p.key.id, s)?;
+            self.store_semantic(p.key.id, s, chunk)?;
         }
         let r = &p.record;
         let conn = &self.store.conn;
@@ -285,21 +333,57 @@ impl<'s> RevisionWriter<'s> {
         })?;
         self.begin_if_needed()?;
         self.in_batch = self.in_batch.max(1);
+        let mut base = None;
         for prepared in chunk {
             self.pending_ids
                 .remove(&(prepared.key.id, prepared.record.mod_revision));
-            self.store_revision(prepared)?;
+            self.store_revision(prepared, &mut base)?;
         }
         Ok(())
     }
 
-    /// Sends the pending records to the workers and inserts the chunks that
-    /// are ready, waiting while too many are in flight (bounding memory).
-    fn send_pending(&mut self) -> Result<(), StoreError> {
-        self.pipeline.send(std::mem::take(&mut self.pending));
+    /// Inserts the chunks the workers have ready.
+    fn store_ready(&mut self) -> Result<(), StoreError> {
         while let Some(done) = self.pipeline.next(false) {
             self.store_chunk(done)?;
         }
+        Ok(())
+    }
+
+    /// Sorts the window's records by key and sends them to the workers in
+    /// chunks that keep each key's revisions together, each with its key's
+    /// base.
+    fn send_window(&mut self) -> Result<(), StoreError> {
+        let mut window = std::mem::take(&mut self.window);
+        window.sort_by_key(|(r, k)| (k.id, r.mod_revision));
+        let mut chunk: Chunk = Vec::with_capacity(CHUNK);
+        for (record, key) in window {
+            // A key with very many revisions still spreads over the workers.
+            let starts_key = chunk.last().is_none_or(|(_, k, _)| k.id != key.id);
+            if (starts_key && chunk.len() >= CHUNK) || chunk.len() >= 8 * CHUNK {
+                self.send_chunk(std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK)))?;
+            }
+            let base = match (record.deleted, chunk.last()) {
+                (true, _) => None,
+                (false, Some((r, k, base))) if k.id == key.id && !r.deleted => base.clone(),
+                (false, _) => self
+                    .bases
+                    .find(&self.store.conn, key.id)
+                    .map_err(|e| self.sql(e))?,
+            };
+            chunk.push((record, key, base));
+        }
+        if !chunk.is_empty() {
+            self.send_chunk(chunk)?;
+        }
+        Ok(())
+    }
+
+    /// Sends a chunk to the workers and inserts the chunks that are ready,
+    /// waiting while too many are in flight (bounding memory).
+    fn send_chunk(&mut self, chunk: Chunk) -> Result<(), StoreError> {
+        self.pipeline.send(chunk);
+        self.store_ready()?;
         while self.pipeline.in_flight() > self.pipeline.capacity() {
             if let Some(done) = self.pipeline.next(true) {
                 self.store_chunk(done)?;
@@ -330,9 +414,7 @@ impl<'s> RevisionWriter<'s> {
 
     /// Stores every record received so far and commits.
     pub fn flush(&mut self) -> Result<(), StoreError> {
-        if !self.pending.is_empty() {
-            self.pipeline.send(std::mem::take(&mut self.pending));
-        }
+        self.send_window()?;
         while let Some(done) = self.pipeline.next(true) {
             self.store_chunk(done)?;
         }
@@ -342,7 +424,7 @@ impl<'s> RevisionWriter<'s> {
     /// Drops the pending records and the open batch (the run stops; nothing
     /// half-written remains).
     pub fn abort(&mut self) {
-        self.pending.clear();
+        self.window.clear();
         self.pipeline.discard();
         self.pending_ids.clear();
         if self.in_batch > 0 {
@@ -350,6 +432,15 @@ impl<'s> RevisionWriter<'s> {
             self.in_batch = 0;
         }
     }
+}
+
+/// The revision a chunk stored in full last, which the revisions after it
+/// of the same key in the chunk are compressed against.
+pub(super) struct ChunkBase {
+    key_id: i64,
+    /// Its row and plain field blob, when this writer inserted it.
+    stored: Option<(i64, Vec<u8>)>,
+    plain: Arc<PlainBlobs>,
 }
 
 impl Drop for RevisionWriter<'_> {
@@ -379,14 +470,13 @@ impl Sink for RevisionWriter<'_> {
                 .map_err(|e| self.sql(e))?;
         if !known {
             self.pending_ids.insert((key.id, r.mod_revision));
-            let base = match r.deleted {
-                true => None,
-                false => (self.bases.find(&self.store.conn, key.id)).map_err(|e| self.sql(e))?,
-            };
-            self.pending.push((r, key, base));
-            if self.pending.len() >= CHUNK {
-                self.send_pending()?;
+            // A source that reads by key (a data file) keeps each key's
+            // revisions in one chunk.
+            let key_ends = self.window.last().is_some_and(|(_, k)| k.id != key.id);
+            if (key_ends && self.window.len() >= CHUNK) || self.window.len() >= 8 * CHUNK {
+                self.send_window()?;
             }
+            self.window.push((r, key));
         }
         if self.in_batch >= BATCH {
             self.commit()?;
@@ -415,6 +505,11 @@ mod tests {
 
     /// Writes one revision of the Pod in a run of its own.
     fn write(store: &Store, revision: i64, phase: &str) {
+        write_all(store, &[("/registry/pods/shop/web-1", revision, phase)]);
+    }
+
+    /// Writes revisions `(key, revision, phase)` of the Pod in one run.
+    fn write_all(store: &Store, revisions: &[(&str, i64, &str)]) {
         let run = store.begin_run("test", "/registry/", "").unwrap();
         let cluster = store.cluster("test").unwrap();
         let fields = store.field_config(None, &[]).unwrap();
@@ -428,17 +523,86 @@ mod tests {
             None,
         )
         .unwrap();
-        let record = Record {
-            key: b"/registry/pods/shop/web-1".to_vec(),
-            mod_revision: revision,
-            create_revision: 2,
-            version: revision - 1,
-            lease: 0,
-            value: encode_protobuf(&pod(phase)).unwrap(),
-            deleted: false,
-        };
-        w.record(record).unwrap();
+        for &(key, revision, phase) in revisions {
+            let record = Record {
+                key: key.as_bytes().to_vec(),
+                mod_revision: revision,
+                create_revision: 2,
+                version: revision - 1,
+                lease: 0,
+                value: encode_protobuf(&pod(phase)).unwrap(),
+                deleted: false,
+            };
+            w.record(record).unwrap();
+        }
         w.flush().unwrap();
+    }
+
+    /// `(id, base, hash)` of every stored content, in order.
+    fn contents(store: &Store) -> Vec<(i64, Option<i64>, Vec<u8>)> {
+        store
+            .conn
+            .prepare("SELECT id, base, hash FROM semantic_values ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn revisions_of_one_key_read_together_compress_against_the_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_for_writing(&dir.path().join("db.sqlite")).unwrap();
+        // Another key's revisions in between, as a source sends them.
+        write_all(
+            &store,
+            &[
+                ("/registry/pods/shop/web-1", 2, "Pending"),
+                ("/registry/pods/shop/web-2", 3, "Pending"),
+                ("/registry/pods/shop/web-1", 4, "Running"),
+                ("/registry/pods/shop/web-2", 5, "Running"),
+                ("/registry/pods/shop/web-1", 6, "Succeeded"),
+            ],
+        );
+        let rows = contents(&store);
+        // web-2's Pending equals web-1's (the Pod names itself web-1).
+        assert_eq!(rows.len(), 3, "Pending, Running, Succeeded once each");
+        assert_eq!(rows[0].1, None);
+        assert_eq!(rows[1].1, Some(rows[0].0));
+        assert_eq!(rows[2].1, Some(rows[0].0));
+        for ((_, _, hash), phase) in rows.iter().zip(["Pending", "Running", "Succeeded"]) {
+            assert_eq!(
+                store.canonical_value(hash).unwrap().unwrap()["status"]["phase"],
+                phase
+            );
+        }
+    }
+
+    #[test]
+    fn a_key_whose_first_content_was_stored_before_stores_its_next_in_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_for_writing(&dir.path().join("db.sqlite")).unwrap();
+        write(&store, 2, "Pending");
+        // The same value copied under another key, then changed there: its
+        // first content is known, so it is no base for the next.
+        write_all(
+            &store,
+            &[
+                ("/registry/pods/shop/web-copy", 5, "Pending"),
+                ("/registry/pods/shop/web-copy", 6, "Running"),
+                ("/registry/pods/shop/web-copy", 7, "Succeeded"),
+            ],
+        );
+        let rows = contents(&store);
+        assert_eq!(rows.len(), 3);
+        assert!(rows.iter().all(|(_, base, _)| base.is_none()), "{rows:?}");
+        for ((_, _, hash), phase) in rows.iter().zip(["Pending", "Running", "Succeeded"]) {
+            assert_eq!(
+                store.canonical_value(hash).unwrap().unwrap()["status"]["phase"],
+                phase
+            );
+        }
     }
 
     #[test]
