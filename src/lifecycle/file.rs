@@ -3,7 +3,7 @@
 //! against the file's own counters.
 
 use super::plan::{check_history, read_error, Plan};
-use super::progress::{phase, spinning, Progress, Unit};
+use super::progress::{phase, spinning, Position, Progress, Unit};
 use super::{Settings, Summary};
 use crate::source::bolt::BoltDb;
 use crate::source::db_file;
@@ -63,19 +63,25 @@ pub(super) fn read(
         bar: bar.clone(),
         seen: 0,
         census: Some(Census::default()),
-        origin: None,
+        position: Position::Unknown,
     };
     // Revisions below the compaction point that etcd kept (each key's latest)
     // are in the file too: read everything after what is already stored.
     let read_from = plan.previous.map_or(0, |p| p.head + 1);
     let first = info.first_revision.unwrap_or(0).max(read_from);
+    // Read in key order: the bar counts records, of all the file holds on a
+    // first read, else of the revision range.
+    let total = match read_from <= info.first_revision.unwrap_or(0) {
+        true => info.revisions,
+        false => (head - first + 1).max(0) as u64,
+    };
     phase(
         bar,
         format!("reading revisions {first}-{head} from {}", path.display()),
-        (head - first + 1).max(0) as u64,
+        total,
         Unit::Revisions,
     );
-    sink.origin = Some(first);
+    sink.position = Position::Records;
     let mut damage = db_file::Damage::default();
     let read = match file.salvage {
         true => {

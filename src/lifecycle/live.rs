@@ -4,7 +4,7 @@
 //! of the stored history against etcd's counters.
 
 use super::plan::{check_history, read_error, replay_all, Plan};
-use super::progress::{phase, spinning, Progress, Unit};
+use super::progress::{phase, spinning, Position, Progress, Unit};
 use super::{RecordOptions, Settings, Summary};
 use crate::source::etcd::{Connection, Etcd, Pinned, Scope};
 use crate::source::{Census, Read};
@@ -84,7 +84,7 @@ pub(super) async fn read(
         bar: bar.clone(),
         seen: 0,
         census: None,
-        origin: None,
+        position: Position::Unknown,
     };
     // etcd's own counters for every key live at the head, to check the
     // history against: from the state read, or, when the previous run's
@@ -113,7 +113,7 @@ pub(super) async fn read(
         (pinned.head - plan.from + 1).max(0) as u64,
         Unit::Revisions,
     );
-    sink.origin = Some(plan.from);
+    sink.position = Position::Revision(plan.from);
     let idle = connection.command_timeout;
     let Some(from) = replay_all(&etcd, scope, plan.from, pinned.head, idle, &mut sink, &mut gaps).await?
     else {

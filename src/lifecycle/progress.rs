@@ -55,9 +55,18 @@ pub(super) struct Progress<'w, 's> {
     /// The newest revision of each key, where the source's own counters are
     /// what the run checks against (a data file).
     pub census: Option<Census>,
-    /// While history is read in revision order from here, the bar shows
-    /// how far it is; `None` while the end is unknown (counts only).
-    pub origin: Option<i64>,
+    /// How far the bar shows the read is.
+    pub position: Position,
+}
+
+/// What a run's bar counts.
+pub(super) enum Position {
+    /// Nothing: the end is unknown, the message counts records.
+    Unknown,
+    /// Revisions since this one, read in revision order.
+    Revision(i64),
+    /// Records read, in any order.
+    Records,
 }
 
 impl Sink for Progress<'_, '_> {
@@ -72,11 +81,12 @@ impl Sink for Progress<'_, '_> {
             census.observe(&record);
         }
         if self.seen.is_multiple_of(500) {
-            match self.origin {
-                Some(origin) => self
+            match self.position {
+                Position::Revision(origin) => self
                     .bar
                     .set_position((record.mod_revision - origin).max(0) as u64),
-                None => self.bar.set_message(format!(
+                Position::Records => self.bar.set_position(self.seen),
+                Position::Unknown => self.bar.set_message(format!(
                     "{} records read, {} new, at revision {}",
                     self.seen, self.writer.added, record.mod_revision
                 )),

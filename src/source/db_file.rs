@@ -41,6 +41,8 @@ pub struct FileInfo {
     /// Lowest and highest main revision in the `key` bucket.
     pub first_revision: Option<i64>,
     pub last_revision: Option<i64>,
+    /// Entries in the `key` bucket.
+    pub revisions: u64,
     /// etcd's cluster id as the server computes it from its members, hex.
     pub cluster_id: Option<String>,
 }
@@ -97,6 +99,7 @@ fn inspect_buckets(db: &BoltDb, salvage: bool) -> Result<FileInfo, BoltError> {
         scheduled_compact: None,
         first_revision: None,
         last_revision: None,
+        revisions: 0,
         cluster_id: None,
     };
     // Salvaging, a bucket that cannot be found tells nothing.
@@ -133,6 +136,7 @@ fn inspect_buckets(db: &BoltDb, salvage: bool) -> Result<FileInfo, BoltError> {
             db.release_resident();
         }
     })?;
+    info.revisions = walked as u64;
     db.release_resident();
     let members = match db.bucket(db.root(), b"members") {
         Ok(m) => m,
@@ -176,9 +180,19 @@ fn cluster_id(members: &[u64]) -> Option<String> {
 /// Records read between releases of the file's resident pages.
 const RELEASE_EVERY: i64 = 8192;
 
+/// Revisions gathered before they are sorted by key and pushed: bounds the
+/// index of them (slices into the mapped file, about 64 bytes each).
+const ORDER_WINDOW: usize = 500_000;
+
 /// Pushes every revision under `prefix` (and of `compact_rev_key`) from
-/// `from` on, in revision order; returns how many it pushed. Empty entries
-/// (`etcdutl snapshot restore --bump-revision` markers) are skipped.
+/// `from` on; returns how many it pushed. Empty entries (`etcdutl snapshot
+/// restore --bump-revision` markers) are skipped.
+///
+/// The file holds revisions in revision order, every key's interleaved
+/// with all others'; they are pushed in key order (each key's in revision
+/// order) within windows of [`ORDER_WINDOW`] revisions, so a sink meets a
+/// key's consecutive revisions, which repeat most of their bytes, one after
+/// the other.
 pub fn read_revisions<S: Sink>(
     db: &BoltDb,
     prefix: &[u8],
@@ -190,8 +204,9 @@ where
 {
     let path = db.path().display().to_string();
     let keys = db.top_bucket("key")?;
+    let mut window: Vec<Entry<'_>> = Vec::new();
     let mut pushed = 0;
-    let mut sink_error = None;
+    let mut outcome: Result<bool, ReadError<S::Error>> = Ok(true);
     let walked = db.for_each(keys, &mut |k, v, _| {
         let Some(rev) = revision::parse(k) else {
             return Err(BoltError::Content(format!(
@@ -201,42 +216,114 @@ where
         if rev.revision.main < from || v.is_empty() {
             return Ok(ControlFlow::Continue(()));
         }
-        let kv = KeyValue::decode(v).map_err(|e| {
-            BoltError::Content(format!(
-                "{path}: revision {}: value is not an mvccpb.KeyValue ({e})",
-                rev.revision.main
-            ))
-        })?;
-        if !in_scope(&kv, prefix) {
+        let key = key_of(v).ok_or_else(|| not_a_key_value(&path, rev, v))?;
+        if !in_scope(key, prefix) {
             return Ok(ControlFlow::Continue(()));
         }
-        match sink.record(record(rev, kv)) {
-            Ok(true) => {}
-            Ok(false) => return Ok(ControlFlow::Break(())),
-            Err(e) => {
-                sink_error = Some(e);
-                return Ok(ControlFlow::Break(()));
-            }
-        }
-        pushed += 1;
-        if pushed % RELEASE_EVERY == 0 {
+        window.push(Entry { key, rev, value: v });
+        if window.len() as i64 % RELEASE_EVERY == 0 {
             db.release_resident();
         }
-        Ok(ControlFlow::Continue(()))
+        if window.len() < ORDER_WINDOW {
+            return Ok(ControlFlow::Continue(()));
+        }
+        outcome = push_window(db, &path, &mut window, &mut pushed, sink);
+        match outcome {
+            Ok(true) => Ok(ControlFlow::Continue(())),
+            _ => Ok(ControlFlow::Break(())),
+        }
     });
-    if let Some(e) = sink_error {
-        return Err(ReadError::Sink(e));
+    let walked = walked.map_err(|e| e.at(db.path()))?;
+    if outcome.as_ref().is_ok_and(|&go_on| go_on) {
+        outcome = push_window(db, &path, &mut window, &mut pushed, sink);
     }
-    match walked.map_err(|e| e.at(db.path()))? {
-        ControlFlow::Break(()) => Ok(Read::Stopped),
-        ControlFlow::Continue(()) => Ok(Read::Done(pushed)),
+    match (walked, outcome?) {
+        (ControlFlow::Continue(()), true) => Ok(Read::Done(pushed)),
+        _ => Ok(Read::Stopped),
     }
+}
+
+/// A `key` bucket entry to push: its etcd key, revision and value, all in
+/// the mapped file.
+struct Entry<'a> {
+    key: &'a [u8],
+    rev: revision::RevisionKey,
+    value: &'a [u8],
+}
+
+/// Pushes the window's entries in key order and empties it; whether the
+/// sink wants more.
+fn push_window<S: Sink>(
+    db: &BoltDb,
+    path: &str,
+    window: &mut Vec<Entry<'_>>,
+    pushed: &mut i64,
+    sink: &mut S,
+) -> Result<bool, ReadError<S::Error>>
+where
+    S::Error: std::error::Error + 'static,
+{
+    window.sort_unstable_by(|a, b| (a.key, a.rev.revision).cmp(&(b.key, b.rev.revision)));
+    for e in window.drain(..) {
+        let kv =
+            KeyValue::decode(e.value).map_err(|_| ReadError::File(not_a_key_value(path, e.rev, e.value)))?;
+        if !sink.record(record(e.rev, kv)).map_err(ReadError::Sink)? {
+            return Ok(false);
+        }
+        *pushed += 1;
+        if *pushed % RELEASE_EVERY == 0 {
+            db.release_resident();
+        }
+    }
+    Ok(true)
+}
+
+/// The error for a `key` bucket value that is not an `mvccpb.KeyValue`.
+fn not_a_key_value(path: &str, rev: revision::RevisionKey, value: &[u8]) -> BoltError {
+    let why = KeyValue::decode(value)
+        .err()
+        .map_or("no key".to_string(), |e| e.to_string());
+    BoltError::Content(format!(
+        "{path}: revision {}: value is not an mvccpb.KeyValue ({why})",
+        rev.revision.main
+    ))
+}
+
+/// The `key` field of an encoded `mvccpb.KeyValue` (its last occurrence, as
+/// protobuf decoding takes), read without copying; `None` when the message
+/// does not parse.
+fn key_of(mut bytes: &[u8]) -> Option<&[u8]> {
+    use prost::encoding::{decode_key, decode_varint, WireType};
+    let mut key = None;
+    while !bytes.is_empty() {
+        let (field, wire) = decode_key(&mut bytes).ok()?;
+        let skip = match wire {
+            WireType::Varint => {
+                decode_varint(&mut bytes).ok()?;
+                0
+            }
+            WireType::LengthDelimited => {
+                let len = usize::try_from(decode_varint(&mut bytes).ok()?).ok()?;
+                let (value, rest) = (bytes.get(..len)?, &bytes[len..]);
+                if field == 1 {
+                    key = Some(value);
+                }
+                bytes = rest;
+                0
+            }
+            WireType::SixtyFourBit => 8,
+            WireType::ThirtyTwoBit => 4,
+            WireType::StartGroup | WireType::EndGroup => return None,
+        };
+        bytes = bytes.get(skip..)?;
+    }
+    Some(key.unwrap_or_default())
 }
 
 /// Whether a stored key is one a run reads: under `prefix`, or
 /// `compact_rev_key`.
-fn in_scope(kv: &KeyValue, prefix: &[u8]) -> bool {
-    !kv.key.is_empty() && (kv.key.starts_with(prefix) || kv.key == COMPACT_REV_KEY.as_bytes())
+fn in_scope(key: &[u8], prefix: &[u8]) -> bool {
+    !key.is_empty() && (key.starts_with(prefix) || key == COMPACT_REV_KEY.as_bytes())
 }
 
 /// The record of a `key` bucket entry.
@@ -421,7 +508,7 @@ where
             continue;
         }
         let (rev, kv) = accepted(k, v).expect("accepted before");
-        if !in_scope(&kv, prefix) {
+        if !in_scope(&kv.key, prefix) {
             continue;
         }
         match sink.record(record(rev, kv)) {
