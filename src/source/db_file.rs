@@ -189,7 +189,7 @@ const ORDER_WINDOW: usize = 500_000;
 /// restore --bump-revision` markers) are skipped.
 ///
 /// The file holds revisions in revision order, every key's interleaved
-/// with all others'; they are pushed in key order (each key's in revision
+/// with all others'; they are pushed grouped by key (each key's in revision
 /// order) within windows of [`ORDER_WINDOW`] revisions, so a sink meets a
 /// key's consecutive revisions, which repeat most of their bytes, one after
 /// the other.
@@ -220,7 +220,11 @@ where
         if !in_scope(key, prefix) {
             return Ok(ControlFlow::Continue(()));
         }
-        window.push(Entry { key, rev, value: v });
+        window.push(Entry {
+            key: key_hash(key),
+            rev,
+            value: v,
+        });
         if window.len() as i64 % RELEASE_EVERY == 0 {
             db.release_resident();
         }
@@ -243,12 +247,23 @@ where
     }
 }
 
-/// A `key` bucket entry to push: its etcd key, revision and value, all in
-/// the mapped file.
+/// A `key` bucket entry to push: a hash of its etcd key, its revision, and
+/// its value in the mapped file. Sorting compares only what is here: reading
+/// keys from the map in sorted order would fault in the whole file.
 struct Entry<'a> {
-    key: &'a [u8],
+    key: u64,
     rev: revision::RevisionKey,
     value: &'a [u8],
+}
+
+/// A hash of an etcd key that orders a window: keys whose hashes collide
+/// (about one pair in 10^9 windows) have their revisions interleaved, which
+/// only costs the reuse this order is for.
+fn key_hash(key: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    key.hash(&mut h);
+    h.finish()
 }
 
 /// Pushes the window's entries in key order and empties it; whether the
@@ -263,17 +278,22 @@ fn push_window<S: Sink>(
 where
     S::Error: std::error::Error + 'static,
 {
-    window.sort_unstable_by(|a, b| (a.key, a.rev.revision).cmp(&(b.key, b.rev.revision)));
+    window.sort_unstable_by_key(|e| (e.key, e.rev.revision));
+    db.release_resident();
+    let mut bytes = Vec::new();
     for e in window.drain(..) {
-        let kv =
-            KeyValue::decode(e.value).map_err(|_| ReadError::File(not_a_key_value(path, e.rev, e.value)))?;
+        db.read_copy(e.value, &mut bytes).map_err(|source| {
+            ReadError::File(BoltError::Io {
+                path: db.path().to_path_buf(),
+                source,
+            })
+        })?;
+        let kv = KeyValue::decode(&bytes[..])
+            .map_err(|_| ReadError::File(not_a_key_value(path, e.rev, &bytes)))?;
         if !sink.record(record(e.rev, kv)).map_err(ReadError::Sink)? {
             return Ok(false);
         }
         *pushed += 1;
-        if *pushed % RELEASE_EVERY == 0 {
-            db.release_resident();
-        }
     }
     Ok(true)
 }
@@ -526,6 +546,31 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn key_of_reads_the_key_prost_decodes() {
+        let kv = |key: &[u8], value: &[u8]| KeyValue {
+            key: key.to_vec(),
+            create_revision: 2,
+            mod_revision: 300,
+            version: 1,
+            value: value.to_vec(),
+            lease: 7,
+        };
+        let one = kv(b"/registry/pods/a/b", b"x").encode_to_vec();
+        assert_eq!(key_of(&one), Some(&b"/registry/pods/a/b"[..]));
+        // A repeated field: the last occurrence wins, as in prost.
+        let mut twice = one.clone();
+        twice.extend(kv(b"/registry/pods/a/c", b"").encode_to_vec());
+        assert_eq!(
+            key_of(&twice),
+            Some(&KeyValue::decode(&twice[..]).unwrap().key[..])
+        );
+        assert_eq!(key_of(&[]), Some(&b""[..]));
+        // Cut inside the key, or a group wire type: not a KeyValue.
+        assert_eq!(key_of(&one[..5]), None);
+        assert_eq!(key_of(&[0x0b]), None);
+    }
 
     #[test]
     fn cluster_id_ignores_member_order() {

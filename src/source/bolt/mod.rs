@@ -73,6 +73,8 @@ impl BoltError {
 /// An open bbolt file.
 pub struct BoltDb {
     map: Mmap,
+    /// The mapped file, for reads that should not map pages.
+    file: File,
     /// Bytes of the database proper (without a snapshot trailer).
     len: usize,
     path: PathBuf,
@@ -157,6 +159,7 @@ impl BoltDb {
         }
         Ok(BoltDb {
             map,
+            file,
             len,
             path: path.to_path_buf(),
             meta,
@@ -220,6 +223,30 @@ impl BoltDb {
         *self
             .file_sha256
             .get_or_init(|| sha256_releasing(&self.map, self.map.len()).finalize().into())
+    }
+
+    /// Copies `bytes`, a slice of this map, into `into` by reading the file
+    /// rather than the map. For reads in no particular order: touching the
+    /// map there maps the kernel's whole page-cache folio around each read
+    /// (often megabytes), so a scattered read keeps most of a large file
+    /// resident in this process however often it is released.
+    pub fn read_copy(&self, bytes: &[u8], into: &mut Vec<u8>) -> std::io::Result<()> {
+        let offset = (bytes.as_ptr() as usize)
+            .checked_sub(self.map.as_ptr() as usize)
+            .filter(|o| o + bytes.len() <= self.map.len())
+            .expect("a slice of this map");
+        into.clear();
+        into.resize(bytes.len(), 0);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileExt;
+            self.file.read_exact_at(into, offset as u64)
+        }
+        #[cfg(not(unix))]
+        {
+            into.copy_from_slice(&self.map[offset..offset + bytes.len()]);
+            Ok(())
+        }
     }
 
     /// Drops the mapped pages from this process's resident memory (they
