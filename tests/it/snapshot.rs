@@ -534,7 +534,15 @@ fn start_slow_snapshot(etcd: &TestEtcd, db: &Path) -> std::process::Child {
     etcd.put_many(&items);
     let mut child = spawn_inspector(
         db,
-        &["snapshot", "--endpoints", &etcd.endpoint, "--page-size", "3"],
+        &[
+            "snapshot",
+            "--endpoints",
+            &etcd.endpoint,
+            "--fetch",
+            "watch",
+            "--page-size",
+            "3",
+        ],
     );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while stored_revisions(db) == 0 {
