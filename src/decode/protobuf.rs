@@ -384,9 +384,11 @@ impl<'s, 'b> Converter<'s, 'b> {
         };
         let (unknown_at, warnings_at) = (self.unknown_fields.len(), self.warnings.len());
         let deepest = std::mem::replace(&mut self.deepest, self.depth);
+        let started = store.then(std::time::Instant::now);
         self.depth += 1;
         let value = self.message_within(id, bytes);
         self.depth -= 1;
+        let took = started.map(|s| s.elapsed()).unwrap_or_default();
         let nesting = self.deepest - self.depth;
         self.deepest = self.deepest.max(deepest);
         if let (Ok(value), true) = (&value, store) {
@@ -403,6 +405,7 @@ impl<'s, 'b> Converter<'s, 'b> {
                     unknown_fields,
                     warnings,
                     nesting,
+                    took,
                 };
                 reuse::store(key, decode);
             }

