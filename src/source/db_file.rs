@@ -216,12 +216,21 @@ where
         if rev.revision.main < from || v.is_empty() {
             return Ok(ControlFlow::Continue(()));
         }
-        let key = key_of(v).ok_or_else(|| not_a_key_value(&path, rev, v))?;
-        if !in_scope(key, prefix) {
+        // What the quick read cannot place (a group field, say), prost
+        // decodes or rejects.
+        let key = match key_of(v) {
+            Some(key) => std::borrow::Cow::Borrowed(key),
+            None => std::borrow::Cow::Owned(
+                KeyValue::decode(v)
+                    .map_err(|_| not_a_key_value(&path, rev, v))?
+                    .key,
+            ),
+        };
+        if !in_scope(&key, prefix) {
             return Ok(ControlFlow::Continue(()));
         }
         window.push(Entry {
-            key: key_hash(key),
+            key: key_hash(&key),
             rev,
             value: v,
         });
@@ -302,7 +311,7 @@ where
 fn not_a_key_value(path: &str, rev: revision::RevisionKey, value: &[u8]) -> BoltError {
     let why = KeyValue::decode(value)
         .err()
-        .map_or("no key".to_string(), |e| e.to_string());
+        .map_or("it changed while being read".to_string(), |e| e.to_string());
     BoltError::Content(format!(
         "{path}: revision {}: value is not an mvccpb.KeyValue ({why})",
         rev.revision.main
