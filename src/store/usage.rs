@@ -4,7 +4,6 @@
 
 use super::stats::Scope;
 use super::{Store, StoreError};
-use rusqlite::params;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -97,18 +96,45 @@ const TIME_FIELDS: &[&str] = &[
     "time",
 ];
 
-/// The revisions in scope with the key's names, and whether each is its
-/// key's newest in scope and not a tombstone (`live`).
-fn scoped(scope: &Scope) -> String {
-    format!(
-        "WITH scoped AS (SELECT r.*, k.key, coalesce(k.api_group, '') AS grp, coalesce(k.resource, '-') AS res, \
-         coalesce(k.namespace, '-') AS ns FROM revisions r JOIN keys k ON k.id = r.key_id \
-         WHERE {} AND (?7 IS NULL OR k.cluster_id = ?7)), \
-         newest AS (SELECT key_id, max(mod_revision) AS m FROM scoped GROUP BY key_id), \
-         rows AS (SELECT s.*, (n.m IS NOT NULL AND s.deleted = 0) AS live FROM scoped s \
-         LEFT JOIN newest n ON n.key_id = s.key_id AND n.m = s.mod_revision) ",
-        scope.sql()
-    )
+/// Queries over the revisions in scope with the key's names, and whether
+/// each is its key's newest in scope and not a tombstone (`live`), and the
+/// parameters they all bind (`?6` the row limit of per-key lists).
+struct Scoped<'a> {
+    store: &'a Store,
+    with: String,
+    params: [&'a dyn rusqlite::ToSql; 7],
+}
+
+impl<'a> Scoped<'a> {
+    fn new(store: &'a Store, scope: &'a Scope, top: &'a i64, cluster: &'a Option<i64>) -> Self {
+        let with = format!(
+            "WITH scoped AS (SELECT r.*, k.key, coalesce(k.api_group, '') AS grp, coalesce(k.resource, '-') AS res, \
+             coalesce(k.namespace, '-') AS ns FROM revisions r JOIN keys k ON k.id = r.key_id \
+             WHERE {} AND (?7 IS NULL OR k.cluster_id = ?7)), \
+             newest AS (SELECT key_id, max(mod_revision) AS m FROM scoped GROUP BY key_id), \
+             rows AS (SELECT s.*, (n.m IS NOT NULL AND s.deleted = 0) AS live FROM scoped s \
+             LEFT JOIN newest n ON n.key_id = s.key_id AND n.m = s.mod_revision) ",
+            scope.sql()
+        );
+        let params: [&'a dyn rusqlite::ToSql; 7] = [
+            &scope.from_revision,
+            &scope.to_revision,
+            &scope.objects.namespace,
+            &scope.objects.resource,
+            &scope.objects.key_prefix,
+            top,
+            cluster,
+        ];
+        Scoped { store, with, params }
+    }
+
+    /// `sql` over `rows`.
+    fn query(&self, sql: &str) -> Result<rusqlite::Statement<'a>, StoreError> {
+        self.store
+            .conn
+            .prepare(&format!("{}{sql}", self.with))
+            .map_err(|e| self.store.err(e))
+    }
 }
 
 impl Store {
@@ -121,21 +147,9 @@ impl Store {
         cluster: Option<i64>,
     ) -> Result<Vec<ResourceUsage>, StoreError> {
         // ?6, the row limit of the per-key lists, is unused here but bound with the rest.
-        let top = 0i64;
         let err = |e| self.err(e);
-        let with = scoped(scope);
-        let bind = params![
-            scope.from_revision,
-            scope.to_revision,
-            scope.objects.namespace,
-            scope.objects.resource,
-            scope.objects.key_prefix,
-            top,
-            cluster
-        ];
-        let query = |sql: &str| -> Result<rusqlite::Statement<'_>, StoreError> {
-            self.conn.prepare(&format!("{with}{sql}")).map_err(err)
-        };
+        let scoped = Scoped::new(self, scope, &0, &cluster);
+        let (query, bind) = (|sql: &str| scoped.query(sql), scoped.params);
 
         let mut resources: BTreeMap<(String, String), ResourceUsage> = BTreeMap::new();
         let mut stmt = query(
@@ -196,19 +210,8 @@ impl Store {
     /// when given); `top` rows of the per-key and per-manager lists.
     pub fn usage(&self, scope: &Scope, cluster: Option<i64>, top: i64) -> Result<Usage, StoreError> {
         let err = |e| self.err(e);
-        let with = scoped(scope);
-        let bind = params![
-            scope.from_revision,
-            scope.to_revision,
-            scope.objects.namespace,
-            scope.objects.resource,
-            scope.objects.key_prefix,
-            top,
-            cluster
-        ];
-        let query = |sql: &str| -> Result<rusqlite::Statement<'_>, StoreError> {
-            self.conn.prepare(&format!("{with}{sql}")).map_err(err)
-        };
+        let scoped = Scoped::new(self, scope, &top, &cluster);
+        let (query, bind) = (|sql: &str| scoped.query(sql), scoped.params);
 
         let resources = self.resource_usage(scope, cluster)?;
 
