@@ -356,7 +356,11 @@ impl<'s, 'b> Converter<'s, 'b> {
         self.deepest = self.deepest.max(self.depth);
         // Paths are never empty below the top, which keeps the suffixes of
         // a reused decode's paths the same wherever it is reused.
-        if bytes.len() >= reuse::MIN_BYTES && !self.path.is_empty() && reuse::enabled() {
+        if bytes.len() >= reuse::MIN_BYTES
+            && !self.path.is_empty()
+            && reuse::enabled()
+            && reuse::pays(self.owner(), id)
+        {
             return self.reused_message(id, bytes);
         }
         self.depth += 1;
@@ -365,9 +369,14 @@ impl<'s, 'b> Converter<'s, 'b> {
         value
     }
 
+    /// What tells this schema's plans apart from another's in the cache.
+    fn owner(&self) -> usize {
+        self.plans as *const Plans as usize
+    }
+
     /// [`Self::message`] through the cache of sub-message decodes.
     fn reused_message(&mut self, id: PlanId, bytes: &'b [u8]) -> Converted<Value> {
-        let key = reuse::Key::new(self.plans as *const Plans as usize, id, bytes);
+        let key = reuse::Key::new(self.owner(), id, bytes);
         let lookup = reuse::lookup(
             &key,
             self.depth,

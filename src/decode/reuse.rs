@@ -55,6 +55,13 @@ pub(super) fn set_enabled(on: bool) {
     }
 }
 
+/// Whether the calling thread looks up and keeps decodes of the message
+/// type `plan` of the schema `owner` (see `Cache::pays`); asked before
+/// the sub-message's bytes are hashed.
+pub(super) fn pays(owner: usize, plan: PlanId) -> bool {
+    CACHE.with_borrow(|c| c.pays(owner, plan))
+}
+
 /// A sub-message: its type (the plan, within the plans of one schema) and
 /// its bytes.
 pub(super) struct Key<'k> {
@@ -111,9 +118,6 @@ pub(super) fn lookup(
     warnings: &mut Vec<String>,
 ) -> Lookup {
     CACHE.with_borrow_mut(|c| {
-        if !c.pays(key) {
-            return Lookup::Miss { store: false };
-        }
         let Some(e) = c.get(key) else {
             return Lookup::Miss {
                 store: c.seen_again(key.hash),
@@ -206,9 +210,9 @@ impl Cache {
     /// made of long strings (a container's environment), far less for one
     /// of many small fields. Judged on the first [`SAMPLES`] decodes kept:
     /// a copy must cost under half the decode.
-    fn pays(&self, key: &Key<'_>) -> bool {
+    fn pays(&self, owner: usize, plan: PlanId) -> bool {
         self.costs
-            .get(&(key.owner, key.plan))
+            .get(&(owner, plan))
             .is_none_or(|c| c.samples < SAMPLES || c.copying * 2 < c.decoding)
     }
 
@@ -370,12 +374,12 @@ mod tests {
             c.judge(&key(1), Duration::from_micros(10), Duration::from_micros(6));
             c.judge(&key(2), Duration::from_micros(10), Duration::from_micros(2));
         }
-        assert!(c.pays(&key(1)), "not judged before {SAMPLES} samples");
+        assert!(c.pays(1, 1), "not judged before {SAMPLES} samples");
         c.judge(&key(1), Duration::from_micros(10), Duration::from_micros(6));
         c.judge(&key(2), Duration::from_micros(10), Duration::from_micros(2));
-        assert!(!c.pays(&key(1)), "copies cost 60% of decoding");
-        assert!(c.pays(&key(2)), "copies cost 20% of decoding");
-        assert!(c.pays(&key(3)), "a type never kept");
+        assert!(!c.pays(1, 1), "copies cost 60% of decoding");
+        assert!(c.pays(1, 2), "copies cost 20% of decoding");
+        assert!(c.pays(1, 3), "a type never kept");
     }
 
     #[test]

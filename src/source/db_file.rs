@@ -181,7 +181,7 @@ fn cluster_id(members: &[u64]) -> Option<String> {
 const RELEASE_EVERY: i64 = 8192;
 
 /// Revisions gathered before they are sorted by key and pushed: bounds the
-/// index of them (slices into the mapped file, about 64 bytes each).
+/// index of them (48 bytes each: a key hash, a revision, a slice of the map).
 const ORDER_WINDOW: usize = 500_000;
 
 /// Pushes every revision under `prefix` (and of `compact_rev_key`) from
