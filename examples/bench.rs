@@ -411,7 +411,7 @@ fn main() -> Result<()> {
         let t = Instant::now();
         let bolt = BoltDb::open(&file)?;
         let mut sink: Vec<Record> = Vec::new();
-        db_file::read_revisions(&bolt, b"/registry/", 0, &mut sink).map_err(|e| anyhow::anyhow!("{e}"))?;
+        db_file::read_revisions(&bolt, b"/registry/", 0, 0, &mut sink).map_err(|e| anyhow::anyhow!("{e}"))?;
         drop(sink);
         plain_file.push(t.elapsed().as_secs_f64());
     }

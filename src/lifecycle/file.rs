@@ -90,7 +90,8 @@ pub(super) fn read(
             damage = found;
             read
         }
-        false => db_file::read_revisions(&db, prefix.as_bytes(), read_from, &mut sink).map_err(read_error)?,
+        false => db_file::read_revisions(&db, prefix.as_bytes(), read_from, total, &mut sink)
+            .map_err(read_error)?,
     };
     if read == Read::Stopped {
         return Ok(None);

@@ -181,7 +181,7 @@ fn cluster_id(members: &[u64]) -> Option<String> {
 const RELEASE_EVERY: i64 = 8192;
 
 /// Revisions gathered before they are sorted by key and pushed: bounds the
-/// index of them (48 bytes each: a key hash, a revision, a slice of the map).
+/// index of them (an [`Entry`] of 32 bytes each).
 const ORDER_WINDOW: usize = 500_000;
 
 /// Pushes every revision under `prefix` (and of `compact_rev_key`) from
@@ -192,11 +192,13 @@ const ORDER_WINDOW: usize = 500_000;
 /// with all others'; they are pushed grouped by key (each key's in revision
 /// order) within windows of [`ORDER_WINDOW`] revisions, so a sink meets a
 /// key's consecutive revisions, which repeat most of their bytes, one after
-/// the other.
+/// the other. `entries`, how many entries the read expects (0 when unknown),
+/// sizes the window once.
 pub fn read_revisions<S: Sink>(
     db: &BoltDb,
     prefix: &[u8],
     from: i64,
+    entries: u64,
     sink: &mut S,
 ) -> Result<Read<i64>, ReadError<S::Error>>
 where
@@ -204,7 +206,7 @@ where
 {
     let path = db.path().display().to_string();
     let keys = db.top_bucket("key")?;
-    let mut window: Vec<Entry<'_>> = Vec::new();
+    let mut window: Vec<Entry> = Vec::with_capacity(entries.min(ORDER_WINDOW as u64) as usize);
     let mut pushed = 0;
     let mut outcome: Result<bool, ReadError<S::Error>> = Ok(true);
     let walked = db.for_each(keys, &mut |k, v, _| {
@@ -222,18 +224,14 @@ where
             Some(key) => std::borrow::Cow::Borrowed(key),
             None => std::borrow::Cow::Owned(
                 KeyValue::decode(v)
-                    .map_err(|_| not_a_key_value(&path, rev, v))?
+                    .map_err(|_| not_a_key_value(&path, rev.revision.main, v))?
                     .key,
             ),
         };
         if !in_scope(&key, prefix) {
             return Ok(ControlFlow::Continue(()));
         }
-        window.push(Entry {
-            key: key_hash(&key),
-            rev,
-            value: v,
-        });
+        window.push(Entry::new(key_hash(&key), rev, db.offset_of(v), v.len()));
         if window.len() as i64 % RELEASE_EVERY == 0 {
             db.release_resident();
         }
@@ -256,13 +254,38 @@ where
     }
 }
 
-/// A `key` bucket entry to push: a hash of its etcd key, its revision, and
-/// its value in the mapped file. Sorting compares only what is here: reading
-/// keys from the map in sorted order would fault in the whole file.
-struct Entry<'a> {
+/// A `key` bucket entry to push, in 32 bytes: a hash of its etcd key, its
+/// revision, and where its value lies in the file. Sorting compares only
+/// what is here: reading keys from the map in sorted order would fault in
+/// the whole file.
+struct Entry {
     key: u64,
-    rev: revision::RevisionKey,
-    value: &'a [u8],
+    main: i64,
+    /// The value's offset in the map.
+    at: u64,
+    /// The value's length (bbolt bounds values below 2^31 bytes).
+    len: u32,
+    /// The sub-revision (saturated: it only orders a key's entries within
+    /// one main revision, which etcd never writes), shifted left once, with
+    /// the tombstone flag in the low bit.
+    sub: u32,
+}
+
+impl Entry {
+    fn new(key: u64, rev: revision::RevisionKey, at: usize, len: usize) -> Entry {
+        let sub = u32::try_from(rev.revision.sub).unwrap_or(u32::MAX) >> 1;
+        Entry {
+            key,
+            main: rev.revision.main,
+            at: at as u64,
+            len: len as u32,
+            sub: sub << 1 | u32::from(rev.tombstone),
+        }
+    }
+
+    fn tombstone(&self) -> bool {
+        self.sub & 1 == 1
+    }
 }
 
 /// A hash of an etcd key that orders a window: keys whose hashes collide
@@ -280,26 +303,30 @@ fn key_hash(key: &[u8]) -> u64 {
 fn push_window<S: Sink>(
     db: &BoltDb,
     path: &str,
-    window: &mut Vec<Entry<'_>>,
+    window: &mut Vec<Entry>,
     pushed: &mut i64,
     sink: &mut S,
 ) -> Result<bool, ReadError<S::Error>>
 where
     S::Error: std::error::Error + 'static,
 {
-    window.sort_unstable_by_key(|e| (e.key, e.rev.revision));
+    window.sort_unstable_by_key(|e| (e.key, e.main, e.sub));
     db.release_resident();
     let mut bytes = Vec::new();
     for e in window.drain(..) {
-        db.read_copy(e.value, &mut bytes).map_err(|source| {
+        let value = &db.file_bytes()[e.at as usize..][..e.len as usize];
+        db.read_copy(value, &mut bytes).map_err(|source| {
             ReadError::File(BoltError::Io {
                 path: db.path().to_path_buf(),
                 source,
             })
         })?;
         let kv = KeyValue::decode(&bytes[..])
-            .map_err(|_| ReadError::File(not_a_key_value(path, e.rev, &bytes)))?;
-        if !sink.record(record(e.rev, kv)).map_err(ReadError::Sink)? {
+            .map_err(|_| ReadError::File(not_a_key_value(path, e.main, &bytes)))?;
+        if !sink
+            .record(record(e.main, e.tombstone(), kv))
+            .map_err(ReadError::Sink)?
+        {
             return Ok(false);
         }
         *pushed += 1;
@@ -308,13 +335,12 @@ where
 }
 
 /// The error for a `key` bucket value that is not an `mvccpb.KeyValue`.
-fn not_a_key_value(path: &str, rev: revision::RevisionKey, value: &[u8]) -> BoltError {
+fn not_a_key_value(path: &str, main: i64, value: &[u8]) -> BoltError {
     let why = KeyValue::decode(value)
         .err()
         .map_or("it changed while being read".to_string(), |e| e.to_string());
     BoltError::Content(format!(
-        "{path}: revision {}: value is not an mvccpb.KeyValue ({why})",
-        rev.revision.main
+        "{path}: revision {main}: value is not an mvccpb.KeyValue ({why})"
     ))
 }
 
@@ -355,12 +381,12 @@ fn in_scope(key: &[u8], prefix: &[u8]) -> bool {
     !key.is_empty() && (key.starts_with(prefix) || key == COMPACT_REV_KEY.as_bytes())
 }
 
-/// The record of a `key` bucket entry.
-fn record(rev: revision::RevisionKey, kv: KeyValue) -> Record {
-    if rev.tombstone {
+/// The record of a `key` bucket entry at main revision `main`.
+fn record(main: i64, tombstone: bool, kv: KeyValue) -> Record {
+    if tombstone {
         Record {
             key: kv.key,
-            mod_revision: rev.revision.main,
+            mod_revision: main,
             create_revision: 0,
             version: 0,
             lease: 0,
@@ -370,7 +396,7 @@ fn record(rev: revision::RevisionKey, kv: KeyValue) -> Record {
     } else {
         Record {
             key: kv.key,
-            mod_revision: rev.revision.main,
+            mod_revision: main,
             create_revision: kv.create_revision,
             version: kv.version,
             lease: kv.lease,
@@ -540,7 +566,7 @@ where
         if !in_scope(&kv.key, prefix) {
             continue;
         }
-        match sink.record(record(rev, kv)) {
+        match sink.record(record(rev.revision.main, rev.tombstone, kv)) {
             Ok(true) => pushed += 1,
             Ok(false) => return Ok((Read::Stopped, damage)),
             Err(e) => return Err(ReadError::Sink(e)),

@@ -332,7 +332,7 @@ fn read_all(path: &Path, salvage: bool) -> Result<usize, String> {
                 db_file::salvage_revisions(&db, b"/", 0, &mut records).map_err(|e| e.to_string())?;
             } else {
                 db_file::inspect(&db).map_err(|e| e.to_string())?;
-                db_file::read_revisions(&db, b"/", 0, &mut records).map_err(|e| e.to_string())?;
+                db_file::read_revisions(&db, b"/", 0, 0, &mut records).map_err(|e| e.to_string())?;
             }
             Ok(records.len())
         })();

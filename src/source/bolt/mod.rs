@@ -231,10 +231,7 @@ impl BoltDb {
     /// (often megabytes), so a scattered read keeps most of a large file
     /// resident in this process however often it is released.
     pub fn read_copy(&self, bytes: &[u8], into: &mut Vec<u8>) -> std::io::Result<()> {
-        let offset = (bytes.as_ptr() as usize)
-            .checked_sub(self.map.as_ptr() as usize)
-            .filter(|o| o + bytes.len() <= self.map.len())
-            .expect("a slice of this map");
+        let offset = self.offset_of(bytes);
         into.clear();
         into.resize(bytes.len(), 0);
         #[cfg(unix)]
@@ -247,6 +244,14 @@ impl BoltDb {
             into.copy_from_slice(&self.map[offset..offset + bytes.len()]);
             Ok(())
         }
+    }
+
+    /// Where `bytes`, a slice of this map, starts in it.
+    pub fn offset_of(&self, bytes: &[u8]) -> usize {
+        (bytes.as_ptr() as usize)
+            .checked_sub(self.map.as_ptr() as usize)
+            .filter(|o| o + bytes.len() <= self.map.len())
+            .expect("a slice of this map")
     }
 
     /// Drops the mapped pages from this process's resident memory (they
