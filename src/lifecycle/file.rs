@@ -102,7 +102,7 @@ pub(super) fn read(
             bar.suspend(|| eprintln!("salvaged: {}", damage.describe()));
         }
     }
-    let live = sink.census.take().map(|c| c.live()).unwrap_or_default();
+    let live = sink.census.take().map(Census::into_live).unwrap_or_default();
     spinning(bar);
     bar.set_message("storing the last revisions and checking them against the file's counters");
     writer.flush()?;

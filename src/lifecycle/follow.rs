@@ -67,7 +67,7 @@ impl Recorder<'_, '_> {
     /// how far everything is stored.
     fn commit(&mut self) -> Result<(), FollowError> {
         self.writer.flush()?;
-        let live = self.census.live();
+        let live = std::mem::take(&mut self.census).into_live();
         let recorded = |key: &[u8]| self.filter.records_key(key, self.prefix);
         if let Some(shortfall) =
             self.store
@@ -75,7 +75,6 @@ impl Recorder<'_, '_> {
         {
             return Err(FollowError::Incomplete(shortfall));
         }
-        self.census.clear();
         if self.through > self.committed {
             self.store.set_complete_through(self.run, self.through)?;
             self.committed = self.through;

@@ -105,7 +105,7 @@ pub(super) async fn read(
         if read == Read::Stopped {
             return Ok(None);
         }
-        sink.census.take().map(|c| c.live()).unwrap_or_default()
+        sink.census.take().map(Census::into_live).unwrap_or_default()
     };
     phase(
         bar,

@@ -72,23 +72,19 @@ impl Census {
         }
     }
 
-    /// The keys whose newest observed record is not a tombstone.
-    pub fn live(&self) -> Vec<LiveKey> {
+    /// The keys whose newest observed record is not a tombstone; consumes
+    /// the census, so that its keys are not held twice.
+    pub fn into_live(self) -> Vec<LiveKey> {
         self.newest
-            .iter()
+            .into_iter()
             .filter(|(_, c)| !c.deleted)
             .map(|(key, c)| LiveKey {
-                key: key.clone(),
+                key,
                 create_revision: c.create_revision,
                 mod_revision: c.mod_revision,
                 version: c.version,
             })
             .collect()
-    }
-
-    /// Forgets everything observed.
-    pub fn clear(&mut self) {
-        self.newest.clear();
     }
 }
 
@@ -180,13 +176,12 @@ mod tests {
             census.observe(&r);
         }
         let mut live: Vec<(String, i64, i64)> = census
-            .live()
+            .into_live()
             .into_iter()
             .map(|k| (String::from_utf8(k.key).unwrap(), k.mod_revision, k.version))
             .collect();
         live.sort();
         assert_eq!(live, [("a".into(), 3, 2), ("c".into(), 7, 1)]);
-        census.clear();
-        assert!(census.live().is_empty());
+        assert!(Census::default().into_live().is_empty());
     }
 }
