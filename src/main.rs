@@ -12,7 +12,17 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// `mi_option_purge_delay` in mimalloc.h.
+const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
 fn main() -> ExitCode {
+    // mimalloc keeps freed memory committed for a second by default, and a
+    // file run frees as fast as it allocates: on a 1.4 GiB file, 10 ms
+    // instead keeps the peak 30 to 50 MiB lower at no measurable cost.
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: set before any other thread starts, as mimalloc requires.
+        unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, 10) };
+    }
     let cli = Cli::parse();
     let result = cmd::dispatch(&cli);
     match result {
