@@ -26,7 +26,7 @@ pub fn is_empty(v: &Value) -> bool {
 
 /// Members of a managedFields `fieldsV1` set (`f:name`, `k:{...}`,
 /// `v:...`, `i:N`, `.`) are `{}` and must not be dropped as empty.
-fn is_field_set_member(key: &str) -> bool {
+pub(crate) fn is_field_set_member(key: &str) -> bool {
     key == "." || ["f:", "k:", "v:", "i:"].iter().any(|p| key.starts_with(p))
 }
 

@@ -119,7 +119,180 @@ pub fn serialize_with_field_hashes(
     let mut bytes = Vec::with_capacity(4096);
     let mut spans = Vec::new();
     write_spans(form, "", depth, &mut bytes, &mut spans);
-    let hashes = spans
+    let hashes = hash_spans(&bytes, spans, secrecy, sensitivity, hasher);
+    (bytes, hashes)
+}
+
+/// What [`serialize_with_field_hashes`] gives for
+/// `into_semantic_form(object)`, written straight from `object`: each
+/// object's members are sorted and its empty ones left out as they are
+/// written, so no canonical copy of the object is built.
+pub fn semantic_with_field_hashes(
+    object: &Value,
+    depth: usize,
+    secrecy: Secrecy,
+    sensitivity: &Sensitivity,
+    hasher: &ValueHasher,
+) -> (Vec<u8>, Vec<FieldHash>) {
+    // `apiVersion` reduced to its group, as `into_semantic_form` does.
+    let group = object
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .and_then(|v| v.rsplit_once('/'))
+        .map(|(g, _)| Value::String(g.to_string()));
+    let mut w = Writer {
+        out: Vec::with_capacity(4096),
+        spans: Vec::new(),
+        scratch: Vec::new(),
+    };
+    match (object, &group) {
+        (Value::Object(map), group) => {
+            // The top-level members as `into_semantic_form` inserts them: a
+            // later `apiGroup` replaces an earlier one.
+            let mut top: Vec<(&str, Member<'_>)> = Vec::with_capacity(map.len());
+            for (key, value) in map {
+                let member = match (key.as_str(), value, group) {
+                    ("apiVersion", Value::String(_), Some(g)) => ("apiGroup", Member::Value(g)),
+                    ("apiVersion", _, _) => continue,
+                    ("metadata", Value::Object(meta), _) => ("metadata", Member::Metadata(meta)),
+                    (k, v, _) => (k, Member::Value(v)),
+                };
+                match top
+                    .iter()
+                    .position(|(k, _)| *k == member.0)
+                    .filter(|_| member.0 == "apiGroup")
+                {
+                    Some(at) => top[at].1 = member.1,
+                    None => top.push(member),
+                }
+            }
+            w.object(top.into_iter(), "", depth);
+        }
+        (other, _) => {
+            w.value(other, "", 0);
+        }
+    }
+    let hashes = hash_spans(&w.out, w.spans, secrecy, sensitivity, hasher);
+    (w.out, hashes)
+}
+
+/// A member of an object being written canonically.
+#[derive(Clone, Copy)]
+enum Member<'a> {
+    Value(&'a Value),
+    /// The top-level `metadata`, without what storage adds.
+    Metadata(&'a Map<String, Value>),
+}
+
+/// Writes canonical JSON, recording where each member down to a depth
+/// starts and ends.
+struct Writer<'a> {
+    out: Vec<u8>,
+    spans: Vec<(String, usize, usize)>,
+    /// Members of the objects being written, sorted per object.
+    scratch: Vec<(&'a str, Member<'a>)>,
+}
+
+impl<'a> Writer<'a> {
+    /// Writes `v` canonically; whether it is not empty (an empty member is
+    /// left out of its object).
+    fn value(&mut self, v: &'a Value, prefix: &str, depth: usize) -> bool {
+        match v {
+            Value::Object(map) => self.object(
+                map.iter().map(|(k, v)| (k.as_str(), Member::Value(v))),
+                prefix,
+                depth,
+            ),
+            // Fields inside lists have no paths of their own.
+            Value::Array(items) => {
+                self.out.push(b'[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push(b',');
+                    }
+                    self.value(item, "", 0);
+                }
+                self.out.push(b']');
+                !items.is_empty()
+            }
+            other => {
+                serde_json::to_writer(&mut self.out, other).expect("JSON values serialize");
+                !super::is_empty(other)
+            }
+        }
+    }
+
+    fn member(&mut self, m: Member<'a>, prefix: &str, depth: usize) -> bool {
+        match m {
+            Member::Value(v) => self.value(v, prefix, depth),
+            Member::Metadata(meta) => {
+                let kept = meta
+                    .iter()
+                    .filter(|(k, _)| *k != "resourceVersion" && *k != "selfLink")
+                    .map(|(k, v)| (k.as_str(), Member::Value(v)));
+                self.object(kept, prefix, depth)
+            }
+        }
+    }
+
+    /// Writes an object of `members` sorted by key, without its empty
+    /// members (`fieldsV1` set members stay); whether any was written.
+    fn object(
+        &mut self,
+        members: impl Iterator<Item = (&'a str, Member<'a>)>,
+        prefix: &str,
+        depth: usize,
+    ) -> bool {
+        let base = self.scratch.len();
+        self.scratch.extend(members);
+        let end = self.scratch.len();
+        self.scratch[base..].sort_unstable_by(|a, b| a.0.cmp(b.0));
+        self.out.push(b'{');
+        let mut written = 0;
+        for i in base..end {
+            let (key, child) = self.scratch[i];
+            let (mark, slot) = (self.out.len(), self.spans.len());
+            if written > 0 {
+                self.out.push(b',');
+            }
+            serde_json::to_writer(&mut self.out, key).expect("JSON strings serialize");
+            self.out.push(b':');
+            let kept = match depth {
+                0 => self.member(child, "", 0),
+                _ => {
+                    let path = match prefix {
+                        "" => key.to_string(),
+                        _ => format!("{prefix}.{key}"),
+                    };
+                    let start = self.out.len();
+                    self.spans.push((String::new(), start, start));
+                    let kept = self.member(child, &path, depth - 1);
+                    self.spans[slot] = (path, start, self.out.len());
+                    kept
+                }
+            };
+            if kept || super::is_field_set_member(key) {
+                written += 1;
+            } else {
+                self.out.truncate(mark);
+                self.spans.truncate(slot);
+            }
+        }
+        self.scratch.truncate(base);
+        self.out.push(b'}');
+        written > 0
+    }
+}
+
+/// The field hashes of the `spans` of `bytes`.
+fn hash_spans(
+    bytes: &[u8],
+    spans: Vec<(String, usize, usize)>,
+    secrecy: Secrecy,
+    sensitivity: &Sensitivity,
+    hasher: &ValueHasher,
+) -> Vec<FieldHash> {
+    spans
         .into_iter()
         .map(|(path, start, end)| {
             let value = &bytes[start..end];
@@ -133,8 +306,7 @@ pub fn serialize_with_field_hashes(
             };
             (path, hash)
         })
-        .collect();
-    (bytes, hashes)
+        .collect()
 }
 
 /// Serializes `v` into `out`, recording where each member of an object
@@ -192,6 +364,69 @@ mod tests {
             assert_eq!(&alone[..FIELD_HASH_LEN], hash, "{path}");
         }
         assert_eq!(hashes.len(), 7, "{hashes:?}");
+    }
+
+    fn arb_object() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let key = prop_oneof![
+            Just("apiVersion".to_string()),
+            Just("apiGroup".to_string()),
+            Just("metadata".to_string()),
+            Just("resourceVersion".to_string()),
+            Just("selfLink".to_string()),
+            Just("f:spec".to_string()),
+            Just(".".to_string()),
+            "[a-c]{1,2}",
+        ];
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            prop_oneof![Just(0i64), -2i64..3].prop_map(Value::from),
+            Just(json!(0.0)),
+            Just(json!(-0.0)),
+            Just(json!(1.5)),
+            prop_oneof![Just(String::new()), "[a-z/\"é]{0,4}"].prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 5, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                prop::collection::vec((key.clone(), inner), 0..5)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 2000, failure_persistence: None, ..Default::default() })]
+        #[test]
+        fn written_straight_from_the_object_as_from_its_semantic_form(object in arb_object(), depth in 0usize..4) {
+            let hasher = ValueHasher::new([7; 32]);
+            let none = Sensitivity::default();
+            let straight = semantic_with_field_hashes(&object, depth, Secrecy::Plain, &none, &hasher);
+            let form = into_semantic_form(object.clone());
+            let via_form = serialize_with_field_hashes(&form, depth, Secrecy::Plain, &none, &hasher);
+            proptest::prop_assert_eq!(String::from_utf8(straight.0).unwrap(), String::from_utf8(via_form.0).unwrap());
+            proptest::prop_assert_eq!(straight.1, via_form.1);
+        }
+    }
+
+    #[test]
+    fn written_straight_from_an_object_with_storage_fields_and_field_sets() {
+        let object = json!({"kind": "Pod", "apiGroup": "x", "apiVersion": "apps/v1", "metadata": {"resourceVersion": "9", "selfLink": "/p",
+            "name": "p", "labels": {}, "managedFields": [{"fieldsV1": {"f:spec": {".": {}, "f:x": {}}}, "time": ""}]},
+            "spec": {"b": 0, "a": {"z": {"q": null}}, "c": [{}, 0, ""]}, "status": {}});
+        let hasher = ValueHasher::new([7; 32]);
+        let none = Sensitivity::default();
+        let (bytes, hashes) = semantic_with_field_hashes(&object, 2, Secrecy::Plain, &none, &hasher);
+        let form = into_semantic_form(object.clone());
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            r#"{"apiGroup":"apps","kind":"Pod","metadata":{"managedFields":[{"fieldsV1":{"f:spec":{".":{},"f:x":{}}}}],"name":"p"},"spec":{"c":[{},0,""]}}"#
+        );
+        assert_eq!(
+            hashes,
+            serialize_with_field_hashes(&form, 2, Secrecy::Plain, &none, &hasher).1
+        );
     }
 
     #[test]
