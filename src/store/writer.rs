@@ -169,22 +169,6 @@ impl<'s> RevisionWriter<'s> {
         s: Semantic,
         chunk: &mut Option<ChunkBase>,
     ) -> Result<(), StoreError> {
-        let known = self
-            .store
-            .conn
-            .prepare_cached("SELECT 1 FROM semantic_values WHERE hash = ?1")
-            .and_then(|mut st| st.exists([&s.hash]))
-            .map_err(|e| self.sql(e))?;
-        if known {
-            if let (Against::Nothing, Some(plain)) = (&s.against, s.plain) {
-                *chunk = Some(ChunkBase {
-                    key_id,
-                    stored: None,
-                    plain,
-                });
-            }
-            return Ok(());
-        }
         let mut ids = Vec::with_capacity(s.fields.len());
         for (path, h) in &s.fields {
             ids.push((self.path_id(path)?, h));
@@ -218,11 +202,14 @@ impl<'s> RevisionWriter<'s> {
             }
         };
         let packed_fields = pack(&fields, fields_dict);
-        self.store
+        // One look-up of the hash: a content stored before is left as it is
+        // (looking first took a second B-tree search for every new one).
+        let inserted = self
+            .store
             .conn
             .prepare_cached(
                 "INSERT INTO semantic_values (hash, keyed, codec, base, canonical, fields, managed) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (hash) DO NOTHING",
             )
             .and_then(|mut st| {
                 st.execute(params![
@@ -236,6 +223,16 @@ impl<'s> RevisionWriter<'s> {
                 ])
             })
             .map_err(|e| self.sql(e))?;
+        if inserted == 0 {
+            if let (Against::Nothing, Some(plain)) = (&s.against, s.plain) {
+                *chunk = Some(ChunkBase {
+                    key_id,
+                    stored: None,
+                    plain,
+                });
+            }
+            return Ok(());
+        }
         if let (Against::Nothing, Some(plain)) = (&s.against, s.plain) {
             let id = self.store.conn.last_insert_rowid();
             let base = Base {
