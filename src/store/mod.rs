@@ -152,7 +152,13 @@ impl Store {
         let mut conn = Connection::open(path).map_err(sql)?;
         conn.busy_timeout(std::time::Duration::from_secs(30))
             .map_err(sql)?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
+        // Only the connection that upgrades the schema sets the journal
+        // mode (a database remembers it): switching a database a starting
+        // writer is creating takes the writer's lock, and the two can
+        // deadlock, failing the writer with "database is locked".
+        if migrate {
+            conn.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
+        }
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(sql)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(sql)?;
         // 32 MiB of page cache (negative: KiB): batches of inserts into
@@ -259,6 +265,31 @@ mod tests {
         assert!(matches!(second, StoreError::Busy { .. }), "{second}");
         drop(first);
         Store::open_for_writing(&path).unwrap();
+    }
+
+    #[test]
+    fn a_reader_leaves_a_database_being_created_to_its_writer() {
+        // `follow` creating its database while `history` polls it.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        let lock = File::create(dir.path().join("db.sqlite.lock")).unwrap();
+        lock.try_lock().unwrap();
+        let writer = Connection::open(&path).unwrap();
+        writer
+            .execute_batch("BEGIN IMMEDIATE; CREATE TABLE migrating (x)")
+            .unwrap();
+        // Switching the file to WAL would wait for the writer's transaction.
+        let reader = Store::open_for_reading(&path).unwrap();
+        writer.execute_batch("COMMIT").unwrap();
+        let tables: i64 = reader
+            .conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'migrating'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(tables, 1);
     }
 
     #[test]
