@@ -77,9 +77,17 @@ impl Sensitivity {
         }
     }
 
-    /// Whether any sensitive value is present in a semantic form.
-    pub fn covers_any(&self, secrecy: Secrecy, form: &Value) -> bool {
-        secrecy != Secrecy::Plain || self.paths.iter().any(|p| lookup(form, p).is_some())
+    /// Whether any sensitive value is present in the semantic form of
+    /// `object` (built only when paths are marked).
+    pub fn covers_any(&self, secrecy: Secrecy, object: &Value) -> bool {
+        if secrecy != Secrecy::Plain {
+            return true;
+        }
+        if self.paths.is_empty() {
+            return false;
+        }
+        let form = semantic_form(object);
+        self.paths.iter().any(|p| lookup(&form, p).is_some())
     }
 }
 
@@ -93,40 +101,27 @@ pub const FIELD_HASH_LEN: usize = 16;
 /// A field path and the hash of its value.
 pub type FieldHash = (String, [u8; FIELD_HASH_LEN]);
 
-/// Hashes every field path of `form` down to `depth` (1 = top-level fields):
-/// keyed for sensitive paths, plain SHA-256 otherwise, truncated to 16 bytes.
+/// Hashes every field path of the semantic form of `object` down to
+/// `depth` (1 = top-level fields): keyed for sensitive paths, plain SHA-256
+/// otherwise, truncated to 16 bytes.
 pub fn field_hashes(
-    form: &Value,
+    object: &Value,
     depth: usize,
     secrecy: Secrecy,
     sensitivity: &Sensitivity,
     hasher: &ValueHasher,
 ) -> Vec<FieldHash> {
-    serialize_with_field_hashes(form, depth, secrecy, sensitivity, hasher).1
+    semantic_with_field_hashes(object, depth, secrecy, sensitivity, hasher).1
 }
 
-/// `form` serialized as compact JSON (the bytes `serde_json::to_vec` gives)
-/// and its [`field_hashes`], hashed from slices of those bytes: a field's
-/// value serializes to the same bytes alone as inside its parent, so one
-/// serialization serves the whole object and every field.
-pub fn serialize_with_field_hashes(
-    form: &Value,
-    depth: usize,
-    secrecy: Secrecy,
-    sensitivity: &Sensitivity,
-    hasher: &ValueHasher,
-) -> (Vec<u8>, Vec<FieldHash>) {
-    let mut bytes = Vec::with_capacity(4096);
-    let mut spans = Vec::new();
-    write_spans(form, "", depth, &mut bytes, &mut spans);
-    let hashes = hash_spans(&bytes, spans, secrecy, sensitivity, hasher);
-    (bytes, hashes)
-}
-
-/// What [`serialize_with_field_hashes`] gives for
-/// `into_semantic_form(object)`, written straight from `object`: each
-/// object's members are sorted and its empty ones left out as they are
-/// written, so no canonical copy of the object is built.
+/// The semantic form of `object` serialized as compact JSON (the bytes
+/// `serde_json::to_vec(&into_semantic_form(object))` gives) and its
+/// [`field_hashes`], hashed from slices of those bytes: a field's value
+/// serializes to the same bytes alone as inside its parent, so one
+/// serialization serves the whole object and every field. Written straight
+/// from `object`: each object's members are sorted and its empty ones left
+/// out as they are written, so no canonical copy is built. A semantic form
+/// is its own semantic form, so `object` may be one.
 pub fn semantic_with_field_hashes(
     object: &Value,
     depth: usize,
@@ -309,40 +304,6 @@ fn hash_spans(
         .collect()
 }
 
-/// Serializes `v` into `out`, recording where each member of an object
-/// down to `depth` levels starts and ends.
-fn write_spans(
-    v: &Value,
-    prefix: &str,
-    depth: usize,
-    out: &mut Vec<u8>,
-    spans: &mut Vec<(String, usize, usize)>,
-) {
-    match v {
-        Value::Object(map) if depth > 0 => {
-            out.push(b'{');
-            for (i, (k, child)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                serde_json::to_writer(&mut *out, k).expect("JSON strings serialize");
-                out.push(b':');
-                let path = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                let (slot, start) = (spans.len(), out.len());
-                spans.push((path.clone(), start, start));
-                write_spans(child, &path, depth - 1, out, spans);
-                spans[slot].2 = out.len();
-            }
-            out.push(b'}');
-        }
-        other => serde_json::to_writer(&mut *out, other).expect("JSON values serialize"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -356,7 +317,7 @@ mod tests {
         );
         let hasher = ValueHasher::new([7; 32]);
         let (bytes, hashes) =
-            serialize_with_field_hashes(&form, 2, Secrecy::Plain, &Sensitivity::default(), &hasher);
+            semantic_with_field_hashes(&form, 2, Secrecy::Plain, &Sensitivity::default(), &hasher);
         assert_eq!(bytes, serde_json::to_vec(&form).unwrap());
         for (path, hash) in &hashes {
             let value = path.split('.').fold(&form, |v, k| &v[k]);
@@ -402,11 +363,11 @@ mod tests {
         fn written_straight_from_the_object_as_from_its_semantic_form(object in arb_object(), depth in 0usize..4) {
             let hasher = ValueHasher::new([7; 32]);
             let none = Sensitivity::default();
-            let straight = semantic_with_field_hashes(&object, depth, Secrecy::Plain, &none, &hasher);
+            let (bytes, hashes) = semantic_with_field_hashes(&object, depth, Secrecy::Plain, &none, &hasher);
             let form = into_semantic_form(object.clone());
-            let via_form = serialize_with_field_hashes(&form, depth, Secrecy::Plain, &none, &hasher);
-            proptest::prop_assert_eq!(String::from_utf8(straight.0).unwrap(), String::from_utf8(via_form.0).unwrap());
-            proptest::prop_assert_eq!(straight.1, via_form.1);
+            let expected = serde_json::to_vec(&form).unwrap();
+            proptest::prop_assert_eq!(String::from_utf8(bytes).unwrap(), String::from_utf8(expected).unwrap());
+            proptest::prop_assert_eq!(hashes, fields_of(&form, "", depth));
         }
     }
 
@@ -418,15 +379,33 @@ mod tests {
         let hasher = ValueHasher::new([7; 32]);
         let none = Sensitivity::default();
         let (bytes, hashes) = semantic_with_field_hashes(&object, 2, Secrecy::Plain, &none, &hasher);
-        let form = into_semantic_form(object.clone());
+        let form = into_semantic_form(object);
         assert_eq!(
             String::from_utf8(bytes).unwrap(),
             r#"{"apiGroup":"apps","kind":"Pod","metadata":{"managedFields":[{"fieldsV1":{"f:spec":{".":{},"f:x":{}}}}],"name":"p"},"spec":{"c":[{},0,""]}}"#
         );
-        assert_eq!(
-            hashes,
-            serialize_with_field_hashes(&form, 2, Secrecy::Plain, &none, &hasher).1
-        );
+        assert_eq!(hashes, fields_of(&form, "", 2));
+    }
+
+    /// The field hashes of a semantic form taken the slow way: each member
+    /// down to `depth` serialized alone and hashed.
+    fn fields_of(form: &Value, prefix: &str, depth: usize) -> Vec<FieldHash> {
+        use sha2::{Digest, Sha256};
+        let (Value::Object(map), true) = (form, depth > 0) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (k, v) in map {
+            let path = if prefix.is_empty() {
+                k.clone()
+            } else {
+                format!("{prefix}.{k}")
+            };
+            let digest = Sha256::digest(serde_json::to_vec(v).unwrap());
+            out.push((path.clone(), digest[..FIELD_HASH_LEN].try_into().unwrap()));
+            out.extend(fields_of(v, &path, depth - 1));
+        }
+        out
     }
 
     #[test]

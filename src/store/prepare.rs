@@ -10,9 +10,7 @@ use crate::canon::duplicates::duplicate_entries;
 use crate::canon::facts::{object_facts_with_spec_hash, ObjectFacts};
 use crate::canon::keyed_hash::ValueHasher;
 use crate::canon::semantic::FieldConfig;
-use crate::canon::semantic::{
-    into_semantic_form, semantic_with_field_hashes, serialize_with_field_hashes, FieldHash, FIELD_HASH_LEN,
-};
+use crate::canon::semantic::{semantic_with_field_hashes, FieldHash, FIELD_HASH_LEN};
 use crate::canon::sensitive::{is_secret, is_sensitive_resource, Secrecy};
 use crate::decode::key::{ParsedKey, SpecialKey};
 use crate::decode::{decode_value, Outcome};
@@ -211,22 +209,9 @@ fn semantic(
     let managed = object
         .pointer("/metadata/managedFields")
         .map(|m| serde_json::to_vec(m).expect("JSON values serialize"));
-    let (depth, sensitivity) = (config.depth, &config.sensitivity);
-    // Paths the user marked sensitive are looked up in the semantic form.
-    let (keyed, (canonical, fields)) = match sensitivity.paths.is_empty() {
-        true => (
-            secrecy != Secrecy::Plain,
-            semantic_with_field_hashes(&object, depth, secrecy, sensitivity, hasher),
-        ),
-        false => {
-            let form = into_semantic_form(object);
-            let keyed = sensitivity.covers_any(secrecy, &form);
-            (
-                keyed,
-                serialize_with_field_hashes(&form, depth, secrecy, sensitivity, hasher),
-            )
-        }
-    };
+    let keyed = config.sensitivity.covers_any(secrecy, &object);
+    let (canonical, fields) =
+        semantic_with_field_hashes(&object, config.depth, secrecy, &config.sensitivity, hasher);
     let (canonical_dict, managed_dict): (&[u8], &[u8]) = match &dict {
         Dict::None => (&[], &[]),
         Dict::Stored(b) => (b.canonical.bytes(), b.managed.bytes()),
