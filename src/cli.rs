@@ -237,10 +237,11 @@ pub struct RecordArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=8))]
     pub field_depth: Option<u8>,
     /// A field path whose values are sensitive (hashed with the database's
-    /// secret key, never stored), e.g. `spec.token`; repeatable. Secret
+    /// secret key, never stored), e.g. `spec.token`, or with a dotted key
+    /// `data.app\.token` (also `data["app.token"]`); repeatable. Secret
     /// `data` and `stringData` always are. Fixed by the first run.
     #[arg(long, value_name = "PATH")]
-    pub sensitive_path: Vec<String>,
+    pub sensitive_path: Vec<crate::canon::path::FieldPath>,
     /// Record only this resource (`pods`, or with its group:
     /// `leases.coordination.k8s.io`); repeatable. Default: every resource
     /// not excluded.

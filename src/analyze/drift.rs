@@ -4,6 +4,7 @@
 
 use crate::canon::change::deepest_paths;
 use crate::canon::managed::{attribute, entries};
+use crate::canon::path::{FieldPath, MANAGED_FIELDS};
 use crate::store::{FieldChange, LiveObject, ObjectFilter};
 use serde::Serialize;
 use serde_json::Value;
@@ -69,7 +70,7 @@ pub fn compare(
     a: &[LiveObject],
     b: &[LiveObject],
     filter: &ObjectFilter,
-    value_at: &mut dyn FnMut(&LiveObject, &str) -> Value,
+    value_at: &mut dyn FnMut(&LiveObject, &FieldPath) -> Value,
 ) -> DriftReport {
     let a: BTreeMap<&str, &LiveObject> = a
         .iter()
@@ -95,7 +96,7 @@ pub fn compare(
         };
         let mut fields = Vec::new();
         if let (Drift::Changed, Some(o), Some(n)) = (change, old, new) {
-            let mut changed: Vec<String> = n
+            let mut changed: Vec<FieldPath> = n
                 .fields
                 .iter()
                 .filter(|(p, h)| o.fields.get(*p) != Some(h))
@@ -103,9 +104,9 @@ pub fn compare(
                 .collect();
             changed.extend(o.fields.keys().filter(|p| !n.fields.contains_key(*p)).cloned());
             changed.sort();
-            let changed: Vec<String> = deepest_paths(&changed)
+            let changed: Vec<FieldPath> = deepest_paths(&changed)
                 .into_iter()
-                .filter(|p| p != "metadata.managedFields")
+                .filter(|p| p.as_str() != MANAGED_FIELDS)
                 .collect();
             let by = attribute(
                 &o.managed.as_ref().map(entries).unwrap_or_default(),

@@ -3,6 +3,7 @@
 //! name), with the revision where each first appeared and how the list grew.
 
 use crate::canon::duplicates::Duplicate;
+use crate::canon::path::FieldPath;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
 use std::collections::BTreeMap;
@@ -11,8 +12,11 @@ pub const NAME: &str = "duplicate-entries";
 
 /// A finding for one key's history (oldest first). `sizes` gives, per
 /// revision, the sizes of the object's top-level lists.
-pub fn detect(history: &[ObjectRevision], sizes: &BTreeMap<i64, BTreeMap<String, usize>>) -> Option<Finding> {
-    let mut first_seen: BTreeMap<(String, String), (i64, usize)> = BTreeMap::new();
+pub fn detect(
+    history: &[ObjectRevision],
+    sizes: &BTreeMap<i64, BTreeMap<FieldPath, usize>>,
+) -> Option<Finding> {
+    let mut first_seen: BTreeMap<(FieldPath, String), (i64, usize)> = BTreeMap::new();
     let mut last_with: Option<&ObjectRevision> = None;
     for r in history {
         let Some(json) = &r.duplicates else { continue };
@@ -29,14 +33,14 @@ pub fn detect(history: &[ObjectRevision], sizes: &BTreeMap<i64, BTreeMap<String,
     let last = last_with?;
     let severity = if first_seen
         .keys()
-        .any(|(p, _)| p.starts_with("metadata.") || p == "subjects")
+        .any(|(p, _)| matches!(p.top().as_deref(), Some("metadata" | "subjects")))
     {
         Severity::Medium
     } else {
         Severity::Low
     };
-    let paths: Vec<&String> = first_seen.keys().map(|(p, _)| p).collect();
-    let growth: BTreeMap<&String, Vec<(i64, usize)>> = paths
+    let paths: Vec<&FieldPath> = first_seen.keys().map(|(p, _)| p).collect();
+    let growth: BTreeMap<&FieldPath, Vec<(i64, usize)>> = paths
         .iter()
         .map(|p| {
             let mut steps: Vec<(i64, usize)> = Vec::new();
@@ -116,9 +120,18 @@ mod tests {
         let dup = r#"[{"path":"metadata.ownerReferences","entry":"uid a","count":2}]"#;
         let history = [rev(2, None), rev(5, Some(dup)), rev(6, Some(dup))];
         let sizes = BTreeMap::from([
-            (2, BTreeMap::from([("metadata.ownerReferences".to_string(), 1)])),
-            (5, BTreeMap::from([("metadata.ownerReferences".to_string(), 2)])),
-            (6, BTreeMap::from([("metadata.ownerReferences".to_string(), 2)])),
+            (
+                2,
+                BTreeMap::from([("metadata.ownerReferences".parse().unwrap(), 1)]),
+            ),
+            (
+                5,
+                BTreeMap::from([("metadata.ownerReferences".parse().unwrap(), 2)]),
+            ),
+            (
+                6,
+                BTreeMap::from([("metadata.ownerReferences".parse().unwrap(), 2)]),
+            ),
         ]);
         let f = detect(&history, &sizes).unwrap();
         assert_eq!((f.severity, f.revisions.clone()), (Severity::Medium, vec![5]));

@@ -7,7 +7,7 @@
 //! its values came from more than one field manager, since one controller's
 //! counters going 3 → 4 → 3 during a rollout are its job, not a fight.
 
-use crate::canon::change::is_under;
+use crate::canon::path::{FieldPath, MANAGED_FIELDS};
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
 use crate::store::Gap;
@@ -20,8 +20,11 @@ pub const NAME: &str = "flapping";
 pub const DEFAULT_MIN_RETURNS: usize = 2;
 
 /// Paths whose changes are bookkeeping, not someone's intent.
-fn ignored(path: &str) -> bool {
-    path == "metadata.managedFields" || path == "metadata.generation" || path == "status.observedGeneration"
+fn ignored(path: &FieldPath) -> bool {
+    matches!(
+        path.as_str(),
+        MANAGED_FIELDS | "metadata.generation" | "status.observedGeneration"
+    )
 }
 
 /// One change of the field: the revision and the value hash it took.
@@ -54,7 +57,7 @@ pub fn detect(
     history: &[ObjectRevision],
     min_returns: usize,
     gaps: &[Gap],
-    value_at: &mut dyn FnMut(&ObjectRevision, &str) -> Option<Value>,
+    value_at: &mut dyn FnMut(&ObjectRevision, &FieldPath) -> Option<Value>,
 ) -> Vec<Finding> {
     let mut findings = Vec::new();
     let mut generations: BTreeMap<i64, Vec<&ObjectRevision>> = BTreeMap::new();
@@ -63,11 +66,11 @@ pub fn detect(
     }
     for rows in generations.values() {
         // Leaf paths: a path with children is covered by them.
-        let paths: BTreeSet<&String> = rows.iter().flat_map(|r| r.fields.keys()).collect();
-        let leaves: Vec<&String> = paths
+        let paths: BTreeSet<&FieldPath> = rows.iter().flat_map(|r| r.fields.keys()).collect();
+        let leaves: Vec<&FieldPath> = paths
             .iter()
             .copied()
-            .filter(|p| !ignored(p) && !paths.iter().any(|q| is_under(q, p)))
+            .filter(|p| !ignored(p) && !paths.iter().any(|q| q.is_under(p)))
             .collect();
         for path in leaves {
             let mut steps: Vec<Step> = Vec::new();
@@ -90,12 +93,12 @@ pub fn detect(
 }
 
 /// Whether `path` is observed state.
-fn is_status(path: &str) -> bool {
-    path == "status" || path.starts_with("status.")
+fn is_status(path: &FieldPath) -> bool {
+    path.top().as_deref() == Some("status")
 }
 
 /// How many field managers wrote the changes of `path`.
-fn writers(path: &str, steps: &[Step]) -> usize {
+fn writers(path: &FieldPath, steps: &[Step]) -> usize {
     let by: BTreeSet<&String> = steps[1..]
         .iter()
         .flat_map(|s| s.row.changed_by.get(path).into_iter().flatten())
@@ -104,11 +107,11 @@ fn writers(path: &str, steps: &[Step]) -> usize {
 }
 
 fn finding(
-    path: &str,
+    path: &FieldPath,
     steps: &[Step],
     returns: usize,
     gaps: &[Gap],
-    value_at: &mut dyn FnMut(&ObjectRevision, &str) -> Option<Value>,
+    value_at: &mut dyn FnMut(&ObjectRevision, &FieldPath) -> Option<Value>,
 ) -> Finding {
     let first = steps[0].row;
     let shown: Vec<String> = steps
@@ -193,15 +196,15 @@ mod tests {
             namespace: Some("ns".into()),
             name: Some("web".into()),
             fields: BTreeMap::from([
-                ("spec".to_string(), [replicas + 100; 16]),
-                ("spec.replicas".to_string(), [replicas; 16]),
+                (FieldPath::field("spec"), [replicas + 100; 16]),
+                (FieldPath::fields(["spec", "replicas"]), [replicas; 16]),
             ]),
-            changed_by: BTreeMap::from([("spec.replicas".to_string(), vec![by.to_string()])]),
+            changed_by: BTreeMap::from([(FieldPath::fields(["spec", "replicas"]), vec![by.to_string()])]),
             ..Default::default()
         }
     }
 
-    fn values(r: &ObjectRevision, _: &str) -> Option<Value> {
+    fn values(r: &ObjectRevision, _: &FieldPath) -> Option<Value> {
         Some(Value::from(r.fields["spec.replicas"][0]))
     }
 
@@ -238,10 +241,10 @@ mod tests {
     fn status(n: i64, replicas: u8, by: &str) -> ObjectRevision {
         let mut r = rev(n, replicas, by);
         r.fields = BTreeMap::from([
-            ("status".to_string(), [replicas + 100; 16]),
-            ("status.replicas".to_string(), [replicas; 16]),
+            (FieldPath::field("status"), [replicas + 100; 16]),
+            (FieldPath::fields(["status", "replicas"]), [replicas; 16]),
         ]);
-        r.changed_by = BTreeMap::from([("status.replicas".to_string(), vec![by.to_string()])]);
+        r.changed_by = BTreeMap::from([(FieldPath::fields(["status", "replicas"]), vec![by.to_string()])]);
         r
     }
 

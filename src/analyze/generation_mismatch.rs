@@ -3,6 +3,7 @@
 //! `status.observedGeneration` going backwards (a stale status writer
 //! overwrote newer status).
 
+use crate::canon::path::FieldPath;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
 
@@ -21,7 +22,7 @@ pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
         let spec_changed = cur
             .changed_paths
             .iter()
-            .any(|p| p == "spec" || p.starts_with("spec."));
+            .any(|p| p.top().as_deref() == Some("spec"));
         if let (true, Some(before), Some(after)) = (spec_changed, prev.generation, cur.generation) {
             if before > 0 && after <= before {
                 let by: Vec<String> = cur
@@ -42,7 +43,7 @@ pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
             if after < before {
                 let by = cur
                     .changed_by
-                    .get("status.observedGeneration")
+                    .get(&FieldPath::fields(["status", "observedGeneration"]))
                     .cloned()
                     .unwrap_or_default();
                 events.push(
@@ -110,7 +111,7 @@ mod tests {
                 ..Default::default()
             },
             changed_paths: if spec_changed {
-                vec!["spec.replicas".into()]
+                vec![FieldPath::fields(["spec", "replicas"])]
             } else {
                 vec![]
             },

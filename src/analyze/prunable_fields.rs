@@ -10,11 +10,10 @@
 //! that revision (the CRD's latest stored revision at or before it), with the
 //! schema of the version the revision is stored at.
 //!
-//! Paths are dot-separated keys with list indexes in brackets
-//! (`spec.ports[0].protocl`, map keys as segments: `spec.labels.team.extra`).
-//! A key that is empty or holds `.`, `[`, `]` or `"` is written as a JSON
-//! string in brackets, without a dot before it: `spec.labels["app.kubernetes.io/name"]`.
+//! Paths are [`FieldPath`]s: `spec.ports[0].protocl`, map keys as members
+//! (`spec.labels.app\.kubernetes\.io/name`).
 
+use crate::canon::path::{FieldPath, Segment};
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
 use serde_json::{Map, Value};
@@ -29,56 +28,8 @@ pub const CRD_RESOURCE: &str = "customresourcedefinitions";
 /// Paths listed in a summary; the rest are counted.
 const SHOWN_PATHS: usize = 20;
 
-/// One step of a field path.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Segment {
-    Key(String),
-    Index(usize),
-}
-
-type Path = Vec<Segment>;
-
-fn is_plain(key: &str) -> bool {
-    !key.is_empty() && !key.contains(['.', '[', ']', '"'])
-}
-
-fn format_path(path: &[Segment]) -> String {
-    let mut out = String::new();
-    for segment in path {
-        match segment {
-            Segment::Key(k) if is_plain(k) => {
-                if !out.is_empty() {
-                    out.push('.');
-                }
-                out.push_str(k);
-            }
-            Segment::Key(k) => {
-                out.push('[');
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(']');
-            }
-            Segment::Index(i) => out.push_str(&format!("[{i}]")),
-        }
-    }
-    out
-}
-
-/// Whether `path` names a value in `object`.
-fn exists(object: &Value, path: &[Segment]) -> bool {
-    let mut at = object;
-    for segment in path {
-        let next = match (segment, at) {
-            (Segment::Key(k), Value::Object(m)) => m.get(k),
-            (Segment::Index(i), Value::Array(a)) => a.get(*i),
-            _ => None,
-        };
-        match next {
-            Some(v) => at = v,
-            None => return false,
-        }
-    }
-    true
-}
+/// The path being walked, outermost segment first.
+type Walked = Vec<Segment>;
 
 fn flag(schema: &Map<String, Value>, name: &str) -> bool {
     schema.get(name).and_then(Value::as_bool) == Some(true)
@@ -86,7 +37,7 @@ fn flag(schema: &Map<String, Value>, name: &str) -> bool {
 
 /// Walks `value` against the schema node `schema`, collecting the keys the
 /// schema does not declare (without descending into them).
-fn walk(schema: &Value, value: &Value, path: &mut Path, out: &mut BTreeSet<Path>) {
+fn walk(schema: &Value, value: &Value, path: &mut Walked, out: &mut BTreeSet<FieldPath>) {
     let Value::Object(schema) = schema else {
         return;
     };
@@ -129,8 +80,8 @@ fn walk_members(
     schema: &Map<String, Value>,
     map: &Map<String, Value>,
     allowed: &dyn Fn(&str) -> bool,
-    path: &mut Path,
-    out: &mut BTreeSet<Path>,
+    path: &mut Walked,
+    out: &mut BTreeSet<FieldPath>,
 ) {
     let properties = schema.get("properties").and_then(Value::as_object);
     let additional = schema.get("additionalProperties");
@@ -138,13 +89,13 @@ fn walk_members(
         if allowed(key) {
             continue;
         }
-        path.push(Segment::Key(key.clone()));
+        path.push(Segment::Field(key.clone()));
         match (properties.and_then(|p| p.get(key)), additional) {
             (Some(property), _) => walk(property, v, path, out),
             (None, Some(a @ Value::Object(_))) => walk(a, v, path, out),
             (None, Some(Value::Bool(true))) => {}
             (None, _) => {
-                out.insert(path.clone());
+                out.insert(FieldPath::from_segments(path.iter()));
             }
         }
         path.pop();
@@ -155,7 +106,7 @@ fn walk_members(
 /// whatever its `type` says. `apiVersion`, `kind` and `metadata` at the top
 /// are never prunable; neither is `apiGroup` when the object has no
 /// `apiVersion` (the semantic form's stand-in for it).
-fn prunable(schema: &Value, object: &Value) -> BTreeSet<Path> {
+fn prunable(schema: &Value, object: &Value) -> BTreeSet<FieldPath> {
     let mut out = BTreeSet::new();
     let (Value::Object(schema), Value::Object(top)) = (schema, object) else {
         return out;
@@ -171,10 +122,8 @@ fn prunable(schema: &Value, object: &Value) -> BTreeSet<Path> {
 
 /// The undeclared field paths of `object` under `schema` (an
 /// openAPIV3Schema node), sorted.
-pub fn prunable_paths(schema: &Value, object: &Value) -> Vec<String> {
-    let mut paths: Vec<String> = prunable(schema, object).iter().map(|p| format_path(p)).collect();
-    paths.sort();
-    paths
+pub fn prunable_paths(schema: &Value, object: &Value) -> Vec<FieldPath> {
+    prunable(schema, object).into_iter().collect()
 }
 
 /// One stored revision of a CRD, reduced to what pruning needs.
@@ -299,7 +248,7 @@ struct Judged<'a> {
     revision: &'a ObjectRevision,
     crd: String,
     version: String,
-    paths: BTreeSet<Path>,
+    paths: BTreeSet<FieldPath>,
 }
 
 fn judge<'a>(
@@ -400,9 +349,9 @@ pub fn detect(
             continue;
         };
         if let Some(prev) = &last {
-            for path in prev.paths.iter().filter(|p| !exists(&object, p)) {
+            for path in prev.paths.iter().filter(|p| p.get(&object).is_none()) {
                 pruned.push((
-                    format_path(path),
+                    path.to_string(),
                     prev.revision.mod_revision,
                     judged.revision.mod_revision,
                 ));
@@ -413,9 +362,7 @@ pub fn detect(
     let last = last?;
     let current = std::ptr::eq(last.revision, latest);
     let paths: Vec<String> = if current {
-        let mut p: Vec<String> = last.paths.iter().map(|p| format_path(p)).collect();
-        p.sort();
-        p
+        last.paths.iter().map(FieldPath::to_string).collect()
     } else {
         Vec::new()
     };
@@ -519,7 +466,7 @@ mod tests {
         json!({"apiGroup": "example.com", "kind": "Widget", "metadata": {"name": "w1", "namespace": "shop", "labels": {"x": "y"}}, "spec": spec})
     }
 
-    fn paths(spec: Value) -> Vec<String> {
+    fn paths(spec: Value) -> Vec<FieldPath> {
         prunable_paths(&widget_schema(), &widget(spec))
     }
 
@@ -556,7 +503,7 @@ mod tests {
         assert!(paths(json!({"labels": {"a": {"team": "x"}}})).is_empty());
         assert_eq!(
             paths(json!({"labels": {"app.kubernetes.io/name": {"extra": 1}}})),
-            [r#"spec.labels["app.kubernetes.io/name"].extra"#]
+            [r"spec.labels.app\.kubernetes\.io/name.extra"]
         );
     }
 

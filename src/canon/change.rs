@@ -1,6 +1,7 @@
 //! Change classes: what a revision changed against the previous revision of
 //! the same key generation.
 
+use super::path::FieldPath;
 use super::semantic::FIELD_HASH_LEN;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -115,7 +116,7 @@ pub struct Facts {
     pub api_version: Option<String>,
     pub encryption: Option<String>,
     /// Field path → hash, when the value decoded.
-    pub fields: Option<BTreeMap<String, [u8; FIELD_HASH_LEN]>>,
+    pub fields: Option<BTreeMap<FieldPath, [u8; FIELD_HASH_LEN]>>,
 }
 
 /// A revision's change.
@@ -124,7 +125,7 @@ pub struct Change {
     pub class: ChangeClass,
     pub cause: Option<ChangeCause>,
     /// Field paths whose value changed, appeared or disappeared.
-    pub changed_paths: Vec<String>,
+    pub changed_paths: Vec<FieldPath>,
 }
 
 impl Change {
@@ -137,24 +138,14 @@ impl Change {
     }
 }
 
-/// Whether field path `child` lies strictly under `parent`
-/// (`spec.replicas` under `spec`).
-pub fn is_under(child: &str, parent: &str) -> bool {
-    child.len() > parent.len() && child.starts_with(parent) && child.as_bytes()[parent.len()] == b'.'
-}
-
 /// The paths of `paths` that have none of the others under them:
 /// `spec.replicas` says more than `spec`.
-pub fn deepest_paths(paths: &[String]) -> Vec<String> {
+pub fn deepest_paths(paths: &[FieldPath]) -> Vec<FieldPath> {
     paths
         .iter()
-        .filter(|p| !paths.iter().any(|q| is_under(q, p)))
+        .filter(|p| !paths.iter().any(|q| q.is_under(p)))
         .cloned()
         .collect()
-}
-
-fn root(path: &str) -> &str {
-    path.split('.').next().unwrap_or(path)
 }
 
 /// Classifies `cur` against `prev`, the previous stored revision of the same
@@ -202,7 +193,7 @@ pub fn classify(prev: Option<&Facts>, cur: &Facts) -> Change {
         prev.fields.as_ref().unwrap_or(&empty),
         cur.fields.as_ref().unwrap_or(&empty),
     );
-    let mut changed: Vec<String> = new
+    let mut changed: Vec<FieldPath> = new
         .iter()
         .filter(|(p, h)| old.get(*p) != Some(h))
         .map(|(p, _)| p.clone())
@@ -211,8 +202,10 @@ pub fn classify(prev: Option<&Facts>, cur: &Facts) -> Change {
     changed.sort();
     // Keep the deepest paths: `spec.replicas` says more than `spec`.
     let deepest = deepest_paths(&changed);
-    let status = deepest.iter().any(|p| root(p) == "status");
-    let content = deepest.iter().any(|p| !matches!(root(p), "metadata" | "status"));
+    let status = deepest.iter().any(|p| p.top().as_deref() == Some("status"));
+    let content = deepest
+        .iter()
+        .any(|p| !matches!(p.top().as_deref(), Some("metadata" | "status")));
     let class = match (content, status) {
         (true, true) => ChangeClass::Mixed,
         (true, false) => ChangeClass::Spec,
@@ -237,7 +230,12 @@ mod tests {
             semantic_hash: Some(semantic.to_vec()),
             encoding: Some("protobuf".into()),
             api_version: Some("v1".into()),
-            fields: Some(fields.iter().map(|(p, h)| (p.to_string(), [*h; 16])).collect()),
+            fields: Some(
+                fields
+                    .iter()
+                    .map(|(p, h)| (FieldPath::parse(p).unwrap(), [*h; 16]))
+                    .collect(),
+            ),
             ..Facts::default()
         }
     }
@@ -312,7 +310,10 @@ mod tests {
         let c = classify(Some(&base), &labels);
         assert_eq!(
             (c.class, c.changed_paths),
-            (ChangeClass::MetadataOnly, vec!["metadata.labels".to_string()])
+            (
+                ChangeClass::MetadataOnly,
+                vec![FieldPath::parse("metadata.labels").unwrap()]
+            )
         );
         let cond = facts(
             b"e",
@@ -344,7 +345,10 @@ mod tests {
             (c.class, c.changed_paths),
             (
                 ChangeClass::Spec,
-                vec!["metadata".to_string(), "spec.replicas".to_string()]
+                vec![
+                    FieldPath::field("metadata"),
+                    FieldPath::parse("spec.replicas").unwrap()
+                ]
             )
         );
         let both = facts(

@@ -4,6 +4,7 @@
 //! (containers, init and ephemeral containers, volumes, each container's env
 //! and named ports), in Pods and in the pod templates of workloads.
 
+use super::path::{FieldPath, Segment};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -12,8 +13,8 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Duplicate {
     /// The list, e.g. `metadata.ownerReferences` or
-    /// `spec.template.spec.containers[web].env`.
-    pub path: String,
+    /// `spec.template.spec.containers[name=web].env`.
+    pub path: FieldPath,
     /// What repeats, e.g. `uid 5c3a…` or `name DB_HOST`.
     pub entry: String,
     pub count: usize,
@@ -25,7 +26,7 @@ fn text(v: &Value, k: &str) -> String {
 
 /// Counts entries by `key_of` and reports those seen more than once.
 fn repeats(
-    path: &str,
+    path: &FieldPath,
     items: Option<&Value>,
     key_of: &dyn Fn(&Value) -> Option<String>,
     out: &mut Vec<Duplicate>,
@@ -44,7 +45,7 @@ fn repeats(
             .into_iter()
             .filter(|(_, n)| *n > 1)
             .map(|(entry, count)| Duplicate {
-                path: path.to_string(),
+                path: path.clone(),
                 entry,
                 count,
             }),
@@ -60,7 +61,7 @@ fn by_name(v: &Value) -> Option<String> {
 
 /// [`repeats`] by name, for the long lists of pod specs: names are compared
 /// borrowed first, and the path is only formatted when one repeats.
-fn repeats_by_name(path: impl FnOnce() -> String, items: Option<&Value>, out: &mut Vec<Duplicate>) {
+fn repeats_by_name(path: impl FnOnce() -> FieldPath, items: Option<&Value>, out: &mut Vec<Duplicate>) {
     let Some(list) = items.and_then(Value::as_array) else {
         return;
     };
@@ -75,16 +76,19 @@ fn repeats_by_name(path: impl FnOnce() -> String, items: Option<&Value>, out: &m
     }
 }
 
-fn pod_spec(path: &str, spec: &Value, out: &mut Vec<Duplicate>) {
+fn pod_spec(path: &FieldPath, spec: &Value, out: &mut Vec<Duplicate>) {
     for list in ["containers", "initContainers", "ephemeralContainers"] {
-        repeats_by_name(|| format!("{path}.{list}"), spec.get(list), out);
+        repeats_by_name(|| path.join_field(list), spec.get(list), out);
         for c in spec.get(list).and_then(Value::as_array).into_iter().flatten() {
-            let container = || format!("{path}.{list}[{}]", text(c, "name"));
-            repeats_by_name(|| format!("{}.env", container()), c.get("env"), out);
-            repeats_by_name(|| format!("{}.ports", container()), c.get("ports"), out);
+            let container = || {
+                path.join_field(list)
+                    .join(&Segment::Item(vec![("name".into(), text(c, "name"))]))
+            };
+            repeats_by_name(|| container().join_field("env"), c.get("env"), out);
+            repeats_by_name(|| container().join_field("ports"), c.get("ports"), out);
         }
     }
-    repeats_by_name(|| format!("{path}.volumes"), spec.get("volumes"), out);
+    repeats_by_name(|| path.join_field("volumes"), spec.get("volumes"), out);
 }
 
 /// Every repeated entry in `object`.
@@ -92,8 +96,9 @@ pub fn duplicate_entries(object: &Value) -> Vec<Duplicate> {
     let mut out = Vec::new();
     let meta = object.get("metadata");
     let refs = meta.and_then(|m| m.get("ownerReferences"));
+    let owner_refs = FieldPath::fields(["metadata", "ownerReferences"]);
     repeats(
-        "metadata.ownerReferences",
+        &owner_refs,
         refs,
         &|r| Some(format!("uid {}", text(r, "uid"))).filter(|_| !text(r, "uid").is_empty()),
         &mut out,
@@ -101,7 +106,7 @@ pub fn duplicate_entries(object: &Value) -> Vec<Duplicate> {
     let by_uid: Vec<String> = out.iter().map(|d| d.entry.clone()).collect();
     let mut by_ref = Vec::new();
     repeats(
-        "metadata.ownerReferences",
+        &owner_refs,
         refs,
         &|r| {
             Some(format!(
@@ -119,13 +124,13 @@ pub fn duplicate_entries(object: &Value) -> Vec<Duplicate> {
         out.extend(by_ref);
     }
     repeats(
-        "metadata.finalizers",
+        &FieldPath::fields(["metadata", "finalizers"]),
         meta.and_then(|m| m.get("finalizers")),
         &|f| f.as_str().map(str::to_string),
         &mut out,
     );
     repeats(
-        "subjects",
+        &FieldPath::field("subjects"),
         object.get("subjects"),
         &|s| {
             Some(format!(
@@ -137,16 +142,13 @@ pub fn duplicate_entries(object: &Value) -> Vec<Duplicate> {
         },
         &mut out,
     );
-    for (path, pointer) in [
-        ("spec", "/spec"),
-        ("spec.template.spec", "/spec/template/spec"),
-        (
-            "spec.jobTemplate.spec.template.spec",
-            "/spec/jobTemplate/spec/template/spec",
-        ),
+    for path in [
+        FieldPath::field("spec"),
+        FieldPath::fields(["spec", "template", "spec"]),
+        FieldPath::fields(["spec", "jobTemplate", "spec", "template", "spec"]),
     ] {
-        if let Some(spec) = object.pointer(pointer).filter(|s| s.get("containers").is_some()) {
-            pod_spec(path, spec, &mut out);
+        if let Some(spec) = path.get(object).filter(|s| s.get("containers").is_some()) {
+            pod_spec(&path, spec, &mut out);
         }
     }
     out
@@ -154,15 +156,15 @@ pub fn duplicate_entries(object: &Value) -> Vec<Duplicate> {
 
 /// Sizes of the lists [`duplicate_entries`] checks at the object level, for
 /// showing how a list grew.
-pub fn list_sizes(object: &Value) -> BTreeMap<String, usize> {
+pub fn list_sizes(object: &Value) -> BTreeMap<FieldPath, usize> {
     let mut out = BTreeMap::new();
-    for (path, pointer) in [
-        ("metadata.ownerReferences", "/metadata/ownerReferences"),
-        ("metadata.finalizers", "/metadata/finalizers"),
-        ("subjects", "/subjects"),
+    for path in [
+        FieldPath::fields(["metadata", "ownerReferences"]),
+        FieldPath::fields(["metadata", "finalizers"]),
+        FieldPath::field("subjects"),
     ] {
-        if let Some(a) = object.pointer(pointer).and_then(Value::as_array) {
-            out.insert(path.to_string(), a.len());
+        if let Some(a) = path.get(object).and_then(Value::as_array) {
+            out.insert(path, a.len());
         }
     }
     out
@@ -189,12 +191,15 @@ mod tests {
             vec![
                 ("metadata.ownerReferences", "uid a", 2),
                 ("metadata.finalizers", "f", 2),
-                ("spec.template.spec.containers[web].env", "name A", 2)
+                ("spec.template.spec.containers[name=web].env", "name A", 2)
             ]
         );
         let rb = json!({"kind": "RoleBinding", "subjects": [{"kind": "User", "name": "u"}, {"kind": "User", "name": "u"}, {"kind": "User", "name": "v"}]});
         assert_eq!(duplicate_entries(&rb)[0].entry, "User /u");
         assert!(duplicate_entries(&json!({"metadata": {"finalizers": ["a", "b"]}})).is_empty());
-        assert_eq!(list_sizes(&dep)["metadata.finalizers"], 3);
+        assert_eq!(
+            list_sizes(&dep)[&FieldPath::fields(["metadata", "finalizers"])],
+            3
+        );
     }
 }

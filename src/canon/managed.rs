@@ -2,6 +2,7 @@
 //! path (by walking `fieldsV1`: `f:` fields, `k:` keys, `v:` values, `i:`
 //! indexes) and which of them changed between two revisions.
 
+use super::path::{scalar_text, FieldPath, Segment, MANAGED_FIELDS};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -51,16 +52,18 @@ pub fn entries(managed: &Value) -> Vec<Entry> {
         .collect()
 }
 
-/// Whether a `fieldsV1` set covers the dotted `path` (or a parent of it).
-pub fn covers(fields: &Value, path: &str) -> bool {
+/// Whether a `fieldsV1` set covers `path` (or a parent of it): an object
+/// member is an `f:` entry, a list item an `i:` (index), `k:` (merge keys)
+/// or `v:` (value) entry.
+pub fn covers(fields: &Value, path: &FieldPath) -> bool {
     let mut node = fields;
-    for part in path.split('.') {
+    for segment in path.segments() {
         let Some(map) = node.as_object() else { return false };
         if map.is_empty() {
             // An empty set owns the whole value above this point.
             return true;
         }
-        match map.get(&format!("f:{part}")) {
+        match member(map, &segment) {
             Some(next) => node = next,
             None => return false,
         }
@@ -68,11 +71,32 @@ pub fn covers(fields: &Value, path: &str) -> bool {
     true
 }
 
+/// The `fieldsV1` entry for one segment.
+fn member<'v>(map: &'v serde_json::Map<String, Value>, segment: &Segment) -> Option<&'v Value> {
+    match segment {
+        Segment::Field(name) => map.get(&format!("f:{name}")),
+        Segment::Index(i) => map.get(&format!("i:{i}")),
+        Segment::Item(keys) => map.iter().find_map(|(k, v)| {
+            let wanted: Value = serde_json::from_str(k.strip_prefix("k:")?).ok()?;
+            let wanted = wanted.as_object()?;
+            let same = wanted.len() == keys.len()
+                && keys
+                    .iter()
+                    .all(|(name, text)| wanted.get(name).and_then(scalar_text).as_deref() == Some(text));
+            same.then_some(v)
+        }),
+        Segment::Value(text) => map.iter().find_map(|(k, v)| {
+            let value: Value = serde_json::from_str(k.strip_prefix("v:")?).ok()?;
+            (scalar_text(&value).as_deref() == Some(text)).then_some(v)
+        }),
+    }
+}
+
 /// For each changed path, the labels of the managers whose entry covers it
 /// and changed between `prev` and `cur` (added, or fieldsV1 or time
 /// changed); when none changed, the current owners of the path.
 /// `metadata.managedFields` is attributed to the entries that changed.
-pub fn attribute(prev: &[Entry], cur: &[Entry], paths: &[String]) -> BTreeMap<String, Vec<String>> {
+pub fn attribute(prev: &[Entry], cur: &[Entry], paths: &[FieldPath]) -> BTreeMap<FieldPath, Vec<String>> {
     let changed: Vec<&Entry> = cur
         .iter()
         .filter(|e| !prev.iter().any(|p| p.identity() == e.identity() && p == *e))
@@ -82,7 +106,7 @@ pub fn attribute(prev: &[Entry], cur: &[Entry], paths: &[String]) -> BTreeMap<St
         .map(|path| {
             // managedFields itself changes with the entries that changed (a
             // time, an operation): their managers wrote it.
-            if path == "metadata.managedFields" {
+            if path.as_str() == MANAGED_FIELDS {
                 let mut by: Vec<String> = changed.iter().map(|e| e.label()).collect();
                 by.sort();
                 by.dedup();
@@ -146,16 +170,59 @@ mod tests {
         let by = attribute(
             &prev,
             &cur,
-            &[
-                "spec.replicas".into(),
-                "metadata.labels".into(),
-                "status.x".into(),
-            ],
+            &[p("spec.replicas"), p("metadata.labels"), p("status.x")],
         );
-        assert_eq!(by["spec.replicas"], vec!["hpa"]);
-        assert_eq!(by["metadata.labels"], vec!["hpa"]);
-        assert!(!by.contains_key("status.x"));
-        assert!(covers(&json!({"f:data": {}}), "data.key"));
-        assert!(!covers(&json!({"f:data": {"f:a": {}}}), "data.b"));
+        assert_eq!(by[&p("spec.replicas")], vec!["hpa"]);
+        assert_eq!(by[&p("metadata.labels")], vec!["hpa"]);
+        assert!(!by.contains_key(&p("status.x")));
+        assert!(covers(&json!({"f:data": {}}), &p("data.key")));
+        assert!(!covers(&json!({"f:data": {"f:a": {}}}), &p("data.b")));
+    }
+
+    fn p(text: &str) -> FieldPath {
+        FieldPath::parse(text).unwrap()
+    }
+
+    #[test]
+    fn dotted_keys_and_list_items_map_to_their_field_set_entries() {
+        let set = json!({"f:data": {"f:app.properties": {}}, "f:metadata": {"f:labels": {"f:app.kubernetes.io/name": {}},
+            "f:finalizers": {".": {}, "v:\"kubernetes.io/pvc-protection\"": {}}},
+            "f:spec": {"f:containers": {"k:{\"name\":\"web\"}": {".": {}, "f:image": {},
+                "f:ports": {"k:{\"containerPort\":80,\"protocol\":\"TCP\"}": {".": {}, "f:containerPort": {}}}}},
+                "f:args": {"i:0": {}}}});
+        for covered in [
+            r"data.app\.properties",
+            r#"data["app.properties"]"#,
+            r"metadata.labels.app\.kubernetes\.io/name",
+            "metadata.finalizers[=kubernetes.io/pvc-protection]",
+            "spec.containers[name=web].image",
+            "spec.containers[name=web].ports[containerPort=80,protocol=TCP].containerPort",
+            "spec.args[0]",
+        ] {
+            assert!(covers(&set, &p(covered)), "{covered}");
+        }
+        for not in [
+            "data.app",
+            "data.app.properties",
+            "metadata.finalizers[=other]",
+            "spec.containers[name=api].image",
+            "spec.containers[name=web].ports[containerPort=80].containerPort",
+            "spec.args[1]",
+        ] {
+            assert!(!covers(&set, &p(not)), "{not}");
+        }
+    }
+
+    #[test]
+    fn a_fight_over_a_dotted_key_names_both_managers() {
+        let a = |t: &str| entry("a", t, json!({"f:data": {"f:app.properties": {}}}));
+        let b = |t: &str| entry("b", t, json!({"f:data": {"f:app.properties": {}}}));
+        let prev = entries(&json!([a("2026-01-01T00:00:00Z")]));
+        let cur = entries(&json!([a("2026-01-01T00:00:00Z"), b("2026-01-01T00:01:00Z")]));
+        let path = FieldPath::fields(["data", "app.properties"]);
+        assert_eq!(
+            attribute(&prev, &cur, std::slice::from_ref(&path))[&path],
+            vec!["b"]
+        );
     }
 }

@@ -7,6 +7,7 @@
 //! group or kind does not.
 
 use super::keyed_hash::ValueHasher;
+use super::path::FieldPath;
 use super::sensitive::Secrecy;
 use super::{into_canonical, keep_canonical_members};
 use serde_json::{Map, Value};
@@ -58,7 +59,7 @@ pub struct FieldConfig {
 #[derive(Clone, Debug, Default)]
 pub struct Sensitivity {
     /// Extra field paths (and everything under them) the user marked.
-    pub paths: Vec<String>,
+    pub paths: Vec<FieldPath>,
 }
 
 impl Sensitivity {
@@ -66,14 +67,11 @@ impl Sensitivity {
     /// must be keyed: every field of an encrypted resource, a Secret's
     /// `data`/`stringData`, a configured path, or a field containing one
     /// (`spec` holds `spec.token`).
-    pub fn is_sensitive(&self, secrecy: Secrecy, path: &str) -> bool {
-        let under =
-            |root: &str| path == root || path.strip_prefix(root).is_some_and(|rest| rest.starts_with('.'));
-        let holds = |p: &str| p.strip_prefix(path).is_some_and(|rest| rest.starts_with('.'));
+    pub fn is_sensitive(&self, secrecy: Secrecy, path: &FieldPath) -> bool {
         match secrecy {
             Secrecy::Everything => true,
-            Secrecy::Secret if under("data") || under("stringData") => true,
-            _ => self.paths.iter().any(|p| under(p) || holds(p)),
+            Secrecy::Secret if matches!(path.top().as_deref(), Some("data" | "stringData")) => true,
+            _ => self.paths.iter().any(|p| path.is_within(p) || p.is_under(path)),
         }
     }
 
@@ -87,19 +85,15 @@ impl Sensitivity {
             return false;
         }
         let form = semantic_form(object);
-        self.paths.iter().any(|p| lookup(&form, p).is_some())
+        self.paths.iter().any(|p| p.get(&form).is_some())
     }
-}
-
-fn lookup<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('.').try_fold(v, |cur, k| cur.as_object()?.get(k))
 }
 
 /// Length of a stored field hash.
 pub const FIELD_HASH_LEN: usize = 16;
 
 /// A field path and the hash of its value.
-pub type FieldHash = (String, [u8; FIELD_HASH_LEN]);
+pub type FieldHash = (FieldPath, [u8; FIELD_HASH_LEN]);
 
 /// Hashes every field path of the semantic form of `object` down to
 /// `depth` (1 = top-level fields): keyed for sensitive paths, plain SHA-256
@@ -161,10 +155,10 @@ pub fn semantic_with_field_hashes(
                     None => top.push(member),
                 }
             }
-            w.object(top.into_iter(), "", depth);
+            w.object(top.into_iter(), &FieldPath::root(), depth);
         }
         (other, _) => {
-            w.value(other, "", 0);
+            w.value(other, &FieldPath::root(), 0);
         }
     }
     let hashes = hash_spans(&w.out, w.spans, secrecy, sensitivity, hasher);
@@ -183,7 +177,7 @@ enum Member<'a> {
 /// starts and ends.
 struct Writer<'a> {
     out: Vec<u8>,
-    spans: Vec<(String, usize, usize)>,
+    spans: Vec<(FieldPath, usize, usize)>,
     /// Members of the objects being written, sorted per object.
     scratch: Vec<(&'a str, Member<'a>)>,
 }
@@ -191,7 +185,7 @@ struct Writer<'a> {
 impl<'a> Writer<'a> {
     /// Writes `v` canonically; whether it is not empty (an empty member is
     /// left out of its object).
-    fn value(&mut self, v: &'a Value, prefix: &str, depth: usize) -> bool {
+    fn value(&mut self, v: &'a Value, prefix: &FieldPath, depth: usize) -> bool {
         match v {
             Value::Object(map) => self.object(
                 map.iter().map(|(k, v)| (k.as_str(), Member::Value(v))),
@@ -205,7 +199,7 @@ impl<'a> Writer<'a> {
                     if i > 0 {
                         self.out.push(b',');
                     }
-                    self.value(item, "", 0);
+                    self.value(item, prefix, 0);
                 }
                 self.out.push(b']');
                 !items.is_empty()
@@ -217,7 +211,7 @@ impl<'a> Writer<'a> {
         }
     }
 
-    fn member(&mut self, m: Member<'a>, prefix: &str, depth: usize) -> bool {
+    fn member(&mut self, m: Member<'a>, prefix: &FieldPath, depth: usize) -> bool {
         match m {
             Member::Value(v) => self.value(v, prefix, depth),
             Member::Metadata(meta) => {
@@ -235,7 +229,7 @@ impl<'a> Writer<'a> {
     fn object(
         &mut self,
         members: impl Iterator<Item = (&'a str, Member<'a>)>,
-        prefix: &str,
+        prefix: &FieldPath,
         depth: usize,
     ) -> bool {
         let base = self.scratch.len();
@@ -253,14 +247,11 @@ impl<'a> Writer<'a> {
             serde_json::to_writer(&mut self.out, key).expect("JSON strings serialize");
             self.out.push(b':');
             let kept = match depth {
-                0 => self.member(child, "", 0),
+                0 => self.member(child, prefix, 0),
                 _ => {
-                    let path = match prefix {
-                        "" => key.to_string(),
-                        _ => format!("{prefix}.{key}"),
-                    };
+                    let path = prefix.join_field(key);
                     let start = self.out.len();
-                    self.spans.push((String::new(), start, start));
+                    self.spans.push((FieldPath::root(), start, start));
                     let kept = self.member(child, &path, depth - 1);
                     self.spans[slot] = (path, start, self.out.len());
                     kept
@@ -282,7 +273,7 @@ impl<'a> Writer<'a> {
 /// The field hashes of the `spans` of `bytes`.
 fn hash_spans(
     bytes: &[u8],
-    spans: Vec<(String, usize, usize)>,
+    spans: Vec<(FieldPath, usize, usize)>,
     secrecy: Secrecy,
     sensitivity: &Sensitivity,
     hasher: &ValueHasher,
@@ -295,7 +286,7 @@ fn hash_spans(
                 true => hasher.hash(value, true).0[..FIELD_HASH_LEN]
                     .try_into()
                     .expect("16 bytes"),
-                false => super::hash_reuse::sha256(&path, value)[..FIELD_HASH_LEN]
+                false => super::hash_reuse::sha256(path.as_str(), value)[..FIELD_HASH_LEN]
                     .try_into()
                     .expect("16 bytes"),
             };
@@ -320,7 +311,7 @@ mod tests {
             semantic_with_field_hashes(&form, 2, Secrecy::Plain, &Sensitivity::default(), &hasher);
         assert_eq!(bytes, serde_json::to_vec(&form).unwrap());
         for (path, hash) in &hashes {
-            let value = path.split('.').fold(&form, |v, k| &v[k]);
+            let value = path.get(&form).unwrap();
             let alone = hasher.hash(&serde_json::to_vec(value).unwrap(), false).0;
             assert_eq!(&alone[..FIELD_HASH_LEN], hash, "{path}");
         }
@@ -367,7 +358,7 @@ mod tests {
             let form = into_semantic_form(object.clone());
             let expected = serde_json::to_vec(&form).unwrap();
             proptest::prop_assert_eq!(String::from_utf8(bytes).unwrap(), String::from_utf8(expected).unwrap());
-            proptest::prop_assert_eq!(hashes, fields_of(&form, "", depth));
+            proptest::prop_assert_eq!(hashes, fields_of(&form, &FieldPath::root(), depth));
         }
     }
 
@@ -384,23 +375,19 @@ mod tests {
             String::from_utf8(bytes).unwrap(),
             r#"{"apiGroup":"apps","kind":"Pod","metadata":{"managedFields":[{"fieldsV1":{"f:spec":{".":{},"f:x":{}}}}],"name":"p"},"spec":{"c":[{},0,""]}}"#
         );
-        assert_eq!(hashes, fields_of(&form, "", 2));
+        assert_eq!(hashes, fields_of(&form, &FieldPath::root(), 2));
     }
 
     /// The field hashes of a semantic form taken the slow way: each member
     /// down to `depth` serialized alone and hashed.
-    fn fields_of(form: &Value, prefix: &str, depth: usize) -> Vec<FieldHash> {
+    fn fields_of(form: &Value, prefix: &FieldPath, depth: usize) -> Vec<FieldHash> {
         use sha2::{Digest, Sha256};
         let (Value::Object(map), true) = (form, depth > 0) else {
             return Vec::new();
         };
         let mut out = Vec::new();
         for (k, v) in map {
-            let path = if prefix.is_empty() {
-                k.clone()
-            } else {
-                format!("{prefix}.{k}")
-            };
+            let path = prefix.join_field(k);
             let digest = Sha256::digest(serde_json::to_vec(v).unwrap());
             out.push((path.clone(), digest[..FIELD_HASH_LEN].try_into().unwrap()));
             out.extend(fields_of(v, &path, depth - 1));
@@ -444,16 +431,28 @@ mod tests {
             &plain[..16],
             "a secret value never gets a plain SHA-256"
         );
-        assert!(Sensitivity {
-            paths: vec!["spec.token".into()]
-        }
-        .is_sensitive(Secrecy::Plain, "spec.token.value"));
+        let path = |t: &str| FieldPath::parse(t).unwrap();
         let token = Sensitivity {
-            paths: vec!["spec.token".into()],
+            paths: vec![path("spec.token")],
         };
-        assert!(token.is_sensitive(Secrecy::Plain, "spec"), "spec holds the token");
-        assert!(!token.is_sensitive(Secrecy::Plain, "spec.replicas"));
-        assert!(!token.is_sensitive(Secrecy::Plain, "spe"));
-        assert!(!Sensitivity::default().is_sensitive(Secrecy::Plain, "data.x"));
+        assert!(token.is_sensitive(Secrecy::Plain, &path("spec.token.value")));
+        assert!(
+            token.is_sensitive(Secrecy::Plain, &path("spec")),
+            "spec holds the token"
+        );
+        assert!(!token.is_sensitive(Secrecy::Plain, &path("spec.replicas")));
+        assert!(!token.is_sensitive(Secrecy::Plain, &path("spe")));
+        assert!(!token.is_sensitive(Secrecy::Plain, &path(r"spec\.token")));
+        assert!(!Sensitivity::default().is_sensitive(Secrecy::Plain, &path("data.x")));
+        assert!(Sensitivity::default().is_sensitive(Secrecy::Secret, &path(r"data.app\.token")));
+        let dotted = Sensitivity {
+            paths: vec![path(r"data.app\.token")],
+        };
+        assert!(dotted.is_sensitive(Secrecy::Plain, &path(r#"data["app.token"]"#)));
+        assert!(!dotted.is_sensitive(Secrecy::Plain, &path("data.app")));
+        assert!(!dotted.is_sensitive(Secrecy::Plain, &path(r"data.app\.tokens")));
+        let form = json!({"data": {"app.token": "x"}});
+        assert!(dotted.covers_any(Secrecy::Plain, &form));
+        assert!(!token.covers_any(Secrecy::Plain, &form));
     }
 }

@@ -2,6 +2,7 @@
 
 use super::Status;
 use crate::analyze::drift::compare;
+use crate::canon::path::FieldPath;
 use crate::cli::{DiffArgs, ListFormat};
 use crate::report::escape::terminal;
 use crate::store::{LiveObject, Looked, ObjectFilter, Store, ValueReader};
@@ -53,7 +54,7 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
     // A value the database cannot give back fails the command (after the
     // comparison), instead of showing as redacted.
     let mut values = ValueReader::new(&store);
-    let mut value_at = |o: &LiveObject, path: &str| -> Value {
+    let mut value_at = |o: &LiveObject, path: &FieldPath| -> Value {
         match values.at(o.semantic_sha256.as_deref(), path) {
             Looked::Found(v) => v.clone(),
             Looked::Redacted => Value::String("<redacted>".into()),
@@ -120,7 +121,7 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
                     writeln!(
                         out,
                         "  {}: {} → {}{by}",
-                        terminal(&f.path),
+                        terminal(f.path.as_str()),
                         terminal(&f.old.to_string()),
                         terminal(&f.new.to_string())
                     )?;

@@ -2,6 +2,7 @@
 
 use super::output::{lines, or_dash, print_list, text};
 use super::Status;
+use crate::canon::path::MANAGED_FIELDS;
 use crate::cli::{HistoryArgs, ListFormat};
 use crate::report::escape::terminal;
 use crate::store::Store;
@@ -76,8 +77,12 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
                 terminal(r.change_class.as_deref().unwrap_or("-"))
             )?;
             for c in diff {
-                if c.path == "metadata.managedFields" {
-                    writeln!(out, "  {}: entries changed (see -o json)", terminal(&c.path))?;
+                if c.path.as_str() == MANAGED_FIELDS {
+                    writeln!(
+                        out,
+                        "  {}: entries changed (see -o json)",
+                        terminal(c.path.as_str())
+                    )?;
                     continue;
                 }
                 let by = if c.managers.is_empty() {
@@ -88,7 +93,7 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
                 writeln!(
                     out,
                     "  {}: {} → {}{by}",
-                    terminal(&c.path),
+                    terminal(c.path.as_str()),
                     short(&c.old),
                     short(&c.new)
                 )?;

@@ -37,7 +37,7 @@ pub struct RecordOptions {
     /// Field-hash depth; `None` keeps the database's.
     pub field_depth: Option<usize>,
     /// Field paths whose values are sensitive (keyed hashes, never stored).
-    pub sensitive_paths: Vec<String>,
+    pub sensitive_paths: Vec<crate::canon::path::FieldPath>,
     /// Which resources are recorded.
     pub filter: ResourceFilter,
     /// Run the detectors when the run is complete.

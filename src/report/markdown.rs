@@ -3,6 +3,7 @@
 
 use super::escape::{markdown_code, markdown_code_cell, markdown_text as text};
 use super::{short, ReportData};
+use crate::canon::path::MANAGED_FIELDS;
 use std::fmt::Write;
 
 /// A field's value for a table cell: inline code, `(absent)` when the field
@@ -144,7 +145,7 @@ pub fn render(r: &ReportData) -> String {
                 .diff
                 .iter()
                 .flatten()
-                .filter(|c| c.path != "metadata.managedFields")
+                .filter(|c| c.path.as_str() != MANAGED_FIELDS)
                 .map(|c| {
                     let by = if c.managers.is_empty() {
                         String::new()
@@ -154,7 +155,7 @@ pub fn render(r: &ReportData) -> String {
                     };
                     format!(
                         "{}: {} → {}{by}",
-                        markdown_code_cell(&c.path),
+                        markdown_code_cell(c.path.as_str()),
                         value(&c.old),
                         value(&c.new)
                     )

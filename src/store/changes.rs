@@ -6,6 +6,7 @@ use super::{Store, StoreError};
 use crate::canon::change::{classify, ChangeCause, ChangeClass, Facts};
 use crate::canon::facts::ObjectFacts;
 use crate::canon::managed::{attribute, entries, Entry};
+use crate::canon::path::FieldPath;
 use crate::canon::semantic::FIELD_HASH_LEN;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
@@ -56,9 +57,9 @@ impl Row {
 /// is an error naming the damage.
 pub(super) fn decode_fields(
     packed: &Packed,
-    paths: &HashMap<i64, String>,
+    paths: &HashMap<i64, FieldPath>,
     index: usize,
-) -> rusqlite::Result<Option<BTreeMap<String, [u8; FIELD_HASH_LEN]>>> {
+) -> rusqlite::Result<Option<BTreeMap<FieldPath, [u8; FIELD_HASH_LEN]>>> {
     let damaged = |e: Box<dyn std::error::Error + Send + Sync>| {
         rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Blob, e)
     };
@@ -73,14 +74,22 @@ pub(super) fn decode_fields(
 
 impl Store {
     /// Interned field paths by id.
-    pub(super) fn field_path_names(&self) -> Result<HashMap<i64, String>, StoreError> {
+    pub(super) fn field_path_names(&self) -> Result<HashMap<i64, FieldPath>, StoreError> {
         let err = |e| self.err(e);
         let mut stmt = self
             .conn
             .prepare("SELECT id, path FROM field_paths")
             .map_err(err)?;
-        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(err)?;
-        rows.collect::<Result<_, _>>().map_err(err)
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+            .map_err(err)?;
+        let mut out = HashMap::new();
+        for row in rows {
+            let (id, text) = row.map_err(err)?;
+            let path = FieldPath::parse(&text).map_err(|e| self.damaged(format!("field_paths.path: {e}")))?;
+            out.insert(id, path);
+        }
+        Ok(out)
     }
 
     /// Gives every revision without a change class one, comparing it with

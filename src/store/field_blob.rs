@@ -2,6 +2,7 @@
 //! interned path id as a LEB128 varint, then its 16-byte hash. The writer
 //! and the reader live here side by side.
 
+use crate::canon::path::FieldPath;
 use crate::canon::semantic::FIELD_HASH_LEN;
 use std::collections::{BTreeMap, HashMap};
 
@@ -53,8 +54,8 @@ pub struct Damaged {
 /// longer interned are left out).
 pub(super) fn decode(
     blob: &[u8],
-    paths: &HashMap<i64, String>,
-) -> Result<BTreeMap<String, [u8; FIELD_HASH_LEN]>, Damaged> {
+    paths: &HashMap<i64, FieldPath>,
+) -> Result<BTreeMap<FieldPath, [u8; FIELD_HASH_LEN]>, Damaged> {
     let mut out = BTreeMap::new();
     let mut pos = 0;
     while pos < blob.len() {
@@ -87,7 +88,10 @@ mod tests {
         let a = [1u8; FIELD_HASH_LEN];
         let b = [2u8; FIELD_HASH_LEN];
         let blob = encode([(3, &a), (300, &b)]);
-        let paths = HashMap::from([(3, "spec".to_string()), (300, "data.x".to_string())]);
+        let paths = HashMap::from([
+            (3, FieldPath::field("spec")),
+            (300, FieldPath::fields(["data", "x"])),
+        ]);
         let decoded = decode(&blob, &paths).unwrap();
         assert_eq!(decoded.len(), 2);
         assert_eq!((decoded["spec"], decoded["data.x"]), (a, b));

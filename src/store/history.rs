@@ -1,6 +1,7 @@
 //! Reading stored revisions back.
 
 use super::{Store, StoreError};
+use crate::canon::path::FieldPath;
 use crate::hex::{hex, unhex};
 use serde::Serialize;
 
@@ -33,9 +34,9 @@ pub struct HistoryRow {
     pub semantic_sha256: Option<String>,
     pub change_class: Option<String>,
     pub change_cause: Option<String>,
-    pub changed_paths: Vec<String>,
+    pub changed_paths: Vec<FieldPath>,
     /// Changed path → the field managers that wrote it.
-    pub changed_by: std::collections::BTreeMap<String, Vec<String>>,
+    pub changed_by: std::collections::BTreeMap<FieldPath, Vec<String>>,
     /// Changed paths with old and new values, when asked for (`--diff`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<Vec<FieldChange>>,
@@ -44,7 +45,7 @@ pub struct HistoryRow {
 /// One changed field: its old and new value (`<redacted>` when sensitive).
 #[derive(Clone, Debug, Serialize)]
 pub struct FieldChange {
-    pub path: String,
+    pub path: FieldPath,
     pub old: serde_json::Value,
     pub new: serde_json::Value,
     /// Field managers that wrote the change.
@@ -114,11 +115,6 @@ impl Store {
     }
 }
 
-/// The value at a dotted field path.
-fn at_path<'a>(v: &'a serde_json::Value, path: &str) -> Option<&'a serde_json::Value> {
-    path.split('.').try_fold(v, |cur, k| cur.as_object()?.get(k))
-}
-
 impl Store {
     /// A stored canonical value, or `None` when it holds sensitive values
     /// (never stored) or is unknown.
@@ -167,7 +163,7 @@ impl Store {
                             redacted.clone()
                         } else {
                             v.as_ref()
-                                .and_then(|v| at_path(v, path))
+                                .and_then(|v| path.get(v))
                                 .cloned()
                                 .unwrap_or(serde_json::Value::Null)
                         }

@@ -16,7 +16,7 @@ pub struct LiveObject {
     pub mod_revision: i64,
     pub semantic_sha256: Option<Vec<u8>>,
     /// Field path → value hash.
-    pub fields: BTreeMap<String, [u8; crate::canon::semantic::FIELD_HASH_LEN]>,
+    pub fields: BTreeMap<crate::canon::path::FieldPath, [u8; crate::canon::semantic::FIELD_HASH_LEN]>,
     /// The object's managedFields, when stored.
     pub managed: Option<serde_json::Value>,
 }

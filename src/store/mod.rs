@@ -7,6 +7,7 @@ mod changes;
 mod field_blob;
 pub mod finding;
 mod history;
+mod legacy_paths;
 mod live;
 pub mod object;
 mod pipeline;
@@ -50,7 +51,7 @@ fn missing(path: &Path) -> StoreError {
 /// The migrations, applied in order when a database is opened.
 /// How many migrations [`migrations`] holds.
 #[cfg(test)]
-const MIGRATION_COUNT: usize = 13;
+const MIGRATION_COUNT: usize = 14;
 
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
@@ -69,6 +70,10 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0011_fetched.sql")),
         M::up(include_str!("../../migrations/0012_salvage.sql")),
         M::up(include_str!("../../migrations/0013_run_schema.sql")),
+        M::up_with_hook(
+            include_str!("../../migrations/0014_field_paths.sql"),
+            legacy_paths::rewrite,
+        ),
     ])
 }
 

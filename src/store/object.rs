@@ -2,6 +2,7 @@
 
 use crate::canon::change::{ChangeCause, ChangeClass};
 use crate::canon::facts::ObjectFacts;
+use crate::canon::path::FieldPath;
 use crate::canon::semantic::FIELD_HASH_LEN;
 use std::collections::BTreeMap;
 
@@ -31,11 +32,11 @@ pub struct ObjectRevision {
     /// Change class against the previous revision of the generation.
     pub class: Option<ChangeClass>,
     pub cause: Option<ChangeCause>,
-    pub changed_paths: Vec<String>,
+    pub changed_paths: Vec<FieldPath>,
     /// Changed path → field managers.
-    pub changed_by: BTreeMap<String, Vec<String>>,
+    pub changed_by: BTreeMap<FieldPath, Vec<String>>,
     /// Field path → hash of its value (empty when the value did not decode).
-    pub fields: BTreeMap<String, [u8; FIELD_HASH_LEN]>,
+    pub fields: BTreeMap<FieldPath, [u8; FIELD_HASH_LEN]>,
 }
 
 impl ObjectRevision {

@@ -261,10 +261,12 @@ fn analyse(
     };
     let semantic = semantic(object, secrecy, dict, config, hasher);
     // The field hash of `spec` is the spec hash; an empty spec has none.
-    facts.spec_hash = has_spec.then(|| match semantic.fields.iter().find(|(p, _)| p == "spec") {
-        Some((_, h)) => h.to_vec(),
-        None => Sha256::digest(b"{}")[..FIELD_HASH_LEN].to_vec(),
-    });
+    facts.spec_hash = has_spec.then(
+        || match semantic.fields.iter().find(|(p, _)| p.as_str() == "spec") {
+            Some((_, h)) => h.to_vec(),
+            None => Sha256::digest(b"{}")[..FIELD_HASH_LEN].to_vec(),
+        },
+    );
     (facts, duplicates, semantic)
 }
 

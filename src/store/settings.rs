@@ -3,6 +3,7 @@
 
 use super::{Store, StoreError};
 use crate::canon::keyed_hash::ValueHasher;
+use crate::canon::path::FieldPath;
 use crate::canon::semantic::{FieldConfig, Sensitivity, DEFAULT_DEPTH};
 use rusqlite::OptionalExtension;
 
@@ -44,6 +45,20 @@ impl Store {
 }
 
 impl Store {
+    /// The sensitive paths as given before stored paths were rewritten
+    /// (migration 0014): repeating them is not a change.
+    fn legacy_sensitive(&self) -> Result<Option<Vec<FieldPath>>, StoreError> {
+        match self.setting(super::legacy_paths::LEGACY_SENSITIVE_PATHS)? {
+            None => Ok(None),
+            Some(v) => serde_json::from_slice(&v)
+                .map(Some)
+                .map_err(|e| StoreError::Damaged {
+                    path: self.path.clone(),
+                    what: format!("settings.{}: {e}", super::legacy_paths::LEGACY_SENSITIVE_PATHS),
+                }),
+        }
+    }
+
     /// How this database takes field hashes. The first run fixes it (from
     /// `depth` and `sensitive`, or the defaults); later runs may repeat the
     /// same choice but not change it, since hashes taken differently do not
@@ -51,13 +66,13 @@ impl Store {
     pub fn field_config(
         &self,
         depth: Option<usize>,
-        sensitive: &[String],
+        sensitive: &[FieldPath],
     ) -> Result<FieldConfig, StoreError> {
         let stored_depth = self
             .setting(FIELD_DEPTH)?
             .and_then(|v| String::from_utf8(v).ok())
             .and_then(|v| v.parse().ok());
-        let stored_paths: Option<Vec<String>> = self
+        let stored_paths: Option<Vec<FieldPath>> = self
             .setting(SENSITIVE_PATHS)?
             .and_then(|v| serde_json::from_slice(&v).ok());
         let conflict = |what: String| StoreError::Conflict {
@@ -77,13 +92,18 @@ impl Store {
                 d
             }
         };
-        let mut wanted: Vec<String> = sensitive.to_vec();
+        let mut wanted: Vec<FieldPath> = sensitive.to_vec();
         wanted.sort();
         wanted.dedup();
         let paths = match stored_paths {
-            Some(s) if !wanted.is_empty() && s != wanted => {
+            Some(s)
+                if !wanted.is_empty()
+                    && s != wanted
+                    && self.legacy_sensitive()?.as_ref() != Some(&wanted) =>
+            {
                 return Err(conflict(format!(
-                    "treats {s:?} as sensitive; --sensitive-path cannot change that"
+                    "treats {} as sensitive; --sensitive-path cannot change that",
+                    s.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(", ")
                 )))
             }
             Some(s) => s,
@@ -107,14 +127,14 @@ mod tests {
     fn field_settings_are_fixed_by_the_first_run() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_for_writing(&dir.path().join("a.sqlite")).unwrap();
-        let first = store.field_config(Some(3), &["spec.token".into()]).unwrap();
-        assert_eq!(
-            (first.depth, first.sensitivity.paths.clone()),
-            (3, vec!["spec.token".to_string()])
-        );
+        let token = FieldPath::fields(["spec", "token"]);
+        let first = store.field_config(Some(3), std::slice::from_ref(&token)).unwrap();
+        assert_eq!((first.depth, first.sensitivity.paths.clone()), (3, vec![token]));
         assert_eq!(store.field_config(None, &[]).unwrap().depth, 3);
         assert!(store.field_config(Some(2), &[]).is_err());
-        assert!(store.field_config(None, &["data.x".into()]).is_err());
+        assert!(store
+            .field_config(None, &[FieldPath::fields(["data", "x"])])
+            .is_err());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! showing a damaged value as missing.
 
 use super::{Store, StoreError};
+use crate::canon::path::FieldPath;
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -34,14 +35,10 @@ impl<'s> ValueReader<'s> {
         }
     }
 
-    /// The field at the dotted `path` of the content stored under `hash`.
-    pub fn at(&mut self, hash: Option<&[u8]>, path: &str) -> Looked<'_> {
+    /// The field at `path` of the content stored under `hash`.
+    pub fn at(&mut self, hash: Option<&[u8]>, path: &FieldPath) -> Looked<'_> {
         match self.content(hash) {
-            Looked::Found(v) => Looked::Found(
-                path.split('.')
-                    .try_fold(v, |cur, k| cur.as_object()?.get(k))
-                    .unwrap_or(&Value::Null),
-            ),
+            Looked::Found(v) => Looked::Found(path.get(v).unwrap_or(&Value::Null)),
             other => other,
         }
     }

@@ -10,6 +10,7 @@ use super::blob::{pack, repack_without, ZSTD};
 use super::pipeline::{Chunk, Pipeline};
 use super::prepare::{Against, KeyInfo, PlainBlobs, Prepared, Semantic};
 use super::{RunId, Store, StoreError};
+use crate::canon::path::FieldPath;
 use crate::canon::semantic::FieldConfig;
 use crate::decode::key::parse_key;
 use crate::decrypt::Decryptor;
@@ -50,7 +51,7 @@ pub struct RevisionWriter<'s> {
     /// When it began.
     batch_began: std::time::Instant,
     key_ids: HashMap<Vec<u8>, KeyInfo>,
-    path_ids: HashMap<String, i64>,
+    path_ids: HashMap<FieldPath, i64>,
     bases: Bases,
     /// Revisions this writer stored that were not stored before.
     pub added: i64,
@@ -143,19 +144,19 @@ impl<'s> RevisionWriter<'s> {
         self.key_ids.insert(key.to_vec(), info);
     }
 
-    fn path_id(&mut self, path: &str) -> Result<i64, StoreError> {
+    fn path_id(&mut self, path: &FieldPath) -> Result<i64, StoreError> {
         if let Some(&id) = self.path_ids.get(path) {
             return Ok(id);
         }
         let conn = &self.store.conn;
         conn.prepare_cached("INSERT OR IGNORE INTO field_paths (path) VALUES (?1)")
-            .and_then(|mut s| s.execute([path]))
+            .and_then(|mut s| s.execute([path.as_str()]))
             .map_err(|e| self.sql(e))?;
         let id = conn
             .prepare_cached("SELECT id FROM field_paths WHERE path = ?1")
-            .and_then(|mut s| s.query_row([path], |r| r.get(0)))
+            .and_then(|mut s| s.query_row([path.as_str()], |r| r.get(0)))
             .map_err(|e| self.sql(e))?;
-        self.path_ids.insert(path.to_string(), id);
+        self.path_ids.insert(path.clone(), id);
         Ok(id)
     }
 

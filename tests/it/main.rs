@@ -14,6 +14,7 @@ mod drift;
 mod encode_roundtrip;
 mod encryption;
 mod fetch_choice;
+mod field_paths;
 mod get_cli;
 mod kms_client;
 mod lifecycle;
