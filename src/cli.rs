@@ -12,6 +12,11 @@ fn severity() -> impl TypedValueParser<Value = Severity> {
         .map(|name| Severity::parse(&name).expect("a listed severity"))
 }
 
+/// A registered detector's name.
+fn detector() -> PossibleValuesParser {
+    PossibleValuesParser::new(crate::analyze::names())
+}
+
 /// Reads the raw keys and revisions kube-apiserver stores in etcd, decodes
 /// every object and finds what the Kubernetes API hides.
 #[derive(Parser, Debug)]
@@ -216,7 +221,7 @@ pub struct FindingsArgs {
     #[command(flatten)]
     pub objects: ObjectArgs,
     /// Only this detector's findings.
-    #[arg(long)]
+    #[arg(long, value_parser = detector())]
     pub detector: Option<String>,
     /// Only findings at or above this severity.
     #[arg(long, value_parser = severity(), value_name = "SEVERITY")]

@@ -2,20 +2,49 @@
 //! (ownerReferences, finalizers, RBAC subjects, pod-spec lists keyed by
 //! name), with the revision where each first appeared and how the list grew.
 
-use crate::canon::duplicates::Duplicate;
+use super::detector::{Detector, KeyInput, Reads, Registration};
+use crate::canon::duplicates::{list_sizes, Duplicate};
 use crate::canon::path::FieldPath;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
+use crate::store::StoreError;
 use std::collections::BTreeMap;
 
 pub const NAME: &str = "duplicate-entries";
 
+/// Reads each key's recorded repeats, and the list sizes of its stored
+/// contents when it has any.
+pub const DETECTOR: Registration = Registration {
+    name: NAME,
+    reads: Reads::KeyHistory,
+    severity: Severity::Medium,
+    topic: None,
+    make: |_| Ok(Box::new(Repeats)),
+};
+
+struct Repeats;
+
+impl Detector for Repeats {
+    fn key(&mut self, input: &mut KeyInput<'_, '_>, out: &mut Vec<Finding>) -> Result<(), StoreError> {
+        if !input.history.iter().any(|r| r.duplicates.is_some()) {
+            return Ok(());
+        }
+        let mut sizes = BTreeMap::new();
+        for r in input.history {
+            if let Some(hash) = r.semantic_sha256.as_deref() {
+                if let Some(value) = input.store.canonical_value(hash)? {
+                    sizes.insert(r.mod_revision, list_sizes(&value));
+                }
+            }
+        }
+        out.extend(detect(input.history, &sizes));
+        Ok(())
+    }
+}
+
 /// A finding for one key's history (oldest first). `sizes` gives, per
 /// revision, the sizes of the object's top-level lists.
-pub fn detect(
-    history: &[ObjectRevision],
-    sizes: &BTreeMap<i64, BTreeMap<FieldPath, usize>>,
-) -> Option<Finding> {
+pub fn detect(history: &[ObjectRevision], sizes: &BTreeMap<i64, BTreeMap<FieldPath, usize>>) -> Option<Finding> {
     let mut first_seen: BTreeMap<(FieldPath, String), (i64, usize)> = BTreeMap::new();
     let mut last_with: Option<&ObjectRevision> = None;
     for r in history {
@@ -120,18 +149,9 @@ mod tests {
         let dup = r#"[{"path":"metadata.ownerReferences","entry":"uid a","count":2}]"#;
         let history = [rev(2, None), rev(5, Some(dup)), rev(6, Some(dup))];
         let sizes = BTreeMap::from([
-            (
-                2,
-                BTreeMap::from([("metadata.ownerReferences".parse().unwrap(), 1)]),
-            ),
-            (
-                5,
-                BTreeMap::from([("metadata.ownerReferences".parse().unwrap(), 2)]),
-            ),
-            (
-                6,
-                BTreeMap::from([("metadata.ownerReferences".parse().unwrap(), 2)]),
-            ),
+            (2, BTreeMap::from([("metadata.ownerReferences".parse().unwrap(), 1)])),
+            (5, BTreeMap::from([("metadata.ownerReferences".parse().unwrap(), 2)])),
+            (6, BTreeMap::from([("metadata.ownerReferences".parse().unwrap(), 2)])),
         ]);
         let f = detect(&history, &sizes).unwrap();
         assert_eq!((f.severity, f.revisions.clone()), (Severity::Medium, vec![5]));

@@ -6,13 +6,43 @@
 //! not re-written since a key rotation (`low`). Judged against the policy
 //! the newest run with `--encryption-config` recorded, at its head.
 
+use super::detector::{Detector, KeyInput, Reads, Registration, Whole};
 use crate::decode::key::COMPACT_REV_KEY;
 use crate::decrypt::policy::{Policy, IDENTITY};
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
+use crate::store::StoreError;
 use std::collections::BTreeMap;
 
 pub const NAME: &str = "encryption-at-rest";
+
+/// Audits each key's head revision against the newest recorded policy.
+pub const DETECTOR: Registration = Registration {
+    name: NAME,
+    reads: Reads::KeyHistory,
+    severity: Severity::Medium,
+    topic: None,
+    make: |setup| match setup.store.encryption_policy(setup.cluster)? {
+        Some((policy, head)) => Ok(Box::new(Audit::new(policy, head))),
+        None => Ok(Box::new(Unconfigured)),
+    },
+};
+
+/// No run recorded an encryption configuration: nothing to judge by.
+struct Unconfigured;
+
+impl Detector for Unconfigured {}
+
+impl Detector for Audit {
+    fn key(&mut self, input: &mut KeyInput<'_, '_>, _: &mut Vec<Finding>) -> Result<(), StoreError> {
+        self.push(input.history);
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>, _: &Whole<'_>, out: &mut Vec<Finding>) {
+        out.extend((*self).into_findings());
+    }
+}
 
 /// Objects shown by name in a finding's summary and commands.
 const SHOWN: usize = 10;
@@ -39,14 +69,14 @@ struct Group {
 
 /// Collects, key by key, the objects live at `head` that are not stored
 /// under their resource's write key.
-pub struct Audit<'p> {
-    policy: &'p Policy,
+pub struct Audit {
+    policy: Policy,
     head: i64,
     groups: BTreeMap<Group, Vec<Stale>>,
 }
 
-impl<'p> Audit<'p> {
-    pub fn new(policy: &'p Policy, head: i64) -> Audit<'p> {
+impl Audit {
+    pub fn new(policy: Policy, head: i64) -> Audit {
         Audit {
             policy,
             head,
@@ -95,7 +125,7 @@ impl<'p> Audit<'p> {
     }
 
     /// One finding per resource and stored provider/key.
-    pub fn finish(self) -> Vec<Finding> {
+    pub fn into_findings(self) -> Vec<Finding> {
         self.groups
             .into_iter()
             .map(|(g, objects)| finding(&g, &objects))
@@ -203,9 +233,9 @@ mod tests {
 
     fn audit(histories: &[Vec<ObjectRevision>], head: i64) -> Vec<Finding> {
         let policy = policy();
-        let mut audit = Audit::new(&policy, head);
+        let mut audit = Audit::new(policy, head);
         histories.iter().for_each(|h| audit.push(h));
-        audit.finish()
+        audit.into_findings()
     }
 
     #[test]

@@ -12,12 +12,86 @@
 //! count them; more live objects than desired after a scale-down is normal
 //! lag and never reported, since only creates are judged.
 
+use super::detector::{Detector, KeyInput, Reads, Registration, Whole};
+use crate::store::StoreError;
 use crate::hex::hex;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::{seconds_between, ObjectRevision};
 use std::collections::{BTreeMap, HashMap};
 
 pub const NAME: &str = "excess-siblings";
+
+/// Keeps aside the revisions siblings are counted by, key by key, and
+/// sweeps them in revision order at the end.
+pub const DETECTOR: Registration = Registration {
+    name: NAME,
+    reads: Reads::Sweep,
+    severity: Severity::Medium,
+    topic: None,
+    make: |_| Ok(Box::new(Siblings::default())),
+};
+
+/// The sibling events of every key seen so far.
+#[derive(Default)]
+struct Siblings {
+    events: Vec<ObjectRevision>,
+}
+
+impl Detector for Siblings {
+    fn key(&mut self, input: &mut KeyInput<'_, '_>, _: &mut Vec<Finding>) -> Result<(), StoreError> {
+        self.events.extend(sibling_events(input.history));
+        Ok(())
+    }
+
+    fn finish(mut self: Box<Self>, _: &Whole<'_>, out: &mut Vec<Finding>) {
+        self.events.sort_by_key(|r| r.mod_revision);
+        let mut sweep = Sweep::new(DEFAULT_WINDOW_SECONDS);
+        self.events.iter().for_each(|r| sweep.push(r));
+        out.extend(sweep.finish());
+    }
+}
+
+/// The revisions of one key the excess-siblings sweep needs: generation
+/// starts, tombstones, liveness changes and changes of a desired count,
+/// without the per-field data. Keeps the sweep's input small.
+fn sibling_events(history: &[ObjectRevision]) -> Vec<ObjectRevision> {
+    if !history
+        .iter()
+        .any(|r| r.facts.owner_uid.is_some() || r.facts.generate_name.is_some() || r.facts.desired.is_some())
+    {
+        return Vec::new();
+    }
+    let live = |r: &ObjectRevision| {
+        r.facts.deletion_timestamp.is_none()
+            && !matches!(r.facts.phase.as_deref(), Some("Succeeded" | "Failed"))
+    };
+    let mut out = Vec::new();
+    let mut prev: Option<&ObjectRevision> = None;
+    for r in history {
+        let keep = match prev {
+            None => true,
+            Some(p) => {
+                r.deleted
+                    || p.deleted
+                    || p.create_revision != r.create_revision
+                    || live(p) != live(r)
+                    || p.facts.desired != r.facts.desired
+            }
+        };
+        if keep {
+            out.push(ObjectRevision {
+                fields: BTreeMap::new(),
+                changed_by: BTreeMap::new(),
+                changed_paths: Vec::new(),
+                duplicates: None,
+                ..r.clone()
+            });
+        }
+        prev = Some(r);
+    }
+    out
+}
+
 
 /// Default window for siblings of owners with no known desired count.
 pub const DEFAULT_WINDOW_SECONDS: i64 = 60;

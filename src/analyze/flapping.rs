@@ -7,14 +7,39 @@
 //! its values came from more than one field manager, since one controller's
 //! counters going 3 → 4 → 3 during a rollout are its job, not a fight.
 
+use super::detector::{Detector, KeyInput, Reads, Registration};
 use crate::canon::path::{FieldPath, MANAGED_FIELDS};
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
-use crate::store::Gap;
+use crate::store::{Gap, Looked, StoreError};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub const NAME: &str = "flapping";
+
+/// Follows each field of each key's history.
+pub const DETECTOR: Registration = Registration {
+    name: NAME,
+    reads: Reads::KeyHistory,
+    severity: Severity::Medium,
+    topic: None,
+    make: |_| Ok(Box::new(Flapping)),
+};
+
+struct Flapping;
+
+impl Detector for Flapping {
+    fn key(&mut self, input: &mut KeyInput<'_, '_>, out: &mut Vec<Finding>) -> Result<(), StoreError> {
+        let values = &mut *input.values;
+        out.extend(detect(input.history, DEFAULT_MIN_RETURNS, input.gaps, &mut |r, p| {
+            match values.at(r.semantic_sha256.as_deref(), p) {
+                Looked::Found(Value::Null) | Looked::Redacted | Looked::Absent => None,
+                Looked::Found(v) => Some(v.clone()),
+            }
+        }));
+        Ok(())
+    }
+}
 
 /// Returns to an earlier value needed for a finding.
 pub const DEFAULT_MIN_RETURNS: usize = 2;

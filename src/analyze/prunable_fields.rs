@@ -13,13 +13,46 @@
 //! Paths are [`FieldPath`]s: `spec.ports[0].protocl`, map keys as members
 //! (`spec.labels.app\.kubernetes\.io/name`).
 
+use super::detector::{Detector, KeyInput, Reads, Registration};
 use crate::canon::path::{FieldPath, Segment};
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
+use crate::store::{Looked, StoreError};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub const NAME: &str = "prunable-fields";
+
+/// Judges each custom resource's history against its CRD's schemas.
+pub const DETECTOR: Registration = Registration {
+    name: NAME,
+    reads: Reads::KeyHistory,
+    severity: Severity::Medium,
+    topic: Some("prunable fields"),
+    make: |setup| {
+        let crds = setup.store.contents_of(setup.cluster, CRD_GROUP, CRD_RESOURCE)?;
+        Ok(Box::new(Schemas::new(crds)))
+    },
+};
+
+impl Detector for Schemas {
+    fn key(&mut self, input: &mut KeyInput<'_, '_>, out: &mut Vec<Finding>) -> Result<(), StoreError> {
+        let defined = input
+            .history
+            .last()
+            .and_then(|r| Some((r.group.as_deref()?, r.resource.as_deref()?)));
+        if defined.is_some_and(|(group, resource)| self.defines(group, resource)) {
+            let values = &mut *input.values;
+            out.extend(detect(input.history, self, &mut |r| {
+                match values.content(r.semantic_sha256.as_deref()) {
+                    Looked::Found(v) => Some(v.clone()),
+                    Looked::Redacted | Looked::Absent => None,
+                }
+            }));
+        }
+        Ok(())
+    }
+}
 
 /// Where CustomResourceDefinitions are stored: their group and resource.
 pub const CRD_GROUP: &str = "apiextensions.k8s.io";

@@ -46,22 +46,23 @@ pub struct LifecycleLine {
     pub objects: Vec<String>,
 }
 
-/// The lifecycle lines: which detectors feed each.
-const LIFECYCLE: [(&str, &[&str]); 3] = [
-    ("stuck deletions", &[crate::analyze::stuck_deletion::NAME]),
-    (
-        "owner problems",
-        &[
-            crate::analyze::dangling_owner::NAME,
-            crate::analyze::owner_cycle::NAME,
-        ],
-    ),
-    ("prunable fields", &[crate::analyze::prunable_fields::NAME]),
-];
+/// The lifecycle lines: each topic the registered detectors feed, in
+/// registry order, with the detectors that feed it.
+fn topics() -> Vec<(&'static str, Vec<&'static str>)> {
+    let mut out: Vec<(&'static str, Vec<&'static str>)> = Vec::new();
+    for r in crate::analyze::REGISTRY {
+        let Some(topic) = r.topic else { continue };
+        match out.iter_mut().find(|(t, _)| *t == topic) {
+            Some((_, detectors)) => detectors.push(r.name),
+            None => out.push((topic, vec![r.name])),
+        }
+    }
+    out
+}
 
 fn lifecycle(findings: &[StoredFinding]) -> Vec<LifecycleLine> {
-    LIFECYCLE
-        .iter()
+    topics()
+        .into_iter()
         .map(|(topic, detectors)| {
             let mine: Vec<&StoredFinding> = findings
                 .iter()
