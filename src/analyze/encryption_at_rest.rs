@@ -2,8 +2,10 @@
 //! the cluster's EncryptionConfiguration writes them now: in plaintext
 //! though their resource is encrypted (`medium`), encrypted though the
 //! config has no provider that reads them (`medium`: the apiserver cannot
-//! read them), or under a provider or key other than the write key, i.e.
-//! not re-written since a key rotation (`low`). Judged against the policy
+//! read them), under a key the config's providers do not have (`high`:
+//! every read fails, and only restoring the key helps), or under a provider
+//! or key other than the write key, i.e. not re-written since a key
+//! rotation (`low`). Judged against the policy
 //! the newest run with `--encryption-config` recorded, at its head.
 
 use super::detector::{Detector, KeyInput, Reads, Registration, Whole};
@@ -65,6 +67,8 @@ struct Group {
     stored: String,
     /// `None`: the config names no provider for the resource.
     write: Option<String>,
+    /// The config's providers have no key for what is stored.
+    key_missing: bool,
 }
 
 /// Collects, key by key, the objects live at `head` that are not stored
@@ -103,17 +107,18 @@ impl Audit {
         let group = r.group.clone().unwrap_or_default();
         let rule = self.policy.rule_for(&group, resource);
         let stored = r.encryption.as_deref();
-        let write = match rule {
+        let (write, key_missing) = match rule {
             Some(rule) if rule.is_current(stored) => return,
             None if stored.is_none() => return,
-            Some(rule) => Some(rule.write.clone()),
-            None => None,
+            Some(rule) => (Some(rule.write.clone()), !rule.can_read(stored)),
+            None => (None, false),
         };
         let group = Group {
             group,
             resource: resource.to_string(),
             stored: stored.unwrap_or(IDENTITY).to_string(),
             write,
+            key_missing,
         };
         self.groups.entry(group).or_default().push(Stale {
             key: r.key.clone(),
@@ -145,7 +150,19 @@ fn finding(g: &Group, objects: &[Stale]) -> Finding {
     } else {
         String::new()
     };
+    let restore = format!(
+        "restore key {} to the encryption config's {resource} providers (and restart the apiservers)",
+        g.stored
+    );
     let (severity, what) = match &g.write {
+        Some(_) if g.key_missing => (
+            Severity::High,
+            format!(
+                "stored under {}, a key the encryption config does not have: the apiserver cannot read {} (every read fails, so re-writing is no fix)",
+                g.stored,
+                if n == 1 { "it" } else { "them" }
+            ),
+        ),
         None => (
             Severity::Medium,
             format!(
@@ -171,7 +188,11 @@ fn finding(g: &Group, objects: &[Stale]) -> Finding {
         }
     };
     let all = format!("kubectl get {resource} --all-namespaces -o json | kubectl replace -f -");
-    let fix = if n == 1 { replace(&objects[0]) } else { all.clone() };
+    let fix = match (g.key_missing, n) {
+        (true, _) => restore.clone(),
+        (false, 1) => replace(&objects[0]),
+        (false, _) => all.clone(),
+    };
     Finding {
         detector: NAME,
         severity,
@@ -185,7 +206,11 @@ fn finding(g: &Group, objects: &[Stale]) -> Finding {
             "count": n,
             "objects": objects.iter().map(|o| o.object.as_str()).collect::<Vec<_>>(),
             "fix": fix,
-            "commands": objects.iter().take(100).map(replace).collect::<Vec<_>>(),
+            "key_missing": g.key_missing,
+            "commands": match g.key_missing {
+                true => Vec::new(),
+                false => objects.iter().take(100).map(replace).collect::<Vec<_>>(),
+            },
         }),
     }
 }
@@ -201,10 +226,12 @@ mod tests {
                 PolicyRule {
                     resources: vec!["secrets".into()],
                     write: "aesgcm:key2".into(),
+                    reads: Some(vec!["aesgcm:key2".into(), "aescbc:key1".into(), IDENTITY.into()]),
                 },
                 PolicyRule {
                     resources: vec!["*.apps".into()],
                     write: IDENTITY.into(),
+                    reads: Some(vec![IDENTITY.into()]),
                 },
             ],
         }
@@ -278,6 +305,17 @@ mod tests {
         let mut gone = object("", "secrets", "g", 4, None);
         gone.deleted = true;
         assert!(audit(&[vec![object("", "secrets", "g", 2, None), gone]], 10).is_empty());
+    }
+
+    #[test]
+    fn a_key_the_config_lacks_is_high_with_the_fix_that_works() {
+        let f = audit(&[vec![object("", "secrets", "lost", 2, Some("aesgcm:keyX"))]], 10);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].severity, Severity::High);
+        assert!(f[0].summary.contains("a key the encryption config does not have"), "{}", f[0].summary);
+        assert!(f[0].summary.contains("fix: restore key aesgcm:keyX"), "{}", f[0].summary);
+        assert!(!f[0].summary.contains("kubectl replace"), "{}", f[0].summary);
+        assert_eq!(f[0].details["commands"], serde_json::json!([]));
     }
 
     #[test]

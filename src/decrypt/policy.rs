@@ -19,6 +19,12 @@ pub struct PolicyRule {
     /// The label of the first provider's first key (as
     /// [`super::label`] names stored values), or `identity`.
     pub write: String,
+    /// The labels of every key the entry's providers read: `identity`,
+    /// `aescbc:key1`, and for KMS the plugin (`kms-v2:plugin`: any key id it
+    /// decrypts). `None` in a policy recorded before they were (any stored
+    /// key then counts as readable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads: Option<Vec<String>>,
 }
 
 /// The label of a plaintext value.
@@ -42,6 +48,15 @@ impl Policy {
                 super::kms_label(k.version, &k.name, key_id)
             }
         };
+        let reads = |p: &Provider| -> Vec<String> {
+            match p {
+                Provider::Identity => vec![IDENTITY.to_string()],
+                Provider::AesCbc(keys) => keys.iter().map(|k| format!("aescbc:{}", k.name)).collect(),
+                Provider::AesGcm(keys) => keys.iter().map(|k| format!("aesgcm:{}", k.name)).collect(),
+                Provider::Secretbox(keys) => keys.iter().map(|k| format!("secretbox:{}", k.name)).collect(),
+                Provider::Kms(k) => vec![super::kms_label(k.version, &k.name, None)],
+            }
+        };
         Policy {
             rules: config
                 .rules
@@ -49,6 +64,7 @@ impl Policy {
                 .map(|r| PolicyRule {
                     resources: r.resources.clone(),
                     write: r.providers.first().map_or_else(|| IDENTITY.to_string(), write),
+                    reads: Some(r.providers.iter().flat_map(reads).collect()),
                 })
                 .collect(),
         }
@@ -70,6 +86,21 @@ impl PolicyRule {
     /// Whether a value stored under `stored` (`None`: plaintext) is what a
     /// write would store now. A KMS v2 write label without a key id
     /// accepts any key id of its plugin.
+    /// Whether a value stored under `stored` (`None`: plaintext) can be
+    /// read with one of the entry's keys; always, when the policy did not
+    /// record them.
+    pub fn can_read(&self, stored: Option<&str>) -> bool {
+        let stored = stored.unwrap_or(IDENTITY);
+        let Some(reads) = &self.reads else { return true };
+        reads.iter().any(|key| {
+            stored == key
+                || (key.starts_with("kms-v2:")
+                    && stored
+                        .strip_prefix(key.as_str())
+                        .is_some_and(|id| id.starts_with(':')))
+        })
+    }
+
     pub fn is_current(&self, stored: Option<&str>) -> bool {
         let stored = stored.unwrap_or(IDENTITY);
         stored == self.write
@@ -89,7 +120,31 @@ mod tests {
         PolicyRule {
             resources: vec!["secrets".into()],
             write: write.into(),
+            reads: None,
         }
+    }
+
+    #[test]
+    fn readable_keys() {
+        let r = PolicyRule {
+            reads: Some(vec![
+                "aesgcm:key2".into(),
+                "aesgcm:key1".into(),
+                "kms-v2:p".into(),
+                IDENTITY.into(),
+            ]),
+            ..rule("aesgcm:key2")
+        };
+        for stored in [Some("aesgcm:key1"), Some("kms-v2:p:9"), None] {
+            assert!(r.can_read(stored), "{stored:?}");
+        }
+        for stored in [Some("aesgcm:keyX"), Some("aescbc:key1"), Some("kms-v2:q:1")] {
+            assert!(!r.can_read(stored), "{stored:?}");
+        }
+        assert!(
+            rule("aesgcm:key2").can_read(Some("aesgcm:keyX")),
+            "not recorded: readable"
+        );
     }
 
     #[test]
