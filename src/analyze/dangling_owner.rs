@@ -12,7 +12,7 @@
 //! a kind never recorded (left out by the resource filter) and owners
 //! whose stored value could not be decoded are not judged.
 
-use super::detector::{Detector, Reads, Registration, Whole};
+use super::detector::Registration;
 use super::clock::{human, Clock};
 use super::objects::{Generation, Live, Objects, OwnerRef};
 use crate::store::finding::{Finding, Severity};
@@ -21,28 +21,7 @@ use std::time::Duration;
 pub const NAME: &str = "dangling-owner";
 
 /// Judges the object set at the head, by the cluster's clock.
-pub const DETECTOR: Registration = Registration {
-    name: NAME,
-    reads: Reads::ObjectsAndClock,
-    severity: Severity::Medium,
-    topic: Some("owner problems"),
-    make: |setup| {
-        Ok(Box::new(AtHead {
-            after: setup.options.stuck_after,
-        }))
-    },
-};
-
-/// How long is too long (`--stuck-after`).
-struct AtHead {
-    after: Duration,
-}
-
-impl Detector for AtHead {
-    fn finish(self: Box<Self>, whole: &Whole<'_>, out: &mut Vec<Finding>) {
-        out.extend(detect(whole.objects, whole.clock, self.after));
-    }
-}
+pub const DETECTOR: Registration = Registration::at_head(NAME, Severity::Medium, "owner problems", detect);
 
 /// How an ownerReference fails to find its owner.
 enum Dangling<'a> {

@@ -9,6 +9,7 @@ use super::Options;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
 use crate::store::{Gap, Store, StoreError, ValueReader};
+use std::time::Duration;
 
 /// What a detector reads beyond each key's history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,12 +74,67 @@ pub struct Registration {
     pub severity: Severity,
     /// The lifecycle line of the report's summary its findings feed.
     pub topic: Option<&'static str>,
-    /// Sets the detector up for one cluster.
-    pub make: for<'s> fn(&Setup<'s>) -> Result<Box<dyn Detector + 's>, StoreError>,
+    pub make: Make,
 }
 
-/// A detector that judges each key's history on its own and keeps nothing.
-pub struct PerKey(pub fn(&[ObjectRevision]) -> Option<Finding>);
+/// How a detector is set up for one cluster.
+#[derive(Clone, Copy)]
+pub enum Make {
+    /// Judges each key's history on its own and keeps nothing.
+    PerKey(fn(&[ObjectRevision]) -> Option<Finding>),
+    /// Judges the object set at the head by the clock, given how long is
+    /// too long (`--stuck-after`).
+    AtHead(fn(&Objects, &Clock, Duration) -> Vec<Finding>),
+    /// Anything else: the detector, set up.
+    With(for<'s> fn(&Setup<'s>) -> Result<Box<dyn Detector + 's>, StoreError>),
+}
+
+impl Registration {
+    /// A detector that judges each key's history on its own.
+    pub const fn per_key(
+        name: &'static str,
+        severity: Severity,
+        detect: fn(&[ObjectRevision]) -> Option<Finding>,
+    ) -> Registration {
+        Registration {
+            name,
+            reads: Reads::KeyHistory,
+            severity,
+            topic: None,
+            make: Make::PerKey(detect),
+        }
+    }
+
+    /// A detector of the object set at the head, judged by the clock.
+    pub const fn at_head(
+        name: &'static str,
+        severity: Severity,
+        topic: &'static str,
+        detect: fn(&Objects, &Clock, Duration) -> Vec<Finding>,
+    ) -> Registration {
+        Registration {
+            name,
+            reads: Reads::ObjectsAndClock,
+            severity,
+            topic: Some(topic),
+            make: Make::AtHead(detect),
+        }
+    }
+
+    /// The detector, set up for one cluster.
+    pub fn start<'s>(&self, setup: &Setup<'s>) -> Result<Box<dyn Detector + 's>, StoreError> {
+        match self.make {
+            Make::PerKey(detect) => Ok(Box::new(PerKey(detect))),
+            Make::AtHead(detect) => Ok(Box::new(AtHead {
+                detect,
+                after: setup.options.stuck_after,
+            })),
+            Make::With(make) => make(setup),
+        }
+    }
+}
+
+struct PerKey(fn(&[ObjectRevision]) -> Option<Finding>);
 
 impl Detector for PerKey {
     fn key(&mut self, input: &mut KeyInput<'_, '_>, out: &mut Vec<Finding>) -> Result<(), StoreError> {
@@ -87,9 +143,13 @@ impl Detector for PerKey {
     }
 }
 
-/// Sets up a [`PerKey`] detector.
-pub fn per_key<'s>(
-    detect: fn(&[ObjectRevision]) -> Option<Finding>,
-) -> Result<Box<dyn Detector + 's>, StoreError> {
-    Ok(Box::new(PerKey(detect)))
+struct AtHead {
+    detect: fn(&Objects, &Clock, Duration) -> Vec<Finding>,
+    after: Duration,
+}
+
+impl Detector for AtHead {
+    fn finish(self: Box<Self>, whole: &Whole<'_>, out: &mut Vec<Finding>) {
+        out.extend((self.detect)(whole.objects, whole.clock, self.after));
+    }
 }

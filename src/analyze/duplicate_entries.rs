@@ -2,7 +2,7 @@
 //! (ownerReferences, finalizers, RBAC subjects, pod-spec lists keyed by
 //! name), with the revision where each first appeared and how the list grew.
 
-use super::detector::{Detector, KeyInput, Reads, Registration};
+use super::detector::{Detector, KeyInput, Reads, Make, Registration};
 use crate::canon::duplicates::{list_sizes, Duplicate};
 use crate::canon::path::FieldPath;
 use crate::store::finding::{Finding, Severity};
@@ -19,7 +19,7 @@ pub const DETECTOR: Registration = Registration {
     reads: Reads::KeyHistory,
     severity: Severity::Medium,
     topic: None,
-    make: |_| Ok(Box::new(Repeats)),
+    make: Make::With(|_| Ok(Box::new(Repeats))),
 };
 
 struct Repeats;

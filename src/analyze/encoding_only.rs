@@ -2,7 +2,7 @@
 //! another media type (JSON ↔ protobuf), another storage version, a
 //! re-encryption, or a different serialization of the same object.
 
-use super::detector::{per_key, Reads, Registration};
+use super::detector::Registration;
 use crate::canon::change::{ChangeCause, ChangeClass};
 use crate::decrypt::policy::IDENTITY;
 use crate::store::finding::{Finding, Severity};
@@ -12,13 +12,7 @@ use std::collections::BTreeMap;
 pub const NAME: &str = "encoding-only";
 
 /// Judges each key's history on its own.
-pub const DETECTOR: Registration = Registration {
-    name: NAME,
-    reads: Reads::KeyHistory,
-    severity: Severity::Low,
-    topic: None,
-    make: |_| per_key(detect),
-};
+pub const DETECTOR: Registration = Registration::per_key(NAME, Severity::Low, detect);
 
 fn describe(prev: Option<&ObjectRevision>, r: &ObjectRevision) -> String {
     let pair = |a: Option<&Option<String>>, b: &Option<String>| {

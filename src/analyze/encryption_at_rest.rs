@@ -8,7 +8,7 @@
 //! rotation (`low`). Judged against the policy
 //! the newest run with `--encryption-config` recorded, at its head.
 
-use super::detector::{Detector, KeyInput, Reads, Registration, Whole};
+use super::detector::{Detector, KeyInput, Reads, Make, Registration, Whole};
 use crate::decode::key::COMPACT_REV_KEY;
 use crate::decrypt::policy::{Policy, IDENTITY};
 use crate::store::finding::{Finding, Severity};
@@ -24,10 +24,10 @@ pub const DETECTOR: Registration = Registration {
     reads: Reads::KeyHistory,
     severity: Severity::Medium,
     topic: None,
-    make: |setup| match setup.store.encryption_policy(setup.cluster)? {
+    make: Make::With(|setup| match setup.store.encryption_policy(setup.cluster)? {
         Some((policy, head)) => Ok(Box::new(Audit::new(policy, head))),
         None => Ok(Box::new(Unconfigured)),
-    },
+    }),
 };
 
 /// No run recorded an encryption configuration: nothing to judge by.

@@ -12,7 +12,7 @@
 //! count them; more live objects than desired after a scale-down is normal
 //! lag and never reported, since only creates are judged.
 
-use super::detector::{Detector, KeyInput, Reads, Registration, Whole};
+use super::detector::{Detector, KeyInput, Reads, Make, Registration, Whole};
 use crate::store::StoreError;
 use crate::hex::hex;
 use crate::store::finding::{Finding, Severity};
@@ -28,7 +28,7 @@ pub const DETECTOR: Registration = Registration {
     reads: Reads::Sweep,
     severity: Severity::Medium,
     topic: None,
-    make: |_| Ok(Box::new(Siblings::default())),
+    make: Make::With(|_| Ok(Box::new(Siblings::default()))),
 };
 
 /// The sibling events of every key seen so far.

@@ -7,7 +7,7 @@
 //! its values came from more than one field manager, since one controller's
 //! counters going 3 → 4 → 3 during a rollout are its job, not a fight.
 
-use super::detector::{Detector, KeyInput, Reads, Registration};
+use super::detector::{Detector, KeyInput, Reads, Make, Registration};
 use crate::canon::path::{FieldPath, MANAGED_FIELDS};
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
@@ -23,7 +23,7 @@ pub const DETECTOR: Registration = Registration {
     reads: Reads::KeyHistory,
     severity: Severity::Medium,
     topic: None,
-    make: |_| Ok(Box::new(Flapping)),
+    make: Make::With(|_| Ok(Box::new(Flapping))),
 };
 
 struct Flapping;

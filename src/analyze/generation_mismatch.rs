@@ -3,7 +3,7 @@
 //! `status.observedGeneration` going backwards (a stale status writer
 //! overwrote newer status).
 
-use super::detector::{per_key, Reads, Registration};
+use super::detector::Registration;
 use crate::canon::path::FieldPath;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
@@ -11,13 +11,7 @@ use crate::store::object::ObjectRevision;
 pub const NAME: &str = "generation-mismatch";
 
 /// Judges each key's history on its own.
-pub const DETECTOR: Registration = Registration {
-    name: NAME,
-    reads: Reads::KeyHistory,
-    severity: Severity::Medium,
-    topic: None,
-    make: |_| per_key(detect),
-};
+pub const DETECTOR: Registration = Registration::per_key(NAME, Severity::Medium, detect);
 
 /// A finding for one key's history (oldest first), if it has mismatches.
 pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {

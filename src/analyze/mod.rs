@@ -82,7 +82,7 @@ fn detect_cluster(store: &Store, cluster: i64, options: &Options) -> Result<Vec<
     };
     let mut detectors = REGISTRY
         .iter()
-        .map(|r| (r.make)(&setup))
+        .map(|r| r.start(&setup))
         .collect::<Result<Vec<_>, _>>()?;
     let whole_set = REGISTRY.iter().any(|r| r.reads == Reads::ObjectsAndClock);
     let gaps = store.gaps(cluster)?;

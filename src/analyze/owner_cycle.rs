@@ -3,28 +3,15 @@
 //! which the garbage collector cannot delete in foreground: each waits for
 //! the other. Every member is named.
 
-use super::detector::{Detector, Reads, Registration, Whole};
+use super::detector::Registration;
 use super::objects::{Generation, Objects};
 use crate::store::finding::{Finding, Severity};
 
 pub const NAME: &str = "owner-cycle";
 
 /// Judges the owner graph of the object set at the head.
-pub const DETECTOR: Registration = Registration {
-    name: NAME,
-    reads: Reads::ObjectsAndClock,
-    severity: Severity::Medium,
-    topic: Some("owner problems"),
-    make: |_| Ok(Box::new(Cycles)),
-};
-
-struct Cycles;
-
-impl Detector for Cycles {
-    fn finish(self: Box<Self>, whole: &Whole<'_>, out: &mut Vec<Finding>) {
-        out.extend(detect(whole.objects));
-    }
-}
+pub const DETECTOR: Registration =
+    Registration::at_head(NAME, Severity::Medium, "owner problems", |objects, _, _| detect(objects));
 
 /// One finding per cycle (strongly connected set of two or more objects, or
 /// an object that owns itself).

@@ -13,7 +13,7 @@
 //! Paths are [`FieldPath`]s: `spec.ports[0].protocl`, map keys as members
 //! (`spec.labels.app\.kubernetes\.io/name`).
 
-use super::detector::{Detector, KeyInput, Reads, Registration};
+use super::detector::{Detector, KeyInput, Reads, Make, Registration};
 use crate::canon::path::{FieldPath, Segment};
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
@@ -29,10 +29,10 @@ pub const DETECTOR: Registration = Registration {
     reads: Reads::KeyHistory,
     severity: Severity::Medium,
     topic: Some("prunable fields"),
-    make: |setup| {
+    make: Make::With(|setup| {
         let crds = setup.store.contents_of(setup.cluster, CRD_GROUP, CRD_RESOURCE)?;
         Ok(Box::new(Schemas::new(crds)))
-    },
+    }),
 };
 
 impl Detector for Schemas {

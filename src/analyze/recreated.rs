@@ -3,20 +3,14 @@
 //! name (reference §4). Worse when the new object has the same spec (the same
 //! object created again) and when it happened more than once.
 
-use super::detector::{per_key, Reads, Registration};
+use super::detector::Registration;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::{seconds_between, ObjectRevision};
 
 pub const NAME: &str = "recreated";
 
 /// Judges each key's history on its own.
-pub const DETECTOR: Registration = Registration {
-    name: NAME,
-    reads: Reads::KeyHistory,
-    severity: Severity::Medium,
-    topic: None,
-    make: |_| per_key(detect),
-};
+pub const DETECTOR: Registration = Registration::per_key(NAME, Severity::Medium, detect);
 
 /// One delete + create of the key.
 struct Recreate<'a> {

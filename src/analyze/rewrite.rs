@@ -3,7 +3,7 @@
 //! to change (reference §4: a stale writer, a controller without a no-op
 //! check, or the apiserver rewriting a stale encrypted value).
 
-use super::detector::{per_key, Reads, Registration};
+use super::detector::Registration;
 use crate::canon::change::ChangeClass;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
@@ -11,13 +11,7 @@ use crate::store::object::ObjectRevision;
 pub const NAME: &str = "rewrite";
 
 /// Judges each key's history on its own.
-pub const DETECTOR: Registration = Registration {
-    name: NAME,
-    reads: Reads::KeyHistory,
-    severity: Severity::Low,
-    topic: None,
-    make: |_| per_key(detect),
-};
+pub const DETECTOR: Registration = Registration::per_key(NAME, Severity::Low, detect);
 
 /// A finding for one key's history (oldest first), if it has rewrites.
 pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {

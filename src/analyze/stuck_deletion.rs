@@ -4,7 +4,7 @@
 //! field managers that added each, how long it has been stuck and, for a
 //! Namespace, what is still inside it.
 
-use super::detector::{Detector, Reads, Registration, Whole};
+use super::detector::Registration;
 use super::clock::{human, Clock};
 use super::objects::{Generation, Live, Objects};
 use crate::store::finding::{Finding, Severity};
@@ -14,28 +14,7 @@ use std::time::Duration;
 pub const NAME: &str = "stuck-deletion";
 
 /// Judges the object set at the head, by the cluster's clock.
-pub const DETECTOR: Registration = Registration {
-    name: NAME,
-    reads: Reads::ObjectsAndClock,
-    severity: Severity::Medium,
-    topic: Some("stuck deletions"),
-    make: |setup| {
-        Ok(Box::new(AtHead {
-            after: setup.options.stuck_after,
-        }))
-    },
-};
-
-/// How long is too long (`--stuck-after`).
-struct AtHead {
-    after: Duration,
-}
-
-impl Detector for AtHead {
-    fn finish(self: Box<Self>, whole: &Whole<'_>, out: &mut Vec<Finding>) {
-        out.extend(detect(whole.objects, whole.clock, self.after));
-    }
-}
+pub const DETECTOR: Registration = Registration::at_head(NAME, Severity::Medium, "stuck deletions", detect);
 
 /// How long a deletion may take before it is a finding.
 pub const DEFAULT_STUCK_AFTER: Duration = Duration::from_secs(15 * 60);

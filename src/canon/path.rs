@@ -365,21 +365,24 @@ impl<'t> Parser<'t> {
 
     /// A member name up to the next unescaped `.`, `[` or `]`.
     fn member(&mut self) -> Result<String, Failure> {
-        let mut name = String::new();
+        self.unescaped_until(&['.', '[', ']'])
+    }
+
+    /// Text up to the next unescaped character of `stops`, with `\X` read
+    /// as `X`.
+    fn unescaped_until(&mut self, stops: &[char]) -> Result<String, Failure> {
+        let mut out = String::new();
         while let Some(c) = self.peek() {
+            if stops.contains(&c) {
+                break;
+            }
+            self.bump();
             match c {
-                '.' | '[' | ']' => break,
-                '\\' => {
-                    self.bump();
-                    name.push(self.bump().ok_or((self.pos, "a `\\` at the end"))?);
-                }
-                _ => {
-                    self.bump();
-                    name.push(c);
-                }
+                '\\' => out.push(self.bump().ok_or((self.pos, "a `\\` at the end"))?),
+                _ => out.push(c),
             }
         }
-        Ok(name)
+        Ok(out)
     }
 
     fn bracket(&mut self) -> Result<Segment, Failure> {
@@ -442,21 +445,7 @@ impl<'t> Parser<'t> {
 
     /// Text inside brackets up to an unescaped `]`, `,` or `=`.
     fn bracket_text(&mut self) -> Result<String, Failure> {
-        let mut out = String::new();
-        while let Some(c) = self.peek() {
-            match c {
-                ']' | ',' | '=' => break,
-                '\\' => {
-                    self.bump();
-                    out.push(self.bump().ok_or((self.pos, "a `\\` at the end"))?);
-                }
-                _ => {
-                    self.bump();
-                    out.push(c);
-                }
-            }
-        }
-        Ok(out)
+        self.unescaped_until(&[']', ',', '='])
     }
 
     /// A quoted member name: a JSON string in `"`, or `'...'` with `\'` and
