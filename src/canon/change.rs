@@ -2,6 +2,7 @@
 //! the same key generation.
 
 use super::semantic::FIELD_HASH_LEN;
+use crate::unknown::{find, UnknownName};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -60,8 +61,8 @@ impl ChangeClass {
     ];
 
     /// The class [`ChangeClass::as_str`] names.
-    pub fn parse(name: &str) -> Option<ChangeClass> {
-        ChangeClass::ALL.into_iter().find(|c| c.as_str() == name)
+    pub fn parse(name: &str) -> Result<ChangeClass, UnknownName> {
+        find(&ChangeClass::ALL, ChangeClass::as_str, "a change class", name)
     }
 
     pub fn as_str(self) -> &'static str {
@@ -90,8 +91,8 @@ impl ChangeCause {
     ];
 
     /// The cause [`ChangeCause::as_str`] names.
-    pub fn parse(name: &str) -> Option<ChangeCause> {
-        ChangeCause::ALL.into_iter().find(|c| c.as_str() == name)
+    pub fn parse(name: &str) -> Result<ChangeCause, UnknownName> {
+        find(&ChangeCause::ALL, ChangeCause::as_str, "a change cause", name)
     }
 
     pub fn as_str(self) -> &'static str {

@@ -53,7 +53,13 @@ impl Store {
                     mod_revision: r.get(6)?,
                     semantic_sha256: r.get(7)?,
                     fields: super::changes::decode_fields(&fields, &paths, 8)?.unwrap_or_default(),
-                    managed: managed.json(),
+                    managed: managed.json().map_err(|e| {
+                        rusqlite::Error::FromSqlConversionFailure(
+                            12,
+                            rusqlite::types::Type::Blob,
+                            Box::new(e),
+                        )
+                    })?,
                 })
             })
             .map_err(err)?;

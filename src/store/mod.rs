@@ -121,6 +121,15 @@ impl Store {
         }
     }
 
+    /// The error for a stored value that cannot be what its column holds:
+    /// the database is damaged (`column` is `table.column`).
+    fn damaged(&self, column: &str, problem: impl std::fmt::Display) -> StoreError {
+        StoreError::Damaged {
+            path: self.path.clone(),
+            what: format!("{column}: {problem}"),
+        }
+    }
+
     fn err(&self, source: rusqlite::Error) -> StoreError {
         StoreError::Sqlite {
             path: self.path.clone(),
@@ -240,6 +249,15 @@ impl Store {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// Writes `sql` into the database file at `path` through a connection of
+/// its own with CHECK constraints off: damage as a file can hold it.
+#[cfg(test)]
+fn damage(path: &Path, sql: &str) {
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch(&format!("PRAGMA ignore_check_constraints = ON; {sql}"))
+        .unwrap();
 }
 
 #[cfg(test)]

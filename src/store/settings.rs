@@ -53,13 +53,26 @@ impl Store {
         depth: Option<usize>,
         sensitive: &[String],
     ) -> Result<FieldConfig, StoreError> {
-        let stored_depth = self
+        let stored_depth: Option<usize> = self
             .setting(FIELD_DEPTH)?
-            .and_then(|v| String::from_utf8(v).ok())
-            .and_then(|v| v.parse().ok());
+            .map(|v| {
+                let text = String::from_utf8_lossy(&v);
+                text.parse()
+                    .map_err(|_| self.damaged("settings.field_depth", format!("{text:?} is not a depth")))
+            })
+            .transpose()?;
         let stored_paths: Option<Vec<String>> = self
             .setting(SENSITIVE_PATHS)?
-            .and_then(|v| serde_json::from_slice(&v).ok());
+            .map(|v| {
+                serde_json::from_slice(&v).map_err(|_| {
+                    let text = String::from_utf8_lossy(&v);
+                    self.damaged(
+                        "settings.sensitive_paths",
+                        format!("{text:?} is not a list of paths"),
+                    )
+                })
+            })
+            .transpose()?;
         let conflict = |what: String| StoreError::Conflict {
             path: self.path.clone(),
             message: what,
@@ -115,6 +128,31 @@ mod tests {
         assert_eq!(store.field_config(None, &[]).unwrap().depth, 3);
         assert!(store.field_config(Some(2), &[]).is_err());
         assert!(store.field_config(None, &["data.x".into()]).is_err());
+    }
+
+    #[test]
+    fn settings_that_do_not_parse_are_damage() {
+        for (name, value, column) in [
+            (FIELD_DEPTH, &b"deep"[..], "settings.field_depth"),
+            (SENSITIVE_PATHS, &b"spec.token"[..], "settings.sensitive_paths"),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("db.sqlite");
+            let store = Store::open_for_writing(&path).unwrap();
+            store.field_config(None, &[]).unwrap();
+            super::super::damage(
+                &path,
+                &format!(
+                    "UPDATE settings SET value = x'{}' WHERE name = '{name}'",
+                    crate::hex::hex(value)
+                ),
+            );
+            let e = store.field_config(None, &[]).unwrap_err().to_string();
+            assert!(
+                e.contains(column) && e.contains(&String::from_utf8_lossy(value).into_owned()),
+                "{e}"
+            );
+        }
     }
 
     #[test]
