@@ -188,7 +188,7 @@ impl Store {
                     prev = Some(row);
                 }
             }
-            Ok(())
+            Ok::<_, StoreError>(())
         })?;
         Ok(stats)
     }
@@ -493,6 +493,7 @@ mod tests {
     fn database(dir: &tempfile::TempDir) -> (Store, PathBuf, i64) {
         let path = dir.path().join("db.sqlite");
         let store = Store::open_for_writing(&path).unwrap();
+        store.load_hash_key(&Default::default()).unwrap();
         let run = store.begin_run("test", "/registry/", "").unwrap();
         let cluster = store.cluster("test").unwrap();
         let fields = store.field_config(None, &[]).unwrap();

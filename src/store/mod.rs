@@ -6,6 +6,7 @@ mod blob;
 mod changes;
 mod field_blob;
 pub mod finding;
+pub mod hash_key;
 mod history;
 mod live;
 pub mod object;
@@ -50,7 +51,7 @@ fn missing(path: &Path) -> StoreError {
 /// The migrations, applied in order when a database is opened.
 /// How many migrations [`migrations`] holds.
 #[cfg(test)]
-const MIGRATION_COUNT: usize = 13;
+const MIGRATION_COUNT: usize = 14;
 
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
@@ -69,6 +70,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0011_fetched.sql")),
         M::up(include_str!("../../migrations/0012_salvage.sql")),
         M::up(include_str!("../../migrations/0013_run_schema.sql")),
+        M::up(include_str!("../../migrations/0015_hash_key_ids.sql")),
     ])
 }
 
@@ -90,6 +92,8 @@ pub enum StoreError {
     Damaged { path: PathBuf, what: String },
     #[error("database {path}: not written: a decoding worker panicked ({message}); this is a bug, please report it")]
     WorkerPanicked { path: PathBuf, message: String },
+    #[error(transparent)]
+    Key(#[from] hash_key::KeyError),
     #[error("database {path} is being written by another etcd-inspector run (lock {lock} is held); wait for it to finish or use another --db")]
     Busy { path: PathBuf, lock: PathBuf },
 }
@@ -100,6 +104,8 @@ pub struct Store {
     path: PathBuf,
     /// Held while this process writes runs; released on drop.
     _lock: Option<File>,
+    /// The key this handle's runs hash with, once loaded.
+    hash_key: std::cell::OnceCell<crate::canon::keyed_hash::HashKey>,
 }
 
 impl Store {
@@ -189,6 +195,7 @@ impl Store {
             conn,
             path: path.to_path_buf(),
             _lock: lock,
+            hash_key: std::cell::OnceCell::new(),
         })
     }
 

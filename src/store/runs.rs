@@ -147,6 +147,10 @@ pub struct RunInfo {
     /// The write policy of the encryption config the run decrypted with.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub encryption: Option<Policy>,
+    /// The id of the key the run hashed secrets with (see
+    /// [`crate::canon::keyed_hash`]): runs with different ids do not
+    /// compare keyed hashes.
+    pub hash_key: Option<String>,
     /// For a run that read a data file: its size, SHA-256 and revisions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<FileInfo>,
@@ -175,19 +179,22 @@ impl Store {
         Ok(())
     }
 
-    /// Starts a run.
+    /// Starts a run, recording the id of the key it hashes with (which
+    /// must be loaded: [`Store::load_hash_key`]).
     pub fn begin_run(&self, source: &str, prefix: &str, filter: &str) -> Result<RunId, StoreError> {
+        let key = self.hash_key()?.id();
         self.conn
             .execute(
-                "INSERT INTO runs (source, prefix, resource_filter, started_at, status, tool_version, pid) \
-                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6)",
+                "INSERT INTO runs (source, prefix, resource_filter, started_at, status, tool_version, pid, hash_key) \
+                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7)",
                 params![
                     source,
                     prefix,
                     filter,
                     now(),
                     env!("CARGO_PKG_VERSION"),
-                    std::process::id()
+                    std::process::id(),
+                    key
                 ],
             )
             .map_err(|e| self.err(e))?;
@@ -502,7 +509,7 @@ impl Store {
                 "SELECT r.id, r.status, c.etcd_cluster_id, r.source, r.prefix, r.started_at, r.finished_at, r.head_revision, \
                  r.compact_revision, r.history_from, r.keys_seen, r.revisions_added, r.error, r.tool_version, \
                  r.file_size, r.file_sha256, r.file_first_revision, r.file_last_revision, r.etcd_version, \
-                 r.encryption_policy, r.fetched, r.salvage, r.schema FROM runs r LEFT JOIN clusters c ON c.id = r.cluster_id ORDER BY r.id",
+                 r.encryption_policy, r.fetched, r.salvage, r.schema, r.hash_key FROM runs r LEFT JOIN clusters c ON c.id = r.cluster_id ORDER BY r.id",
             )
             .map_err(|e| self.err(e))?;
         let err = |e| self.err(e);
@@ -531,6 +538,7 @@ impl Store {
                 etcd_version: r.get("etcd_version").map_err(err)?,
                 fetched: r.get("fetched").map_err(err)?,
                 schema: r.get("schema").map_err(err)?,
+                hash_key: r.get("hash_key").map_err(err)?,
                 salvaged: salvage.is_some(),
                 damage: self.parsed_json(salvage, "runs.salvage")?,
                 encryption: self.parsed_json(json("encryption_policy")?, "runs.encryption_policy")?,
@@ -583,6 +591,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db.sqlite");
         let store = Store::open_for_writing(&path).unwrap();
+        store.load_hash_key(&Default::default()).unwrap();
         store.begin_run("test", "/registry/", "").unwrap();
         assert_eq!(store.runs().unwrap()[0].status, RunStatus::Running);
         super::super::damage(&path, &format!("UPDATE runs SET {set}"));

@@ -1,12 +1,9 @@
-//! Per-database settings: the random key for hashing sensitive values, and
-//! choices fixed when the database is first used.
+//! Per-database settings: choices fixed when the database is first used.
 
 use super::{Store, StoreError};
-use crate::canon::keyed_hash::ValueHasher;
 use crate::canon::semantic::{FieldConfig, Sensitivity, DEFAULT_DEPTH};
 use rusqlite::OptionalExtension;
 
-const HMAC_KEY: &str = "value_hmac_key";
 const FIELD_DEPTH: &str = "field_depth";
 const SENSITIVE_PATHS: &str = "sensitive_paths";
 
@@ -26,20 +23,6 @@ impl Store {
             )
             .map_err(|e| self.err(e))?;
         Ok(())
-    }
-
-    /// This database's value hasher, creating its random key on first use.
-    pub fn value_hasher(&self) -> Result<ValueHasher, StoreError> {
-        if let Some(key) = self.setting(HMAC_KEY)?.and_then(|k| <[u8; 32]>::try_from(k).ok()) {
-            return Ok(ValueHasher::new(key));
-        }
-        let mut key = [0u8; 32];
-        getrandom::fill(&mut key).map_err(|e| StoreError::Io {
-            path: self.path.clone(),
-            source: std::io::Error::other(format!("no randomness for the hashing key: {e}")),
-        })?;
-        self.set_setting(HMAC_KEY, &key)?;
-        Ok(ValueHasher::new(key))
     }
 }
 
@@ -153,15 +136,5 @@ mod tests {
                 "{e}"
             );
         }
-    }
-
-    #[test]
-    fn the_key_is_created_once_per_database() {
-        let dir = tempfile::tempdir().unwrap();
-        let a = Store::open_for_writing(&dir.path().join("a.sqlite")).unwrap();
-        let b = Store::open_for_writing(&dir.path().join("b.sqlite")).unwrap();
-        let first = a.value_hasher().unwrap().hash(b"x", true).0;
-        assert_eq!(a.value_hasher().unwrap().hash(b"x", true).0, first);
-        assert_ne!(b.value_hasher().unwrap().hash(b"x", true).0, first);
     }
 }
