@@ -43,6 +43,9 @@ pub enum ChangeCause {
     Encryption,
     /// Same encoding and version, different bytes (field order, defaults).
     Serialization,
+    /// (`unknown` only) The two revisions' keyed hashes are under different
+    /// hash keys (`--new-hash-key` between them), so they do not compare.
+    HashKey,
 }
 
 impl ChangeClass {
@@ -83,11 +86,12 @@ impl ChangeClass {
 
 impl ChangeCause {
     /// Every cause.
-    pub const ALL: [ChangeCause; 4] = [
+    pub const ALL: [ChangeCause; 5] = [
         ChangeCause::MediaType,
         ChangeCause::StorageVersion,
         ChangeCause::Encryption,
         ChangeCause::Serialization,
+        ChangeCause::HashKey,
     ];
 
     /// The cause [`ChangeCause::as_str`] names.
@@ -101,6 +105,7 @@ impl ChangeCause {
             ChangeCause::StorageVersion => "storage-version",
             ChangeCause::Encryption => "encryption",
             ChangeCause::Serialization => "serialization",
+            ChangeCause::HashKey => "hash-key",
         }
     }
 }
@@ -117,6 +122,8 @@ pub struct Facts {
     pub encryption: Option<String>,
     /// Field path → hash, when the value decoded.
     pub fields: Option<BTreeMap<String, [u8; FIELD_HASH_LEN]>>,
+    /// The id of the key its keyed hashes are under, if it has any.
+    pub hash_key: Option<String>,
 }
 
 /// A revision's change.
@@ -171,6 +178,13 @@ pub fn classify(prev: Option<&Facts>, cur: &Facts) -> Change {
             ChangeClass::FirstSeen
         });
     };
+    if prev.hash_key.is_some() && cur.hash_key.is_some() && prev.hash_key != cur.hash_key {
+        return Change {
+            class: ChangeClass::Unknown,
+            cause: Some(ChangeCause::HashKey),
+            changed_paths: Vec::new(),
+        };
+    }
     if prev.value_hash.is_some() && prev.value_hash == cur.value_hash {
         return Change::of(ChangeClass::Rewrite);
     }
@@ -378,5 +392,22 @@ mod tests {
             (c.class, c.cause),
             (ChangeClass::Unknown, Some(ChangeCause::Encryption))
         );
+    }
+
+    #[test]
+    fn keyed_hashes_under_different_keys_claim_neither_equal_nor_different() {
+        let secret = |value: &[u8], key: &str| Facts {
+            hash_key: Some(key.into()),
+            ..facts(value, value, &[("data", value[0])])
+        };
+        let same_key = classify(Some(&secret(b"a", "k1")), &secret(b"a", "k1"));
+        assert_eq!(same_key.class, ChangeClass::Rewrite);
+        for cur in [secret(b"a", "k2"), secret(b"b", "k2")] {
+            let c = classify(Some(&secret(b"a", "k1")), &cur);
+            assert_eq!(
+                (c.class, c.cause, c.changed_paths.len()),
+                (ChangeClass::Unknown, Some(ChangeCause::HashKey), 0)
+            );
+        }
     }
 }

@@ -118,7 +118,7 @@ impl Store {
                 .prepare_cached(
                     "SELECT r.mod_revision, r.create_revision, r.version, r.deleted, r.value_sha256, r.semantic_sha256, \
                      r.encoding, r.api_version, r.encryption, s.codec, s.fields, b.fields, r.change_class IS NULL, s.codec, s.managed, \
-                     b.managed \
+                     b.managed, r.hash_key \
                      FROM revisions r LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
                      LEFT JOIN semantic_values b ON b.id = s.base \
                      WHERE r.key_id = ?1 ORDER BY r.mod_revision",
@@ -148,6 +148,7 @@ impl Store {
                                 api_version: r.get(7)?,
                                 encryption: r.get(8)?,
                                 fields: decode_fields(&fields, &paths, 9)?,
+                                hash_key: r.get(16)?,
                             },
                             pending: r.get(12)?,
                             managed,

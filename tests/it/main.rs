@@ -15,6 +15,7 @@ mod encode_roundtrip;
 mod encryption;
 mod fetch_choice;
 mod get_cli;
+mod hash_key;
 mod kms_client;
 mod lifecycle;
 mod offline;
