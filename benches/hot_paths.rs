@@ -103,6 +103,7 @@ fn benches(c: &mut Criterion) {
             || tempfile::tempdir().unwrap(),
             |dir| {
                 let store = Store::open_for_writing(&dir.path().join("db.sqlite")).unwrap();
+                store.load_hash_key(&Default::default()).unwrap();
                 let run = store.begin_run("bench", "/registry/", "").unwrap();
                 let cluster = store.cluster("bench").unwrap();
                 let fields = store.field_config(None, &[]).unwrap();

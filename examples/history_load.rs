@@ -19,6 +19,7 @@ fn main() -> Result<()> {
     let total: i64 = args.next().map(|n| n.parse()).transpose()?.unwrap_or(1_000_000);
     let keys = (total / REVISIONS_PER_KEY).max(1);
     let store = Store::open_for_writing(&db)?;
+    store.load_hash_key(&Default::default())?;
     let run = store.begin_run("synthetic", "/registry/", "")?;
     let cluster = store.cluster("synthetic-cluster")?;
     store.set_run_target(run, cluster, total + 1, 0, 1)?;

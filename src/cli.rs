@@ -25,6 +25,18 @@ pub struct Cli {
     /// The SQLite database runs are recorded in.
     #[arg(long, global = true, env = "ETCD_INSPECTOR_DB", default_value = crate::store::DEFAULT_DB)]
     pub db: PathBuf,
+    /// The file holding the key secrets are hashed with, instead of
+    /// `<db>.key` (created beside the database by its first run). Only
+    /// `snapshot` and `follow` read it; it is never written or created,
+    /// e.g. a mounted Kubernetes Secret. It holds 64 hex digits (`openssl
+    /// rand -hex 32`) or 32 raw bytes.
+    #[arg(
+        long,
+        global = true,
+        env = "ETCD_INSPECTOR_HASH_KEY_FILE",
+        value_name = "PATH"
+    )]
+    pub hash_key_file: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -242,7 +254,7 @@ pub struct RecordArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=8))]
     pub field_depth: Option<u8>,
     /// A field path whose values are sensitive (hashed with the database's
-    /// secret key, never stored), e.g. `spec.token`, or with a dotted key
+    /// hash key, never stored), e.g. `spec.token`, or with a dotted key
     /// `data.app\.token` (also `data["app.token"]`); repeatable. Secret
     /// `data` and `stringData` always are. Fixed by the first run.
     #[arg(long, value_name = "PATH")]
@@ -258,6 +270,13 @@ pub struct RecordArgs {
     /// they dominate a cluster's writes and hold no configuration.
     #[arg(long, value_name = "RESOURCE", default_value = crate::source::filter::DEFAULT_EXCLUDED)]
     pub exclude_resource: Vec<String>,
+    /// Start a new hash key: a new random key in `<db>.key`, or the key a
+    /// new --hash-key-file holds. For a database whose key file is lost or
+    /// was replaced; the break is recorded, and keyed hashes (secrets) from
+    /// before it are never compared with later ones (change class
+    /// `unknown`, cause `hash-key`; `diff` shows `not-comparable`).
+    #[arg(long)]
+    pub new_hash_key: bool,
     /// Do not run `analyze` after recording.
     #[arg(long)]
     pub no_analyze: bool,

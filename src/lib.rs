@@ -20,3 +20,4 @@ pub mod lifecycle;
 pub mod report;
 pub mod source;
 pub mod store;
+pub mod unknown;

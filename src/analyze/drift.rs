@@ -12,12 +12,16 @@ use std::collections::BTreeMap;
 
 /// What happened to one object between the two points.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Drift {
     Added,
     Removed,
     Recreated,
     Changed,
+    /// Its keyed hashes (a Secret's) on the two sides are under different
+    /// hash keys (`--new-hash-key` between them): whether it changed is
+    /// not known.
+    NotComparable,
 }
 
 impl Drift {
@@ -27,6 +31,7 @@ impl Drift {
             Drift::Removed => "removed",
             Drift::Recreated => "recreated",
             Drift::Changed => "changed",
+            Drift::NotComparable => "not-comparable",
         }
     }
 }
@@ -55,6 +60,7 @@ pub struct Counts {
     pub removed: usize,
     pub recreated: usize,
     pub changed: usize,
+    pub not_comparable: usize,
 }
 
 /// The whole comparison.
@@ -91,6 +97,11 @@ pub fn compare(
             (None, Some(_)) => Drift::Added,
             (Some(_), None) => Drift::Removed,
             (Some(o), Some(n)) if o.uid != n.uid => Drift::Recreated,
+            (Some(o), Some(n))
+                if o.hash_key.is_some() && n.hash_key.is_some() && o.hash_key != n.hash_key =>
+            {
+                Drift::NotComparable
+            }
             (Some(o), Some(n)) if o.semantic_sha256 != n.semantic_sha256 => Drift::Changed,
             _ => continue,
         };
@@ -132,6 +143,7 @@ pub fn compare(
             Drift::Removed => counts.removed += 1,
             Drift::Recreated => counts.recreated += 1,
             Drift::Changed => counts.changed += 1,
+            Drift::NotComparable => counts.not_comparable += 1,
         }
         report.objects.push(ObjectDrift {
             change,

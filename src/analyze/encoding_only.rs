@@ -34,7 +34,9 @@ fn describe(prev: Option<&ObjectRevision>, r: &ObjectRevision) -> String {
                 label(Some(&r.encryption))
             )
         }
-        Some(ChangeCause::Serialization) | None => "same encoding, different bytes".to_string(),
+        Some(ChangeCause::Serialization | ChangeCause::HashKey) | None => {
+            "same encoding, different bytes".to_string()
+        }
     }
 }
 

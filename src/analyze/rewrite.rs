@@ -63,7 +63,7 @@ mod tests {
         ObjectRevision {
             key: "/registry/configmaps/shop/c".into(),
             mod_revision: n,
-            class: ChangeClass::parse(class),
+            class: Some(ChangeClass::parse(class).unwrap()),
             kind: Some("ConfigMap".into()),
             namespace: Some("shop".into()),
             name: Some("c".into()),

@@ -3,6 +3,7 @@
 
 use super::path::FieldPath;
 use super::semantic::FIELD_HASH_LEN;
+use crate::unknown::{find, UnknownName};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -43,6 +44,9 @@ pub enum ChangeCause {
     Encryption,
     /// Same encoding and version, different bytes (field order, defaults).
     Serialization,
+    /// (`unknown` only) The two revisions' keyed hashes are under different
+    /// hash keys (`--new-hash-key` between them), so they do not compare.
+    HashKey,
 }
 
 impl ChangeClass {
@@ -61,8 +65,8 @@ impl ChangeClass {
     ];
 
     /// The class [`ChangeClass::as_str`] names.
-    pub fn parse(name: &str) -> Option<ChangeClass> {
-        ChangeClass::ALL.into_iter().find(|c| c.as_str() == name)
+    pub fn parse(name: &str) -> Result<ChangeClass, UnknownName> {
+        find(&ChangeClass::ALL, ChangeClass::as_str, "a change class", name)
     }
 
     pub fn as_str(self) -> &'static str {
@@ -83,16 +87,17 @@ impl ChangeClass {
 
 impl ChangeCause {
     /// Every cause.
-    pub const ALL: [ChangeCause; 4] = [
+    pub const ALL: [ChangeCause; 5] = [
         ChangeCause::MediaType,
         ChangeCause::StorageVersion,
         ChangeCause::Encryption,
         ChangeCause::Serialization,
+        ChangeCause::HashKey,
     ];
 
     /// The cause [`ChangeCause::as_str`] names.
-    pub fn parse(name: &str) -> Option<ChangeCause> {
-        ChangeCause::ALL.into_iter().find(|c| c.as_str() == name)
+    pub fn parse(name: &str) -> Result<ChangeCause, UnknownName> {
+        find(&ChangeCause::ALL, ChangeCause::as_str, "a change cause", name)
     }
 
     pub fn as_str(self) -> &'static str {
@@ -101,6 +106,7 @@ impl ChangeCause {
             ChangeCause::StorageVersion => "storage-version",
             ChangeCause::Encryption => "encryption",
             ChangeCause::Serialization => "serialization",
+            ChangeCause::HashKey => "hash-key",
         }
     }
 }
@@ -117,6 +123,8 @@ pub struct Facts {
     pub encryption: Option<String>,
     /// Field path → hash, when the value decoded.
     pub fields: Option<BTreeMap<FieldPath, [u8; FIELD_HASH_LEN]>>,
+    /// The id of the key its keyed hashes are under, if it has any.
+    pub hash_key: Option<String>,
 }
 
 /// A revision's change.
@@ -161,6 +169,13 @@ pub fn classify(prev: Option<&Facts>, cur: &Facts) -> Change {
             ChangeClass::FirstSeen
         });
     };
+    if prev.hash_key.is_some() && cur.hash_key.is_some() && prev.hash_key != cur.hash_key {
+        return Change {
+            class: ChangeClass::Unknown,
+            cause: Some(ChangeCause::HashKey),
+            changed_paths: Vec::new(),
+        };
+    }
     if prev.value_hash.is_some() && prev.value_hash == cur.value_hash {
         return Change::of(ChangeClass::Rewrite);
     }
@@ -381,5 +396,22 @@ mod tests {
             (c.class, c.cause),
             (ChangeClass::Unknown, Some(ChangeCause::Encryption))
         );
+    }
+
+    #[test]
+    fn keyed_hashes_under_different_keys_claim_neither_equal_nor_different() {
+        let secret = |value: &[u8], key: &str| Facts {
+            hash_key: Some(key.into()),
+            ..facts(value, value, &[("data", value[0])])
+        };
+        let same_key = classify(Some(&secret(b"a", "k1")), &secret(b"a", "k1"));
+        assert_eq!(same_key.class, ChangeClass::Rewrite);
+        for cur in [secret(b"a", "k2"), secret(b"b", "k2")] {
+            let c = classify(Some(&secret(b"a", "k1")), &cur);
+            assert_eq!(
+                (c.class, c.cause, c.changed_paths.len()),
+                (ChangeClass::Unknown, Some(ChangeCause::HashKey), 0)
+            );
+        }
     }
 }

@@ -14,10 +14,12 @@ use crate::lifecycle::{Fetch, Finished, RecordOptions};
 use crate::report::escape;
 use crate::source::filter::ResourceFilter;
 use crate::store::finding::Severity;
+use crate::store::hash_key::HashKeyOptions;
 use crate::store::{ObjectFilter, RunStatus};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::Path;
 use std::sync::Arc;
 
 /// Exit status when `--fail-on` finds findings at or above its severity.
@@ -119,7 +121,7 @@ pub fn revision_range(store: &crate::store::Store, range: &RangeArgs) -> Result<
 }
 
 /// The lifecycle's options from the recording flags.
-pub fn record_options(args: &RecordArgs) -> Result<RecordOptions> {
+pub fn record_options(args: &RecordArgs, hash_key_file: Option<&Path>) -> Result<RecordOptions> {
     install_schema(&args.schema)?;
     Ok(RecordOptions {
         prefix: args.prefix.clone(),
@@ -131,6 +133,10 @@ pub fn record_options(args: &RecordArgs) -> Result<RecordOptions> {
         metrics_file: args.metrics_file.clone(),
         decryptor: decryptor(&args.encryption)?,
         detectors: (&args.detectors).into(),
+        hash_key: HashKeyOptions {
+            file: hash_key_file.map(Path::to_path_buf),
+            new: args.new_hash_key,
+        },
     })
 }
 

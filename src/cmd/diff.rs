@@ -80,6 +80,7 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
                 "removed",
                 "recreated",
                 "changed",
+                "not comparable",
             ]);
             for (resource, c) in &report.summary {
                 table.add_row([
@@ -88,6 +89,7 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
                     c.removed.to_string(),
                     c.recreated.to_string(),
                     c.changed.to_string(),
+                    c.not_comparable.to_string(),
                 ]);
             }
             writeln!(out, "{table}")?;
@@ -109,6 +111,10 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
                         "recreated {what}: uid {} → {}",
                         terminal(o.uid_a.as_deref().unwrap_or("-")),
                         terminal(o.uid_b.as_deref().unwrap_or("-"))
+                    )?,
+                    "not-comparable" => writeln!(
+                        out,
+                        "not comparable {what}: its secrets are hashed under another hash key on each side (--new-hash-key between them)"
                     )?,
                     change => writeln!(out, "{} {what}", terminal(change))?,
                 }

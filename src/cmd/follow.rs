@@ -9,7 +9,7 @@ use crate::source::etcd::Connection;
 use anyhow::Result;
 use std::path::Path;
 
-pub fn run(db: &Path, args: &FollowArgs) -> Result<Status> {
+pub fn run(db: &Path, hash_key_file: Option<&Path>, args: &FollowArgs) -> Result<Status> {
     let follow = FollowOptions {
         duration: args.duration,
         commit_every: args.commit_every,
@@ -18,7 +18,7 @@ pub fn run(db: &Path, args: &FollowArgs) -> Result<Status> {
     let finished = lifecycle::follow(
         db,
         &Connection::from(&args.etcd),
-        &record_options(&args.record)?,
+        &record_options(&args.record, hash_key_file)?,
         &follow,
     )?;
     report_finished(finished, args.record.fail_on)

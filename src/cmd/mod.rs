@@ -43,8 +43,8 @@ pub fn dispatch(cli: &Cli) -> anyhow::Result<Status> {
     match &cli.command {
         Command::Decode(args) => decode::run(args),
         Command::Get(args) => get::run(args),
-        Command::Snapshot(args) => snapshot::run(&cli.db, args),
-        Command::Follow(args) => follow::run(&cli.db, args),
+        Command::Snapshot(args) => snapshot::run(&cli.db, cli.hash_key_file.as_deref(), args),
+        Command::Follow(args) => follow::run(&cli.db, cli.hash_key_file.as_deref(), args),
         Command::Prune(args) => prune::run(&cli.db, args),
         Command::Runs(args) => runs::run(&cli.db, args),
         Command::History(args) => history::run(&cli.db, args),

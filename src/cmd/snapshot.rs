@@ -10,7 +10,7 @@ use crate::source::etcd::Connection;
 use anyhow::{bail, Result};
 use std::path::Path;
 
-pub fn run(db: &Path, args: &SnapshotArgs) -> Result<Status> {
+pub fn run(db: &Path, hash_key_file: Option<&Path>, args: &SnapshotArgs) -> Result<Status> {
     let fetch = match args.fetch_snapshot {
         true => FetchMode::Snapshot,
         false => args.fetch.fetch,
@@ -30,6 +30,6 @@ pub fn run(db: &Path, args: &SnapshotArgs) -> Result<Status> {
             save: args.save.clone(),
         },
     };
-    let finished = lifecycle::snapshot(db, &source, &record_options(&args.record)?)?;
+    let finished = lifecycle::snapshot(db, &source, &record_options(&args.record, hash_key_file)?)?;
     report_finished(finished, args.record.fail_on)
 }

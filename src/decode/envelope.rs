@@ -25,6 +25,20 @@ pub enum Encoding {
 }
 
 impl Encoding {
+    /// Every encoding.
+    pub const ALL: [Encoding; 5] = [
+        Encoding::Protobuf,
+        Encoding::Json,
+        Encoding::Cbor,
+        Encoding::Yaml,
+        Encoding::Encrypted,
+    ];
+
+    /// The encoding [`Encoding::as_str`] names.
+    pub fn parse(name: &str) -> Result<Encoding, crate::unknown::UnknownName> {
+        crate::unknown::find(&Encoding::ALL, Encoding::as_str, "an encoding", name)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Encoding::Protobuf => "protobuf",

@@ -25,9 +25,14 @@ pub struct Finished {
     pub elapsed: Duration,
 }
 
-/// Starts a run of `source` in a fresh database handle.
+/// Starts a run of `source` in a fresh database handle, with the hash key
+/// `options` name (saying so on standard error when it moved out of an
+/// older database or is new).
 pub(super) fn begin(db: &Path, source: &str, options: &RecordOptions) -> Result<(Store, RunId)> {
     let store = Store::open_for_writing(db)?;
+    if let Some(notice) = store.load_hash_key(&options.hash_key)? {
+        eprintln!("{notice}");
+    }
     let run = store.begin_run(source, &options.prefix, &options.filter.describe())?;
     store.set_run_schema(run, &crate::decode::schema::schema().origin)?;
     Ok((store, run))

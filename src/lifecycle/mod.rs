@@ -21,6 +21,7 @@ use crate::canon::semantic::FieldConfig;
 use crate::decrypt::Decryptor;
 use crate::source::etcd::Connection;
 use crate::source::filter::ResourceFilter;
+use crate::store::hash_key::HashKeyOptions;
 use crate::store::{Gap, RevisionWriter, RunId, Store, StoreError};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
@@ -48,6 +49,8 @@ pub struct RecordOptions {
     pub decryptor: Option<Arc<Decryptor>>,
     /// How the detectors judge, when `analyze` is set.
     pub detectors: crate::analyze::Options,
+    /// Where the key of keyed hashes is, and whether to start a new one.
+    pub hash_key: HashKeyOptions,
 }
 
 /// Where a snapshot run reads.

@@ -138,9 +138,13 @@ impl Packed {
         }
     }
 
-    /// The blob as JSON; `None` when absent or unreadable.
-    pub(super) fn json(&self) -> Option<serde_json::Value> {
-        self.bytes()?.ok().and_then(|b| serde_json::from_slice(&b).ok())
+    /// The blob as JSON; `None` when absent, an error when it does not
+    /// decompress or parse.
+    pub(super) fn json(&self) -> io::Result<Option<serde_json::Value>> {
+        self.bytes()
+            .transpose()?
+            .map(|b| serde_json::from_slice(&b).map_err(|e| bad(format!("not JSON: {e}"))))
+            .transpose()
     }
 }
 

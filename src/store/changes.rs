@@ -2,14 +2,17 @@
 //! the classified history detectors read, and the findings they write.
 
 use super::blob::Packed;
+use super::prepare::TEXT_ENCODING;
 use super::{Store, StoreError};
 use crate::canon::change::{classify, ChangeCause, ChangeClass, Facts};
 use crate::canon::facts::ObjectFacts;
 use crate::canon::managed::{attribute, entries, Entry};
 use crate::canon::path::FieldPath;
 use crate::canon::semantic::FIELD_HASH_LEN;
+use crate::decode::envelope::Encoding;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
+use crate::unknown::UnknownName;
 use rusqlite::params;
 use std::collections::{BTreeMap, HashMap};
 
@@ -47,8 +50,17 @@ struct Row {
 }
 
 impl Row {
-    fn entries(&self) -> Vec<Entry> {
-        self.managed.json().map(|v| entries(&v)).unwrap_or_default()
+    /// Its managedFields entries; none when the content has no
+    /// managedFields.
+    fn entries(&self, store: &Store) -> Result<Vec<Entry>, StoreError> {
+        let managed = self
+            .managed
+            .json()
+            .map_err(|e| store.damaged("semantic_values.managed", e))?;
+        Ok(match managed {
+            Some(v) => entries(&v),
+            None => Vec::new(),
+        })
     }
 }
 
@@ -86,7 +98,7 @@ impl Store {
         let mut out = HashMap::new();
         for row in rows {
             let (id, text) = row.map_err(err)?;
-            let path = FieldPath::parse(&text).map_err(|e| self.damaged(format!("field_paths.path: {e}")))?;
+            let path = FieldPath::parse(&text).map_err(|e| self.damaged("field_paths.path", e))?;
             out.insert(id, path);
         }
         Ok(out)
@@ -115,7 +127,7 @@ impl Store {
                 .prepare_cached(
                     "SELECT r.mod_revision, r.create_revision, r.version, r.deleted, r.value_sha256, r.semantic_sha256, \
                      r.encoding, r.api_version, r.encryption, s.codec, s.fields, b.fields, r.change_class IS NULL, s.codec, s.managed, \
-                     b.managed \
+                     b.managed, r.hash_key \
                      FROM revisions r LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
                      LEFT JOIN semantic_values b ON b.id = s.base \
                      WHERE r.key_id = ?1 ORDER BY r.mod_revision",
@@ -145,6 +157,7 @@ impl Store {
                                 api_version: r.get(7)?,
                                 encryption: r.get(8)?,
                                 fields: decode_fields(&fields, &paths, 9)?,
+                                hash_key: r.get(16)?,
                             },
                             pending: r.get(12)?,
                             managed,
@@ -153,6 +166,9 @@ impl Store {
                     .map_err(err)?
                     .collect::<Result<_, _>>()
                     .map_err(err)?;
+                for row in &rows {
+                    self.check_encoding(row.facts.encoding.as_deref())?;
+                }
                 stats.rows_read += rows.len() as i64;
                 let mut prev: Option<&Row> = None;
                 for row in &rows {
@@ -161,11 +177,12 @@ impl Store {
                         let change = classify(same_generation.map(|p| &p.facts), &row.facts);
                         let changed_paths = (!change.changed_paths.is_empty())
                             .then(|| serde_json::to_string(&change.changed_paths).expect("JSON"));
-                        let changed_by = same_generation
-                            .filter(|_| !change.changed_paths.is_empty())
-                            .map(|p| attribute(&p.entries(), &row.entries(), &change.changed_paths))
-                            .filter(|by| !by.is_empty())
-                            .map(|by| serde_json::to_string(&by).expect("JSON"));
+                        let changed_by = match same_generation.filter(|_| !change.changed_paths.is_empty()) {
+                            Some(p) => Some(attribute(&p.entries(self)?, &row.entries(self)?, &change.changed_paths))
+                                .filter(|by| !by.is_empty())
+                                .map(|by| serde_json::to_string(&by).expect("JSON")),
+                            None => None,
+                        };
                         write
                             .execute(params![
                                 key,
@@ -181,7 +198,7 @@ impl Store {
                     prev = Some(row);
                 }
             }
-            Ok(())
+            Ok::<_, StoreError>(())
         })?;
         Ok(stats)
     }
@@ -271,25 +288,37 @@ impl Store {
                  ORDER BY CASE f.severity WHEN 'critical' THEN 0 WHEN 'high' THEN 1 WHEN 'medium' THEN 2 WHEN 'low' THEN 3 ELSE 4 END, f.id",
             )
             .map_err(err)?;
-        let rows = stmt
-            .query_map([], |r| {
-                let json = |i: usize| -> rusqlite::Result<serde_json::Value> {
-                    Ok(serde_json::from_str(&r.get::<_, String>(i)?).unwrap_or(serde_json::Value::Null))
-                };
-                Ok(StoredFinding {
-                    id: r.get(0)?,
-                    cluster_id: r.get(1)?,
-                    detector: r.get(2)?,
-                    severity: Severity::parse(&r.get::<_, String>(3)?).unwrap_or(Severity::Info),
-                    keys: serde_json::from_value(json(4)?).unwrap_or_default(),
-                    revisions: serde_json::from_value(json(5)?).unwrap_or_default(),
-                    summary: r.get(6)?,
-                    details: json(7)?,
-                    analyzed_at: r.get(8)?,
-                })
-            })
-            .map_err(err)?;
-        rows.collect::<Result<_, _>>().map_err(err)
+        let mut rows = stmt.query([]).map_err(err)?;
+        let mut found = Vec::new();
+        while let Some(r) = rows.next().map_err(err)? {
+            let text = |i: usize| -> Result<String, StoreError> { r.get(i).map_err(err) };
+            let json = |i: usize, column: &str| -> Result<serde_json::Value, StoreError> {
+                let stored = text(i)?;
+                serde_json::from_str(&stored)
+                    .map_err(|e| self.damaged(column, format!("{stored:?} is not JSON ({e})")))
+            };
+            let severity = text(3)?;
+            let keys = json(4, "findings.keys")?;
+            let revisions = json(5, "findings.revisions")?;
+            found.push(StoredFinding {
+                id: r.get(0).map_err(err)?,
+                cluster_id: text(1)?,
+                detector: text(2)?,
+                severity: Severity::parse(&severity).map_err(|e| self.damaged("findings.severity", e))?,
+                keys: serde_json::from_value(keys.clone())
+                    .map_err(|_| self.damaged("findings.keys", format!("{keys} is not a list of keys")))?,
+                revisions: serde_json::from_value(revisions.clone()).map_err(|_| {
+                    self.damaged(
+                        "findings.revisions",
+                        format!("{revisions} is not a list of revisions"),
+                    )
+                })?,
+                summary: text(6)?,
+                details: json(7, "findings.details")?,
+                analyzed_at: text(8)?,
+            });
+        }
+        Ok(found)
     }
 
     /// Every cluster's row id.
@@ -315,26 +344,27 @@ impl Store {
 }
 
 impl Store {
-    /// A stored name (a change class or cause) as its type; a name no type
-    /// has means the database is damaged, not that the value is absent.
+    /// A stored change class or cause as its type: a name the type does not
+    /// have means the database is damaged, not that the value is absent.
     fn named<T>(
         &self,
         stored: Option<String>,
-        what: &str,
-        parse: fn(&str) -> Option<T>,
+        column: &str,
+        parse: fn(&str) -> Result<T, UnknownName>,
     ) -> Result<Option<T>, StoreError> {
-        match stored {
-            None => Ok(None),
-            Some(name) => parse(&name)
-                .map(Some)
-                .ok_or_else(|| self.damaged(format!("unknown {what} {name:?}"))),
-        }
+        stored
+            .map(|name| parse(&name).map_err(|e| self.damaged(column, e)))
+            .transpose()
     }
 
-    fn damaged(&self, what: String) -> StoreError {
-        StoreError::Damaged {
-            path: self.path.clone(),
-            what,
+    /// Fails unless `encoding` (a `revisions.encoding`) is one the decoder
+    /// names, or the plain text of etcd's compaction key.
+    pub(super) fn check_encoding(&self, encoding: Option<&str>) -> Result<(), StoreError> {
+        match encoding {
+            None | Some(TEXT_ENCODING) => Ok(()),
+            Some(name) => Encoding::parse(name)
+                .map(|_| ())
+                .map_err(|e| self.damaged("revisions.encoding", e)),
         }
     }
 
@@ -401,28 +431,28 @@ impl Store {
                 duplicates: r.get("duplicates").map_err(err)?,
                 semantic_sha256: r.get("semantic_sha256").map_err(err)?,
                 generation: r.get("generation").map_err(err)?,
-                encoding: r.get("encoding").map_err(err)?,
+                encoding: text("encoding")?,
                 api_version: r.get("api_version").map_err(err)?,
                 encryption: r.get("encryption").map_err(err)?,
                 class: self.named(
-                    r.get("change_class").map_err(err)?,
-                    "change class",
+                    text("change_class")?,
+                    "revisions.change_class",
                     ChangeClass::parse,
                 )?,
                 cause: self.named(
-                    r.get("change_cause").map_err(err)?,
-                    "change cause",
+                    text("change_cause")?,
+                    "revisions.change_cause",
                     ChangeCause::parse,
                 )?,
                 changed_paths: match text("changed_paths")? {
                     Some(t) => {
-                        serde_json::from_str(&t).map_err(|e| self.damaged(format!("changed_paths: {e}")))?
+                        serde_json::from_str(&t).map_err(|e| self.damaged("revisions.changed_paths", e))?
                     }
                     None => Vec::new(),
                 },
                 changed_by: match text("changed_by")? {
                     Some(t) => {
-                        serde_json::from_str(&t).map_err(|e| self.damaged(format!("changed_by: {e}")))?
+                        serde_json::from_str(&t).map_err(|e| self.damaged("revisions.changed_by", e))?
                     }
                     None => BTreeMap::new(),
                 },
@@ -430,6 +460,7 @@ impl Store {
                     .map_err(err)?
                     .unwrap_or_default(),
             };
+            self.check_encoding(rev.encoding.as_deref())?;
             if current.last().is_some_and(|c| c.key != rev.key) {
                 visit(&current);
                 current.clear();
@@ -458,5 +489,121 @@ impl Store {
             })
             .map_err(err)?;
         rows.collect::<Result<_, _>>().map_err(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::{Record, Sink};
+    use std::path::PathBuf;
+
+    /// A database holding one finding and two classified revisions of a
+    /// ConfigMap.
+    fn database(dir: &tempfile::TempDir) -> (Store, PathBuf, i64) {
+        let path = dir.path().join("db.sqlite");
+        let store = Store::open_for_writing(&path).unwrap();
+        store.load_hash_key(&Default::default()).unwrap();
+        let run = store.begin_run("test", "/registry/", "").unwrap();
+        let cluster = store.cluster("test").unwrap();
+        let fields = store.field_config(None, &[]).unwrap();
+        let mut w = super::super::RevisionWriter::new(
+            &store,
+            cluster,
+            run,
+            "/registry/",
+            fields,
+            Default::default(),
+            None,
+        )
+        .unwrap();
+        for (revision, value) in [(2, "a"), (3, "b")] {
+            let object = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "c", "namespace": "shop", "uid": "u"}, "data": {"k": value}});
+            w.record(Record {
+                key: b"/registry/configmaps/shop/c".to_vec(),
+                mod_revision: revision,
+                create_revision: 2,
+                version: revision - 1,
+                lease: 0,
+                value: serde_json::to_vec(&object).unwrap(),
+                deleted: false,
+            })
+            .unwrap();
+        }
+        w.flush().unwrap();
+        drop(w);
+        store.classify_pending().unwrap();
+        let finding = Finding {
+            detector: "rewrite",
+            severity: Severity::High,
+            keys: vec!["/registry/configmaps/shop/c".into()],
+            revisions: vec![3],
+            summary: "s".into(),
+            details: serde_json::json!({}),
+        };
+        store.replace_findings(cluster, &["rewrite"], &[finding]).unwrap();
+        (store, path, cluster)
+    }
+
+    /// What reading the history fails with once `sql` damaged it.
+    fn history_error(sql: &str) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, path, cluster) = database(&dir);
+        let mut classes = Vec::new();
+        store
+            .key_histories(cluster, &mut |h| classes.extend(h.iter().map(|r| r.class)))
+            .unwrap();
+        assert_eq!(classes, [Some(ChangeClass::Create), Some(ChangeClass::Spec)]);
+        super::super::damage(&path, sql);
+        let e = store.key_histories(cluster, &mut |_| {}).unwrap_err().to_string();
+        assert!(e.contains(&path.display().to_string()), "{e}");
+        e
+    }
+
+    /// What reading the findings fails with once `sql` damaged them.
+    fn findings_error(sql: &str) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, path, _) = database(&dir);
+        assert_eq!(store.findings().unwrap()[0].severity, Severity::High);
+        super::super::damage(&path, sql);
+        let e = store.findings().unwrap_err().to_string();
+        assert!(e.contains(&path.display().to_string()), "{e}");
+        e
+    }
+
+    #[test]
+    fn an_unknown_severity_is_damage_not_info() {
+        let e = findings_error("UPDATE findings SET severity = 'urgent'");
+        assert!(
+            e.contains("findings.severity: \"urgent\" is not a severity"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn finding_lists_that_do_not_parse_are_damage() {
+        assert!(findings_error("UPDATE findings SET keys = 'nope'").contains("findings.keys"));
+        assert!(findings_error("UPDATE findings SET revisions = '[\"x\"]'").contains("findings.revisions"));
+        assert!(findings_error("UPDATE findings SET details = '{'").contains("findings.details"));
+    }
+
+    #[test]
+    fn unknown_classes_causes_and_encodings_are_damage() {
+        let e = history_error("UPDATE revisions SET change_class = 'sideways' WHERE mod_revision = 3");
+        assert!(
+            e.contains("revisions.change_class: \"sideways\" is not a change class"),
+            "{e}"
+        );
+        let e = history_error("UPDATE revisions SET change_cause = 'moon' WHERE mod_revision = 3");
+        assert!(
+            e.contains("revisions.change_cause: \"moon\" is not a change cause"),
+            "{e}"
+        );
+        let e = history_error("UPDATE revisions SET encoding = 'xml' WHERE mod_revision = 3");
+        assert!(
+            e.contains("revisions.encoding: \"xml\" is not an encoding"),
+            "{e}"
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! A finding: what a detector reports, with the evidence a user needs.
 
+use crate::unknown::{find, UnknownName};
 use serde::{Deserialize, Serialize};
 
 /// How much a finding matters.
@@ -33,8 +34,8 @@ impl Severity {
         }
     }
 
-    pub fn parse(s: &str) -> Option<Severity> {
-        Severity::ALL.into_iter().find(|v| v.as_str() == s)
+    pub fn parse(name: &str) -> Result<Severity, UnknownName> {
+        find(&Severity::ALL, Severity::as_str, "a severity", name)
     }
 }
 

@@ -19,6 +19,8 @@ pub struct LiveObject {
     pub fields: BTreeMap<crate::canon::path::FieldPath, [u8; crate::canon::semantic::FIELD_HASH_LEN]>,
     /// The object's managedFields, when stored.
     pub managed: Option<serde_json::Value>,
+    /// The id of the key its keyed hashes are under, if it has any.
+    pub hash_key: Option<String>,
 }
 
 impl Store {
@@ -30,7 +32,7 @@ impl Store {
             .conn
             .prepare(
                 "SELECT k.key, k.resource, coalesce(r.namespace, k.namespace), coalesce(r.name, k.name), r.kind, r.uid, \
-                 r.mod_revision, r.semantic_sha256, s.codec, s.fields, b.fields, s.codec, s.managed, b.managed \
+                 r.mod_revision, r.semantic_sha256, s.codec, s.fields, b.fields, s.codec, s.managed, b.managed, r.hash_key \
                  FROM keys k JOIN revisions r ON r.key_id = k.id AND r.mod_revision = \
                    (SELECT max(mod_revision) FROM revisions WHERE key_id = k.id AND mod_revision <= ?2) \
                  LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
@@ -53,7 +55,14 @@ impl Store {
                     mod_revision: r.get(6)?,
                     semantic_sha256: r.get(7)?,
                     fields: super::changes::decode_fields(&fields, &paths, 8)?.unwrap_or_default(),
-                    managed: managed.json(),
+                    managed: managed.json().map_err(|e| {
+                        rusqlite::Error::FromSqlConversionFailure(
+                            12,
+                            rusqlite::types::Type::Blob,
+                            Box::new(e),
+                        )
+                    })?,
+                    hash_key: r.get(14)?,
                 })
             })
             .map_err(err)?;

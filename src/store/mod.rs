@@ -6,6 +6,7 @@ mod blob;
 mod changes;
 mod field_blob;
 pub mod finding;
+pub mod hash_key;
 mod history;
 mod legacy_paths;
 mod live;
@@ -51,7 +52,7 @@ fn missing(path: &Path) -> StoreError {
 /// The migrations, applied in order when a database is opened.
 /// How many migrations [`migrations`] holds.
 #[cfg(test)]
-const MIGRATION_COUNT: usize = 14;
+const MIGRATION_COUNT: usize = 15;
 
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
@@ -74,6 +75,7 @@ fn migrations() -> Migrations<'static> {
             include_str!("../../migrations/0014_field_paths.sql"),
             legacy_paths::rewrite,
         ),
+        M::up(include_str!("../../migrations/0015_hash_key_ids.sql")),
     ])
 }
 
@@ -95,6 +97,8 @@ pub enum StoreError {
     Damaged { path: PathBuf, what: String },
     #[error("database {path}: not written: a decoding worker panicked ({message}); this is a bug, please report it")]
     WorkerPanicked { path: PathBuf, message: String },
+    #[error(transparent)]
+    Key(#[from] hash_key::KeyError),
     #[error("database {path} is being written by another etcd-inspector run (lock {lock} is held); wait for it to finish or use another --db")]
     Busy { path: PathBuf, lock: PathBuf },
 }
@@ -105,6 +109,8 @@ pub struct Store {
     path: PathBuf,
     /// Held while this process writes runs; released on drop.
     _lock: Option<File>,
+    /// The key this handle's runs hash with, once loaded.
+    hash_key: std::cell::OnceCell<crate::canon::keyed_hash::HashKey>,
 }
 
 impl Store {
@@ -123,6 +129,15 @@ impl Store {
                 let _ = self.conn.execute_batch("ROLLBACK");
                 Err(e)
             }
+        }
+    }
+
+    /// The error for a stored value that cannot be what its column holds:
+    /// the database is damaged (`column` is `table.column`).
+    fn damaged(&self, column: &str, problem: impl std::fmt::Display) -> StoreError {
+        StoreError::Damaged {
+            path: self.path.clone(),
+            what: format!("{column}: {problem}"),
         }
     }
 
@@ -185,6 +200,7 @@ impl Store {
             conn,
             path: path.to_path_buf(),
             _lock: lock,
+            hash_key: std::cell::OnceCell::new(),
         })
     }
 
@@ -245,6 +261,15 @@ impl Store {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// Writes `sql` into the database file at `path` through a connection of
+/// its own with CHECK constraints off: damage as a file can hold it.
+#[cfg(test)]
+fn damage(path: &Path, sql: &str) {
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch(&format!("PRAGMA ignore_check_constraints = ON; {sql}"))
+        .unwrap();
 }
 
 #[cfg(test)]

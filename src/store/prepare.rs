@@ -131,6 +131,9 @@ pub(super) struct Prepared {
     pub duplicates: Option<String>,
 }
 
+/// The encoding of etcd's compaction key, whose value is a plain number.
+pub(super) const TEXT_ENCODING: &str = "text";
+
 /// What an encrypted value is when it cannot be read: its provider and
 /// key, and why, when decrypting was tried.
 fn encrypted(label: Option<String>, error: Option<String>) -> Described {
@@ -145,7 +148,7 @@ fn encrypted(label: Option<String>, error: Option<String>) -> Described {
 fn describe(record: &Record, key: &KeyInfo, decryptor: Option<&Decryptor>) -> (Described, Option<Value>) {
     if key.special == Some(SpecialKey::CompactRevision) {
         let text = Described {
-            encoding: Some("text".into()),
+            encoding: Some(TEXT_ENCODING.into()),
             ..Described::default()
         };
         return (text, None);

@@ -5,6 +5,7 @@ use crate::decode::gotime::now;
 use crate::decrypt::policy::Policy;
 use crate::source::db_file::Damage;
 use crate::source::LiveKey;
+use crate::unknown::{find, UnknownName};
 use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
 
@@ -33,13 +34,17 @@ impl RunStatus {
         }
     }
 
-    fn parse(s: &str) -> RunStatus {
-        match s {
-            "complete" => RunStatus::Complete,
-            "failed" => RunStatus::Failed,
-            "interrupted" => RunStatus::Interrupted,
-            _ => RunStatus::Running,
-        }
+    /// Every status.
+    pub const ALL: [RunStatus; 4] = [
+        RunStatus::Running,
+        RunStatus::Complete,
+        RunStatus::Failed,
+        RunStatus::Interrupted,
+    ];
+
+    /// The status [`RunStatus::as_str`] names.
+    pub fn parse(name: &str) -> Result<RunStatus, UnknownName> {
+        find(&RunStatus::ALL, RunStatus::as_str, "a run status", name)
     }
 }
 
@@ -142,6 +147,10 @@ pub struct RunInfo {
     /// The write policy of the encryption config the run decrypted with.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub encryption: Option<Policy>,
+    /// The id of the key the run hashed secrets with (see
+    /// [`crate::canon::keyed_hash`]): runs with different ids do not
+    /// compare keyed hashes.
+    pub hash_key: Option<String>,
     /// For a run that read a data file: its size, SHA-256 and revisions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<FileInfo>,
@@ -170,19 +179,22 @@ impl Store {
         Ok(())
     }
 
-    /// Starts a run.
+    /// Starts a run, recording the id of the key it hashes with (which
+    /// must be loaded: [`Store::load_hash_key`]).
     pub fn begin_run(&self, source: &str, prefix: &str, filter: &str) -> Result<RunId, StoreError> {
+        let key = self.hash_key()?.id();
         self.conn
             .execute(
-                "INSERT INTO runs (source, prefix, resource_filter, started_at, status, tool_version, pid) \
-                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6)",
+                "INSERT INTO runs (source, prefix, resource_filter, started_at, status, tool_version, pid, hash_key) \
+                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7)",
                 params![
                     source,
                     prefix,
                     filter,
                     now(),
                     env!("CARGO_PKG_VERSION"),
-                    std::process::id()
+                    std::process::id(),
+                    key
                 ],
             )
             .map_err(|e| self.err(e))?;
@@ -295,12 +307,23 @@ impl Store {
         row.map(|(json, head)| {
             serde_json::from_str(&json)
                 .map(|p| (p, head))
-                .map_err(|e| StoreError::Damaged {
-                    path: self.path.clone(),
-                    what: format!("runs.encryption_policy does not parse: {e}"),
-                })
+                .map_err(|e| self.damaged("runs.encryption_policy", e))
         })
         .transpose()
+    }
+
+    /// A JSON column of a run read as its type.
+    fn parsed_json<T: serde::de::DeserializeOwned>(
+        &self,
+        stored: Option<String>,
+        column: &str,
+    ) -> Result<Option<T>, StoreError> {
+        stored
+            .map(|json| {
+                serde_json::from_str(&json)
+                    .map_err(|e| self.damaged(column, format!("{json:?} does not parse ({e})")))
+            })
+            .transpose()
     }
 
     /// When `cluster`'s complete runs read etcd, oldest first: what a
@@ -486,53 +509,54 @@ impl Store {
                 "SELECT r.id, r.status, c.etcd_cluster_id, r.source, r.prefix, r.started_at, r.finished_at, r.head_revision, \
                  r.compact_revision, r.history_from, r.keys_seen, r.revisions_added, r.error, r.tool_version, \
                  r.file_size, r.file_sha256, r.file_first_revision, r.file_last_revision, r.etcd_version, \
-                 r.encryption_policy, r.fetched, r.salvage, r.schema FROM runs r LEFT JOIN clusters c ON c.id = r.cluster_id ORDER BY r.id",
+                 r.encryption_policy, r.fetched, r.salvage, r.schema, r.hash_key FROM runs r LEFT JOIN clusters c ON c.id = r.cluster_id ORDER BY r.id",
             )
             .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(RunInfo {
-                    id: RunId(r.get("id")?),
-                    status: RunStatus::parse(&r.get::<_, String>("status")?),
-                    cluster_id: r.get("etcd_cluster_id")?,
-                    source: r.get("source")?,
-                    prefix: r.get("prefix")?,
-                    started_at: r.get("started_at")?,
-                    finished_at: r.get("finished_at")?,
-                    head_revision: r.get("head_revision")?,
-                    compact_revision: r.get("compact_revision")?,
-                    history_from: r.get("history_from")?,
-                    keys_seen: r.get("keys_seen")?,
-                    revisions_added: r.get("revisions_added")?,
-                    gaps: Vec::new(),
-                    error: r.get("error")?,
-                    tool_version: r.get("tool_version")?,
-                    etcd_version: r.get("etcd_version")?,
-                    fetched: r.get("fetched")?,
-                    schema: r.get("schema")?,
-                    salvaged: r.get::<_, Option<String>>("salvage")?.is_some(),
-                    damage: r
-                        .get::<_, Option<String>>("salvage")?
-                        .and_then(|json| serde_json::from_str(&json).ok()),
-                    encryption: r
-                        .get::<_, Option<String>>("encryption_policy")?
-                        .and_then(|json| serde_json::from_str(&json).ok()),
-                    file: match (
-                        r.get::<_, Option<i64>>("file_size")?,
-                        r.get::<_, Option<String>>("file_sha256")?,
-                    ) {
-                        (Some(size), Some(sha256)) => Some(FileInfo {
-                            size,
-                            sha256,
-                            first_revision: r.get("file_first_revision")?,
-                            last_revision: r.get("file_last_revision")?,
-                        }),
-                        _ => None,
-                    },
-                })
-            })
-            .map_err(|e| self.err(e))?;
-        let mut runs: Vec<RunInfo> = rows.collect::<Result<_, _>>().map_err(|e| self.err(e))?;
+        let err = |e| self.err(e);
+        let mut rows = stmt.query([]).map_err(err)?;
+        let mut runs: Vec<RunInfo> = Vec::new();
+        while let Some(r) = rows.next().map_err(err)? {
+            let json = |column: &str| -> Result<Option<String>, StoreError> { r.get(column).map_err(err) };
+            let status: String = r.get("status").map_err(err)?;
+            let salvage = json("salvage")?;
+            runs.push(RunInfo {
+                id: RunId(r.get("id").map_err(err)?),
+                status: RunStatus::parse(&status).map_err(|e| self.damaged("runs.status", e))?,
+                cluster_id: r.get("etcd_cluster_id").map_err(err)?,
+                source: r.get("source").map_err(err)?,
+                prefix: r.get("prefix").map_err(err)?,
+                started_at: r.get("started_at").map_err(err)?,
+                finished_at: r.get("finished_at").map_err(err)?,
+                head_revision: r.get("head_revision").map_err(err)?,
+                compact_revision: r.get("compact_revision").map_err(err)?,
+                history_from: r.get("history_from").map_err(err)?,
+                keys_seen: r.get("keys_seen").map_err(err)?,
+                revisions_added: r.get("revisions_added").map_err(err)?,
+                gaps: Vec::new(),
+                error: r.get("error").map_err(err)?,
+                tool_version: r.get("tool_version").map_err(err)?,
+                etcd_version: r.get("etcd_version").map_err(err)?,
+                fetched: r.get("fetched").map_err(err)?,
+                schema: r.get("schema").map_err(err)?,
+                hash_key: r.get("hash_key").map_err(err)?,
+                salvaged: salvage.is_some(),
+                damage: self.parsed_json(salvage, "runs.salvage")?,
+                encryption: self.parsed_json(json("encryption_policy")?, "runs.encryption_policy")?,
+                file: match (
+                    r.get::<_, Option<i64>>("file_size").map_err(err)?,
+                    r.get::<_, Option<String>>("file_sha256").map_err(err)?,
+                ) {
+                    (Some(size), Some(sha256)) => Some(FileInfo {
+                        size,
+                        sha256,
+                        first_revision: r.get("file_first_revision").map_err(err)?,
+                        last_revision: r.get("file_last_revision").map_err(err)?,
+                    }),
+                    _ => None,
+                },
+            });
+        }
+        drop(rows);
         let mut gaps = self
             .conn
             .prepare("SELECT run_id, from_revision, to_revision FROM history_gaps ORDER BY from_revision")
@@ -555,5 +579,46 @@ impl Store {
             }
         }
         Ok(runs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `runs` over a database whose run row holds `set`.
+    fn runs_with(set: &str) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        let store = Store::open_for_writing(&path).unwrap();
+        store.load_hash_key(&Default::default()).unwrap();
+        store.begin_run("test", "/registry/", "").unwrap();
+        assert_eq!(store.runs().unwrap()[0].status, RunStatus::Running);
+        super::super::damage(&path, &format!("UPDATE runs SET {set}"));
+        let e = store.runs().unwrap_err().to_string();
+        assert!(e.contains(&path.display().to_string()), "{e}");
+        e
+    }
+
+    #[test]
+    fn an_unknown_run_status_is_damage_not_running() {
+        let e = runs_with("status = 'paused'");
+        assert!(
+            e.contains("runs.status") && e.contains("\"paused\" is not a run status"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn run_json_that_does_not_parse_is_damage() {
+        assert!(runs_with("salvage = '{'").contains("runs.salvage"));
+        assert!(runs_with("encryption_policy = '[1'").contains("runs.encryption_policy"));
+    }
+
+    #[test]
+    fn statuses_round_trip() {
+        for status in RunStatus::ALL {
+            assert_eq!(RunStatus::parse(status.as_str()), Ok(status));
+        }
     }
 }

@@ -1,13 +1,10 @@
-//! Per-database settings: the random key for hashing sensitive values, and
-//! choices fixed when the database is first used.
+//! Per-database settings: choices fixed when the database is first used.
 
 use super::{Store, StoreError};
-use crate::canon::keyed_hash::ValueHasher;
 use crate::canon::path::FieldPath;
 use crate::canon::semantic::{FieldConfig, Sensitivity, DEFAULT_DEPTH};
 use rusqlite::OptionalExtension;
 
-const HMAC_KEY: &str = "value_hmac_key";
 const FIELD_DEPTH: &str = "field_depth";
 const SENSITIVE_PATHS: &str = "sensitive_paths";
 
@@ -28,20 +25,6 @@ impl Store {
             .map_err(|e| self.err(e))?;
         Ok(())
     }
-
-    /// This database's value hasher, creating its random key on first use.
-    pub fn value_hasher(&self) -> Result<ValueHasher, StoreError> {
-        if let Some(key) = self.setting(HMAC_KEY)?.and_then(|k| <[u8; 32]>::try_from(k).ok()) {
-            return Ok(ValueHasher::new(key));
-        }
-        let mut key = [0u8; 32];
-        getrandom::fill(&mut key).map_err(|e| StoreError::Io {
-            path: self.path.clone(),
-            source: std::io::Error::other(format!("no randomness for the hashing key: {e}")),
-        })?;
-        self.set_setting(HMAC_KEY, &key)?;
-        Ok(ValueHasher::new(key))
-    }
 }
 
 impl Store {
@@ -52,10 +35,7 @@ impl Store {
             None => Ok(None),
             Some(v) => serde_json::from_slice(&v)
                 .map(Some)
-                .map_err(|e| StoreError::Damaged {
-                    path: self.path.clone(),
-                    what: format!("settings.{}: {e}", super::legacy_paths::LEGACY_SENSITIVE_PATHS),
-                }),
+                .map_err(|e| self.damaged("settings.sensitive_paths_legacy", e)),
         }
     }
 
@@ -68,13 +48,26 @@ impl Store {
         depth: Option<usize>,
         sensitive: &[FieldPath],
     ) -> Result<FieldConfig, StoreError> {
-        let stored_depth = self
+        let stored_depth: Option<usize> = self
             .setting(FIELD_DEPTH)?
-            .and_then(|v| String::from_utf8(v).ok())
-            .and_then(|v| v.parse().ok());
+            .map(|v| {
+                let text = String::from_utf8_lossy(&v);
+                text.parse()
+                    .map_err(|_| self.damaged("settings.field_depth", format!("{text:?} is not a depth")))
+            })
+            .transpose()?;
         let stored_paths: Option<Vec<FieldPath>> = self
             .setting(SENSITIVE_PATHS)?
-            .and_then(|v| serde_json::from_slice(&v).ok());
+            .map(|v| {
+                serde_json::from_slice(&v).map_err(|_| {
+                    let text = String::from_utf8_lossy(&v);
+                    self.damaged(
+                        "settings.sensitive_paths",
+                        format!("{text:?} is not a list of paths"),
+                    )
+                })
+            })
+            .transpose()?;
         let conflict = |what: String| StoreError::Conflict {
             path: self.path.clone(),
             message: what,
@@ -138,12 +131,27 @@ mod tests {
     }
 
     #[test]
-    fn the_key_is_created_once_per_database() {
-        let dir = tempfile::tempdir().unwrap();
-        let a = Store::open_for_writing(&dir.path().join("a.sqlite")).unwrap();
-        let b = Store::open_for_writing(&dir.path().join("b.sqlite")).unwrap();
-        let first = a.value_hasher().unwrap().hash(b"x", true).0;
-        assert_eq!(a.value_hasher().unwrap().hash(b"x", true).0, first);
-        assert_ne!(b.value_hasher().unwrap().hash(b"x", true).0, first);
+    fn settings_that_do_not_parse_are_damage() {
+        for (name, value, column) in [
+            (FIELD_DEPTH, &b"deep"[..], "settings.field_depth"),
+            (SENSITIVE_PATHS, &b"spec.token"[..], "settings.sensitive_paths"),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("db.sqlite");
+            let store = Store::open_for_writing(&path).unwrap();
+            store.field_config(None, &[]).unwrap();
+            super::super::damage(
+                &path,
+                &format!(
+                    "UPDATE settings SET value = x'{}' WHERE name = '{name}'",
+                    crate::hex::hex(value)
+                ),
+            );
+            let e = store.field_config(None, &[]).unwrap_err().to_string();
+            assert!(
+                e.contains(column) && e.contains(&String::from_utf8_lossy(value).into_owned()),
+                "{e}"
+            );
+        }
     }
 }

@@ -10,6 +10,7 @@ use super::blob::{pack, repack_without, ZSTD};
 use super::pipeline::{Chunk, Pipeline};
 use super::prepare::{Against, KeyInfo, PlainBlobs, Prepared, Semantic};
 use super::{RunId, Store, StoreError};
+use crate::canon::keyed_hash::HashKind;
 use crate::canon::path::FieldPath;
 use crate::canon::semantic::FieldConfig;
 use crate::decode::key::parse_key;
@@ -55,6 +56,9 @@ pub struct RevisionWriter<'s> {
     bases: Bases,
     /// Revisions this writer stored that were not stored before.
     pub added: i64,
+    /// The id of the key keyed hashes are taken with, recorded with each
+    /// revision that holds one.
+    hash_key: String,
     decryptor: Option<Arc<Decryptor>>,
 }
 
@@ -68,8 +72,9 @@ impl<'s> RevisionWriter<'s> {
         filter: ResourceFilter,
         decryptor: Option<Arc<Decryptor>>,
     ) -> Result<Self, StoreError> {
-        let hasher = store.value_hasher()?;
+        let key = store.hash_key()?;
         Ok(RevisionWriter {
+            hash_key: key.id(),
             store,
             cluster,
             run,
@@ -77,7 +82,7 @@ impl<'s> RevisionWriter<'s> {
             filter,
             window: Vec::new(),
             pending_ids: HashSet::new(),
-            pipeline: Pipeline::new(&fields, &hasher, decryptor.clone()),
+            pipeline: Pipeline::new(&fields, &key.hasher(), decryptor.clone()),
             decryptor,
             in_batch: 0,
             batch_began: std::time::Instant::now(),
@@ -255,6 +260,10 @@ impl<'s> RevisionWriter<'s> {
     /// Inserts one prepared revision.
     fn store_revision(&mut self, mut p: Prepared, chunk: &mut Option<ChunkBase>) -> Result<(), StoreError> {
         let semantic_hash = p.semantic.as_ref().map(|s| s.hash.clone());
+        let keyed = p.semantic.as_ref().is_some_and(|s| s.keyed)
+            || p.value_hash
+                .as_ref()
+                .is_some_and(|h| h.1 == HashKind::HmacSha256.as_str());
         if let Some(s) = p.semantic.take() {
             self.store_semantic(p.key.id, s, chunk)?;
         }
@@ -281,9 +290,10 @@ impl<'s> RevisionWriter<'s> {
             "INSERT INTO revisions (key_id, mod_revision, create_revision, version, lease, deleted, value_size, value_sha256, \
              value_hash, encoding, encryption, api_version, kind, namespace, name, uid, generation, decode_error, run_id, \
              semantic_sha256, owner_kind, owner_name, owner_uid, generate_name, spec_hash, creation_timestamp, \
-             deletion_timestamp, phase, node, desired, managers, duplicates, observed_generation, finalizers, owner_refs, written_at) \
+             deletion_timestamp, phase, node, desired, managers, duplicates, observed_generation, finalizers, owner_refs, written_at, \
+             hash_key) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, \
-             ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36)",
+             ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37)",
         )
         .and_then(|mut s| {
             s.execute(params![
@@ -323,6 +333,7 @@ impl<'s> RevisionWriter<'s> {
                 f.finalizers,
                 f.owner_refs,
                 f.written_at,
+                keyed.then_some(&self.hash_key),
             ])
         })
         .map_err(|e| self.sql(e))?;
@@ -517,6 +528,7 @@ mod tests {
 
     /// Writes revisions `(key, revision, phase)` of the Pod in one run.
     fn write_all(store: &Store, revisions: &[(&str, i64, &str)]) {
+        store.load_hash_key(&Default::default()).unwrap();
         let run = store.begin_run("test", "/registry/", "").unwrap();
         let cluster = store.cluster("test").unwrap();
         let fields = store.field_config(None, &[]).unwrap();

@@ -183,11 +183,11 @@ fn diff_between_two_runs_reports_exactly_what_changed() {
     );
     assert_eq!(
         d["summary"]["configmaps"],
-        j!({"added": 1, "removed": 1, "recreated": 1, "changed": 1})
+        j!({"added": 1, "removed": 1, "recreated": 1, "changed": 1, "not_comparable": 0})
     );
     assert_eq!(
         d["summary"]["secrets"],
-        j!({"added": 0, "removed": 0, "recreated": 0, "changed": 1})
+        j!({"added": 0, "removed": 0, "recreated": 0, "changed": 1, "not_comparable": 0})
     );
 
     let only_secrets = json(inspector(

@@ -190,7 +190,8 @@ fn label_keys_and_keys_with_brackets_quotes_and_backslashes_at_depth_three() {
 }
 
 /// Rewrites a database's stored paths as releases before segmented paths
-/// wrote them (segments joined by `.`, containers as `[name]`), at schema 13.
+/// wrote them (segments joined by `.`, containers as `[name]`), at schema 13
+/// (before the hash key's id was recorded, too).
 fn as_written_before_segments(db: &Path) {
     let conn = rusqlite::Connection::open(db).unwrap();
     conn.execute_batch(
@@ -199,6 +200,8 @@ fn as_written_before_segments(db: &Path) {
                                 changed_by = replace(changed_by, '\\.', '.'),
                                 duplicates = replace(duplicates, '[name=', '[');
            UPDATE settings SET value = CAST(replace(CAST(value AS TEXT), '\\.', '.') AS BLOB) WHERE name = 'sensitive_paths';
+           ALTER TABLE runs DROP COLUMN hash_key;
+           ALTER TABLE revisions DROP COLUMN hash_key;
            PRAGMA user_version = 13;"#,
     )
     .unwrap();

@@ -16,6 +16,7 @@ mod encryption;
 mod fetch_choice;
 mod field_paths;
 mod get_cli;
+mod hash_key;
 mod kms_client;
 mod lifecycle;
 mod offline;
