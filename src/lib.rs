@@ -4,8 +4,8 @@
 //!
 //! The crate follows the data, one module per stage: `source` (live etcd,
 //! data files) → `decrypt`, `decode` and `canon` (values encrypted at rest,
-//! objects, canonical form, hashes) →
-//! `store` (SQLite) → `analyze` (detectors) → `report` (formats) →
+//! objects, canonical form, hashes) → `ingest` (one path through those for
+//! every stored value) → `store` (SQLite) → `analyze` (detectors) → `report` (formats) →
 //! `lifecycle` (a recorded run from start to finish) → `cmd` (commands).
 
 pub mod analyze;
@@ -16,6 +16,7 @@ pub mod decode;
 pub mod decrypt;
 pub mod error_line;
 pub mod hex;
+pub mod ingest;
 pub mod lifecycle;
 pub mod report;
 pub mod source;

@@ -7,9 +7,9 @@ use crate::analyze::Analysis;
 use crate::canon::sensitive::{is_secret, redact_secret};
 use crate::cli::{DetectorArgs, EncryptionArgs, FetchMode, ObjectArgs, RangeArgs, RecordArgs, SchemaArgs};
 use crate::cli::{Format, ViewArgs};
-use crate::decode::key::SpecialKey;
-use crate::decode::{self, Outcome};
+use crate::decode;
 use crate::decrypt::{self, config, Decryptor};
+use crate::ingest::open::{open, KeyClass, Opened};
 use crate::lifecycle::{Fetch, Finished, RecordOptions};
 use crate::report::escape;
 use crate::source::filter::ResourceFilter;
@@ -212,60 +212,44 @@ pub fn show(
 ) -> Result<Status> {
     let args = view;
     let mut err = std::io::stderr().lock();
-    let mut special = None;
-    let mut rule = None;
     install_schema(&args.schema)?;
     let decryptor = decryptor(&args.encryption)?;
-    if let Some(key) = key {
-        let parsed = decode::parse_key(key, &args.prefix)?;
-        writeln!(
-            err,
-            "key: {}\n  group: {:?}\n  resource: {}\n  namespace: {}\n  name: {}{}",
-            escape::terminal(key),
-            parsed.group,
-            escape::terminal(&parsed.resource),
-            escape::terminal(parsed.namespace.as_deref().unwrap_or("-")),
-            escape::terminal(parsed.name.as_deref().unwrap_or("-")),
-            parsed
-                .special
-                .map(|s| format!("\n  special: {}", serde_json::to_value(s).unwrap_or_default()))
-                .unwrap_or_default()
-        )?;
-        special = parsed.special;
-        rule = decryptor
-            .as_ref()
-            .and_then(|d| d.rule_for(&parsed.group, &parsed.resource));
-    }
-    if special == Some(SpecialKey::CompactRevision) {
-        let text = String::from_utf8_lossy(value);
-        let rev: i64 = text
-            .trim()
-            .parse()
-            .with_context(|| format!("{label}: compact_rev_key value {text:?} is not a revision"))?;
-        print_object(&serde_json::json!({ "compactRevision": rev }), args.output)?;
-        return Ok(0);
-    }
-    let mut encryption = None;
-    let plaintext;
-    let value = match (&decryptor, decrypt::label(value)) {
-        (Some(d), Some(stored)) => {
-            let Some(key) = key else {
-                bail!("{label}: value is encrypted at rest ({stored}); decrypting it needs --key, the etcd key it is stored under (it chooses the providers and is the authenticated data)");
-            };
-            match d.decrypt(rule, key.as_bytes(), value) {
-                Ok(Some(p)) => {
-                    encryption = Some(p.label);
-                    plaintext = p.bytes;
-                    &plaintext[..]
-                }
-                Ok(None) => value,
-                Err(e) => bail!("{label}: {e}"),
-            }
+    let parsed = match key {
+        Some(key) => {
+            let parsed = decode::parse_key(key, &args.prefix)?;
+            writeln!(
+                err,
+                "key: {}\n  group: {:?}\n  resource: {}\n  namespace: {}\n  name: {}{}",
+                escape::terminal(key),
+                parsed.group,
+                escape::terminal(&parsed.resource),
+                escape::terminal(parsed.namespace.as_deref().unwrap_or("-")),
+                escape::terminal(parsed.name.as_deref().unwrap_or("-")),
+                parsed
+                    .special
+                    .map(|s| format!("\n  special: {}", serde_json::to_value(s).unwrap_or_default()))
+                    .unwrap_or_default()
+            )?;
+            Some(parsed)
         }
-        _ => value,
+        None => None,
     };
-    match decode::decode_value(value) {
-        Ok(Outcome::Decoded(mut d)) => {
+    let class = KeyClass::of(parsed.as_ref(), decryptor.as_deref());
+    if let (Some(_), None, Some(stored)) = (&decryptor, key, decrypt::label(value)) {
+        bail!("{label}: value is encrypted at rest ({stored}); decrypting it needs --key, the etcd key it is stored under (it chooses the providers and is the authenticated data)");
+    }
+    let etcd_key = key.unwrap_or_default().as_bytes();
+    match open(&class, etcd_key, value, decryptor.as_deref()) {
+        Opened::CompactRevision(text) => {
+            let rev: i64 = text
+                .trim()
+                .parse()
+                .with_context(|| format!("{label}: compact_rev_key value {text:?} is not a revision"))?;
+            print_object(&serde_json::json!({ "compactRevision": rev }), args.output)?;
+            Ok(0)
+        }
+        Opened::Decoded { decoded, encryption } => {
+            let mut d = *decoded;
             // kube-apiserver fills resourceVersion from the key's mod_revision.
             if let (Some(rev), Some(meta)) = (
                 mod_revision,
@@ -332,15 +316,21 @@ pub fn show(
             print_object(&d.object, args.output)?;
             Ok(0)
         }
-        Ok(Outcome::Encrypted(info)) => {
+        Opened::Encrypted { error: Some(e), .. } => bail!("{label}: {e}"),
+        Opened::Encrypted {
+            info, label: stored, ..
+        } => {
+            let (provider, version, key_name) = match &info {
+                Some(i) => (i.provider.as_str(), i.version.as_str(), i.key_name.as_str()),
+                None => (stored.as_deref().unwrap_or("?"), "?", "?"),
+            };
             writeln!(
                 err,
-                "{label}: value is encrypted at rest (provider {} {}, key {:?}); decoding it needs the apiserver's EncryptionConfiguration (--encryption-config)",
-                info.provider, info.version, info.key_name
+                "{label}: value is encrypted at rest (provider {provider} {version}, key {key_name:?}); decoding it needs the apiserver's EncryptionConfiguration (--encryption-config)",
             )?;
             Ok(EXIT_ENCRYPTED)
         }
-        Err(e) => bail!("{label}: {e}"),
+        Opened::Undecodable { error, .. } => bail!("{label}: {error}"),
     }
 }
 

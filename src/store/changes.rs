@@ -2,7 +2,6 @@
 //! the classified history detectors read, and the findings they write.
 
 use super::blob::Packed;
-use super::prepare::TEXT_ENCODING;
 use super::{Store, StoreError};
 use crate::canon::change::{classify, ChangeCause, ChangeClass, Facts};
 use crate::canon::facts::ObjectFacts;
@@ -10,6 +9,7 @@ use crate::canon::managed::{attribute, entries, Entry};
 use crate::canon::path::FieldPath;
 use crate::canon::semantic::FIELD_HASH_LEN;
 use crate::decode::envelope::Encoding;
+use crate::ingest::revision::TEXT_ENCODING;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
 use crate::unknown::UnknownName;

@@ -82,7 +82,7 @@ impl<'s> RevisionWriter<'s> {
             filter,
             window: Vec::new(),
             pending_ids: HashSet::new(),
-            pipeline: Pipeline::new(&fields, &key.hasher(), decryptor.clone()),
+            pipeline: super::pipeline::start(&fields, &key.hasher(), decryptor.clone()),
             decryptor,
             in_batch: 0,
             batch_began: std::time::Instant::now(),

@@ -1,0 +1,8 @@
+//! The stage between reading and storing: a stored value is decrypted,
+//! decoded, canonicalised, hashed and classified into what the store keeps
+//! and the detectors read. Runs, `decode` and `get` take values through the
+//! same code; nothing here touches a database.
+
+pub mod open;
+pub mod revision;
+pub mod workers;
