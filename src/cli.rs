@@ -165,7 +165,7 @@ pub struct DetectorArgs {
     /// How long a deletion (a deletionTimestamp with the object still
     /// there) or the garbage collection of an object whose owner is gone
     /// may take before it is a finding, e.g. `15m`, `2h`.
-    #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = crate::duration::parse)]
     pub stuck_after: std::time::Duration,
 }
 
@@ -361,11 +361,11 @@ pub struct FollowArgs {
     pub fetch: FetchArgs,
     /// Stop after this long (e.g. `50m`, `12h`) and end the run as
     /// complete; without it, follow until SIGTERM or Ctrl-C.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
     pub duration: Option<std::time::Duration>,
     /// Commit what was received at least this often; a killed process
     /// loses at most this much.
-    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = crate::duration::parse)]
     pub commit_every: std::time::Duration,
 }
 
@@ -373,7 +373,7 @@ pub struct FollowArgs {
 #[command(group(clap::ArgGroup::new("which").required(true).multiple(true).args(["older_than", "keep_runs"])))]
 pub struct PruneArgs {
     /// Remove runs that started longer ago than this (e.g. `30d`, `12h`).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
     pub older_than: Option<std::time::Duration>,
     /// Keep only the newest N runs of each cluster (with --older-than too,
     /// a run must be both older and beyond the newest N to go).
@@ -437,28 +437,11 @@ pub struct EtcdArgs {
     #[arg(long, env = "ETCDCTL_PASSWORD", hide_env_values = true)]
     pub password: Option<String>,
     /// Time allowed to connect, e.g. 5s, 500ms.
-    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, default_value = "5s", value_parser = crate::duration::parse)]
     pub dial_timeout: std::time::Duration,
     /// Time allowed for each request.
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    #[arg(long, default_value = "30s", value_parser = crate::duration::parse)]
     pub command_timeout: std::time::Duration,
-}
-
-/// Parses `500ms`, `5s`, `2m`, `1h`.
-fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
-    let (n, unit) = text.split_at(split);
-    let n: u64 = n
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration like 5s or 500ms"))?;
-    Ok(match unit {
-        "ms" => std::time::Duration::from_millis(n),
-        "s" | "" => std::time::Duration::from_secs(n),
-        "m" => std::time::Duration::from_secs(n * 60),
-        "h" => std::time::Duration::from_secs(n * 3600),
-        "d" => std::time::Duration::from_secs(n * 86400),
-        _ => return Err(format!("{text:?}: unknown unit {unit:?} (use ms, s, m, h or d)")),
-    })
 }
 
 /// How to decrypt values kube-apiserver encrypted at rest.

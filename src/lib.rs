@@ -14,6 +14,7 @@ pub mod cli;
 pub mod cmd;
 pub mod decode;
 pub mod decrypt;
+pub mod duration;
 pub mod error_line;
 pub mod hex;
 pub mod ingest;

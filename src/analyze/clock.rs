@@ -86,22 +86,6 @@ impl Clock {
     }
 }
 
-/// `3h 5m`, `2d 4h`, `45s`: how long, for people.
-pub fn human(seconds: i64) -> String {
-    let (d, h, m, s) = (
-        seconds / 86400,
-        seconds / 3600 % 24,
-        seconds / 60 % 60,
-        seconds % 60,
-    );
-    match (d, h, m) {
-        (0, 0, 0) => format!("{s}s"),
-        (0, 0, _) => format!("{m}m"),
-        (0, _, _) => format!("{h}h {m}m"),
-        _ => format!("{d}d {h}h"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,12 +134,5 @@ mod tests {
         clock.finish();
         assert_eq!(clock.now(), Some("2026-12-01T09:00:00Z".parse().unwrap()));
         assert_eq!(clock.written_by(11), None, "a file run is no anchor");
-    }
-
-    #[test]
-    fn durations_read_like_a_person_wrote_them() {
-        assert_eq!(human(45), "45s");
-        assert_eq!(human(3 * 3600 + 5 * 60), "3h 5m");
-        assert_eq!(human(2 * 86400 + 4 * 3600 + 7), "2d 4h");
     }
 }

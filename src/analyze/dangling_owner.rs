@@ -13,7 +13,8 @@
 //! whose stored value could not be decoded are not judged.
 
 use super::detector::Registration;
-use super::clock::{human, Clock};
+use super::clock::Clock;
+use crate::duration::human;
 use super::objects::{Generation, Live, Objects, OwnerRef};
 use crate::store::finding::{Finding, Severity};
 use std::time::Duration;

@@ -5,7 +5,8 @@
 //! Namespace, what is still inside it.
 
 use super::detector::Registration;
-use super::clock::{human, Clock};
+use super::clock::Clock;
+use crate::duration::human;
 use super::objects::{Generation, Live, Objects};
 use crate::store::finding::{Finding, Severity};
 use std::collections::BTreeMap;
