@@ -4,8 +4,8 @@
 //! never writes to etcd.
 
 use super::envelope::PROTOBUF_MAGIC;
-use super::protobuf::{special, Special};
 use super::schema::{schema, Resolution, Schema};
+use super::special::{special, Special};
 use base64::Engine;
 use prost::Message;
 use prost_reflect::{

@@ -14,6 +14,7 @@ mod protobuf;
 pub mod protos;
 mod reuse;
 pub mod schema;
+mod special;
 mod wire;
 
 pub use envelope::{Encoding, EncryptedInfo};

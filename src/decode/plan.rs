@@ -7,8 +7,7 @@
 //! inlined) and the nested message's plan by index, looked up by field
 //! number in a dense table.
 
-use super::protobuf::{special, Special};
-use super::schema::Schema;
+use super::special::{special, Special};
 use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
 use std::collections::HashMap;
 
@@ -99,10 +98,20 @@ pub(super) struct FieldPlan {
     pub reflect_kind: Kind,
 }
 
+/// What plans are made from: a schema's messages and how its JSON lays
+/// them out.
+pub(super) trait Layout {
+    fn messages(&self) -> Vec<MessageDescriptor>;
+    /// Whether `message` is a one-field wrapper shown as a bare array.
+    fn is_list_wrapper(&self, message: &MessageDescriptor) -> bool;
+    /// Whether field `number` of `message` is written into its parent.
+    fn is_inline(&self, message: &MessageDescriptor, number: u32) -> bool;
+}
+
 impl Plans {
-    /// Plans every message of `schema`'s pool.
-    pub(super) fn build(schema: &Schema) -> Plans {
-        let all: Vec<MessageDescriptor> = schema.pool.all_messages().collect();
+    /// Plans every message of `schema`.
+    pub(super) fn build(schema: &impl Layout) -> Plans {
+        let all: Vec<MessageDescriptor> = schema.messages();
         let by_name: HashMap<String, PlanId> = all
             .iter()
             .enumerate()

@@ -13,6 +13,7 @@ use super::gotime;
 use super::plan::{Card, FieldKind, FieldPlan, MapPlan, MessagePlan, PlanId, Plans, Scalar, Shape};
 use super::reuse;
 use super::schema::Schema;
+use super::special::Special;
 use super::wire::{self, Reader, WireField, WireValue};
 use base64::Engine;
 use prost_reflect::{Kind, MessageDescriptor};
@@ -177,54 +178,6 @@ fn push_scalars(s: Scalar, kind: &Kind, f: &WireField<'_>, out: &mut Vec<Value>)
         out.push(scalar(s, kind, &element)?);
     }
     Ok(())
-}
-
-const META: &str = "k8s.io.apimachinery.pkg.apis.meta.v1.";
-const APIEXT_V1: &str = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.";
-const APIEXT_V1BETA1: &str = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1beta1.";
-
-/// Kubernetes types whose JSON form is not their protobuf structure.
-#[derive(Clone, Copy)]
-pub(super) enum Special {
-    Time,
-    MicroTime,
-    Duration,
-    Quantity,
-    IntOrString,
-    RawJson,
-    SchemaOrArray,
-    SchemaOrBool,
-    SchemaOrStringArray,
-}
-
-pub(super) fn special(full_name: &str) -> Option<Special> {
-    let apiext = full_name
-        .strip_prefix(APIEXT_V1)
-        .or_else(|| full_name.strip_prefix(APIEXT_V1BETA1));
-    if let Some(name) = apiext {
-        return match name {
-            "JSON" => Some(Special::RawJson),
-            "JSONSchemaPropsOrArray" => Some(Special::SchemaOrArray),
-            "JSONSchemaPropsOrBool" => Some(Special::SchemaOrBool),
-            "JSONSchemaPropsOrStringArray" => Some(Special::SchemaOrStringArray),
-            _ => None,
-        };
-    }
-    if let Some(name) = full_name.strip_prefix(META) {
-        return match name {
-            "Time" => Some(Special::Time),
-            "MicroTime" => Some(Special::MicroTime),
-            "Duration" => Some(Special::Duration),
-            "FieldsV1" => Some(Special::RawJson),
-            _ => None,
-        };
-    }
-    match full_name {
-        "k8s.io.apimachinery.pkg.api.resource.Quantity" => Some(Special::Quantity),
-        "k8s.io.apimachinery.pkg.util.intstr.IntOrString" => Some(Special::IntOrString),
-        "k8s.io.apimachinery.pkg.runtime.RawExtension" => Some(Special::RawJson),
-        _ => None,
-    }
 }
 
 /// Positions in [`Converter::scratch`]: the fields of one message, or the

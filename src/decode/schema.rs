@@ -324,6 +324,20 @@ fn version_rank(v: &str) -> (u8, u32, u32) {
     (stage, major, n.parse().unwrap_or(0))
 }
 
+impl super::plan::Layout for Schema {
+    fn messages(&self) -> Vec<MessageDescriptor> {
+        self.pool.all_messages().collect()
+    }
+
+    fn is_list_wrapper(&self, message: &MessageDescriptor) -> bool {
+        Schema::is_list_wrapper(self, message)
+    }
+
+    fn is_inline(&self, message: &MessageDescriptor, number: u32) -> bool {
+        Schema::is_inline(self, message, number)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

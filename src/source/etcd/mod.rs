@@ -276,3 +276,19 @@ impl Etcd {
         ServerVersion::parse(&self.version)
     }
 }
+
+/// A key-value etcd returned, as a record.
+fn record_of(kv: etcd_client::KeyValue) -> crate::source::Record {
+    let (create_revision, mod_revision, version, lease) =
+        (kv.create_revision(), kv.mod_revision(), kv.version(), kv.lease());
+    let (key, value) = kv.into_key_value();
+    crate::source::Record {
+        key,
+        mod_revision,
+        create_revision,
+        version,
+        lease,
+        value,
+        deleted: false,
+    }
+}

@@ -3,7 +3,7 @@
 //! will see.
 
 use super::replay::Scope;
-use super::{is_compacted, is_denied, Etcd, EtcdError, MAX_RESPONSE_BYTES};
+use super::{is_compacted, is_denied, record_of, Etcd, EtcdError, MAX_RESPONSE_BYTES};
 use crate::decode::key::COMPACT_REV_KEY;
 use crate::source::server_version::ServerVersion;
 use crate::source::{LiveKey, Read, ReadError};
@@ -28,21 +28,6 @@ fn prefix_end(prefix: &[u8]) -> Vec<u8> {
         }
     }
     vec![0]
-}
-
-pub(super) fn record_of(kv: etcd_client::KeyValue) -> crate::source::Record {
-    let (create_revision, mod_revision, version, lease) =
-        (kv.create_revision(), kv.mod_revision(), kv.version(), kv.lease());
-    let (key, value) = kv.into_key_value();
-    crate::source::Record {
-        key,
-        mod_revision,
-        create_revision,
-        version,
-        lease,
-        value,
-        deleted: false,
-    }
 }
 
 impl Etcd {

@@ -1,7 +1,7 @@
 //! History by Watch: every revision of a scope from a start revision up to
 //! the head (or onwards, for `follow`), ended on evidence.
 
-use super::read::record_of;
+use super::record_of;
 use super::{Etcd, EtcdError, MAX_RESPONSE_BYTES};
 use crate::decode::key::COMPACT_REV_KEY;
 use crate::source::server_version::ServerVersion;
