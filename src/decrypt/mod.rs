@@ -22,11 +22,76 @@ pub struct Plaintext {
     pub label: String,
 }
 
-/// Why no configured provider decrypted a value: one line naming each
-/// provider and key tried (`aesgcm key "key1": authentication failed`).
+/// Why a value did not decrypt, or the decryptor could not be set up; a
+/// caller can tell each case apart.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct DecryptError(pub String);
+pub enum DecryptError {
+    /// The value is under a provider or key the config does not configure
+    /// for its resource: restoring the key to the config is the only fix.
+    #[error("stored under {stored}, which {} does not configure for this resource", config.display())]
+    MissingKey { stored: String, config: PathBuf },
+    /// Every configured key the value could be under was tried; one line
+    /// naming each provider and key tried (`aesgcm key "key1":
+    /// authentication failed`).
+    #[error("{}", attempts.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Failed { attempts: Vec<Attempt> },
+    /// A KMS plugin did not answer its status call (unreachable, refused,
+    /// or not healthy).
+    #[error("{0}")]
+    PluginUnavailable(String),
+    /// `--kms-socket` names a KMS provider the config does not have.
+    #[error("--kms-socket {name}=...: {} has no kms provider named {name:?} (it has: {known})", config.display())]
+    UnknownSocket {
+        name: String,
+        config: PathBuf,
+        known: String,
+    },
+}
+
+/// One configured key that did not open a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    /// The provider and key (`aesgcm key "key1"`, `kms v2 provider "p"`).
+    pub key: String,
+    pub failure: Failure,
+}
+
+/// Why one key did not open a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// Not the key the value was written with (authentication failed, bad
+    /// padding, a plaintext that is no object).
+    WrongKey(String),
+    /// The value does not have its provider's layout (too short, an unknown
+    /// DEK source type).
+    Malformed(String),
+    /// The KMS plugin could not be reached or refused; its message names the
+    /// provider and its socket.
+    Plugin(String),
+}
+
+impl std::fmt::Display for Attempt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.failure {
+            Failure::WrongKey(why) | Failure::Malformed(why) => write!(f, "{}: {why}", self.key),
+            Failure::Plugin(why) => f.write_str(why),
+        }
+    }
+}
+
+impl Failure {
+    /// A cipher's failure: a wrong key, or a value of the wrong shape.
+    fn of_cipher(e: local::CipherError) -> Failure {
+        match e {
+            local::CipherError::Authentication | local::CipherError::Padding => {
+                Failure::WrongKey(e.to_string())
+            }
+            local::CipherError::TooShort(_) | local::CipherError::KeySize(_) => {
+                Failure::Malformed(e.to_string())
+            }
+        }
+    }
+}
 
 /// The configured providers and their KMS plugins.
 pub struct Decryptor {
@@ -58,15 +123,15 @@ impl Decryptor {
         }
         if let Some((name, _)) = sockets.iter().find(|(name, _)| !kms.contains_key(name)) {
             let known: Vec<&str> = kms.keys().map(String::as_str).collect();
-            return Err(DecryptError(format!(
-                "--kms-socket {name}=...: {} has no kms provider named {name:?} (it has: {})",
-                config.path.display(),
-                if known.is_empty() {
+            return Err(DecryptError::UnknownSocket {
+                name: name.clone(),
+                config: config.path.clone(),
+                known: if known.is_empty() {
                     "none".to_string()
                 } else {
                     known.join(", ")
-                }
-            )));
+                },
+            });
         }
         Ok(Decryptor { config, kms })
     }
@@ -79,7 +144,9 @@ impl Decryptor {
         names
             .into_iter()
             .map(|name| {
-                let status = self.kms[name].status().map_err(|e| DecryptError(e.to_string()))?;
+                let status = self.kms[name]
+                    .status()
+                    .map_err(|e| DecryptError::PluginUnavailable(e.to_string()))?;
                 Ok((name.clone(), status))
             })
             .collect()
@@ -124,17 +191,19 @@ impl Decryptor {
             let attempt = match (p, provider, version) {
                 (Provider::AesCbc(keys), "aescbc", "v1") => {
                     local_keys("aescbc", keys, rest, &mut tried, |k, d| {
-                        local::aescbc(k, d).map_err(|e| e.to_string()).and_then(plausible)
+                        local::aescbc(k, d)
+                            .map_err(Failure::of_cipher)
+                            .and_then(plausible)
                     })
                 }
                 (Provider::AesGcm(keys), "aesgcm", "v1") => {
                     local_keys("aesgcm", keys, rest, &mut tried, |k, d| {
-                        local::aesgcm(k, d, etcd_key).map_err(|e| e.to_string())
+                        local::aesgcm(k, d, etcd_key).map_err(Failure::of_cipher)
                     })
                 }
                 (Provider::Secretbox(keys), "secretbox", "v1") => {
                     local_keys("secretbox", keys, rest, &mut tried, |k, d| {
-                        local::secretbox(k, d).map_err(|e| e.to_string())
+                        local::secretbox(k, d).map_err(Failure::of_cipher)
                     })
                 }
                 (Provider::Kms(k), "kms", v) if v == k.version.as_str() => named(rest, &k.name)
@@ -145,15 +214,13 @@ impl Decryptor {
                 return Ok(Some(plain));
             }
         }
-        let stored = label(value).unwrap_or_default();
-        Err(DecryptError(if tried.is_empty() {
-            format!(
-                "stored under {stored}, which {} does not configure for this resource",
-                self.config.path.display()
-            )
-        } else {
-            tried.join("; ")
-        }))
+        match tried.is_empty() {
+            true => Err(DecryptError::MissingKey {
+                stored: label(value).unwrap_or_default(),
+                config: self.config.path.clone(),
+            }),
+            false => Err(DecryptError::Failed { attempts: tried }),
+        }
     }
 
     /// The provider and key `value` names, as [`label`] gives it but with
@@ -177,14 +244,21 @@ impl Decryptor {
     }
 
     /// Decrypts a KMS value; every error names the provider.
-    fn kms_decrypt(&self, k: &KmsProvider, etcd_key: &[u8], payload: &[u8]) -> Result<Plaintext, String> {
+    fn kms_decrypt(&self, k: &KmsProvider, etcd_key: &[u8], payload: &[u8]) -> Result<Plaintext, Attempt> {
         let client = &self.kms[&k.name];
+        let key = format!("kms {} provider {:?}", k.version.as_str(), k.name);
         // The plugin's errors name the provider and its socket already.
-        let plugin = |e: kms::KmsError| e.to_string();
-        let ours = |e: String| format!("kms {} provider {:?}: {e}", k.version.as_str(), k.name);
+        let plugin = |e: kms::KmsError| Attempt {
+            key: key.clone(),
+            failure: Failure::Plugin(e.to_string()),
+        };
+        let ours = |failure: Failure| Attempt {
+            key: key.clone(),
+            failure,
+        };
         match k.version {
             KmsVersion::V2 => {
-                let object = kms::parse_encrypted_object(payload).map_err(ours)?;
+                let object = kms::parse_encrypted_object(payload).map_err(|e| ours(Failure::Malformed(e)))?;
                 let source = client
                     .decrypt(&object.encrypted_dek_source, &object.key_id, &object.annotations)
                     .map_err(plugin)?;
@@ -194,23 +268,36 @@ impl Decryptor {
                     1 if data.len() >= 32 => local::hkdf_key(&source, &data[..32])
                         .and_then(|key| local::aesgcm(&key, &data[32..], etcd_key)),
                     1 => Err(local::CipherError::TooShort(data.len())),
-                    other => return Err(ours(format!("encryptedDEKSourceType {other} is not known"))),
+                    other => {
+                        return Err(ours(Failure::Malformed(format!(
+                            "encryptedDEKSourceType {other} is not known"
+                        ))))
+                    }
                 }
-                .map_err(|e| ours(format!("key id {:?}: {e}", object.key_id)))?;
+                .map_err(|e| {
+                    let why = format!("key id {:?}: {e}", object.key_id);
+                    ours(match Failure::of_cipher(e) {
+                        Failure::WrongKey(_) => Failure::WrongKey(why),
+                        _ => Failure::Malformed(why),
+                    })
+                })?;
                 Ok(Plaintext {
                     bytes,
                     label: kms_label(KmsVersion::V2, &k.name, Some(&object.key_id)),
                 })
             }
             KmsVersion::V1 => {
-                let (dek_cipher, data) = length_prefixed(payload)
-                    .ok_or_else(|| ours("value too short for its length-prefixed key".into()))?;
+                let (dek_cipher, data) = length_prefixed(payload).ok_or_else(|| {
+                    ours(Failure::Malformed(
+                        "value too short for its length-prefixed key".into(),
+                    ))
+                })?;
                 let dek = client.decrypt(dek_cipher, "", &HashMap::new()).map_err(plugin)?;
                 // Data from before Kubernetes 1.25 is AES-CBC under the DEK.
                 let bytes = local::aesgcm(&dek, data, etcd_key)
                     .or_else(|gcm| {
                         local::aescbc(&dek, data)
-                            .map_err(|_| gcm.to_string())
+                            .map_err(|_| Failure::of_cipher(gcm))
                             .and_then(plausible)
                     })
                     .map_err(ours)?;
@@ -239,8 +326,8 @@ fn local_keys(
     provider: &str,
     keys: &[LocalKey],
     rest: &[u8],
-    tried: &mut Vec<String>,
-    open: impl Fn(&[u8], &[u8]) -> Result<Vec<u8>, String>,
+    tried: &mut Vec<Attempt>,
+    open: impl Fn(&[u8], &[u8]) -> Result<Vec<u8>, Failure>,
 ) -> Option<Result<Plaintext, ()>> {
     let mut matched = false;
     for key in keys {
@@ -255,7 +342,10 @@ fn local_keys(
                     label: format!("{provider}:{}", key.name),
                 }))
             }
-            Err(e) => tried.push(format!("{provider} key {:?}: {e}", key.name)),
+            Err(failure) => tried.push(Attempt {
+                key: format!("{provider} key {:?}", key.name),
+                failure,
+            }),
         }
     }
     matched.then_some(Err(()))
@@ -275,12 +365,14 @@ fn length_prefixed(payload: &[u8]) -> Option<(&[u8], &[u8])> {
 
 /// aescbc has no MAC: a wrong key gives valid padding about once in 256
 /// tries, so a plaintext counts only if it starts like a stored object.
-fn plausible(bytes: Vec<u8>) -> Result<Vec<u8>, String> {
+fn plausible(bytes: Vec<u8>) -> Result<Vec<u8>, Failure> {
     let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
     if bytes.starts_with(PROTOBUF_MAGIC) || bytes.starts_with(CBOR_MAGIC) || first == Some(b'{') {
         Ok(bytes)
     } else {
-        Err("wrong key (the plaintext is not an object)".into())
+        Err(Failure::WrongKey(
+            "wrong key (the plaintext is not an object)".into(),
+        ))
     }
 }
 
@@ -311,4 +403,83 @@ pub fn label(value: &[u8]) -> Option<String> {
         ("aescbc" | "aesgcm" | "secretbox", "v1") => format!("{provider}:{name}"),
         _ => format!("{provider}:{version}:{name}"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hex::unhex;
+
+    /// Kubernetes' AES-GCM vector: key `snorlax_awesomes`, authenticated
+    /// data `bamboo`, plaintext `pandas are the best`.
+    const GCM_PAYLOAD: &str =
+        "9f27c8fcea8a58c467d8e437dbf2d85955f9b4bd912f4ef967d788a0cb07797dac0a3f0a0845605ca85ac8562b4ae1";
+
+    fn decryptor(secret: &str) -> (tempfile::TempDir, Decryptor) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("enc.yaml");
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n  - resources: [secrets]\n    providers:\n      - aesgcm:\n          keys: [{{name: k1, secret: '{secret}'}}]\n"
+            ),
+        )
+        .unwrap();
+        let config = config::load(&path).unwrap();
+        (dir, Decryptor::new(config, &[]).unwrap())
+    }
+
+    fn value(key: &str, payload: &[u8]) -> Vec<u8> {
+        [format!("k8s:enc:aesgcm:v1:{key}:").as_bytes(), payload].concat()
+    }
+
+    #[test]
+    fn each_failure_is_its_own_case() {
+        let payload = unhex(GCM_PAYLOAD).unwrap();
+        // base64 of `snorlax_awesomes`, and of `snorlax_awesomeS`.
+        let (dir, right) = decryptor("c25vcmxheF9hd2Vzb21lcw==");
+        let (_other, wrong) = decryptor("c25vcmxheF9hd2Vzb21lUw==");
+        let rule = right.rule_for("", "secrets");
+        let opened = right
+            .decrypt(rule, b"bamboo", &value("k1", &payload))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (opened.bytes.as_slice(), opened.label.as_str()),
+            (&b"pandas are the best"[..], "aesgcm:k1")
+        );
+        match right.decrypt(rule, b"bamboo", &value("k2", &payload)) {
+            Err(DecryptError::MissingKey { stored, .. }) => assert_eq!(stored, "aesgcm:k2"),
+            other => panic!("{:?}", other.err()),
+        }
+        match wrong.decrypt(rule, b"bamboo", &value("k1", &payload)) {
+            Err(DecryptError::Failed { attempts }) => {
+                assert_eq!(
+                    attempts[0].failure,
+                    Failure::WrongKey("authentication failed".into())
+                );
+                assert_eq!(
+                    attempts[0].to_string(),
+                    r#"aesgcm key "k1": authentication failed"#
+                );
+            }
+            other => panic!("{:?}", other.err()),
+        }
+        match right.decrypt(rule, b"bamboo", &value("k1", &payload[..20])) {
+            Err(DecryptError::Failed { attempts }) => {
+                assert!(
+                    matches!(attempts[0].failure, Failure::Malformed(_)),
+                    "{attempts:?}"
+                )
+            }
+            other => panic!("{:?}", other.err()),
+        }
+        let config = config::load(&dir.path().join("enc.yaml")).unwrap();
+        match Decryptor::new(config, &[("p".into(), "/nowhere".into())]) {
+            Err(e @ DecryptError::UnknownSocket { .. }) => {
+                assert!(e.to_string().contains("(it has: none)"), "{e}")
+            }
+            other => panic!("{:?}", other.err()),
+        }
+    }
 }
