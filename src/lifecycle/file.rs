@@ -2,7 +2,7 @@
 //! snapshot save` file, or the server's snapshot downloaded here), checked
 //! against the file's own counters.
 
-use super::plan::{check_history, read_error, Plan};
+use super::plan::{read_error, Plan, Tail};
 use super::progress::{phase, spinning, Position, Progress, Unit};
 use super::{Settings, Summary};
 use crate::source::bolt::BoltDb;
@@ -105,23 +105,27 @@ pub(super) fn read(
     let live = sink.census.take().map(Census::into_live).unwrap_or_default();
     spinning(bar);
     bar.set_message("storing the last revisions and checking them against the file's counters");
-    writer.flush()?;
     // Damaged ranges are history gaps: detectors say coverage was partial.
-    let damaged: Vec<Gap> = damage
-        .ranges
+    let gaps: Vec<Gap> = plan
+        .gaps
         .iter()
-        .map(|&(from_revision, to_revision)| Gap {
+        .copied()
+        .chain(damage.ranges.iter().map(|&(from_revision, to_revision)| Gap {
             from_revision,
             to_revision,
-        })
+        }))
         .collect();
-    for gap in plan.gaps.iter().chain(&damaged) {
-        store.record_gap(run, cluster, *gap)?;
-    }
     let after_damage = damage.ranges.iter().map(|r| r.1 + 1).max().unwrap_or(0);
     let covered_from = plan.covered_from(plan.from).max(after_damage);
-    store.set_run_coverage(run, covered_from)?;
-    check_history(store, cluster, covered_from, &live, prefix, &settings.filter)?;
+    let tail = Tail {
+        run,
+        cluster,
+        gaps: &gaps,
+        covered_from,
+        live: &live,
+        prefix,
+    };
+    tail.write(store, &mut writer, &settings.filter)?;
     let keys = store.live_keys(cluster, prefix.as_bytes(), head)?;
     Ok(Some(Summary {
         cluster,

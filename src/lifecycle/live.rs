@@ -3,7 +3,7 @@
 //! retained), the history etcd retains since what is stored, and the check
 //! of the stored history against etcd's counters.
 
-use super::plan::{check_history, read_error, replay_all, Plan};
+use super::plan::{read_error, replay_all, Plan, Tail};
 use super::progress::{phase, spinning, Position, Progress, Unit};
 use super::{RecordOptions, Settings, Summary};
 use crate::source::etcd::{Connection, Etcd, Pinned, Scope};
@@ -121,20 +121,16 @@ pub(super) async fn read(
     };
     spinning(bar);
     bar.set_message("storing the last revisions and checking them against etcd's counters");
-    writer.flush()?;
-    for gap in &gaps {
-        store.record_gap(run, cluster, *gap)?;
-    }
     let covered_from = plan.covered_from(from);
-    store.set_run_coverage(run, covered_from)?;
-    check_history(
-        store,
+    let tail = Tail {
+        run,
         cluster,
+        gaps: &gaps,
         covered_from,
-        &live,
-        &options.prefix,
-        &settings.filter,
-    )?;
+        live: &live,
+        prefix: &options.prefix,
+    };
+    tail.write(store, &mut writer, &settings.filter)?;
     Ok(Some(Summary {
         cluster,
         keys: live.iter().filter(|k| k.key.starts_with(scope.prefix)).count() as i64,

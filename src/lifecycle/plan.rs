@@ -5,7 +5,7 @@ use super::progress::Progress;
 use crate::source::etcd::{Etcd, Replay, Scope};
 use crate::source::filter::ResourceFilter;
 use crate::source::{LiveKey, ReadError};
-use crate::store::{Gap, Previous, Store};
+use crate::store::{Gap, Previous, RevisionWriter, RunId, Store};
 use anyhow::Result;
 use std::time::Duration;
 
@@ -111,18 +111,38 @@ pub(super) async fn replay_all(
     }
 }
 
-/// Fails the run when the stored history disagrees with etcd's counters
-/// for any key live at the head (see [`Store::history_shortfall`]).
-pub(super) fn check_history(
-    store: &Store,
-    cluster: i64,
-    covered_from: i64,
-    live: &[LiveKey],
-    prefix: &str,
-    filter: &ResourceFilter,
-) -> Result<()> {
-    match store.history_shortfall(cluster, covered_from, live, |key| filter.records_key(key, prefix))? {
-        Some(shortfall) => Err(shortfall.into()),
-        None => Ok(()),
+/// What every run does once its source is read, live or from a file: the
+/// last revisions stored, the gaps recorded, the coverage set, and the
+/// stored history checked against the source's own per-key counters for
+/// every key live at the head (see [`Store::history_shortfall`]); a
+/// disagreement fails the run.
+pub(super) struct Tail<'a> {
+    pub run: RunId,
+    pub cluster: i64,
+    pub gaps: &'a [Gap],
+    pub covered_from: i64,
+    pub live: &'a [LiveKey],
+    pub prefix: &'a str,
+}
+
+impl Tail<'_> {
+    pub(super) fn write(
+        &self,
+        store: &Store,
+        writer: &mut RevisionWriter,
+        filter: &ResourceFilter,
+    ) -> Result<()> {
+        writer.flush()?;
+        for gap in self.gaps {
+            store.record_gap(self.run, self.cluster, *gap)?;
+        }
+        store.set_run_coverage(self.run, self.covered_from)?;
+        let shortfall = store.history_shortfall(self.cluster, self.covered_from, self.live, |key| {
+            filter.records_key(key, self.prefix)
+        })?;
+        match shortfall {
+            Some(shortfall) => Err(shortfall.into()),
+            None => Ok(()),
+        }
     }
 }
