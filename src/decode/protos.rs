@@ -113,14 +113,16 @@ fn full_name(package: &str, name: &str) -> String {
 }
 
 /// Gives the fields of `m` their JSON names: the built-in message's for a
-/// field it has by name, else the proto name (Kubernetes' proto field names
-/// are its JSON names).
+/// field it has, found by number (Kubernetes never reuses a field number,
+/// while a few upstream proto names differ from the JSON name: `Webhooks`,
+/// `Expression`, `uID`, `aPIGroup`), else the proto name (for fields newer
+/// than the built-in schema, Kubernetes' proto names are its JSON names).
 fn name_fields(m: &mut DescriptorProto, package: &str, built: &DescriptorPool) {
     let known = built.get_message_by_name(&full_name(package, m.name()));
     for f in &mut m.field {
         let json = known
             .as_ref()
-            .and_then(|k| k.get_field_by_name(f.name()))
+            .and_then(|k| k.get_field(u32::try_from(f.number()).ok()?))
             .map(|k| k.json_name().to_string())
             .unwrap_or_else(|| f.name().to_string());
         f.json_name = Some(json);
@@ -219,6 +221,31 @@ pub fn load(proto_paths: &[PathBuf], descriptor_sets: &[PathBuf]) -> Result<Sche
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_known_field_keeps_its_json_name_whatever_its_proto_name() {
+        let built = &built_in().pool;
+        let package = "k8s.io.api.admissionregistration.v1";
+        let mut m = DescriptorProto {
+            name: Some("MutatingWebhookConfiguration".into()),
+            field: vec![
+                prost_reflect::prost_types::FieldDescriptorProto {
+                    name: Some("Webhooks".into()),
+                    number: Some(2),
+                    ..Default::default()
+                },
+                prost_reflect::prost_types::FieldDescriptorProto {
+                    name: Some("newerField".into()),
+                    number: Some(99),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        };
+        name_fields(&mut m, package, built);
+        let names: Vec<&str> = m.field.iter().map(|f| f.json_name()).collect();
+        assert_eq!(names, ["webhooks", "newerField"]);
+    }
 
     #[test]
     fn a_folder_without_kubernetes_protos_says_so() {
