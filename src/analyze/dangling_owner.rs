@@ -184,7 +184,7 @@ mod tests {
 
     fn run(histories: &[Vec<ObjectRevision>]) -> Vec<Finding> {
         let mut objects = Objects::default();
-        histories.iter().for_each(|h| objects.push(h));
+        histories.iter().for_each(|h| objects.push(h).unwrap());
         let seen: Vec<&[ObjectRevision]> = histories.iter().map(|h| &h[..]).collect();
         detect(&objects, &clock_with(&seen, NOW), Duration::from_secs(900))
     }

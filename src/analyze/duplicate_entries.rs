@@ -37,21 +37,28 @@ impl Detector for Repeats {
                 }
             }
         }
-        out.extend(detect(input.history, &sizes));
+        let found = detect(input.history, &sizes).map_err(|what| StoreError::Damaged {
+            path: input.store.path().to_path_buf(),
+            what,
+        })?;
+        out.extend(found);
         Ok(())
     }
 }
 
 /// A finding for one key's history (oldest first). `sizes` gives, per
-/// revision, the sizes of the object's top-level lists.
-pub fn detect(history: &[ObjectRevision], sizes: &BTreeMap<i64, BTreeMap<FieldPath, usize>>) -> Option<Finding> {
+/// revision, the sizes of the object's top-level lists. A stored list of
+/// repeats that does not parse is an error naming it.
+pub fn detect(
+    history: &[ObjectRevision],
+    sizes: &BTreeMap<i64, BTreeMap<FieldPath, usize>>,
+) -> Result<Option<Finding>, String> {
     let mut first_seen: BTreeMap<(FieldPath, String), (i64, usize)> = BTreeMap::new();
     let mut last_with: Option<&ObjectRevision> = None;
     for r in history {
         let Some(json) = &r.duplicates else { continue };
-        let Ok(dups) = serde_json::from_str::<Vec<Duplicate>>(json) else {
-            continue;
-        };
+        let dups: Vec<Duplicate> = serde_json::from_str(json)
+            .map_err(|e| format!("revisions.duplicates of {} at revision {}: {e}", r.key, r.mod_revision))?;
         for d in dups {
             first_seen
                 .entry((d.path, d.entry))
@@ -59,7 +66,9 @@ pub fn detect(history: &[ObjectRevision], sizes: &BTreeMap<i64, BTreeMap<FieldPa
         }
         last_with = Some(r);
     }
-    let last = last_with?;
+    let Some(last) = last_with else {
+        return Ok(None);
+    };
     let severity = if first_seen
         .keys()
         .any(|(p, _)| matches!(p.top().as_deref(), Some("metadata" | "subjects")))
@@ -100,7 +109,7 @@ pub fn detect(history: &[ObjectRevision], sizes: &BTreeMap<i64, BTreeMap<FieldPa
             format!("{p} grew {}", s.join(" → "))
         })
         .collect();
-    Some(Finding {
+    Ok(Some(Finding {
         detector: NAME,
         severity,
         keys: vec![last.key.clone()],
@@ -127,7 +136,7 @@ pub fn detect(history: &[ObjectRevision], sizes: &BTreeMap<i64, BTreeMap<FieldPa
                 "path": path, "entry": entry, "count": count, "first_revision": rev})).collect::<Vec<_>>(),
             "growth": growth.iter().map(|(p, steps)| serde_json::json!({"path": p, "sizes": steps.iter().map(|(r, n)| serde_json::json!({"revision": r, "size": n})).collect::<Vec<_>>()})).collect::<Vec<_>>(),
         }),
-    })
+    }))
 }
 
 #[cfg(test)]
@@ -153,12 +162,25 @@ mod tests {
             (5, BTreeMap::from([("metadata.ownerReferences".parse().unwrap(), 2)])),
             (6, BTreeMap::from([("metadata.ownerReferences".parse().unwrap(), 2)])),
         ]);
-        let f = detect(&history, &sizes).unwrap();
+        let f = detect(&history, &sizes).unwrap().unwrap();
         assert_eq!((f.severity, f.revisions.clone()), (Severity::Medium, vec![5]));
         assert_eq!(
             f.summary,
             "Deployment ns/web has repeated list entries (metadata.ownerReferences: uid a ×2 since revision 5); metadata.ownerReferences grew 1@2 → 2@5"
         );
-        assert!(detect(&history[..1], &sizes).is_none());
+        assert!(detect(&history[..1], &sizes).unwrap().is_none());
     }
+
+    #[test]
+    fn a_stored_list_that_does_not_parse_is_named_not_skipped() {
+        let r = ObjectRevision {
+            key: "/registry/pods/ns/p".into(),
+            mod_revision: 7,
+            duplicates: Some("[{\"path\": \"data..x\"}]".into()),
+            ..Default::default()
+        };
+        let e = detect(&[r], &BTreeMap::new()).unwrap_err();
+        assert!(e.starts_with("revisions.duplicates of /registry/pods/ns/p at revision 7: "), "{e}");
+    }
+
 }

@@ -96,7 +96,13 @@ fn detect_cluster(store: &Store, cluster: i64, options: &Options) -> Result<Vec<
         }
         if whole_set {
             clock.observe(history);
-            objects.push(history);
+            if let Err(what) = objects.push(history) {
+                failure.get_or_insert(StoreError::Damaged {
+                    path: store.path().to_path_buf(),
+                    what,
+                });
+                return;
+            }
         }
         // Stored values are read only for the keys that need them.
         let mut values = ValueReader::new(store);

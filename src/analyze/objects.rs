@@ -84,15 +84,31 @@ pub struct Objects {
     unknown: HashSet<(String, Option<String>, String)>,
 }
 
-fn parse<T: for<'de> Deserialize<'de>>(json: Option<&str>) -> Vec<T> {
-    json.and_then(|j| serde_json::from_str(j).ok())
-        .unwrap_or_default()
+/// A stored JSON list of `r` (`column` names it): empty when there is none,
+/// an error naming the column and revision when it does not parse.
+fn parse<T: for<'de> Deserialize<'de>>(
+    json: Option<&str>,
+    column: &str,
+    r: &ObjectRevision,
+) -> Result<Vec<T>, String> {
+    match json {
+        None => Ok(Vec::new()),
+        Some(j) => serde_json::from_str(j).map_err(|e| {
+            format!(
+                "revisions.{column} of {} at revision {}: {e}",
+                r.key, r.mod_revision
+            )
+        }),
+    }
 }
 
 impl Objects {
-    /// Adds one key's history (oldest first).
-    pub fn push(&mut self, history: &[ObjectRevision]) {
-        let Some(newest) = history.last() else { return };
+    /// Adds one key's history (oldest first); a stored list that does not
+    /// parse is an error naming it.
+    pub fn push(&mut self, history: &[ObjectRevision]) -> Result<(), String> {
+        let Some(newest) = history.last() else {
+            return Ok(());
+        };
         let mut start = 0;
         while start < history.len() {
             let created = history[start].create_revision;
@@ -104,22 +120,26 @@ impl Objects {
                 });
             let rows = &history[start..start + len.max(1)];
             start += len.max(1);
-            self.push_generation(rows, std::ptr::eq(rows.last().expect("a row"), newest));
+            self.push_generation(rows, std::ptr::eq(rows.last().expect("a row"), newest))?;
         }
+        Ok(())
     }
 
-    fn push_generation(&mut self, rows: &[ObjectRevision], newest: bool) {
+    fn push_generation(&mut self, rows: &[ObjectRevision], newest: bool) -> Result<(), String> {
         let last = rows.last().expect("a row");
         let Some(content) = rows.iter().rev().find(|r| !r.deleted) else {
-            return;
+            return Ok(());
         };
         let group = last.group.clone().unwrap_or_default();
-        let live = (newest && !last.deleted).then(|| Live {
-            revision: last.mod_revision,
-            deletion_timestamp: last.facts.deletion_timestamp.clone(),
-            finalizers: parse(last.facts.finalizers.as_deref()),
-            owners: owners_since(rows),
-        });
+        let live = match newest && !last.deleted {
+            true => Some(Live {
+                revision: last.mod_revision,
+                deletion_timestamp: last.facts.deletion_timestamp.clone(),
+                finalizers: parse(last.facts.finalizers.as_deref(), "finalizers", last)?,
+                owners: owners_since(rows)?,
+            }),
+            false => None,
+        };
         let g = Generation {
             key: last.key.clone(),
             group,
@@ -152,6 +172,7 @@ impl Objects {
             _ => {}
         }
         self.generations.push(g);
+        Ok(())
     }
 
     /// The live objects at the newest stored revision.
@@ -205,23 +226,23 @@ impl Objects {
 
 /// The newest revision's ownerReferences, each with the revision since
 /// which the generation has carried it (by UID) without a break.
-fn owners_since(rows: &[ObjectRevision]) -> Vec<OwnerRef> {
+fn owners_since(rows: &[ObjectRevision]) -> Result<Vec<OwnerRef>, String> {
     let content: Vec<&ObjectRevision> = rows.iter().filter(|r| !r.deleted).collect();
     let Some(last) = content.last() else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
-    let mut owners: Vec<OwnerRef> = parse(last.facts.owner_refs.as_deref());
+    let mut owners: Vec<OwnerRef> = parse(last.facts.owner_refs.as_deref(), "owner_refs", last)?;
     for owner in &mut owners {
         owner.since = last.mod_revision;
         for r in content.iter().rev() {
-            let refs: Vec<OwnerRef> = parse(r.facts.owner_refs.as_deref());
+            let refs: Vec<OwnerRef> = parse(r.facts.owner_refs.as_deref(), "owner_refs", r)?;
             if !refs.iter().any(|o| o.uid == owner.uid) {
                 break;
             }
             owner.since = r.mod_revision;
         }
     }
-    owners
+    Ok(owners)
 }
 
 #[cfg(test)]
@@ -275,11 +296,13 @@ pub(crate) mod tests {
     fn generations_and_owner_since() {
         let mut objects = Objects::default();
         let a = rev("ConfigMap", "shop", "a", "u1", 2, 2);
-        objects.push(&[
-            a.clone(),
-            tombstone(&a, 3),
-            rev("ConfigMap", "shop", "a", "u2", 4, 4),
-        ]);
+        objects
+            .push(&[
+                a.clone(),
+                tombstone(&a, 3),
+                rev("ConfigMap", "shop", "a", "u2", 4, 4),
+            ])
+            .unwrap();
         let p1 = owned_by(rev("Pod", "shop", "p", "p1", 5, 5), &[]);
         let p2 = owned_by(
             rev("Pod", "shop", "p", "p1", 6, 5),
@@ -289,7 +312,7 @@ pub(crate) mod tests {
             rev("Pod", "shop", "p", "p1", 7, 5),
             &[("v1", "ConfigMap", "a", "u2")],
         );
-        objects.push(&[p1, p2, p3]);
+        objects.push(&[p1, p2, p3]).unwrap();
         assert_eq!(objects.generations.len(), 3);
         assert_eq!(objects.generations[0].deleted, Some(3));
         assert!(objects.generations[0].live.is_none());
@@ -306,5 +329,13 @@ pub(crate) mod tests {
         assert_eq!(objects.by_uid("u2").unwrap().created, 4);
         assert!(objects.knows_kind("", "ConfigMap"));
         assert!(!objects.knows_kind("apps", "ReplicaSet"));
+    }
+
+    #[test]
+    fn stored_owner_references_that_do_not_parse_are_named() {
+        let mut r = rev("Pod", "ns", "p", "u1", 5, 5);
+        r.facts.owner_refs = Some("[{\"kind\": 3}]".into());
+        let e = Objects::default().push(&[r]).unwrap_err();
+        assert!(e.starts_with("revisions.owner_refs of "), "{e}");
     }
 }

@@ -133,7 +133,7 @@ mod tests {
 
     fn cycles(histories: &[Vec<crate::store::object::ObjectRevision>]) -> Vec<Finding> {
         let mut objects = Objects::default();
-        histories.iter().for_each(|h| objects.push(h));
+        histories.iter().for_each(|h| objects.push(h).unwrap());
         detect(&objects)
     }
 

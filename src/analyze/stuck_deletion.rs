@@ -144,15 +144,15 @@ mod tests {
             "old",
             "2026-12-01T09:00:00Z",
             r#"[{"name": "example.com/cleanup", "managers": ["operator"]}]"#,
-        ));
+        )).unwrap();
         objects.push(&deleting(
             "ConfigMap",
             "shop",
             "young",
             "2026-12-01T09:55:00Z",
             "[]",
-        ));
-        objects.push(&[rev("ConfigMap", "shop", "fine", "u", 3, 3)]);
+        )).unwrap();
+        objects.push(&[rev("ConfigMap", "shop", "fine", "u", 3, 3)]).unwrap();
         let found = detect(&objects, &clock("2026-12-01T10:00:00Z"), DEFAULT_STUCK_AFTER);
         assert_eq!(found.len(), 1, "{found:#?}");
         assert_eq!(found[0].keys, ["/registry/configmap/shop/old"]);
@@ -175,10 +175,10 @@ mod tests {
             "shop",
             "2026-12-01T08:00:00Z",
             r#"[{"name": "kubernetes"}]"#,
-        ));
-        objects.push(&[rev("ConfigMap", "shop", "a", "u1", 3, 3)]);
-        objects.push(&[rev("ConfigMap", "shop", "b", "u2", 4, 4)]);
-        objects.push(&[rev("ConfigMap", "other", "c", "u3", 4, 4)]);
+        )).unwrap();
+        objects.push(&[rev("ConfigMap", "shop", "a", "u1", 3, 3)]).unwrap();
+        objects.push(&[rev("ConfigMap", "shop", "b", "u2", 4, 4)]).unwrap();
+        objects.push(&[rev("ConfigMap", "other", "c", "u3", 4, 4)]).unwrap();
         let found = detect(&objects, &clock("2026-12-01T10:00:00Z"), DEFAULT_STUCK_AFTER);
         assert_eq!(found.len(), 1);
         assert!(

@@ -138,7 +138,9 @@ impl Store {
             path: self.path.clone(),
             source,
         })?;
-        Ok(serde_json::from_slice(&json).ok())
+        serde_json::from_slice(&json)
+            .map(Some)
+            .map_err(|e| self.damaged("semantic_values.canonical", e))
     }
 
     /// Fills each row's `diff`: its changed paths with the previous
