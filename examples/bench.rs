@@ -175,20 +175,19 @@ fn object(i: usize, round: usize) -> (String, Vec<u8>) {
 
 /// How the newest run of the database at `db` fetched.
 fn runs_fetched(db: &Path) -> Result<String> {
-    let conn = rusqlite::Connection::open(db)?;
-    Ok(conn
-        .query_row(
-            "SELECT coalesce(fetched, '-') FROM runs ORDER BY id DESC LIMIT 1",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap_or_else(|_| "-".into()))
+    let runs = etcd_inspector::store::Store::open_for_reading(db)?.runs()?;
+    Ok(runs.last().and_then(|r| r.fetched.clone()).unwrap_or_else(|| "-".into()))
 }
 
 /// SHA-256 over what a run stored: each revision's key, revision, value
 /// hash, semantic hash, change class and cause and changed paths, in order.
+/// The database is opened by this version first, so one an older binary
+/// wrote is upgraded (its field paths in today's printed form). Read as
+/// rows of the schema, the one place a benchmark reads SQL: a baseline's
+/// database may hold what today's interface no longer reads.
 fn digest(db: &Path) -> Result<String> {
     use sha2::{Digest, Sha256};
+    drop(etcd_inspector::store::Store::open_for_reading(db)?);
     let conn = rusqlite::Connection::open(db)?;
     let mut stmt = conn.prepare(
         "SELECT k.key, r.mod_revision, r.value_sha256, r.semantic_sha256, r.change_class, r.change_cause, r.changed_paths \

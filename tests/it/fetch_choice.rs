@@ -8,21 +8,14 @@ use crate::util::*;
 use std::path::Path;
 
 /// A stored revision: key, revision, deleted, value hash.
-type Stored = (Vec<u8>, i64, bool, Option<Vec<u8>>);
+type Stored = (String, i64, bool, Option<String>);
 
 /// Every stored revision.
 fn contents(db: &Path) -> Vec<Stored> {
-    let sql = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
-    let mut stmt = sql
-        .prepare(
-            "SELECT k.key, r.mod_revision, r.deleted, r.value_sha256 FROM revisions r JOIN keys k ON k.id = r.key_id \
-             ORDER BY k.key, r.mod_revision",
-        )
-        .unwrap();
-    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
+    every_revision(db)
+        .into_iter()
+        .map(|(key, r)| (key, r.mod_revision, r.deleted, r.value_sha256))
+        .collect()
 }
 
 /// Enough history that replaying it costs more than downloading the file.

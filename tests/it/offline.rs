@@ -3,7 +3,9 @@
 
 use crate::util::etcd::TestEtcd;
 use crate::util::k8s::{pod, widget};
-use crate::util::{corpus_dir, history, inspector, ok, one_line_error, run_statuses, runs, temp_db};
+use crate::util::{
+    corpus_dir, every_revision, history, inspector, ok, one_line_error, run_statuses, runs, temp_db,
+};
 use etcd_inspector::decode::encode::encode_protobuf;
 use etcd_inspector::source::bolt::BoltDb;
 use etcd_inspector::source::{db_file, Record};
@@ -16,30 +18,29 @@ fn sha256(path: &Path) -> Vec<u8> {
 
 /// Every stored revision, as comparable rows.
 fn revisions(db: &Path) -> Vec<String> {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    let mut stmt = conn
-        .prepare(
-            "SELECT k.key, r.mod_revision, r.create_revision, r.version, r.lease, r.deleted, r.value_size, \
-             hex(r.value_sha256), r.encoding, r.api_version, r.kind, r.uid, r.generation, r.decode_error \
-             FROM revisions r JOIN keys k ON k.id = r.key_id ORDER BY k.key, r.mod_revision",
-        )
-        .unwrap();
-    let rows = stmt
-        .query_map([], |r| {
-            let cols: Vec<String> = (0..14)
-                .map(|i| match r.get_ref(i).unwrap() {
-                    rusqlite::types::ValueRef::Null => "-".to_string(),
-                    rusqlite::types::ValueRef::Integer(n) => n.to_string(),
-                    rusqlite::types::ValueRef::Text(t) | rusqlite::types::ValueRef::Blob(t) => {
-                        String::from_utf8_lossy(t).into_owned()
-                    }
-                    rusqlite::types::ValueRef::Real(f) => f.to_string(),
-                })
-                .collect();
-            Ok(cols.join("|"))
+    let text = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    every_revision(db)
+        .into_iter()
+        .map(|(key, r)| {
+            [
+                key,
+                r.mod_revision.to_string(),
+                r.create_revision.to_string(),
+                r.version.to_string(),
+                r.lease.to_string(),
+                i64::from(r.deleted).to_string(),
+                r.value_size.to_string(),
+                text(r.value_sha256),
+                text(r.encoding),
+                text(r.api_version),
+                text(r.kind),
+                text(r.uid),
+                text(r.generation.map(|g| g.to_string())),
+                text(r.decode_error),
+            ]
+            .join("|")
         })
-        .unwrap();
-    rows.collect::<Result<_, _>>().unwrap()
+        .collect()
 }
 
 #[test]

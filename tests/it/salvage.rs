@@ -10,17 +10,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// key, revision → value hash, of every stored revision.
-fn stored(db: &Path) -> BTreeMap<(Vec<u8>, i64), Option<Vec<u8>>> {
-    let sql = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
-    let mut stmt = sql
-        .prepare(
-            "SELECT k.key, r.mod_revision, r.value_sha256 FROM revisions r JOIN keys k ON k.id = r.key_id",
-        )
-        .unwrap();
-    stmt.query_map([], |r| Ok(((r.get(0)?, r.get(1)?), r.get(2)?)))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
+fn stored(db: &Path) -> BTreeMap<(String, i64), Option<String>> {
+    every_revision(db)
+        .into_iter()
+        .map(|(key, r)| ((key, r.mod_revision), r.value_sha256))
+        .collect()
 }
 
 /// The main revisions of the entries of the leaf page at `offset`.

@@ -255,6 +255,26 @@ fn unpack(codec: &str, blob: &[u8], base: Option<&[u8]>) -> Vec<u8> {
     out
 }
 
+/// Every stored revision, key by key and oldest first, read through the
+/// store's own interface.
+pub fn every_revision(db: &Path) -> Vec<(String, etcd_inspector::store::HistoryRow)> {
+    let store = Store::open_for_reading(db).unwrap();
+    let mut keys = std::collections::BTreeSet::new();
+    for cluster in store.clusters().unwrap() {
+        store
+            .key_histories(cluster, &mut |history| {
+                keys.extend(history.first().map(|r| r.key.clone()));
+            })
+            .unwrap();
+    }
+    keys.into_iter()
+        .flat_map(|key| {
+            let rows = store.history(key.as_bytes()).unwrap();
+            rows.into_iter().map(move |r| (key.clone(), r))
+        })
+        .collect()
+}
+
 /// Asserts that none of `secrets`, nor their base64 (as Secret data holds
 /// them), is anywhere in the database at `db`, compressed or not: not in the
 /// bytes of its files (the database, its WAL, its lock), not in any stored
