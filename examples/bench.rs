@@ -176,7 +176,10 @@ fn object(i: usize, round: usize) -> (String, Vec<u8>) {
 /// How the newest run of the database at `db` fetched.
 fn runs_fetched(db: &Path) -> Result<String> {
     let runs = etcd_inspector::store::Store::open_for_reading(db)?.runs()?;
-    Ok(runs.last().and_then(|r| r.fetched.clone()).unwrap_or_else(|| "-".into()))
+    Ok(runs
+        .last()
+        .and_then(|r| r.fetched.clone())
+        .unwrap_or_else(|| "-".into()))
 }
 
 /// SHA-256 over what a run stored: each revision's key, revision, value

@@ -408,6 +408,11 @@ pub struct HistoryArgs {
     /// values as `<redacted>`).
     #[arg(long)]
     pub diff: bool,
+    /// Only the revisions that changed this field path (or a field in it,
+    /// or one it is in), e.g. `spec.replicas`, `data.app\.properties` or
+    /// `data["app.properties"]`; with --diff, only those fields.
+    #[arg(long, value_name = "PATH")]
+    pub field: Option<crate::canon::path::FieldPath>,
 }
 
 /// How to reach etcd; flags and environment variables follow etcdctl.

@@ -2,7 +2,7 @@
 
 use super::output::{lines, or_dash, print_list, text};
 use super::Status;
-use crate::canon::path::MANAGED_FIELDS;
+use crate::canon::path::{FieldPath, MANAGED_FIELDS};
 use crate::cli::{HistoryArgs, ListFormat};
 use crate::report::escape::terminal;
 use crate::store::Store;
@@ -24,6 +24,22 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
     }
     if args.diff {
         store.add_diffs(&mut rows)?;
+    }
+    if let Some(field) = &args.field {
+        // A change touches the field when it is the field, inside it, or
+        // holds it (`spec` changed holds `spec.replicas`).
+        let touches = |p: &FieldPath| p.is_within(field) || field.is_under(p);
+        rows.retain(|r| r.changed_paths.iter().any(touches));
+        for r in &mut rows {
+            r.changed_paths.retain(touches);
+            r.changed_by.retain(|p, _| touches(p));
+            if let Some(diff) = &mut r.diff {
+                diff.retain(|c| touches(&c.path));
+            }
+        }
+        if rows.is_empty() {
+            bail!("no stored revision of {} changed {field}", args.etcd_key);
+        }
     }
     print_list(
         &rows,

@@ -82,6 +82,23 @@ fn a_dotted_configmap_key_shows_its_values_and_its_managers() {
         diff[1]["diff"][0],
         j!({"path": r"data.app\.properties", "old": "mode=alpha", "new": "mode=bravo", "managers": ["tuner"]})
     );
+    // Only the revisions that changed the dotted key, asked for in either form.
+    for form in [r"data.app\.properties", r#"data["app.properties"]"#] {
+        let only: Value = serde_json::from_str(&text(inspector(
+            &db,
+            &["history", KEY, "--field", form, "-o", "json"],
+        )))
+        .unwrap();
+        let changed: Vec<&Value> = only
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| &r["changed_paths"])
+            .collect();
+        assert_eq!(changed, vec![&j!([r"data.app\.properties"]); 4], "{form}");
+    }
+    let err = stderr(&inspector(&db, &["history", KEY, "--field", "data.plain"]));
+    assert!(err.contains("changed data.plain"), "{err}");
     let table = text(inspector(&db, &["history", KEY, "--diff"]));
     assert!(
         table.contains(r"data.app\.properties: mode=alpha → mode=bravo"),
