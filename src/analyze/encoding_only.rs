@@ -4,7 +4,7 @@
 
 use super::detector::Registration;
 use crate::canon::change::{ChangeCause, ChangeClass};
-use crate::decrypt::policy::IDENTITY;
+use crate::decrypt::label::IDENTITY;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
 use std::collections::BTreeMap;

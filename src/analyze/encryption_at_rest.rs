@@ -10,7 +10,8 @@
 
 use super::detector::{Detector, KeyInput, Reads, Make, Registration, Whole};
 use crate::decode::key::COMPACT_REV_KEY;
-use crate::decrypt::policy::{Policy, IDENTITY};
+use crate::decrypt::label::IDENTITY;
+use crate::decrypt::policy::Policy;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
 use crate::store::StoreError;

@@ -5,12 +5,14 @@
 
 pub mod config;
 pub mod kms;
+pub mod label;
 pub mod local;
 pub mod policy;
 
 use crate::decode::envelope::{encrypted_parts, CBOR_MAGIC, PROTOBUF_MAGIC};
 use config::{EncryptionConfig, KmsProvider, KmsVersion, LocalKey, Provider};
 use kms::KmsClient;
+use label::Label;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -238,7 +240,7 @@ impl Decryptor {
             keys.iter().find(|k| named(rest, &k.name).is_some())
         });
         match configured {
-            Some(key) => Some(format!("{provider}:{}", key.name)),
+            Some(key) => Some(Label::local(provider, &key.name).to_string()),
             None => label(value),
         }
     }
@@ -283,7 +285,7 @@ impl Decryptor {
                 })?;
                 Ok(Plaintext {
                     bytes,
-                    label: kms_label(KmsVersion::V2, &k.name, Some(&object.key_id)),
+                    label: Label::kms(KmsVersion::V2, &k.name, Some(&object.key_id)).to_string(),
                 })
             }
             KmsVersion::V1 => {
@@ -303,7 +305,7 @@ impl Decryptor {
                     .map_err(ours)?;
                 Ok(Plaintext {
                     bytes,
-                    label: kms_label(KmsVersion::V1, &k.name, None),
+                    label: Label::kms(KmsVersion::V1, &k.name, None).to_string(),
                 })
             }
         }
@@ -339,7 +341,7 @@ fn local_keys(
             Ok(bytes) => {
                 return Some(Ok(Plaintext {
                     bytes,
-                    label: format!("{provider}:{}", key.name),
+                    label: Label::local(provider, &key.name).to_string(),
                 }))
             }
             Err(failure) => tried.push(Attempt {
@@ -376,13 +378,6 @@ fn plausible(bytes: Vec<u8>) -> Result<Vec<u8>, Failure> {
     }
 }
 
-fn kms_label(version: KmsVersion, name: &str, key_id: Option<&str>) -> String {
-    match key_id {
-        Some(id) => format!("kms-{}:{name}:{id}", version.as_str()),
-        None => format!("kms-{}:{name}", version.as_str()),
-    }
-}
-
 /// The provider and key an encrypted value names, without any config:
 /// `aescbc:key1` (a key name may contain `:`; without the config's names
 /// it ends at the next `:`), `kms-v1:plugin`, `kms-v2:plugin:<key id>`.
@@ -391,18 +386,16 @@ pub fn label(value: &[u8]) -> Option<String> {
     let (provider, version, rest) = encrypted_parts(value)?;
     let end = rest.iter().position(|&b| b == b':').unwrap_or(rest.len());
     let name = String::from_utf8_lossy(&rest[..end]);
-    Some(match (provider, version) {
-        ("kms", "v2") => {
-            let key_id = rest
-                .get(end + 1..)
-                .and_then(|object| kms::parse_encrypted_object(object).ok())
-                .map(|o| o.key_id);
-            kms_label(KmsVersion::V2, &name, key_id.as_deref())
-        }
-        ("kms", "v1") => kms_label(KmsVersion::V1, &name, None),
-        ("aescbc" | "aesgcm" | "secretbox", "v1") => format!("{provider}:{name}"),
-        _ => format!("{provider}:{version}:{name}"),
-    })
+    // A KMS v2 value's key id is inside its EncryptedObject; one that does
+    // not parse names no key id (decrypting it says why).
+    let key_id = match (provider, version) {
+        ("kms", "v2") => rest
+            .get(end + 1..)
+            .and_then(|object| kms::parse_encrypted_object(object).ok())
+            .map(|o| o.key_id),
+        _ => None,
+    };
+    Some(Label::of_envelope(provider, version, &name, key_id.as_deref()).to_string())
 }
 
 #[cfg(test)]

@@ -2,8 +2,10 @@
 //! a secret): recorded with each run, so `analyze` can tell which stored
 //! values are not under their resource's current write key.
 
-use super::config::{select, EncryptionConfig, KmsVersion, Provider};
+use super::config::{select, EncryptionConfig, KmsVersion, LocalKey, Provider};
 use super::kms::KmsStatus;
+use super::label::Label;
+use super::label::IDENTITY;
 use serde::{Deserialize, Serialize};
 
 /// The write provider and key of each `resources[]` entry.
@@ -16,8 +18,8 @@ pub struct Policy {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PolicyRule {
     pub resources: Vec<String>,
-    /// The label of the first provider's first key (as
-    /// [`super::label`] names stored values), or `identity`.
+    /// The label ([`Label`]) of the first provider's first key, or
+    /// `identity`.
     pub write: String,
     /// The labels of every key the entry's providers read: `identity`,
     /// `aescbc:key1`, and for KMS the plugin (`kms-v2:plugin`: any key id it
@@ -27,34 +29,36 @@ pub struct PolicyRule {
     pub reads: Option<Vec<String>>,
 }
 
-/// The label of a plaintext value.
-pub const IDENTITY: &str = "identity";
-
 impl Policy {
     /// The policy of `config`; a KMS v2 plugin's current key id comes from
     /// `statuses` (without it, any key id of that plugin counts as current).
     pub fn of(config: &EncryptionConfig, statuses: &[(String, KmsStatus)]) -> Policy {
         let write = |p: &Provider| match p {
-            Provider::Identity => IDENTITY.to_string(),
-            Provider::AesCbc(keys) => format!("aescbc:{}", keys[0].name),
-            Provider::AesGcm(keys) => format!("aesgcm:{}", keys[0].name),
-            Provider::Secretbox(keys) => format!("secretbox:{}", keys[0].name),
+            Provider::Identity => Label::Identity,
+            Provider::AesCbc(keys) => Label::local("aescbc", &keys[0].name),
+            Provider::AesGcm(keys) => Label::local("aesgcm", &keys[0].name),
+            Provider::Secretbox(keys) => Label::local("secretbox", &keys[0].name),
             Provider::Kms(k) => {
                 let key_id = statuses
                     .iter()
                     .find(|(name, s)| *name == k.name && !s.key_id.is_empty())
                     .filter(|_| k.version == KmsVersion::V2)
                     .map(|(_, s)| s.key_id.as_str());
-                super::kms_label(k.version, &k.name, key_id)
+                Label::kms(k.version, &k.name, key_id)
             }
         };
         let reads = |p: &Provider| -> Vec<String> {
+            let keys = |provider: &str, keys: &[LocalKey]| -> Vec<String> {
+                keys.iter()
+                    .map(|k| Label::local(provider, &k.name).to_string())
+                    .collect()
+            };
             match p {
                 Provider::Identity => vec![IDENTITY.to_string()],
-                Provider::AesCbc(keys) => keys.iter().map(|k| format!("aescbc:{}", k.name)).collect(),
-                Provider::AesGcm(keys) => keys.iter().map(|k| format!("aesgcm:{}", k.name)).collect(),
-                Provider::Secretbox(keys) => keys.iter().map(|k| format!("secretbox:{}", k.name)).collect(),
-                Provider::Kms(k) => vec![super::kms_label(k.version, &k.name, None)],
+                Provider::AesCbc(k) => keys("aescbc", k),
+                Provider::AesGcm(k) => keys("aesgcm", k),
+                Provider::Secretbox(k) => keys("secretbox", k),
+                Provider::Kms(k) => vec![Label::kms(k.version, &k.name, None).to_string()],
             }
         };
         Policy {
@@ -63,7 +67,7 @@ impl Policy {
                 .iter()
                 .map(|r| PolicyRule {
                     resources: r.resources.clone(),
-                    write: r.providers.first().map_or_else(|| IDENTITY.to_string(), write),
+                    write: r.providers.first().map_or(Label::Identity, write).to_string(),
                     reads: Some(r.providers.iter().flat_map(reads).collect()),
                 })
                 .collect(),
@@ -83,32 +87,36 @@ impl PolicyRule {
         self.write != IDENTITY
     }
 
-    /// Whether a value stored under `stored` (`None`: plaintext) is what a
-    /// write would store now. A KMS v2 write label without a key id
-    /// accepts any key id of its plugin.
     /// Whether a value stored under `stored` (`None`: plaintext) can be
     /// read with one of the entry's keys; always, when the policy did not
     /// record them.
     pub fn can_read(&self, stored: Option<&str>) -> bool {
-        let stored = stored.unwrap_or(IDENTITY);
         let Some(reads) = &self.reads else { return true };
-        reads.iter().any(|key| {
-            stored == key
-                || (key.starts_with("kms-v2:")
-                    && stored
-                        .strip_prefix(key.as_str())
-                        .is_some_and(|id| id.starts_with(':')))
-        })
+        let stored = stored_label(stored);
+        reads.iter().any(|key| covers(key, &stored))
     }
 
+    /// Whether a value stored under `stored` (`None`: plaintext) is what a
+    /// write would store now. A KMS v2 write label without a key id
+    /// accepts any key id of its plugin.
     pub fn is_current(&self, stored: Option<&str>) -> bool {
-        let stored = stored.unwrap_or(IDENTITY);
-        stored == self.write
-            || (self.write.starts_with("kms-v2:")
-                && self.write.matches(':').count() == 1
-                && stored
-                    .strip_prefix(self.write.as_str())
-                    .is_some_and(|id| id.starts_with(':')))
+        covers(&self.write, &stored_label(stored))
+    }
+}
+
+/// A stored value's label; one that does not read is no key's.
+fn stored_label(stored: Option<&str>) -> Option<Label> {
+    match stored {
+        None => Some(Label::Identity),
+        Some(text) => Label::parse(text).ok(),
+    }
+}
+
+/// Whether the policy's label `key` covers the stored label.
+fn covers(key: &str, stored: &Option<Label>) -> bool {
+    match (Label::parse(key), stored) {
+        (Ok(key), Some(stored)) => key.covers(stored),
+        _ => false,
     }
 }
 

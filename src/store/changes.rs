@@ -9,6 +9,7 @@ use crate::canon::managed::{attribute, entries, Entry};
 use crate::canon::path::FieldPath;
 use crate::canon::semantic::FIELD_HASH_LEN;
 use crate::decode::envelope::Encoding;
+use crate::decrypt::label::Label;
 use crate::ingest::revision::TEXT_ENCODING;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
@@ -168,6 +169,7 @@ impl Store {
                     .map_err(err)?;
                 for row in &rows {
                     self.check_encoding(row.facts.encoding.as_deref())?;
+                    self.check_encryption(row.facts.encryption.as_deref())?;
                 }
                 stats.rows_read += rows.len() as i64;
                 let mut prev: Option<&Row> = None;
@@ -368,6 +370,17 @@ impl Store {
         }
     }
 
+    /// Fails unless `label` (a `revisions.encryption`) reads as an
+    /// encryption label.
+    pub(super) fn check_encryption(&self, label: Option<&str>) -> Result<(), StoreError> {
+        match label {
+            None => Ok(()),
+            Some(text) => Label::parse(text)
+                .map(|_| ())
+                .map_err(|e| self.damaged("revisions.encryption", e)),
+        }
+    }
+
     /// Streams every key's revisions of `cluster`, key by key and oldest
     /// first, with their classes, field hashes and object facts: one pass
     /// over the history, holding one key's revisions at a time.
@@ -461,6 +474,7 @@ impl Store {
                     .unwrap_or_default(),
             };
             self.check_encoding(rev.encoding.as_deref())?;
+            self.check_encryption(rev.encryption.as_deref())?;
             if current.last().is_some_and(|c| c.key != rev.key) {
                 visit(&current);
                 current.clear();
