@@ -8,7 +8,7 @@ use super::objects::Objects;
 use super::Options;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
-use crate::store::{Gap, Store, StoreError, ValueReader};
+use crate::store::{Gap, HistoryReader, StoreError, ValueReader};
 use std::time::Duration;
 
 /// What a detector reads beyond each key's history.
@@ -26,7 +26,7 @@ pub enum Reads {
 
 /// The cluster a detector is set up for.
 pub struct Setup<'s> {
-    pub store: &'s Store,
+    pub store: &'s dyn HistoryReader,
     pub cluster: i64,
     pub options: &'s Options,
 }
@@ -39,7 +39,7 @@ pub struct KeyInput<'a, 's> {
     pub gaps: &'a [Gap],
     /// Stored values, read (and cached) only when a detector asks.
     pub values: &'a mut ValueReader<'s>,
-    pub store: &'s Store,
+    pub store: &'s dyn HistoryReader,
 }
 
 /// What every detector may read once every key has been seen.

@@ -38,7 +38,7 @@ impl Detector for Repeats {
             }
         }
         let found = detect(input.history, &sizes).map_err(|what| StoreError::Damaged {
-            path: input.store.path().to_path_buf(),
+            path: input.store.location().to_path_buf(),
             what,
         })?;
         out.extend(found);

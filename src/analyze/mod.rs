@@ -10,7 +10,7 @@ pub mod drift;
 pub mod objects;
 
 use crate::store::finding::Finding;
-use crate::store::{ClassifyStats, Store, StoreError, ValueReader};
+use crate::store::{ClassifyStats, HistoryReader, Store, StoreError, ValueReader};
 use detector::{Reads, Registration, Setup, Whole};
 use std::time::Duration;
 
@@ -74,7 +74,11 @@ pub struct Analysis {
     pub findings: Vec<Finding>,
 }
 
-fn detect_cluster(store: &Store, cluster: i64, options: &Options) -> Result<Vec<Finding>, StoreError> {
+fn detect_cluster(
+    store: &dyn HistoryReader,
+    cluster: i64,
+    options: &Options,
+) -> Result<Vec<Finding>, StoreError> {
     let setup = Setup {
         store,
         cluster,
@@ -98,7 +102,7 @@ fn detect_cluster(store: &Store, cluster: i64, options: &Options) -> Result<Vec<
             clock.observe(history);
             if let Err(what) = objects.push(history) {
                 failure.get_or_insert(StoreError::Damaged {
-                    path: store.path().to_path_buf(),
+                    path: store.location().to_path_buf(),
                     what,
                 });
                 return;

@@ -384,7 +384,7 @@ impl Store {
     /// Streams every key's revisions of `cluster`, key by key and oldest
     /// first, with their classes, field hashes and object facts: one pass
     /// over the history, holding one key's revisions at a time.
-    pub fn key_histories(
+    pub(super) fn read_key_histories(
         &self,
         cluster: i64,
         visit: &mut dyn FnMut(&[ObjectRevision]),
@@ -488,7 +488,7 @@ impl Store {
     }
 
     /// Revision ranges of `cluster` lost to compaction between runs.
-    pub fn gaps(&self, cluster: i64) -> Result<Vec<super::Gap>, StoreError> {
+    pub(super) fn read_gaps(&self, cluster: i64) -> Result<Vec<super::Gap>, StoreError> {
         let err = |e| self.err(e);
         let mut stmt = self
             .conn
@@ -566,11 +566,14 @@ mod tests {
         let (store, path, cluster) = database(&dir);
         let mut classes = Vec::new();
         store
-            .key_histories(cluster, &mut |h| classes.extend(h.iter().map(|r| r.class)))
+            .read_key_histories(cluster, &mut |h| classes.extend(h.iter().map(|r| r.class)))
             .unwrap();
         assert_eq!(classes, [Some(ChangeClass::Create), Some(ChangeClass::Spec)]);
         super::super::damage(&path, sql);
-        let e = store.key_histories(cluster, &mut |_| {}).unwrap_err().to_string();
+        let e = store
+            .read_key_histories(cluster, &mut |_| {})
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(&path.display().to_string()), "{e}");
         e
     }

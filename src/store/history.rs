@@ -118,7 +118,10 @@ impl Store {
 impl Store {
     /// A stored canonical value, or `None` when it holds sensitive values
     /// (never stored) or is unknown.
-    pub fn canonical_value(&self, semantic_sha256: &[u8]) -> Result<Option<serde_json::Value>, StoreError> {
+    pub(super) fn read_canonical_value(
+        &self,
+        semantic_sha256: &[u8],
+    ) -> Result<Option<serde_json::Value>, StoreError> {
         use rusqlite::OptionalExtension;
         let packed = self
             .conn
@@ -152,7 +155,7 @@ impl Store {
         for row in rows.iter_mut() {
             let hash = row.semantic_sha256.as_deref().and_then(unhex);
             let value = match &hash {
-                Some(h) => self.canonical_value(h)?,
+                Some(h) => self.read_canonical_value(h)?,
                 None => None,
             };
             let keyed = hash.is_some() && value.is_none();

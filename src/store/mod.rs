@@ -14,6 +14,7 @@ pub mod object;
 mod pipeline;
 mod prepare;
 mod prune;
+mod reader;
 mod runs;
 mod settings;
 mod stats;
@@ -25,6 +26,7 @@ pub use changes::{ClassifyStats, StoredFinding};
 pub use history::{FieldChange, HistoryRow};
 pub use live::LiveObject;
 pub use prune::Pruned;
+pub use reader::HistoryReader;
 pub use runs::{Gap, Previous, RunId, RunInfo, RunStatus, RunTime, Shortfall};
 pub use stats::{ObjectFilter, Scope};
 pub use usage::{BusiestKey, LargestKey, ManagerUsage, NamespaceUsage, ResourceUsage, Usage};
@@ -79,16 +81,17 @@ fn migrations() -> Migrations<'static> {
     ])
 }
 
-/// Store failures, naming the database.
+/// What the database backend said, whichever backend it is.
+pub type BackendError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Store failures, naming the database; no backend's own types.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// The backend refused or failed a statement.
     #[error("database {path}: {source}")]
-    Sqlite { path: PathBuf, source: rusqlite::Error },
+    Backend { path: PathBuf, source: BackendError },
     #[error("database {path}: cannot upgrade the schema: {source}")]
-    Migrate {
-        path: PathBuf,
-        source: rusqlite_migration::Error,
-    },
+    Migrate { path: PathBuf, source: BackendError },
     #[error("database {path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
     #[error("database {path} {message}")]
@@ -142,9 +145,9 @@ impl Store {
     }
 
     fn err(&self, source: rusqlite::Error) -> StoreError {
-        StoreError::Sqlite {
+        StoreError::Backend {
             path: self.path.clone(),
-            source,
+            source: Box::new(source),
         }
     }
 
@@ -165,9 +168,9 @@ impl Store {
                 Err(e) => return Err(io(e)),
             }
         }
-        let sql = |source| StoreError::Sqlite {
+        let sql = |source: rusqlite::Error| StoreError::Backend {
             path: path.to_path_buf(),
-            source,
+            source: Box::new(source),
         };
         let mut conn = Connection::open(path).map_err(sql)?;
         conn.busy_timeout(std::time::Duration::from_secs(30))
@@ -193,7 +196,7 @@ impl Store {
                 .to_latest(&mut conn)
                 .map_err(|source| StoreError::Migrate {
                     path: path.to_path_buf(),
-                    source,
+                    source: Box::new(source),
                 })?;
         }
         Ok(Store {

@@ -292,7 +292,7 @@ impl Store {
 
     /// The encryption policy of `cluster`'s newest complete run that
     /// recorded one, with that run's head revision.
-    pub fn encryption_policy(&self, cluster: i64) -> Result<Option<(Policy, i64)>, StoreError> {
+    pub(super) fn read_encryption_policy(&self, cluster: i64) -> Result<Option<(Policy, i64)>, StoreError> {
         let row: Option<(String, i64)> = self
             .conn
             .query_row(
@@ -328,7 +328,7 @@ impl Store {
 
     /// When `cluster`'s complete runs read etcd, oldest first: what a
     /// detector knows of the cluster's clock.
-    pub fn run_times(&self, cluster: i64) -> Result<Vec<RunTime>, StoreError> {
+    pub(super) fn read_run_times(&self, cluster: i64) -> Result<Vec<RunTime>, StoreError> {
         let mut stmt = self
             .conn
             .prepare(

@@ -2,7 +2,7 @@
 //! and the first read that fails kept, so the caller fails instead of
 //! showing a damaged value as missing.
 
-use super::{Store, StoreError};
+use super::{HistoryReader, Store, StoreError};
 use crate::canon::path::FieldPath;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -21,13 +21,13 @@ pub enum Looked<'v> {
 
 /// Reads canonical values by semantic hash, caching each.
 pub struct ValueReader<'s> {
-    store: &'s Store,
+    store: &'s dyn HistoryReader,
     cache: HashMap<Vec<u8>, Option<Value>>,
     failure: Option<StoreError>,
 }
 
 impl<'s> ValueReader<'s> {
-    pub fn new(store: &'s Store) -> ValueReader<'s> {
+    pub fn new(store: &'s dyn HistoryReader) -> ValueReader<'s> {
         ValueReader {
             store,
             cache: HashMap::new(),
@@ -78,7 +78,7 @@ impl Store {
     /// Every stored revision of `cluster`'s keys of one resource, per key
     /// and oldest first: its mod_revision and stored content (`None` for a
     /// deletion or content that is not stored).
-    pub fn contents_of(
+    pub(super) fn read_contents_of(
         &self,
         cluster: i64,
         group: &str,
@@ -103,7 +103,7 @@ impl Store {
         let mut last_key = None;
         for (key, revision, hash) in rows {
             let content = match hash {
-                Some(h) => self.canonical_value(&h)?,
+                Some(h) => self.read_canonical_value(&h)?,
                 None => None,
             };
             if last_key != Some(key) {

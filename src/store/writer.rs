@@ -592,7 +592,7 @@ mod tests {
         assert_eq!(rows[2].1, Some(rows[0].0));
         for ((_, _, hash), phase) in rows.iter().zip(["Pending", "Running", "Succeeded"]) {
             assert_eq!(
-                store.canonical_value(hash).unwrap().unwrap()["status"]["phase"],
+                store.read_canonical_value(hash).unwrap().unwrap()["status"]["phase"],
                 phase
             );
         }
@@ -618,7 +618,7 @@ mod tests {
         assert!(rows.iter().all(|(_, base, _)| base.is_none()), "{rows:?}");
         for ((_, _, hash), phase) in rows.iter().zip(["Pending", "Running", "Succeeded"]) {
             assert_eq!(
-                store.canonical_value(hash).unwrap().unwrap()["status"]["phase"],
+                store.read_canonical_value(hash).unwrap().unwrap()["status"]["phase"],
                 phase
             );
         }
@@ -652,7 +652,7 @@ mod tests {
                 size * 5 < *full,
                 "a phase change costs {size} bytes, the full content {full}"
             );
-            let stored = store.canonical_value(hash).unwrap().unwrap();
+            let stored = store.read_canonical_value(hash).unwrap().unwrap();
             assert_eq!(stored["status"]["phase"], *phase);
             assert_eq!(stored["spec"]["containers"][0]["env"][29]["name"], "SETTING_29");
         }
