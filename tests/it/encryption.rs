@@ -599,7 +599,7 @@ fn follow_decrypts_what_it_receives() {
             "--endpoints",
             &etcd.endpoint,
             "--commit-every=200ms",
-            "--duration=4s",
+            "--duration=10s",
             "--encryption-config",
             config.to_str().unwrap(),
         ],
