@@ -5,6 +5,7 @@ use super::Status;
 use crate::analyze::analyze;
 use crate::cli::AnalyzeArgs;
 use crate::report::escape::terminal;
+use crate::store::HistoryReader;
 use crate::store::Store;
 use anyhow::{bail, Result};
 use std::path::Path;

@@ -15,6 +15,7 @@ use crate::report::escape;
 use crate::source::filter::ResourceFilter;
 use crate::store::finding::Severity;
 use crate::store::hash_key::HashKeyOptions;
+use crate::store::HistoryReader;
 use crate::store::{ObjectFilter, RunStatus};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;

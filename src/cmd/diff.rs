@@ -5,6 +5,7 @@ use crate::analyze::drift::compare;
 use crate::canon::path::FieldPath;
 use crate::cli::{DiffArgs, ListFormat};
 use crate::report::escape::terminal;
+use crate::store::HistoryReader;
 use crate::store::{LiveObject, Looked, ObjectFilter, Store, ValueReader};
 use anyhow::{bail, Result};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};

@@ -3,6 +3,7 @@
 use super::output::{lines, print_list, text};
 use super::Status;
 use crate::cli::FindingsArgs;
+use crate::store::HistoryReader;
 use crate::store::{ObjectFilter, Store};
 use anyhow::Result;
 use std::path::Path;

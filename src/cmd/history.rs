@@ -5,6 +5,7 @@ use super::Status;
 use crate::canon::path::{FieldPath, MANAGED_FIELDS};
 use crate::cli::{HistoryArgs, ListFormat};
 use crate::report::escape::terminal;
+use crate::store::HistoryReader;
 use crate::store::Store;
 use anyhow::{bail, Result};
 use std::io::Write;

@@ -3,6 +3,7 @@
 use super::output::{or_dash, print_list, text};
 use super::Status;
 use crate::cli::RunsArgs;
+use crate::store::HistoryReader;
 use crate::store::Store;
 use anyhow::Result;
 use std::path::Path;

@@ -5,6 +5,7 @@ use super::common::revision_range;
 use super::output::{print_table, text};
 use super::Status;
 use crate::cli::{ListFormat, StatsArgs};
+use crate::store::HistoryReader;
 use crate::store::{ObjectFilter, Scope, Store, Usage};
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;

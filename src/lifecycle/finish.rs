@@ -4,6 +4,7 @@
 use super::signal::stopping;
 use super::{RecordOptions, Summary};
 use crate::analyze::Analysis;
+use crate::store::HistoryReader;
 use crate::store::{RunId, RunStatus, Store};
 use anyhow::{Context, Result};
 use std::path::Path;

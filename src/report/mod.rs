@@ -9,6 +9,7 @@ pub mod metrics;
 pub mod text;
 
 use crate::store::finding::Severity;
+use crate::store::HistoryReader;
 use crate::store::{HistoryRow, RunInfo, Scope, Store, StoreError, StoredFinding};
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -280,7 +280,7 @@ impl Store {
     }
 
     /// Every stored finding, most severe first.
-    pub fn findings(&self) -> Result<Vec<StoredFinding>, StoreError> {
+    pub(super) fn read_findings(&self) -> Result<Vec<StoredFinding>, StoreError> {
         let err = |e| self.err(e);
         let mut stmt = self
             .conn
@@ -324,7 +324,7 @@ impl Store {
     }
 
     /// Every cluster's row id.
-    pub fn clusters(&self) -> Result<Vec<i64>, StoreError> {
+    pub(super) fn read_clusters(&self) -> Result<Vec<i64>, StoreError> {
         let err = |e| self.err(e);
         let mut stmt = self
             .conn
@@ -335,7 +335,7 @@ impl Store {
     }
 
     /// The cluster a run read.
-    pub fn run_cluster(&self, run: i64) -> Result<Option<i64>, StoreError> {
+    pub(super) fn read_run_cluster(&self, run: i64) -> Result<Option<i64>, StoreError> {
         use rusqlite::OptionalExtension;
         self.conn
             .query_row("SELECT cluster_id FROM runs WHERE id = ?1", [run], |r| r.get(0))
@@ -510,6 +510,7 @@ impl Store {
 mod tests {
     use super::*;
     use crate::source::{Record, Sink};
+    use crate::store::HistoryReader;
     use std::path::PathBuf;
 
     /// A database holding one finding and two classified revisions of a

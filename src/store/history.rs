@@ -69,7 +69,7 @@ fn json_column<T: serde::de::DeserializeOwned>(
 
 impl Store {
     /// Every stored revision of `key`, per cluster, oldest first.
-    pub fn history(&self, key: &[u8]) -> Result<Vec<HistoryRow>, StoreError> {
+    pub(super) fn read_history(&self, key: &[u8]) -> Result<Vec<HistoryRow>, StoreError> {
         let mut stmt = self
             .conn
             .prepare(
@@ -148,7 +148,7 @@ impl Store {
 
     /// Fills each row's `diff`: its changed paths with the previous
     /// revision's and its own values.
-    pub fn add_diffs(&self, rows: &mut [HistoryRow]) -> Result<(), StoreError> {
+    pub(super) fn read_add_diffs(&self, rows: &mut [HistoryRow]) -> Result<(), StoreError> {
         let redacted = serde_json::Value::String("<redacted>".into());
         let mut prev: Option<serde_json::Value> = None;
         let mut prev_keyed = false;

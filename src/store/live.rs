@@ -25,7 +25,11 @@ pub struct LiveObject {
 
 impl Store {
     /// Every live object of `cluster` at `revision`, by key.
-    pub fn live_objects(&self, cluster: i64, revision: i64) -> Result<Vec<LiveObject>, StoreError> {
+    pub(super) fn read_live_objects(
+        &self,
+        cluster: i64,
+        revision: i64,
+    ) -> Result<Vec<LiveObject>, StoreError> {
         let err = |e| self.err(e);
         let paths = self.field_path_names()?;
         let mut stmt = self
@@ -70,7 +74,7 @@ impl Store {
     }
 
     /// A run's head revision and cluster.
-    pub fn run_head(&self, run: i64) -> Result<Option<(i64, i64)>, StoreError> {
+    pub(super) fn read_run_head(&self, run: i64) -> Result<Option<(i64, i64)>, StoreError> {
         use rusqlite::OptionalExtension;
         self.conn
             .query_row(

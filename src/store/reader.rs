@@ -1,12 +1,16 @@
-//! The read side `analyze` and its detectors use, as an interface: a
-//! cluster's stored history key by key (one key's revisions at a time, oldest
-//! first, so nothing needs the whole history in memory), the values its
-//! revisions point at, and what frames it (gaps, run times, the encryption
-//! policy a run recorded). [`Store`] is its SQLite implementation; another
-//! backend implements the same trait.
+//! The read side, as an interface: what `analyze` and its detectors read (a
+//! cluster's stored history key by key, one key's revisions at a time and
+//! oldest first, the values its revisions point at, and what frames it:
+//! gaps, run times, the encryption policy a run recorded), and what the
+//! reading commands (`report`, `stats`, `history`, `diff`, `runs`,
+//! `findings`) show. [`Store`] is its SQLite implementation; another backend
+//! implements the same trait.
 
 use super::values::Contents;
-use super::{Gap, RunTime, Store, StoreError};
+use super::{
+    Gap, HistoryRow, LiveObject, ObjectFilter, ResourceUsage, RunInfo, RunTime, Scope, Store, StoreError,
+    StoredFinding, Usage,
+};
 use crate::decrypt::policy::Policy;
 use crate::store::object::ObjectRevision;
 use serde_json::Value;
@@ -39,6 +43,53 @@ pub trait HistoryReader {
     /// Every key of `group`/`resource` in `cluster` with its revisions'
     /// contents, oldest first.
     fn contents_of(&self, cluster: i64, group: &str, resource: &str) -> Result<Vec<Contents>, StoreError>;
+
+    /// Every cluster the database holds, by row id.
+    fn clusters(&self) -> Result<Vec<i64>, StoreError>;
+
+    /// Every run, oldest first.
+    fn runs(&self) -> Result<Vec<RunInfo>, StoreError>;
+
+    /// The cluster a run read.
+    fn run_cluster(&self, run: i64) -> Result<Option<i64>, StoreError>;
+
+    /// The cluster and head revision of a run.
+    fn run_head(&self, run: i64) -> Result<Option<(i64, i64)>, StoreError>;
+
+    /// The head revision of the last complete run started by `time`.
+    fn revision_at_time(&self, time: &str) -> Result<Option<i64>, StoreError>;
+
+    /// Every stored revision of one key, oldest first, across clusters.
+    fn history(&self, key: &[u8]) -> Result<Vec<HistoryRow>, StoreError>;
+
+    /// Fills each row's `diff`: its changed paths with the previous
+    /// revision's and its own values (sensitive ones redacted).
+    fn add_diffs(&self, rows: &mut [HistoryRow]) -> Result<(), StoreError>;
+
+    /// The objects live in `cluster` at `revision`.
+    fn live_objects(&self, cluster: i64, revision: i64) -> Result<Vec<LiveObject>, StoreError>;
+
+    /// Every stored finding.
+    fn findings(&self) -> Result<Vec<StoredFinding>, StoreError>;
+
+    /// The findings about objects `objects` keeps.
+    fn findings_for(&self, objects: &ObjectFilter) -> Result<Vec<StoredFinding>, StoreError>;
+
+    /// Objects, revisions, bytes, encodings and writes per resource, the
+    /// largest and busiest keys and the writes per field manager.
+    fn usage(&self, scope: &Scope, cluster: Option<i64>, top: i64) -> Result<Usage, StoreError>;
+
+    /// What `usage` shows per resource.
+    fn resource_usage(&self, scope: &Scope, cluster: Option<i64>) -> Result<Vec<ResourceUsage>, StoreError>;
+
+    /// Writes per change class.
+    fn writes_by_class(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError>;
+
+    /// Writes per resource.
+    fn writes_by_resource(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError>;
+
+    /// The keys written most, at most `limit`.
+    fn busiest_keys(&self, scope: &Scope, limit: i64) -> Result<Vec<(String, i64)>, StoreError>;
 }
 
 impl HistoryReader for Store {
@@ -72,5 +123,64 @@ impl HistoryReader for Store {
 
     fn contents_of(&self, cluster: i64, group: &str, resource: &str) -> Result<Vec<Contents>, StoreError> {
         Store::read_contents_of(self, cluster, group, resource)
+    }
+    fn clusters(&self) -> Result<Vec<i64>, StoreError> {
+        Store::read_clusters(self)
+    }
+
+    fn runs(&self) -> Result<Vec<RunInfo>, StoreError> {
+        Store::read_runs(self)
+    }
+
+    fn run_cluster(&self, run: i64) -> Result<Option<i64>, StoreError> {
+        Store::read_run_cluster(self, run)
+    }
+
+    fn run_head(&self, run: i64) -> Result<Option<(i64, i64)>, StoreError> {
+        Store::read_run_head(self, run)
+    }
+
+    fn revision_at_time(&self, time: &str) -> Result<Option<i64>, StoreError> {
+        Store::read_revision_at_time(self, time)
+    }
+
+    fn history(&self, key: &[u8]) -> Result<Vec<HistoryRow>, StoreError> {
+        Store::read_history(self, key)
+    }
+
+    fn add_diffs(&self, rows: &mut [HistoryRow]) -> Result<(), StoreError> {
+        Store::read_add_diffs(self, rows)
+    }
+
+    fn live_objects(&self, cluster: i64, revision: i64) -> Result<Vec<LiveObject>, StoreError> {
+        Store::read_live_objects(self, cluster, revision)
+    }
+
+    fn findings(&self) -> Result<Vec<StoredFinding>, StoreError> {
+        Store::read_findings(self)
+    }
+
+    fn findings_for(&self, objects: &ObjectFilter) -> Result<Vec<StoredFinding>, StoreError> {
+        Store::read_findings_for(self, objects)
+    }
+
+    fn usage(&self, scope: &Scope, cluster: Option<i64>, top: i64) -> Result<Usage, StoreError> {
+        Store::read_usage(self, scope, cluster, top)
+    }
+
+    fn resource_usage(&self, scope: &Scope, cluster: Option<i64>) -> Result<Vec<ResourceUsage>, StoreError> {
+        Store::read_resource_usage(self, scope, cluster)
+    }
+
+    fn writes_by_class(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError> {
+        Store::read_writes_by_class(self, scope)
+    }
+
+    fn writes_by_resource(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError> {
+        Store::read_writes_by_resource(self, scope)
+    }
+
+    fn busiest_keys(&self, scope: &Scope, limit: i64) -> Result<Vec<(String, i64)>, StoreError> {
+        Store::read_busiest_keys(self, scope, limit)
     }
 }

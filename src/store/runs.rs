@@ -502,7 +502,7 @@ impl Store {
     }
 
     /// Every run, oldest first.
-    pub fn runs(&self) -> Result<Vec<RunInfo>, StoreError> {
+    pub(super) fn read_runs(&self) -> Result<Vec<RunInfo>, StoreError> {
         let mut stmt = self
             .conn
             .prepare(
@@ -585,6 +585,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::HistoryReader;
 
     /// `runs` over a database whose run row holds `set`.
     fn runs_with(set: &str) -> String {

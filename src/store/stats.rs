@@ -101,24 +101,28 @@ impl Store {
     }
 
     /// Stored revisions per change class.
-    pub fn writes_by_class(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError> {
+    pub(super) fn read_writes_by_class(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError> {
         self.counts(scope, "r.change_class", "1", -1)
     }
 
     /// Stored revisions per resource.
-    pub fn writes_by_resource(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError> {
+    pub(super) fn read_writes_by_resource(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError> {
         self.counts(scope, "k.resource", "1", -1)
     }
 
     /// The keys with the most stored revisions.
-    pub fn busiest_keys(&self, scope: &Scope, limit: i64) -> Result<Vec<(String, i64)>, StoreError> {
+    pub(super) fn read_busiest_keys(
+        &self,
+        scope: &Scope,
+        limit: i64,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
         self.counts(scope, "k.key", "k.id", limit)
     }
 
     /// The stored findings that name at least one key `objects` keeps,
     /// most severe first.
-    pub fn findings_for(&self, objects: &ObjectFilter) -> Result<Vec<StoredFinding>, StoreError> {
-        let findings = self.findings()?;
+    pub(super) fn read_findings_for(&self, objects: &ObjectFilter) -> Result<Vec<StoredFinding>, StoreError> {
+        let findings = self.read_findings()?;
         if *objects == ObjectFilter::default() {
             return Ok(findings);
         }
@@ -158,7 +162,7 @@ impl Store {
 
     /// The stored revision at or before a time, by runs: the head of the
     /// last run that started at or before `time` (RFC 3339).
-    pub fn revision_at_time(&self, time: &str) -> Result<Option<i64>, StoreError> {
+    pub(super) fn read_revision_at_time(&self, time: &str) -> Result<Option<i64>, StoreError> {
         self.conn
             .query_row(
                 "SELECT max(head_revision) FROM runs WHERE started_at <= ?1 AND status = 'complete'",

@@ -141,7 +141,7 @@ impl Store {
     /// Per resource, what the revisions `scope` keeps (of one cluster when
     /// given) hold and cost: the `resources` of [`Store::usage`], which the
     /// report's summary shows too.
-    pub fn resource_usage(
+    pub(super) fn read_resource_usage(
         &self,
         scope: &Scope,
         cluster: Option<i64>,
@@ -208,12 +208,17 @@ impl Store {
 
     /// `stats`: the usage of the revisions `scope` keeps (of one cluster
     /// when given); `top` rows of the per-key and per-manager lists.
-    pub fn usage(&self, scope: &Scope, cluster: Option<i64>, top: i64) -> Result<Usage, StoreError> {
+    pub(super) fn read_usage(
+        &self,
+        scope: &Scope,
+        cluster: Option<i64>,
+        top: i64,
+    ) -> Result<Usage, StoreError> {
         let err = |e| self.err(e);
         let scoped = Scoped::new(self, scope, &top, &cluster);
         let (query, bind) = (|sql: &str| scoped.query(sql), scoped.params);
 
-        let resources = self.resource_usage(scope, cluster)?;
+        let resources = self.read_resource_usage(scope, cluster)?;
 
         let text_key = |r: &rusqlite::Row<'_>| -> rusqlite::Result<String> {
             Ok(String::from_utf8_lossy(&r.get::<_, Vec<u8>>(0)?).into_owned())
