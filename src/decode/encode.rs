@@ -1,5 +1,5 @@
 //! Kubernetes JSON → the protobuf value kube-apiserver stores (`k8s\0` +
-//! `runtime.Unknown`): the inverse of [`super::protobuf`]. Tests, benchmarks
+//! `runtime.Unknown`): the inverse of the protobuf decoder. Tests, benchmarks
 //! and the demo use it to write realistic built-in objects; the tool itself
 //! never writes to etcd.
 

@@ -20,7 +20,7 @@ use std::sync::Arc;
 /// A decrypted value and which provider and key it was stored under.
 pub struct Plaintext {
     pub bytes: Vec<u8>,
-    /// As [`label`] names it: `aesgcm:key1`, `kms-v2:plugin:42`.
+    /// As [`label()`] names it: `aesgcm:key1`, `kms-v2:plugin:42`.
     pub label: String,
 }
 
@@ -225,7 +225,7 @@ impl Decryptor {
         }
     }
 
-    /// The provider and key `value` names, as [`label`] gives it but with
+    /// The provider and key `value` names, as [`label()`] gives it but with
     /// the key names `rule`'s providers configure (a name may hold `:`).
     pub fn label(&self, rule: Option<usize>, value: &[u8]) -> Option<String> {
         let (provider, version, rest) = encrypted_parts(value)?;

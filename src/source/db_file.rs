@@ -190,7 +190,7 @@ const ORDER_WINDOW: usize = 500_000;
 ///
 /// The file holds revisions in revision order, every key's interleaved
 /// with all others'; they are pushed grouped by key (each key's in revision
-/// order) within windows of [`ORDER_WINDOW`] revisions, so a sink meets a
+/// order) within windows of `ORDER_WINDOW` revisions, so a sink meets a
 /// key's consecutive revisions, which repeat most of their bytes, one after
 /// the other. `entries`, how many entries the read expects (0 when unknown),
 /// sizes the window once.

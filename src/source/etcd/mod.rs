@@ -1,6 +1,6 @@
 //! Live etcd, read-only: connection (endpoints, TLS, auth, timeouts),
-//! point reads, the state at a revision ([`read`]), history by Watch
-//! ([`replay`]) and the server's snapshot ([`download`]). Nothing here
+//! point reads, the state at a revision (`read`), history by Watch
+//! (`replay`) and the server's snapshot (`download`). Nothing here
 //! writes to etcd.
 
 mod download;
