@@ -518,20 +518,7 @@ mod tests {
     fn database(dir: &tempfile::TempDir) -> (Store, PathBuf, i64) {
         let path = dir.path().join("db.sqlite");
         let store = Store::open_for_writing(&path).unwrap();
-        store.load_hash_key(&Default::default()).unwrap();
-        let run = store.begin_run("test", "/registry/", "").unwrap();
-        let cluster = store.cluster("test").unwrap();
-        let fields = store.field_config(None, &[]).unwrap();
-        let mut w = super::super::RevisionWriter::new(
-            &store,
-            cluster,
-            run,
-            "/registry/",
-            fields,
-            Default::default(),
-            None,
-        )
-        .unwrap();
+        let (cluster, mut w) = super::super::writer::test_writer(&store);
         for (revision, value) in [(2, "a"), (3, "b")] {
             let object = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "c", "namespace": "shop", "uid": "u"}, "data": {"k": value}});

@@ -503,6 +503,27 @@ impl Sink for RevisionWriter<'_> {
     }
 }
 
+/// A test's own run and its writer: every resource, the default field
+/// settings, a new hash key; the cluster's row id with it.
+#[cfg(test)]
+pub(super) fn test_writer(store: &Store) -> (i64, RevisionWriter<'_>) {
+    store.load_hash_key(&Default::default()).unwrap();
+    let run = store.begin_run("test", "/registry/", "").unwrap();
+    let cluster = store.cluster("test").unwrap();
+    let fields = store.field_config(None, &[]).unwrap();
+    let writer = RevisionWriter::new(
+        store,
+        cluster,
+        run,
+        "/registry/",
+        fields,
+        Default::default(),
+        None,
+    )
+    .unwrap();
+    (cluster, writer)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -528,20 +549,7 @@ mod tests {
 
     /// Writes revisions `(key, revision, phase)` of the Pod in one run.
     fn write_all(store: &Store, revisions: &[(&str, i64, &str)]) {
-        store.load_hash_key(&Default::default()).unwrap();
-        let run = store.begin_run("test", "/registry/", "").unwrap();
-        let cluster = store.cluster("test").unwrap();
-        let fields = store.field_config(None, &[]).unwrap();
-        let mut w = RevisionWriter::new(
-            store,
-            cluster,
-            run,
-            "/registry/",
-            fields,
-            Default::default(),
-            None,
-        )
-        .unwrap();
+        let (_, mut w) = super::test_writer(store);
         for &(key, revision, phase) in revisions {
             let record = Record {
                 key: key.as_bytes().to_vec(),

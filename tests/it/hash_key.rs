@@ -7,7 +7,7 @@
 use crate::util::etcd::TestEtcd;
 use crate::util::k8s::secret;
 use crate::util::{history, inspector, json, ok, one_line_error, runs, snapshot, stderr, temp_db};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 const KEY: &str = "/registry/secrets/shop/db";
 
@@ -46,14 +46,21 @@ fn key_bytes_in_database(db: &Path, key_file: &Path) -> bool {
         .any(|p| std::fs::read(&p).unwrap().windows(32).any(|w| w == key))
 }
 
-#[test]
-fn a_run_keeps_its_key_beside_the_database_and_a_new_key_marks_the_break() {
+/// A Secret written and a first run of a new database recording it: the
+/// etcd, the database's folder and path, and the stored Secret.
+fn first_run() -> (TestEtcd, tempfile::TempDir, PathBuf, Vec<u8>) {
     let etcd = TestEtcd::start();
     let (dir, db) = temp_db();
-    let key_file = dir.path().join("db.sqlite.key");
     let value = secret("shop", "db", "uid-s", "hunter2");
     etcd.put(KEY, &value);
     ok(snapshot(&etcd, &db, &[]));
+    (etcd, dir, db, value)
+}
+
+#[test]
+fn a_run_keeps_its_key_beside_the_database_and_a_new_key_marks_the_break() {
+    let (etcd, dir, db, value) = first_run();
+    let key_file = dir.path().join("db.sqlite.key");
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -174,12 +181,8 @@ fn a_named_key_file_is_read_never_created_and_must_hold_a_key() {
 
 #[test]
 fn an_older_database_s_key_moves_out_of_it_on_the_first_run() {
-    let etcd = TestEtcd::start();
-    let (dir, db) = temp_db();
+    let (etcd, dir, db, value) = first_run();
     let key_file = dir.path().join("db.sqlite.key");
-    let value = secret("shop", "db", "uid-s", "hunter2");
-    etcd.put(KEY, &value);
-    ok(snapshot(&etcd, &db, &[]));
     // What an older version left: the key in `settings`, no ids, no file.
     let text = std::fs::read_to_string(&key_file).unwrap();
     let key = etcd_inspector::hex::unhex(text.trim()).unwrap();
