@@ -55,15 +55,17 @@ pub fn entries(managed: &Value) -> Vec<Entry> {
 /// Whether a `fieldsV1` set covers `path` (or a parent of it): an object
 /// member is an `f:` entry, a list item an `i:` (index), `k:` (merge keys)
 /// or `v:` (value) entry.
-pub fn covers(fields: &Value, path: &FieldPath) -> bool {
+/// The path comes split into its segments, so that one split serves every
+/// entry it is checked against.
+pub fn covers(fields: &Value, segments: &[Segment]) -> bool {
     let mut node = fields;
-    for segment in path.segments() {
+    for segment in segments {
         let Some(map) = node.as_object() else { return false };
         if map.is_empty() {
             // An empty set owns the whole value above this point.
             return true;
         }
-        match member(map, &segment) {
+        match member(map, segment) {
             Some(next) => node = next,
             None => return false,
         }
@@ -112,15 +114,17 @@ pub fn attribute(prev: &[Entry], cur: &[Entry], paths: &[FieldPath]) -> BTreeMap
                 by.dedup();
                 return (path.clone(), by);
             }
+            // Split once: every entry is walked along the same segments.
+            let segments = path.segments();
             let mut by: Vec<String> = changed
                 .iter()
-                .filter(|e| covers(&e.fields, path))
+                .filter(|e| covers(&e.fields, &segments))
                 .map(|e| e.label())
                 .collect();
             if by.is_empty() {
                 by = cur
                     .iter()
-                    .filter(|e| covers(&e.fields, path))
+                    .filter(|e| covers(&e.fields, &segments))
                     .map(|e| e.label())
                     .collect();
             }
@@ -175,8 +179,8 @@ mod tests {
         assert_eq!(by[&p("spec.replicas")], vec!["hpa"]);
         assert_eq!(by[&p("metadata.labels")], vec!["hpa"]);
         assert!(!by.contains_key(&p("status.x")));
-        assert!(covers(&json!({"f:data": {}}), &p("data.key")));
-        assert!(!covers(&json!({"f:data": {"f:a": {}}}), &p("data.b")));
+        assert!(covers(&json!({"f:data": {}}), &p("data.key").segments()));
+        assert!(!covers(&json!({"f:data": {"f:a": {}}}), &p("data.b").segments()));
     }
 
     fn p(text: &str) -> FieldPath {
@@ -199,7 +203,7 @@ mod tests {
             "spec.containers[name=web].ports[containerPort=80,protocol=TCP].containerPort",
             "spec.args[0]",
         ] {
-            assert!(covers(&set, &p(covered)), "{covered}");
+            assert!(covers(&set, &p(covered).segments()), "{covered}");
         }
         for not in [
             "data.app",
@@ -209,7 +213,7 @@ mod tests {
             "spec.containers[name=web].ports[containerPort=80].containerPort",
             "spec.args[1]",
         ] {
-            assert!(!covers(&set, &p(not)), "{not}");
+            assert!(!covers(&set, &p(not).segments()), "{not}");
         }
     }
 
