@@ -52,11 +52,10 @@ pub fn entries(managed: &Value) -> Vec<Entry> {
         .collect()
 }
 
-/// Whether a `fieldsV1` set covers `path` (or a parent of it): an object
-/// member is an `f:` entry, a list item an `i:` (index), `k:` (merge keys)
-/// or `v:` (value) entry.
-/// The path comes split into its segments, so that one split serves every
-/// entry it is checked against.
+/// Whether a `fieldsV1` set covers the path of `segments` (or a parent of
+/// it): an object member is an `f:` entry, a list item an `i:` (index), `k:`
+/// (merge keys) or `v:` (value) entry. The path comes split, so that one
+/// split serves every entry it is checked against.
 pub fn covers(fields: &Value, segments: &[Segment]) -> bool {
     let mut node = fields;
     for segment in segments {
