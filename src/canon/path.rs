@@ -222,6 +222,17 @@ impl FieldPath {
     /// Reads a path in the printed form or kubectl's other forms (see the
     /// module's documentation).
     pub fn parse(text: &str) -> Result<FieldPath, PathError> {
+        // Most paths are plain member names joined by dots, already in the
+        // printed form: no need to split and print them again (stored paths
+        // are read back for every revision analyze reads).
+        let plain = !text.is_empty()
+            && !text.starts_with(['.', '{'])
+            && !text.ends_with('.')
+            && !text.contains(['\\', '[', ']'])
+            && !text.contains("..");
+        if plain {
+            return Ok(FieldPath(text.to_string()));
+        }
         let inner = match text.strip_prefix('{') {
             Some(rest) => rest.strip_suffix('}').ok_or(PathError {
                 text: text.to_string(),
