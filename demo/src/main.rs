@@ -104,12 +104,11 @@ fn main() -> Result<()> {
     ))?;
     inspector(&format!("--db {db_arg} report --format md -o {}", md.display()))?;
     inspector(&format!("--db {db_arg} report"))?;
-    let found: std::collections::BTreeSet<(String, String)> =
-        etcd_inspector::store::Store::open_for_reading(&db)?
-            .findings()?
-            .into_iter()
-            .map(|f| (f.detector, f.keys.first().cloned().unwrap_or_default()))
-            .collect();
+    let store = etcd_inspector::store::Store::open_for_reading(&db)?;
+    let found: std::collections::BTreeSet<(String, String)> = store
+        .findings(&Default::default())
+        .map(|f| f.map(|f| (f.detector, f.keys.first().cloned().unwrap_or_default())))
+        .collect::<Result<_, _>>()?;
     let expected: std::collections::BTreeSet<(String, String)> = scenario::EXPECTED
         .iter()
         .map(|(d, k)| (d.to_string(), k.to_string()))

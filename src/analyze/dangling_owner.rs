@@ -12,7 +12,7 @@
 //! a kind never recorded (left out by the resource filter) and owners
 //! whose stored value could not be decoded are not judged.
 
-use super::detector::Registration;
+use super::detector::{Findings, Registration};
 use super::clock::Clock;
 use crate::duration::human;
 use super::objects::{Generation, Live, Objects, OwnerRef};
@@ -39,9 +39,8 @@ enum Dangling<'a> {
 
 /// Findings for the live objects with references that have dangled for at
 /// least `grace`.
-pub fn detect(objects: &Objects, clock: &Clock, grace: Duration) -> Vec<Finding> {
-    let Some(now) = clock.now() else { return Vec::new() };
-    let mut findings = Vec::new();
+pub fn detect(objects: &Objects, clock: &Clock, grace: Duration, findings: &mut Findings) {
+    let Some(now) = clock.now() else { return };
     for (g, live) in objects.live() {
         if live.deletion_timestamp.is_some() {
             continue;
@@ -60,7 +59,6 @@ pub fn detect(objects: &Objects, clock: &Clock, grace: Duration) -> Vec<Finding>
             findings.push(finding(g, live, &problems));
         }
     }
-    findings
 }
 
 /// How `owner` dangles for `g`, and the revision since when.
@@ -186,7 +184,7 @@ mod tests {
         let mut objects = Objects::default();
         histories.iter().for_each(|h| objects.push(h).unwrap());
         let seen: Vec<&[ObjectRevision]> = histories.iter().map(|h| &h[..]).collect();
-        detect(&objects, &clock_with(&seen, NOW), Duration::from_secs(900))
+        Findings::of(|out| detect(&objects, &clock_with(&seen, NOW), Duration::from_secs(900), out))
     }
 
     #[test]

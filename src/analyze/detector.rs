@@ -8,8 +8,117 @@ use super::objects::Objects;
 use super::Options;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
-use crate::store::{Gap, HistoryReader, StoreError, ValueReader};
+use crate::store::{FindingsWriter, Gap, HistoryReader, StoreError, ValueReader};
+use std::collections::BTreeMap;
 use std::time::Duration;
+
+/// How many findings each detector and each severity had.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub total: usize,
+    pub by_detector: BTreeMap<&'static str, usize>,
+    pub by_severity: BTreeMap<Severity, usize>,
+}
+
+impl Counts {
+    fn count(&mut self, f: &Finding) {
+        self.total += 1;
+        *self.by_detector.entry(f.detector).or_default() += 1;
+        *self.by_severity.entry(f.severity).or_default() += 1;
+    }
+
+    /// Adds another cluster's counts.
+    pub fn add(&mut self, other: &Counts) {
+        self.total += other.total;
+        for (d, n) in &other.by_detector {
+            *self.by_detector.entry(d).or_default() += n;
+        }
+        for (s, n) in &other.by_severity {
+            *self.by_severity.entry(*s).or_default() += n;
+        }
+    }
+}
+
+/// Where detectors put their findings: straight into the store as
+/// `analyze` finds them (memory does not grow with their number), or kept
+/// in memory for a test to look at.
+pub struct Findings<'w> {
+    writer: Option<Box<dyn FindingsWriter + 'w>>,
+    kept: Vec<Finding>,
+    counts: Counts,
+    /// The first failure to store one; the rest are dropped after it.
+    failure: Option<StoreError>,
+}
+
+impl<'w> Findings<'w> {
+    /// Findings written by `writer` as they come.
+    pub fn into_store(writer: Box<dyn FindingsWriter + 'w>) -> Findings<'w> {
+        Findings {
+            writer: Some(writer),
+            kept: Vec::new(),
+            counts: Counts::default(),
+            failure: None,
+        }
+    }
+
+    /// Findings kept in memory ([`Findings::into_kept`]).
+    pub fn kept() -> Findings<'static> {
+        Findings {
+            writer: None,
+            kept: Vec::new(),
+            counts: Counts::default(),
+            failure: None,
+        }
+    }
+
+    pub fn push(&mut self, finding: Finding) {
+        self.counts.count(&finding);
+        match &mut self.writer {
+            Some(w) if self.failure.is_none() => {
+                if let Err(e) = w.put(&finding) {
+                    self.failure = Some(e);
+                }
+            }
+            Some(_) => {}
+            None => self.kept.push(finding),
+        }
+    }
+
+    pub fn extend(&mut self, findings: impl IntoIterator<Item = Finding>) {
+        for f in findings {
+            self.push(f);
+        }
+    }
+
+    /// How many were found so far.
+    pub fn counts(&self) -> &Counts {
+        &self.counts
+    }
+
+    /// Commits what was written (the first failure to write, if any).
+    pub fn commit(self) -> Result<Counts, StoreError> {
+        if let Some(e) = self.failure {
+            return Err(e);
+        }
+        if let Some(w) = self.writer {
+            w.commit()?;
+        }
+        Ok(self.counts)
+    }
+
+    /// What a kept set holds.
+    pub fn into_kept(self) -> Vec<Finding> {
+        self.kept
+    }
+
+    /// The findings `detect` puts, kept (for tests).
+    #[cfg(test)]
+    pub fn of(detect: impl FnOnce(&mut Findings)) -> Vec<Finding> {
+        let mut out = Findings::kept();
+        detect(&mut out);
+        out.into_kept()
+    }
+}
 
 /// What a detector reads beyond each key's history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,13 +162,13 @@ pub struct Whole<'a> {
 /// A detector at work on one cluster.
 pub trait Detector {
     /// Looks at one key's history.
-    fn key(&mut self, input: &mut KeyInput<'_, '_>, out: &mut Vec<Finding>) -> Result<(), StoreError> {
+    fn key(&mut self, input: &mut KeyInput<'_, '_>, out: &mut Findings) -> Result<(), StoreError> {
         let _ = (input, out);
         Ok(())
     }
 
     /// Once every key has been seen.
-    fn finish(self: Box<Self>, whole: &Whole<'_>, out: &mut Vec<Finding>) {
+    fn finish(self: Box<Self>, whole: &Whole<'_>, out: &mut Findings) {
         let _ = (whole, out);
     }
 }
@@ -84,7 +193,7 @@ pub enum Make {
     PerKey(fn(&[ObjectRevision]) -> Option<Finding>),
     /// Judges the object set at the head by the clock, given how long is
     /// too long (`--stuck-after`).
-    AtHead(fn(&Objects, &Clock, Duration) -> Vec<Finding>),
+    AtHead(fn(&Objects, &Clock, Duration, &mut Findings)),
     /// Anything else: the detector, set up.
     With(for<'s> fn(&Setup<'s>) -> Result<Box<dyn Detector + 's>, StoreError>),
 }
@@ -110,7 +219,7 @@ impl Registration {
         name: &'static str,
         severity: Severity,
         topic: &'static str,
-        detect: fn(&Objects, &Clock, Duration) -> Vec<Finding>,
+        detect: fn(&Objects, &Clock, Duration, &mut Findings),
     ) -> Registration {
         Registration {
             name,
@@ -137,19 +246,19 @@ impl Registration {
 struct PerKey(fn(&[ObjectRevision]) -> Option<Finding>);
 
 impl Detector for PerKey {
-    fn key(&mut self, input: &mut KeyInput<'_, '_>, out: &mut Vec<Finding>) -> Result<(), StoreError> {
+    fn key(&mut self, input: &mut KeyInput<'_, '_>, out: &mut Findings) -> Result<(), StoreError> {
         out.extend((self.0)(input.history));
         Ok(())
     }
 }
 
 struct AtHead {
-    detect: fn(&Objects, &Clock, Duration) -> Vec<Finding>,
+    detect: fn(&Objects, &Clock, Duration, &mut Findings),
     after: Duration,
 }
 
 impl Detector for AtHead {
-    fn finish(self: Box<Self>, whole: &Whole<'_>, out: &mut Vec<Finding>) {
-        out.extend((self.detect)(whole.objects, whole.clock, self.after));
+    fn finish(self: Box<Self>, whole: &Whole<'_>, out: &mut Findings) {
+        (self.detect)(whole.objects, whole.clock, self.after, out);
     }
 }

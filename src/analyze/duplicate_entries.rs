@@ -2,7 +2,7 @@
 //! (ownerReferences, finalizers, RBAC subjects, pod-spec lists keyed by
 //! name), with the revision where each first appeared and how the list grew.
 
-use super::detector::{Detector, KeyInput, Reads, Make, Registration};
+use super::detector::{Detector, Findings, KeyInput, Reads, Make, Registration};
 use crate::canon::duplicates::{list_sizes, Duplicate};
 use crate::canon::path::FieldPath;
 use crate::store::finding::{Finding, Severity};
@@ -25,7 +25,7 @@ pub const DETECTOR: Registration = Registration {
 struct Repeats;
 
 impl Detector for Repeats {
-    fn key(&mut self, input: &mut KeyInput<'_, '_>, out: &mut Vec<Finding>) -> Result<(), StoreError> {
+    fn key(&mut self, input: &mut KeyInput<'_, '_>, out: &mut Findings) -> Result<(), StoreError> {
         if !input.history.iter().any(|r| r.duplicates.is_some()) {
             return Ok(());
         }

@@ -8,7 +8,7 @@
 //! rotation (`low`). Judged against the policy
 //! the newest run with `--encryption-config` recorded, at its head.
 
-use super::detector::{Detector, KeyInput, Reads, Make, Registration, Whole};
+use super::detector::{Detector, Findings, KeyInput, Reads, Make, Registration, Whole};
 use crate::decode::key::COMPACT_REV_KEY;
 use crate::decrypt::label::IDENTITY;
 use crate::decrypt::policy::Policy;
@@ -37,12 +37,12 @@ struct Unconfigured;
 impl Detector for Unconfigured {}
 
 impl Detector for Audit {
-    fn key(&mut self, input: &mut KeyInput<'_, '_>, _: &mut Vec<Finding>) -> Result<(), StoreError> {
+    fn key(&mut self, input: &mut KeyInput<'_, '_>, _: &mut Findings) -> Result<(), StoreError> {
         self.push(input.history);
         Ok(())
     }
 
-    fn finish(self: Box<Self>, _: &Whole<'_>, out: &mut Vec<Finding>) {
+    fn finish(self: Box<Self>, _: &Whole<'_>, out: &mut Findings) {
         out.extend((*self).into_findings());
     }
 }

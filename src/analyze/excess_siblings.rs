@@ -12,7 +12,7 @@
 //! count them; more live objects than desired after a scale-down is normal
 //! lag and never reported, since only creates are judged.
 
-use super::detector::{Detector, KeyInput, Reads, Make, Registration, Whole};
+use super::detector::{Detector, Findings, KeyInput, Reads, Make, Registration, Whole};
 use crate::store::StoreError;
 use crate::hex::hex;
 use crate::store::finding::{Finding, Severity};
@@ -38,12 +38,12 @@ struct Siblings {
 }
 
 impl Detector for Siblings {
-    fn key(&mut self, input: &mut KeyInput<'_, '_>, _: &mut Vec<Finding>) -> Result<(), StoreError> {
+    fn key(&mut self, input: &mut KeyInput<'_, '_>, _: &mut Findings) -> Result<(), StoreError> {
         self.events.extend(sibling_events(input.history));
         Ok(())
     }
 
-    fn finish(mut self: Box<Self>, _: &Whole<'_>, out: &mut Vec<Finding>) {
+    fn finish(mut self: Box<Self>, _: &Whole<'_>, out: &mut Findings) {
         self.events.sort_by_key(|r| r.mod_revision);
         let mut sweep = Sweep::new(DEFAULT_WINDOW_SECONDS);
         self.events.iter().for_each(|r| sweep.push(r));

@@ -7,7 +7,7 @@
 //! its values came from more than one field manager, since one controller's
 //! counters going 3 → 4 → 3 during a rollout are its job, not a fight.
 
-use super::detector::{Detector, KeyInput, Reads, Make, Registration};
+use super::detector::{Detector, Findings, KeyInput, Reads, Make, Registration};
 use crate::canon::path::{FieldPath, MANAGED_FIELDS};
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
@@ -29,7 +29,7 @@ pub const DETECTOR: Registration = Registration {
 struct Flapping;
 
 impl Detector for Flapping {
-    fn key(&mut self, input: &mut KeyInput<'_, '_>, out: &mut Vec<Finding>) -> Result<(), StoreError> {
+    fn key(&mut self, input: &mut KeyInput<'_, '_>, out: &mut Findings) -> Result<(), StoreError> {
         let values = &mut *input.values;
         out.extend(detect(input.history, DEFAULT_MIN_RETURNS, input.gaps, &mut |r, p| {
             match values.at(r.semantic_sha256.as_deref(), p) {

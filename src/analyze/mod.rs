@@ -9,9 +9,8 @@ pub mod detector;
 pub mod drift;
 pub mod objects;
 
-use crate::store::finding::Finding;
 use crate::store::{ClassifyStats, HistoryReader, Store, StoreError, ValueReader};
-use detector::{Reads, Registration, Setup, Whole};
+use detector::{Counts, Findings, Reads, Registration, Setup, Whole};
 use std::time::Duration;
 
 /// Declares each detector's module and lists it in [`REGISTRY`]: adding a
@@ -71,14 +70,16 @@ impl Default for Options {
 #[derive(Clone, Debug, Default)]
 pub struct Analysis {
     pub classify: ClassifyStats,
-    pub findings: Vec<Finding>,
+    /// How many findings each detector and severity has now.
+    pub findings: Counts,
 }
 
 fn detect_cluster(
     store: &dyn HistoryReader,
     cluster: i64,
     options: &Options,
-) -> Result<Vec<Finding>, StoreError> {
+    findings: &mut Findings,
+) -> Result<(), StoreError> {
     let setup = Setup {
         store,
         cluster,
@@ -92,7 +93,6 @@ fn detect_cluster(
     let gaps = store.gaps(cluster)?;
     let mut clock = clock::Clock::new(&store.run_times(cluster)?);
     let mut objects = objects::Objects::default();
-    let mut findings = Vec::new();
     let mut failure = None;
     store.key_histories(cluster, &mut |history| {
         if failure.is_some() {
@@ -117,7 +117,7 @@ fn detect_cluster(
             store,
         };
         for d in &mut detectors {
-            if let Err(e) = d.key(&mut input, &mut findings) {
+            if let Err(e) = d.key(&mut input, findings) {
                 failure.get_or_insert(e);
                 return;
             }
@@ -135,25 +135,27 @@ fn detect_cluster(
         clock: &clock,
     };
     for d in detectors {
-        d.finish(&whole, &mut findings);
+        d.finish(&whole, findings);
     }
-    Ok(findings)
+    Ok(())
 }
 
 /// Classifies pending revisions, then runs the detectors for `cluster` (or
-/// every cluster) and stores their findings; unchanged findings are kept as
-/// they were.
+/// every cluster) and stores their findings as they are found, replacing
+/// the cluster's earlier ones in one transaction; unchanged findings are
+/// kept as they were.
 pub fn analyze(store: &Store, cluster: Option<i64>, options: &Options) -> Result<Analysis, StoreError> {
     let classify = store.classify_pending()?;
     let clusters = match cluster {
         Some(c) => vec![c],
         None => store.clusters()?,
     };
-    let mut all = Vec::new();
+    let mut all = Counts::default();
+    let detectors: Vec<&str> = names().collect();
     for c in clusters {
-        let findings = detect_cluster(store, c, options)?;
-        store.replace_findings(c, &names().collect::<Vec<_>>(), &findings)?;
-        all.extend(findings);
+        let mut findings = Findings::into_store(store.findings_writer(c, &detectors)?);
+        detect_cluster(store, c, options, &mut findings)?;
+        all.add(&findings.commit()?);
     }
     Ok(Analysis {
         classify,

@@ -3,7 +3,7 @@
 //! which the garbage collector cannot delete in foreground: each waits for
 //! the other. Every member is named.
 
-use super::detector::Registration;
+use super::detector::{Findings, Registration};
 use super::objects::{Generation, Objects};
 use crate::store::finding::{Finding, Severity};
 
@@ -11,11 +11,11 @@ pub const NAME: &str = "owner-cycle";
 
 /// Judges the owner graph of the object set at the head.
 pub const DETECTOR: Registration =
-    Registration::at_head(NAME, Severity::Medium, "owner problems", |objects, _, _| detect(objects));
+    Registration::at_head(NAME, Severity::Medium, "owner problems", |objects, _, _, out| detect(objects, out));
 
 /// One finding per cycle (strongly connected set of two or more objects, or
 /// an object that owns itself).
-pub fn detect(objects: &Objects) -> Vec<Finding> {
+pub fn detect(objects: &Objects, out: &mut Findings) {
     // Nodes: live objects; edges: to each owner live under the named UID.
     let nodes: Vec<&Generation> = objects.live().map(|(g, _)| g).collect();
     let index: std::collections::HashMap<&str, usize> = nodes
@@ -33,14 +33,12 @@ pub fn detect(objects: &Objects) -> Vec<Finding> {
                 .collect()
         })
         .collect();
-    strongly_connected(&edges)
-        .into_iter()
-        .filter(|c| c.len() > 1 || edges[c[0]].contains(&c[0]))
-        .map(|mut members| {
+    for mut members in strongly_connected(&edges) {
+        if members.len() > 1 || edges[members[0]].contains(&members[0]) {
             members.sort_by(|a, b| nodes[*a].key.cmp(&nodes[*b].key));
-            finding(&members.iter().map(|&i| nodes[i]).collect::<Vec<_>>())
-        })
-        .collect()
+            out.push(finding(&members.iter().map(|&i| nodes[i]).collect::<Vec<_>>()));
+        }
+    }
 }
 
 fn finding(members: &[&Generation]) -> Finding {
@@ -134,7 +132,7 @@ mod tests {
     fn cycles(histories: &[Vec<crate::store::object::ObjectRevision>]) -> Vec<Finding> {
         let mut objects = Objects::default();
         histories.iter().for_each(|h| objects.push(h).unwrap());
-        detect(&objects)
+        Findings::of(|out| detect(&objects, out))
     }
 
     #[test]

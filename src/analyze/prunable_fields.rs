@@ -13,7 +13,7 @@
 //! Paths are [`FieldPath`]s: `spec.ports[0].protocl`, map keys as members
 //! (`spec.labels.app\.kubernetes\.io/name`).
 
-use super::detector::{Detector, KeyInput, Reads, Make, Registration};
+use super::detector::{Detector, Findings, KeyInput, Reads, Make, Registration};
 use crate::canon::path::{FieldPath, Segment};
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
@@ -36,7 +36,7 @@ pub const DETECTOR: Registration = Registration {
 };
 
 impl Detector for Schemas {
-    fn key(&mut self, input: &mut KeyInput<'_, '_>, out: &mut Vec<Finding>) -> Result<(), StoreError> {
+    fn key(&mut self, input: &mut KeyInput<'_, '_>, out: &mut Findings) -> Result<(), StoreError> {
         let defined = input
             .history
             .last()

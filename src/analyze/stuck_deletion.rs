@@ -4,7 +4,7 @@
 //! field managers that added each, how long it has been stuck and, for a
 //! Namespace, what is still inside it.
 
-use super::detector::Registration;
+use super::detector::{Findings, Registration};
 use super::clock::Clock;
 use crate::duration::human;
 use super::objects::{Generation, Live, Objects};
@@ -24,16 +24,13 @@ pub const DEFAULT_STUCK_AFTER: Duration = Duration::from_secs(15 * 60);
 const SHOWN: usize = 10;
 
 /// Findings for the live objects whose deletion is older than `after`.
-pub fn detect(objects: &Objects, clock: &Clock, after: Duration) -> Vec<Finding> {
-    let Some(now) = clock.now() else { return Vec::new() };
-    objects
-        .live()
-        .filter_map(|(g, live)| {
-            let since: jiff::Timestamp = live.deletion_timestamp.as_deref()?.parse().ok()?;
-            let stuck = now.as_second() - since.as_second();
-            (stuck >= after.as_secs() as i64).then(|| finding(objects, g, live, stuck))
-        })
-        .collect()
+pub fn detect(objects: &Objects, clock: &Clock, after: Duration, out: &mut Findings) {
+    let Some(now) = clock.now() else { return };
+    out.extend(objects.live().filter_map(|(g, live)| {
+        let since: jiff::Timestamp = live.deletion_timestamp.as_deref()?.parse().ok()?;
+        let stuck = now.as_second() - since.as_second();
+        (stuck >= after.as_secs() as i64).then(|| finding(objects, g, live, stuck))
+    }));
 }
 
 fn finding(objects: &Objects, g: &Generation, live: &Live, stuck: i64) -> Finding {
@@ -153,7 +150,7 @@ mod tests {
             "[]",
         )).unwrap();
         objects.push(&[rev("ConfigMap", "shop", "fine", "u", 3, 3)]).unwrap();
-        let found = detect(&objects, &clock("2026-12-01T10:00:00Z"), DEFAULT_STUCK_AFTER);
+        let found = Findings::of(|out| detect(&objects, &clock("2026-12-01T10:00:00Z"), DEFAULT_STUCK_AFTER, out));
         assert_eq!(found.len(), 1, "{found:#?}");
         assert_eq!(found[0].keys, ["/registry/configmap/shop/old"]);
         assert!(found[0].summary.contains("for 1h 0m"), "{}", found[0].summary);
@@ -179,7 +176,7 @@ mod tests {
         objects.push(&[rev("ConfigMap", "shop", "a", "u1", 3, 3)]).unwrap();
         objects.push(&[rev("ConfigMap", "shop", "b", "u2", 4, 4)]).unwrap();
         objects.push(&[rev("ConfigMap", "other", "c", "u3", 4, 4)]).unwrap();
-        let found = detect(&objects, &clock("2026-12-01T10:00:00Z"), DEFAULT_STUCK_AFTER);
+        let found = Findings::of(|out| detect(&objects, &clock("2026-12-01T10:00:00Z"), DEFAULT_STUCK_AFTER, out));
         assert_eq!(found.len(), 1);
         assert!(
             found[0].summary.contains("still inside: 2 configmap"),

@@ -26,6 +26,6 @@ pub fn run(db: &Path, args: &AnalyzeArgs) -> Result<Status> {
     eprintln!("{}", terminal(&analysis_summary(&analysis)));
     Ok(fail_on_status(
         args.fail_on,
-        analysis.findings.iter().map(|f| f.severity),
+        analysis.findings.by_severity.keys().copied(),
     ))
 }

@@ -18,7 +18,6 @@ use crate::store::hash_key::HashKeyOptions;
 use crate::store::HistoryReader;
 use crate::store::{ObjectFilter, RunStatus};
 use anyhow::{bail, Context, Result};
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
@@ -143,16 +142,17 @@ pub fn record_options(args: &RecordArgs, hash_key_file: Option<&Path>) -> Result
 
 /// One line: what was classified and found.
 pub fn analysis_summary(a: &Analysis) -> String {
-    let mut by_detector: BTreeMap<&str, usize> = BTreeMap::new();
-    for f in &a.findings {
-        *by_detector.entry(f.detector).or_default() += 1;
-    }
-    let detail: Vec<String> = by_detector.iter().map(|(d, n)| format!("{d}: {n}")).collect();
+    let detail: Vec<String> = a
+        .findings
+        .by_detector
+        .iter()
+        .map(|(d, n)| format!("{d}: {n}"))
+        .collect();
     format!(
         "analyzed: {} revisions classified (one pass over {} stored revisions), {} findings{}",
         a.classify.classified,
         a.classify.rows_read,
-        a.findings.len(),
+        a.findings.total,
         if detail.is_empty() {
             String::new()
         } else {
@@ -186,7 +186,7 @@ pub fn report_finished(finished: Finished, fail_on: Option<Severity>) -> anyhow:
             Ok(match &finished.analysis {
                 Some(a) => {
                     eprintln!("{}", escape::terminal(&analysis_summary(a)));
-                    fail_on_status(fail_on, a.findings.iter().map(|f| f.severity))
+                    fail_on_status(fail_on, a.findings.by_severity.keys().copied())
                 }
                 None => 0,
             })

@@ -1,23 +1,22 @@
-//! `etcd-inspector findings`: the stored findings.
+//! `etcd-inspector findings`: the stored findings, printed as they are read.
 
-use super::output::{lines, print_list, text};
+use super::output::{lines, print_stream, text};
 use super::Status;
 use crate::cli::FindingsArgs;
 use crate::store::HistoryReader;
-use crate::store::{ObjectFilter, Store};
+use crate::store::{FindingQuery, ObjectFilter, Store};
 use anyhow::Result;
 use std::path::Path;
 
 pub fn run(db: &Path, args: &FindingsArgs) -> Result<Status> {
     let store = Store::open_for_reading(db)?;
-    let findings: Vec<_> = store
-        .findings_for(&ObjectFilter::from(&args.objects))?
-        .into_iter()
-        .filter(|f| args.detector.as_ref().is_none_or(|d| &f.detector == d))
-        .filter(|f| args.severity.is_none_or(|s| f.severity >= s))
-        .collect();
-    print_list(
-        &findings,
+    let query = FindingQuery {
+        objects: ObjectFilter::from(&args.objects),
+        detector: args.detector.clone(),
+        severity: args.severity,
+    };
+    print_stream(
+        store.findings(&query),
         args.output,
         &["severity", "detector", "summary", "keys"],
         |f| {

@@ -7,6 +7,10 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
 use serde::Serialize;
 use std::io::Write;
 
+/// Rows of one table when a list is printed as it is read: a table's
+/// column widths need all its rows, so a long list is several tables.
+const TABLE_ROWS: usize = 1000;
+
 /// Prints `items` as a JSON array, or as a table with `header` and one row
 /// per item from `row`. A cell's lines are split on `\n` (see [`lines`]);
 /// each line is shown with control characters escaped.
@@ -16,18 +20,59 @@ pub fn print_list<T: Serialize>(
     header: &[&str],
     row: impl Fn(&T) -> Vec<String>,
 ) -> Result<()> {
-    let mut out = std::io::stdout().lock();
+    print_stream(
+        items.iter().map(Ok::<_, std::convert::Infallible>),
+        format,
+        header,
+        |t| row(t),
+    )
+}
+
+/// [`print_list`] for items as they are read: the JSON array is written an
+/// item at a time (the same text `serde_json` writes for the whole list)
+/// and a table every [`TABLE_ROWS`] rows, so memory does not grow with the
+/// list. An item that fails to read ends the output with its error.
+pub fn print_stream<T: Serialize, E: Into<anyhow::Error>>(
+    items: impl Iterator<Item = std::result::Result<T, E>>,
+    format: ListFormat,
+    header: &[&str],
+    row: impl Fn(&T) -> Vec<String>,
+) -> Result<()> {
     match format {
         ListFormat::Json => {
-            serde_json::to_writer_pretty(&mut out, items)?;
-            writeln!(out)?;
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            let mut first = true;
+            for item in items {
+                let text = serde_json::to_string_pretty(&item.map_err(Into::into)?)?;
+                out.write_all(if first { b"[\n" } else { b",\n" })?;
+                first = false;
+                // A pretty JSON text has no newline inside a string, so
+                // indenting each line nests it in the array.
+                for (i, line) in text.lines().enumerate() {
+                    if i > 0 {
+                        out.write_all(b"\n")?;
+                    }
+                    write!(out, "  {line}")?;
+                }
+            }
+            out.write_all(if first { b"[]\n" } else { b"\n]\n" })?;
+            out.flush()?;
         }
         ListFormat::Table => {
-            drop(out);
-            return print_table(header, items.iter().map(row));
+            let (mut rows, mut printed) = (Vec::new(), false);
+            for item in items {
+                rows.push(row(&item.map_err(Into::into)?));
+                if rows.len() == TABLE_ROWS {
+                    print_table(header, rows.drain(..))?;
+                    printed = true;
+                }
+            }
+            // An empty list is a table of its header alone.
+            if !rows.is_empty() || !printed {
+                print_table(header, rows.into_iter())?;
+            }
         }
     }
-    out.flush()?;
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! The HTML report: one self-contained file (no network), with a timeline
 //! per key (revisions as marks coloured by change class, findings
-//! highlighted), collapsible field diffs and a findings table that sorts and
-//! filters. The page renders itself from the report's JSON, embedded inline.
+//! highlighted), collapsible field diffs and a table of finding groups that
+//! sorts and filters, each group with its sample. The page renders itself from the report's JSON, embedded inline.
 
 use super::escape::{html, html_script_json};
 use super::ReportData;
@@ -31,6 +31,7 @@ svg .mark { stroke:var(--bg); stroke-width:1.5; } svg .hit { fill:none; stroke:#
 svg text { fill:var(--mute); font-size:10px; }
 details { margin:2px 0 0 4px; } summary { cursor:pointer; color:var(--mute); }
 code, .mono { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12.5px; }
+tr.sample td { border-bottom:1px solid var(--line); padding:2px 8px 10px 24px; } .finding { margin:4px 0; } .more { color:var(--mute); margin:4px 0; }
 .legend span { margin-right:14px; white-space:nowrap; } .legend i { display:inline-block; width:10px; height:10px; border-radius:50%; margin-right:4px; }
 "#;
 
@@ -50,32 +51,48 @@ function short(v) { const s = v === null ? '(absent)' : (typeof v === 'string' ?
 
 // Cards.
 const cards = document.getElementById('cards');
-const bySev = {}; for (const f of data.findings) bySev[f.severity] = (bySev[f.severity] || 0) + 1;
-cards.append(el('div', {class:'card'}, el('b', {}, data.findings.length), 'findings'));
+const bySev = {}; let total = 0;
+for (const by of Object.values(data.summary.findings)) for (const [s, n] of Object.entries(by)) { bySev[s] = (bySev[s] || 0) + n; total += n; }
+cards.append(el('div', {class:'card'}, el('b', {}, total), 'findings'));
 for (const s of ['critical','high','medium','low','info']) if (bySev[s]) cards.append(el('div', {class:'card'}, el('b', {}, bySev[s]), s));
 cards.append(el('div', {class:'card'}, el('b', {}, data.runs.length), 'runs'));
 const writes = data.summary.writes_by_class.reduce((n, [, c]) => n + c, 0);
 cards.append(el('div', {class:'card'}, el('b', {}, writes), 'revisions'));
 for (const l of data.summary.lifecycle) cards.append(el('div', {class:'card', title: l.objects.join('\n')}, el('b', {}, l.findings), l.topic));
 
-// Findings table: sortable, filterable.
-const body = document.getElementById('findings-body');
-function renderFindings(rows) {
-  body.replaceChildren(...rows.map(f => el('tr', {},
-    el('td', {}, el('span', {class:'sev sev-' + f.severity}, f.severity)), el('td', {}, f.detector),
-    el('td', {}, f.summary), el('td', {class:'mono'}, f.keys.join('\n')), el('td', {class:'mono'}, f.revisions.join(', ')))));
+// Findings, grouped by detector, resource and namespace: sortable and
+// filterable; each group opens on its sample and the command for the rest.
+function title(g) {
+  const r = g.resource || 'other keys';
+  return g.every_object ? `every ${r} object` : g.namespace ? `${r} · namespace ${g.namespace}` : r;
 }
-let rows = data.findings.slice(); let sortKey = null; let asc = true;
+function span(g) { return g.first_revision === null ? '-' : g.first_revision === g.last_revision ? String(g.first_revision) : `${g.first_revision}–${g.last_revision}`; }
+const body = document.getElementById('findings-body');
+function renderGroups(groups) {
+  const out = [];
+  for (const g of groups) {
+    out.push(el('tr', {class:'group'},
+      el('td', {}, el('span', {class:'sev sev-' + g.severity}, g.severity)), el('td', {}, g.detector),
+      el('td', {}, title(g)), el('td', {}, g.count), el('td', {class:'mono'}, span(g))));
+    const detail = el('td', {colspan:5});
+    for (const f of g.sample) detail.append(el('div', {class:'finding'}, el('span', {class:'sev sev-' + f.severity}, f.severity), ' ', f.summary,
+      el('div', {class:'mono'}, f.keys.join('\n') + (f.revisions.length ? ' @ ' + f.revisions.join(', ') : ''))));
+    if (g.count > g.sample.length) detail.append(el('div', {class:'more'}, `and ${g.count - g.sample.length} more: `, el('code', {}, 'etcd-inspector ' + g.command)));
+    out.push(el('tr', {class:'sample'}, detail));
+  }
+  body.replaceChildren(...out);
+}
+let rows = data.groups.slice(); let sortKey = null; let asc = true;
 function sortBy(key) {
   asc = key === sortKey ? !asc : true; sortKey = key;
-  const val = f => key === 'severity' ? order[f.severity] : key === 'revisions' ? (f.revisions[0] || 0) : String(f[key]);
+  const val = g => key === 'severity' ? order[g.severity] : key === 'count' ? -g.count : key === 'revisions' ? (g.first_revision || 0) : key === 'group' ? title(g) : String(g[key]);
   rows.sort((a, b) => (val(a) < val(b) ? -1 : val(a) > val(b) ? 1 : 0) * (asc ? 1 : -1));
   document.querySelectorAll('#findings th').forEach(th => { th.classList.toggle('sorted', th.dataset.key === key); th.classList.toggle('asc', th.dataset.key === key && asc); });
   applyFilter();
 }
 function applyFilter() {
   const q = document.getElementById('filter').value.toLowerCase();
-  renderFindings(rows.filter(f => !q || JSON.stringify(f).toLowerCase().includes(q)));
+  renderGroups(rows.filter(g => !q || JSON.stringify(g).toLowerCase().includes(q)));
 }
 document.querySelectorAll('#findings th').forEach(th => th.addEventListener('click', () => sortBy(th.dataset.key)));
 document.getElementById('filter').addEventListener('input', applyFilter);
@@ -84,7 +101,7 @@ sortBy('severity');
 // Legend and timelines.
 const legend = document.getElementById('legend');
 for (const [c, col] of Object.entries(colours)) legend.append(el('span', {}, el('i', {style:'background:' + col}), c));
-const hits = new Set(data.findings.flatMap(f => f.revisions.map(r => f.keys[0] + '@' + r)));
+const hits = new Set(data.groups.flatMap(g => g.sample).flatMap(f => f.revisions.map(r => f.keys[0] + '@' + r)));
 const timelines = document.getElementById('timelines');
 for (const t of data.timelines) {
   const box = el('div', {class:'timeline'}, el('h3', {}, t.key));
@@ -100,6 +117,7 @@ for (const t of data.timelines) {
     const label = svg('text', {x:x, y:40, 'text-anchor':'middle'}); label.textContent = r.mod_revision; s.append(label);
   });
   box.append(s);
+  if (t.omitted) box.append(el('div', {class:'more'}, `${t.omitted} more revisions not shown: etcd-inspector history ${t.key}`));
   for (const r of t.revisions) {
     const changes = (r.diff || []).filter(c => c.path !== 'metadata.managedFields');
     if (!changes.length) continue;
@@ -131,7 +149,7 @@ pub fn render(r: &ReportData) -> String {
 <main>
 <section><h2>Summary</h2><div id="cards" class="cards"></div></section>
 <section><h2>Findings</h2><input id="filter" type="search" placeholder="Filter findings…">
-<table id="findings"><thead><tr><th data-key="severity">severity</th><th data-key="detector">detector</th><th data-key="summary">summary</th><th data-key="keys">keys</th><th data-key="revisions">revisions</th></tr></thead>
+<table id="findings"><thead><tr><th data-key="severity">severity</th><th data-key="detector">detector</th><th data-key="group">objects</th><th data-key="count">findings</th><th data-key="revisions">revisions</th></tr></thead>
 <tbody id="findings-body"></tbody></table></section>
 <section><h2>Timelines</h2><div id="legend" class="legend"></div><div id="timelines"></div></section>
 <section><h2>Runs</h2><table><thead><tr><th>run</th><th>status</th><th>source</th><th>started</th><th>head</th><th>history from</th><th>gaps</th></tr></thead><tbody id="runs-body"></tbody></table></section>

@@ -72,7 +72,7 @@ pub fn render(r: &ReportData) -> String {
             "| {} | {} | {} |",
             line.topic,
             line.findings,
-            text(&line.objects.join(", "))
+            text(&line.names(usize::MAX))
         )
         .unwrap();
     }
@@ -112,20 +112,52 @@ pub fn render(r: &ReportData) -> String {
     }
     writeln!(
         s,
-        "\n## Findings\n\n| severity | detector | summary | revisions |\n|---|---|---|---|"
+        "\n## Findings\n\n| severity | group | findings | revisions |\n|---|---|---|---|"
     )
     .unwrap();
-    for f in &r.findings {
-        let revs: Vec<String> = f.revisions.iter().map(i64::to_string).collect();
+    for g in &r.groups {
+        let span = match (g.first_revision, g.last_revision) {
+            (Some(a), Some(b)) if a == b => a.to_string(),
+            (Some(a), Some(b)) => format!("{a}–{b}"),
+            _ => "-".into(),
+        };
         writeln!(
             s,
-            "| {} | {} | {} | {} |",
-            f.severity.as_str(),
-            text(&f.detector),
-            text(&f.summary),
-            revs.join(", ")
+            "| {} | {} | {} | {span} |",
+            g.severity.as_str(),
+            text(&g.title()),
+            g.count
         )
         .unwrap();
+    }
+    writeln!(
+        s,
+        "\n| severity | detector | summary | revisions |\n|---|---|---|---|"
+    )
+    .unwrap();
+    for g in &r.groups {
+        for f in &g.sample {
+            let revs: Vec<String> = f.revisions.iter().map(i64::to_string).collect();
+            writeln!(
+                s,
+                "| {} | {} | {} | {} |",
+                f.severity.as_str(),
+                text(&f.detector),
+                text(&f.summary),
+                revs.join(", ")
+            )
+            .unwrap();
+        }
+        if g.more() > 0 {
+            writeln!(
+                s,
+                "| | {} | and {} more: {} | |",
+                text(&g.detector),
+                g.more(),
+                markdown_code_cell(&g.command)
+            )
+            .unwrap();
+        }
     }
     writeln!(s, "\n## Timelines").unwrap();
     for t in &r.timelines {
@@ -135,6 +167,9 @@ pub fn render(r: &ReportData) -> String {
             markdown_code(&t.key)
         )
         .unwrap();
+        if t.omitted > 0 {
+            writeln!(s, "| … | {} more revisions not shown | |", t.omitted).unwrap();
+        }
         for row in &t.revisions {
             let class = match (&row.change_class, &row.change_cause) {
                 (Some(c), Some(cause)) => format!("{c} ({cause})"),

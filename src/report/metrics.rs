@@ -4,7 +4,7 @@
 //! severity.
 
 use super::escape::prometheus_label as label;
-use crate::store::{RunInfo, RunStatus, StoredFinding};
+use crate::store::{RunInfo, RunStatus, StoreError, StoredFinding};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::io;
@@ -16,8 +16,13 @@ fn family(out: &mut String, name: &str, kind: &str, help: &str) {
 }
 
 /// The metrics text for a finished run, `seconds` long; `findings` are the
-/// stored findings of every cluster (those of the run's cluster are shown).
-pub fn render(run: &RunInfo, seconds: f64, findings: &[StoredFinding]) -> String {
+/// stored findings of every cluster as they are read (those of the run's
+/// cluster are counted).
+pub fn render(
+    run: &RunInfo,
+    seconds: f64,
+    findings: impl Iterator<Item = Result<StoredFinding, StoreError>>,
+) -> Result<String, StoreError> {
     let cluster = run.cluster_id.clone().unwrap_or_default();
     let c = format!("cluster=\"{}\"", label(&cluster));
     let mut out = String::new();
@@ -69,9 +74,12 @@ pub fn render(run: &RunInfo, seconds: f64, findings: &[StoredFinding]) -> String
         family(&mut out, name, "gauge", help);
         let _ = writeln!(out, "etcd_inspector_{name}{{{c}}} {value}");
     }
-    let mut counts: BTreeMap<(&str, &str), usize> = BTreeMap::new();
-    for f in findings.iter().filter(|f| f.cluster_id == cluster) {
-        *counts.entry((&f.detector, f.severity.as_str())).or_default() += 1;
+    let mut counts: BTreeMap<(String, &str), usize> = BTreeMap::new();
+    for f in findings {
+        let f = f?;
+        if f.cluster_id == cluster {
+            *counts.entry((f.detector, f.severity.as_str())).or_default() += 1;
+        }
     }
     family(
         &mut out,
@@ -83,10 +91,10 @@ pub fn render(run: &RunInfo, seconds: f64, findings: &[StoredFinding]) -> String
         let _ = writeln!(
             out,
             "etcd_inspector_findings{{{c},detector=\"{}\",severity=\"{severity}\"}} {n}",
-            label(detector)
+            label(&detector)
         );
     }
-    out
+    Ok(out)
 }
 
 /// Writes `text` to `path` atomically: a temporary file beside it, synced,

@@ -43,16 +43,24 @@ pub fn render(r: &ReportData) -> String {
     for line in &r.summary.lifecycle {
         writeln!(s, "{}: {}", line.topic, terminal(&line.text(5))).unwrap();
     }
-    writeln!(s, "{} findings", r.findings.len()).unwrap();
-    for f in &r.findings {
+    let total: usize = r.groups.iter().map(|g| g.count).sum();
+    writeln!(s, "{total} findings in {} groups", r.groups.len()).unwrap();
+    for g in &r.groups {
         writeln!(
             s,
-            "  [{}] {}: {}",
-            f.severity.as_str(),
-            terminal(&f.detector),
-            terminal(&f.summary)
+            "  [{}] {}: {}{}",
+            g.severity.as_str(),
+            terminal(&g.title()),
+            g.count,
+            super::span(g)
         )
         .unwrap();
+        for f in &g.sample {
+            writeln!(s, "      {}", terminal(&f.summary)).unwrap();
+        }
+        if g.more() > 0 {
+            writeln!(s, "      and {} more: {}", g.more(), terminal(&g.command)).unwrap();
+        }
     }
     s
 }

@@ -11,7 +11,6 @@ use crate::canon::semantic::FIELD_HASH_LEN;
 use crate::decode::envelope::Encoding;
 use crate::decrypt::label::Label;
 use crate::ingest::revision::TEXT_ENCODING;
-use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
 use crate::unknown::UnknownName;
 use rusqlite::params;
@@ -24,20 +23,6 @@ pub struct ClassifyStats {
     pub classified: i64,
     /// Rows the pass read: each revision of the keys involved, once.
     pub rows_read: i64,
-}
-
-/// A stored finding.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct StoredFinding {
-    pub id: i64,
-    pub cluster_id: String,
-    pub detector: String,
-    pub severity: Severity,
-    pub keys: Vec<String>,
-    pub revisions: Vec<i64>,
-    pub summary: String,
-    pub details: serde_json::Value,
-    pub analyzed_at: String,
 }
 
 /// One revision as the classification pass sees it.
@@ -203,124 +188,6 @@ impl Store {
             Ok::<_, StoreError>(())
         })?;
         Ok(stats)
-    }
-
-    /// Makes `detectors`' stored findings for `cluster` equal `findings`:
-    /// unchanged findings keep their id, vanished ones are removed, new ones
-    /// added; running it twice with the same findings changes nothing.
-    pub fn replace_findings(
-        &self,
-        cluster: i64,
-        detectors: &[&str],
-        findings: &[Finding],
-    ) -> Result<(), StoreError> {
-        let err = |e| self.err(e);
-        let identity = |detector: &str, keys: &str, revisions: &str, summary: &str| {
-            format!("{detector}\u{0}{keys}\u{0}{revisions}\u{0}{summary}")
-        };
-        let now = crate::decode::gotime::now();
-        self.in_transaction(|| {
-            let mut existing: HashMap<String, i64> = HashMap::new();
-            {
-                let mut stmt = self
-                    .conn
-                    .prepare(
-                        "SELECT id, detector, keys, revisions, summary FROM findings WHERE cluster_id = ?1",
-                    )
-                    .map_err(err)?;
-                let mut rows = stmt.query([cluster]).map_err(err)?;
-                while let Some(r) = rows.next().map_err(err)? {
-                    let detector: String = r.get(1).map_err(err)?;
-                    if detectors.contains(&detector.as_str()) {
-                        let id = identity(
-                            &detector,
-                            &r.get::<_, String>(2).map_err(err)?,
-                            &r.get::<_, String>(3).map_err(err)?,
-                            &r.get::<_, String>(4).map_err(err)?,
-                        );
-                        existing.insert(id, r.get(0).map_err(err)?);
-                    }
-                }
-            }
-            let mut insert = self
-                .conn
-                .prepare_cached(
-                    "INSERT INTO findings (cluster_id, detector, severity, keys, revisions, summary, details, analyzed_at) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                )
-                .map_err(err)?;
-            for f in findings {
-                let keys = serde_json::to_string(&f.keys).expect("JSON");
-                let revisions = serde_json::to_string(&f.revisions).expect("JSON");
-                if existing
-                    .remove(&identity(f.detector, &keys, &revisions, &f.summary))
-                    .is_none()
-                {
-                    insert
-                        .execute(params![
-                            cluster,
-                            f.detector,
-                            f.severity.as_str(),
-                            keys,
-                            revisions,
-                            f.summary,
-                            f.details.to_string(),
-                            now
-                        ])
-                        .map_err(err)?;
-                }
-            }
-            for id in existing.values() {
-                self.conn
-                    .execute("DELETE FROM findings WHERE id = ?1", [id])
-                    .map_err(err)?;
-            }
-            Ok(())
-        })
-    }
-
-    /// Every stored finding, most severe first.
-    pub(super) fn read_findings(&self) -> Result<Vec<StoredFinding>, StoreError> {
-        let err = |e| self.err(e);
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT f.id, c.etcd_cluster_id, f.detector, f.severity, f.keys, f.revisions, f.summary, f.details, f.analyzed_at \
-                 FROM findings f JOIN clusters c ON c.id = f.cluster_id \
-                 ORDER BY CASE f.severity WHEN 'critical' THEN 0 WHEN 'high' THEN 1 WHEN 'medium' THEN 2 WHEN 'low' THEN 3 ELSE 4 END, f.id",
-            )
-            .map_err(err)?;
-        let mut rows = stmt.query([]).map_err(err)?;
-        let mut found = Vec::new();
-        while let Some(r) = rows.next().map_err(err)? {
-            let text = |i: usize| -> Result<String, StoreError> { r.get(i).map_err(err) };
-            let json = |i: usize, column: &str| -> Result<serde_json::Value, StoreError> {
-                let stored = text(i)?;
-                serde_json::from_str(&stored)
-                    .map_err(|e| self.damaged(column, format!("{stored:?} is not JSON ({e})")))
-            };
-            let severity = text(3)?;
-            let keys = json(4, "findings.keys")?;
-            let revisions = json(5, "findings.revisions")?;
-            found.push(StoredFinding {
-                id: r.get(0).map_err(err)?,
-                cluster_id: text(1)?,
-                detector: text(2)?,
-                severity: Severity::parse(&severity).map_err(|e| self.damaged("findings.severity", e))?,
-                keys: serde_json::from_value(keys.clone())
-                    .map_err(|_| self.damaged("findings.keys", format!("{keys} is not a list of keys")))?,
-                revisions: serde_json::from_value(revisions.clone()).map_err(|_| {
-                    self.damaged(
-                        "findings.revisions",
-                        format!("{revisions} is not a list of revisions"),
-                    )
-                })?,
-                summary: text(6)?,
-                details: json(7, "findings.details")?,
-                analyzed_at: text(8)?,
-            });
-        }
-        Ok(found)
     }
 
     /// Every cluster's row id.
@@ -509,7 +376,8 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::{Record, Sink};
+    use crate::source::Sink;
+    use crate::store::finding::{Finding, Severity, StoredFinding};
     use crate::store::HistoryReader;
     use std::path::PathBuf;
 
@@ -522,15 +390,12 @@ mod tests {
         for (revision, value) in [(2, "a"), (3, "b")] {
             let object = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "c", "namespace": "shop", "uid": "u"}, "data": {"k": value}});
-            w.record(Record {
-                key: b"/registry/configmaps/shop/c".to_vec(),
-                mod_revision: revision,
-                create_revision: 2,
-                version: revision - 1,
-                lease: 0,
-                value: serde_json::to_vec(&object).unwrap(),
-                deleted: false,
-            })
+            w.record(super::super::writer::test_record(
+                "/registry/configmaps/shop/c",
+                revision,
+                2,
+                &object,
+            ))
             .unwrap();
         }
         w.flush().unwrap();
@@ -544,7 +409,9 @@ mod tests {
             summary: "s".into(),
             details: serde_json::json!({}),
         };
-        store.replace_findings(cluster, &["rewrite"], &[finding]).unwrap();
+        let mut writer = store.findings_writer(cluster, &["rewrite"]).unwrap();
+        writer.put(&finding).unwrap();
+        writer.commit().unwrap();
         (store, path, cluster)
     }
 
@@ -570,9 +437,14 @@ mod tests {
     fn findings_error(sql: &str) -> String {
         let dir = tempfile::tempdir().unwrap();
         let (store, path, _) = database(&dir);
-        assert_eq!(store.findings().unwrap()[0].severity, Severity::High);
+        let all = |store: &Store| {
+            store
+                .findings(&Default::default())
+                .collect::<Result<Vec<StoredFinding>, _>>()
+        };
+        assert_eq!(all(&store).unwrap()[0].severity, Severity::High);
         super::super::damage(&path, sql);
-        let e = store.findings().unwrap_err().to_string();
+        let e = all(&store).unwrap_err().to_string();
         assert!(e.contains(&path.display().to_string()), "{e}");
         e
     }

@@ -53,3 +53,42 @@ pub struct Finding {
     /// Everything else, for reports and programs.
     pub details: serde_json::Value,
 }
+
+/// A stored finding.
+#[derive(Clone, Debug, Serialize)]
+pub struct StoredFinding {
+    pub id: i64,
+    pub cluster_id: String,
+    pub detector: String,
+    pub severity: Severity,
+    pub keys: Vec<String>,
+    pub revisions: Vec<i64>,
+    pub summary: String,
+    pub details: serde_json::Value,
+    pub analyzed_at: String,
+}
+
+/// Which stored findings to read: those naming at least one key the object
+/// filter keeps, of one detector, at or above a severity.
+#[derive(Clone, Debug, Default)]
+pub struct FindingQuery {
+    pub objects: super::ObjectFilter,
+    pub detector: Option<String>,
+    pub severity: Option<Severity>,
+}
+
+/// Stored findings as they are read, most severe first, then oldest first:
+/// a page at a time, so that any number of them fits in bounded memory.
+pub type FindingIter<'s> = Box<dyn Iterator<Item = Result<StoredFinding, super::StoreError>> + 's>;
+
+/// Replaces the stored findings of some detectors for one cluster with the
+/// findings put into it, as they come: one stored before keeps its id, one
+/// not put again is removed when the writer commits. Nothing is visible
+/// before [`FindingsWriter::commit`]; a writer dropped without it changes
+/// nothing.
+pub trait FindingsWriter {
+    fn put(&mut self, finding: &Finding) -> Result<(), super::StoreError>;
+
+    /// Makes the new findings the stored ones.
+    fn commit(self: Box<Self>) -> Result<(), super::StoreError>;
+}

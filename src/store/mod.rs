@@ -6,6 +6,7 @@ mod blob;
 mod changes;
 mod field_blob;
 pub mod finding;
+mod finding_rows;
 pub mod hash_key;
 mod history;
 mod legacy_paths;
@@ -22,7 +23,8 @@ mod usage;
 mod values;
 mod writer;
 
-pub use changes::{ClassifyStats, StoredFinding};
+pub use changes::ClassifyStats;
+pub use finding::{FindingIter, FindingQuery, FindingsWriter, StoredFinding};
 pub use history::{FieldChange, HistoryRow};
 pub use live::LiveObject;
 pub use prune::Pruned;
@@ -54,7 +56,7 @@ fn missing(path: &Path) -> StoreError {
 /// The migrations, applied in order when a database is opened.
 /// How many migrations [`migrations`] holds.
 #[cfg(test)]
-const MIGRATION_COUNT: usize = 15;
+const MIGRATION_COUNT: usize = 16;
 
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
@@ -78,6 +80,7 @@ fn migrations() -> Migrations<'static> {
             legacy_paths::rewrite,
         ),
         M::up(include_str!("../../migrations/0015_hash_key_ids.sql")),
+        M::up(include_str!("../../migrations/0016_findings_by_severity.sql")),
     ])
 }
 

@@ -8,8 +8,8 @@
 
 use super::values::Contents;
 use super::{
-    Gap, HistoryRow, LiveObject, ObjectFilter, ResourceUsage, RunInfo, RunTime, Scope, Store, StoreError,
-    StoredFinding, Usage,
+    FindingIter, FindingQuery, Gap, HistoryRow, LiveObject, ResourceUsage, RunInfo, RunTime, Scope, Store,
+    StoreError, Usage,
 };
 use crate::decrypt::policy::Policy;
 use crate::store::object::ObjectRevision;
@@ -69,11 +69,9 @@ pub trait HistoryReader {
     /// The objects live in `cluster` at `revision`.
     fn live_objects(&self, cluster: i64, revision: i64) -> Result<Vec<LiveObject>, StoreError>;
 
-    /// Every stored finding.
-    fn findings(&self) -> Result<Vec<StoredFinding>, StoreError>;
-
-    /// The findings about objects `objects` keeps.
-    fn findings_for(&self, objects: &ObjectFilter) -> Result<Vec<StoredFinding>, StoreError>;
+    /// The stored findings `query` selects, most severe first, as they are
+    /// read.
+    fn findings(&self, query: &FindingQuery) -> FindingIter<'_>;
 
     /// Objects, revisions, bytes, encodings and writes per resource, the
     /// largest and busiest keys and the writes per field manager.
@@ -156,12 +154,8 @@ impl HistoryReader for Store {
         Store::read_live_objects(self, cluster, revision)
     }
 
-    fn findings(&self) -> Result<Vec<StoredFinding>, StoreError> {
-        Store::read_findings(self)
-    }
-
-    fn findings_for(&self, objects: &ObjectFilter) -> Result<Vec<StoredFinding>, StoreError> {
-        Store::read_findings_for(self, objects)
+    fn findings(&self, query: &FindingQuery) -> FindingIter<'_> {
+        Store::read_findings(self, query)
     }
 
     fn usage(&self, scope: &Scope, cluster: Option<i64>, top: i64) -> Result<Usage, StoreError> {

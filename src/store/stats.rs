@@ -1,9 +1,8 @@
 //! Aggregates for reports, computed in SQL so memory does not grow with the
 //! history.
 
-use super::{Store, StoreError, StoredFinding};
-use rusqlite::{params, OptionalExtension};
-use std::collections::HashMap;
+use super::{Store, StoreError};
+use rusqlite::params;
 
 /// Which objects a command looks at (`--namespace`, `--resource`,
 /// `--key-prefix`): the one object filter `report`, `diff`, `findings` and
@@ -37,9 +36,6 @@ impl ObjectFilter {
     const SQL: &'static str = "(?3 IS NULL OR k.namespace = ?3) AND (?4 IS NULL OR k.resource = ?4) \
          AND (?5 IS NULL OR substr(k.key, 1, length(?5)) = CAST(?5 AS BLOB))";
 }
-
-/// A stored key's namespace and resource.
-type KeyNames = (Option<String>, Option<String>);
 
 /// Which revisions an aggregate counts: a revision range and the objects.
 #[derive(Clone, Debug, Default)]
@@ -117,47 +113,6 @@ impl Store {
         limit: i64,
     ) -> Result<Vec<(String, i64)>, StoreError> {
         self.counts(scope, "k.key", "k.id", limit)
-    }
-
-    /// The stored findings that name at least one key `objects` keeps,
-    /// most severe first.
-    pub(super) fn read_findings_for(&self, objects: &ObjectFilter) -> Result<Vec<StoredFinding>, StoreError> {
-        let findings = self.read_findings()?;
-        if *objects == ObjectFilter::default() {
-            return Ok(findings);
-        }
-        let keys: Vec<&str> = findings
-            .iter()
-            .flat_map(|f| &f.keys)
-            .map(String::as_str)
-            .collect();
-        let names = self.key_names(&keys)?;
-        let kept = |key: &String| {
-            let (namespace, resource) = names.get(key).cloned().unwrap_or_default();
-            objects.matches(key, namespace.as_deref(), resource.as_deref())
-        };
-        Ok(findings.into_iter().filter(|f| f.keys.iter().any(kept)).collect())
-    }
-
-    /// The namespace and resource each of `keys` was stored with, by key
-    /// (keys not stored are absent).
-    fn key_names(&self, keys: &[&str]) -> Result<HashMap<String, KeyNames>, StoreError> {
-        let err = |e| self.err(e);
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT namespace, resource FROM keys WHERE key = CAST(?1 AS BLOB) LIMIT 1")
-            .map_err(err)?;
-        let mut out = HashMap::new();
-        for key in keys {
-            let names = stmt
-                .query_row([key], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()
-                .map_err(err)?;
-            if let Some(names) = names {
-                out.insert(key.to_string(), names);
-            }
-        }
-        Ok(out)
     }
 
     /// The stored revision at or before a time, by runs: the head of the

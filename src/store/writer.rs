@@ -503,6 +503,26 @@ impl Sink for RevisionWriter<'_> {
     }
 }
 
+/// A test's record of `object` as JSON under `key`, in generation
+/// `create_revision`.
+#[cfg(test)]
+pub(super) fn test_record(
+    key: &str,
+    mod_revision: i64,
+    create_revision: i64,
+    object: &serde_json::Value,
+) -> Record {
+    Record {
+        key: key.as_bytes().to_vec(),
+        mod_revision,
+        create_revision,
+        version: mod_revision - create_revision + 1,
+        lease: 0,
+        value: serde_json::to_vec(object).unwrap(),
+        deleted: false,
+    }
+}
+
 /// A test's own run and its writer: every resource, the default field
 /// settings, a new hash key; the cluster's row id with it.
 #[cfg(test)]

@@ -205,11 +205,16 @@ fn html_report_renders_in_a_browser() {
         "the page's script ran: {}",
         &dom[..dom.len().min(500)]
     );
-    let rows = dom.matches("<span class=\"sev sev-").count();
+    let report = json(inspector(&db, &["report", "--format", "json"]));
     assert_eq!(
-        rows,
+        dom.matches("<tr class=\"group\"").count(),
+        report["groups"].as_array().unwrap().len(),
+        "one findings-table row per group"
+    );
+    assert_eq!(
+        dom.matches("<div class=\"finding\"").count(),
         scenario::EXPECTED.len(),
-        "one findings-table row per finding"
+        "each of the demo's few findings in its group's sample"
     );
     assert!(
         dom.matches("class=\"timeline\"").count() >= 8,
@@ -421,7 +426,6 @@ fn reports_quote_hostile_values() {
     let text = stdout(&["report"]);
     assert_no_terminal_control("report", &text);
     let text = String::from_utf8(text).unwrap();
-    assert!(text.contains("\\x1b]0;owned\\x07\\x1b[2J"), "{text}");
     assert!(text.contains("\\u{9b}31mred"), "{text}");
 
     let history = stdout(&["history", HOSTILE_KEY, "--diff"]);
@@ -456,6 +460,7 @@ fn reports_quote_hostile_values() {
     assert_no_terminal_control("findings", &findings);
     let findings = String::from_utf8(findings).unwrap();
     assert!(findings.contains("x|`y\\x1b[2J<script>"), "{findings}");
+    assert!(findings.contains("\\x1b]0;owned\\x07\\x1b[2J"), "{findings}");
     assert_no_terminal_control("runs", &stdout(&["runs"]));
 }
 
@@ -512,4 +517,105 @@ fn object_filters_agree_under_a_custom_prefix() {
         &["findings", "-o", "json", "--resource", "configmaps"],
     ));
     assert_eq!(none.as_array().unwrap().len(), 0);
+}
+
+/// Many findings of one cause are one group: 60 ConfigMaps in two
+/// namespaces each rewritten with identical bytes make one `rewrite` group
+/// for every ConfigMap, with its exact count, a sample and the command for
+/// the rest, which lists exactly the others; a namespace where only some
+/// were rewritten is a group of its own. Every format says so; `-o json`
+/// and `findings -o json` still carry every finding.
+#[test]
+fn findings_of_one_cause_are_one_group_with_a_sample() {
+    let etcd = TestEtcd::start();
+    let (_dir, db) = temp_db();
+    let rewritten = 60;
+    for ns in ["a", "b"] {
+        for i in 0..rewritten / 2 {
+            let key = format!("/registry/configmaps/{ns}/cm-{i}");
+            let value = crate::util::k8s::config_map(
+                ns,
+                &format!("cm-{i}"),
+                &format!("{ns}-{i}"),
+                &[("app.properties", "a=1")],
+            );
+            etcd.put(&key, &value);
+            etcd.put(&key, &value);
+        }
+    }
+    ok(snapshot(&etcd, &db, &[]));
+    let report = json(inspector(&db, &["report", "--format", "json"]));
+    let groups = report["groups"].as_array().unwrap();
+    let rewrite: Vec<&Value> = groups.iter().filter(|g| g["detector"] == "rewrite").collect();
+    assert_eq!(rewrite.len(), 1, "{groups:#?}");
+    let g = rewrite[0];
+    assert_eq!(g["every_object"], true, "{g:#}");
+    assert_eq!(g["resource"], "configmaps");
+    assert_eq!(g["namespace"], Value::Null);
+    assert_eq!(g["count"], rewritten);
+    assert_eq!(g["sample"].as_array().unwrap().len(), 3);
+    assert_eq!(g["command"], "findings --detector rewrite --resource configmaps");
+    let all = report["findings"].as_array().unwrap();
+    assert_eq!(
+        all.iter().filter(|f| f["detector"] == "rewrite").count(),
+        rewritten
+    );
+    assert_eq!(
+        report["timelines"].as_array().unwrap().len(),
+        3,
+        "timelines of the sample only"
+    );
+
+    // The group's command lists the whole group.
+    let args: Vec<&str> = g["command"].as_str().unwrap().split(' ').collect();
+    let listed = json(inspector(&db, &[args.as_slice(), &["-o", "json"]].concat()));
+    assert_eq!(listed.as_array().unwrap().len(), rewritten);
+
+    let text = String::from_utf8(ok(inspector(&db, &["report"])).stdout).unwrap();
+    assert!(
+        text.contains("[low] rewrite · every configmaps object: 60 (revisions")
+            && text.contains("and 57 more: findings --detector rewrite --resource configmaps"),
+        "{text}"
+    );
+    let md = String::from_utf8(ok(inspector(&db, &["report", "--format", "md"])).stdout).unwrap();
+    assert!(
+        md.contains("| low | rewrite · every configmaps object | 60 |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("and 57 more: `findings --detector rewrite --resource configmaps`"),
+        "{md}"
+    );
+
+    // Another namespace where only some were rewritten: no longer every
+    // object, so one group per namespace.
+    for i in 0..4 {
+        let value = crate::util::k8s::config_map("c", &format!("cm-{i}"), &format!("c-{i}"), &[]);
+        etcd.put(&format!("/registry/configmaps/c/cm-{i}"), &value);
+    }
+    let value = crate::util::k8s::config_map("c", "cm-0", "c-0", &[]);
+    etcd.put("/registry/configmaps/c/cm-0", &value);
+    ok(snapshot(&etcd, &db, &[]));
+    let report = json(inspector(&db, &["report", "--format", "json"]));
+    let by_ns: Vec<(Value, Value, Value)> = report["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["detector"] == "rewrite")
+        .map(|g| {
+            (
+                g["namespace"].clone(),
+                g["count"].clone(),
+                g["every_object"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        by_ns,
+        [
+            (Value::from("a"), Value::from(30), Value::from(false)),
+            (Value::from("b"), Value::from(30), Value::from(false)),
+            (Value::from("c"), Value::from(1), Value::from(false)),
+        ]
+    );
 }

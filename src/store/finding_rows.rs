@@ -1,0 +1,432 @@
+//! Findings in the SQLite database: written as `analyze` finds them,
+//! replacing a cluster's earlier findings in one transaction, and read back
+//! a page at a time, most severe first.
+
+use super::finding::{Finding, FindingIter, FindingQuery, FindingsWriter, Severity, StoredFinding};
+use super::{Store, StoreError};
+use rusqlite::{params, OptionalExtension};
+use sha2::{Digest, Sha256};
+use std::collections::{HashMap, VecDeque};
+
+/// Findings read per query.
+const PAGE: i64 = 500;
+
+/// What tells one finding from another: its detector, keys, revisions and
+/// summary (the details are evidence, which may change with it).
+fn identity(detector: &str, keys: &str, revisions: &str, summary: &str) -> [u8; 32] {
+    let mut h = Sha256::new();
+    for part in [detector, keys, revisions, summary] {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
+    h.finalize().into()
+}
+
+/// The SQLite [`FindingsWriter`]: one write transaction from start to
+/// commit; the identities of the findings it replaces are all it holds.
+struct Writer<'s> {
+    store: &'s Store,
+    cluster: i64,
+    /// Stored findings of the detectors not put again yet, by identity.
+    vanishing: HashMap<[u8; 32], i64>,
+    analyzed_at: String,
+    open: bool,
+}
+
+impl Store {
+    /// A writer replacing `detectors`' findings of `cluster`.
+    pub fn findings_writer(
+        &self,
+        cluster: i64,
+        detectors: &[&str],
+    ) -> Result<Box<dyn FindingsWriter + '_>, StoreError> {
+        let err = |e| self.err(e);
+        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(err)?;
+        let mut writer = Writer {
+            store: self,
+            cluster,
+            vanishing: HashMap::new(),
+            analyzed_at: crate::decode::gotime::now(),
+            open: true,
+        };
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, detector, keys, revisions, summary FROM findings WHERE cluster_id = ?1")
+            .map_err(err)?;
+        let mut rows = stmt.query([cluster]).map_err(err)?;
+        while let Some(r) = rows.next().map_err(err)? {
+            let text = |i| r.get::<_, String>(i).map_err(err);
+            let detector = text(1)?;
+            if detectors.contains(&detector.as_str()) {
+                let id = identity(&detector, &text(2)?, &text(3)?, &text(4)?);
+                writer.vanishing.insert(id, r.get(0).map_err(err)?);
+            }
+        }
+        drop(rows);
+        drop(stmt);
+        Ok(Box::new(writer))
+    }
+}
+
+impl FindingsWriter for Writer<'_> {
+    fn put(&mut self, f: &Finding) -> Result<(), StoreError> {
+        let keys = serde_json::to_string(&f.keys).expect("a list of strings is JSON");
+        let revisions = serde_json::to_string(&f.revisions).expect("a list of numbers is JSON");
+        if self
+            .vanishing
+            .remove(&identity(f.detector, &keys, &revisions, &f.summary))
+            .is_some()
+        {
+            return Ok(());
+        }
+        self.store
+            .conn
+            .prepare_cached(
+                "INSERT INTO findings (cluster_id, detector, severity, keys, revisions, summary, details, analyzed_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    self.cluster,
+                    f.detector,
+                    f.severity.as_str(),
+                    keys,
+                    revisions,
+                    f.summary,
+                    f.details.to_string(),
+                    self.analyzed_at
+                ])
+            })
+            .map_err(|e| self.store.err(e))?;
+        Ok(())
+    }
+
+    fn commit(mut self: Box<Self>) -> Result<(), StoreError> {
+        let err = |e| self.store.err(e);
+        {
+            let mut delete = self
+                .store
+                .conn
+                .prepare_cached("DELETE FROM findings WHERE id = ?1")
+                .map_err(err)?;
+            for id in self.vanishing.values() {
+                delete.execute([id]).map_err(err)?;
+            }
+        }
+        self.store.conn.execute_batch("COMMIT").map_err(err)?;
+        self.open = false;
+        Ok(())
+    }
+}
+
+impl Drop for Writer<'_> {
+    /// A writer that did not commit (the analysis failed) leaves the stored
+    /// findings as they were.
+    fn drop(&mut self) {
+        if self.open {
+            let _ = self.store.conn.execute_batch("ROLLBACK");
+        }
+    }
+}
+
+/// The pages of a [`FindingQuery`]: severity by severity, most severe
+/// first, each in id order.
+struct Pages<'s> {
+    store: &'s Store,
+    query: FindingQuery,
+    /// Severities still to read, the next last.
+    severities: Vec<Severity>,
+    /// The id the next page starts after.
+    after: i64,
+    page: VecDeque<StoredFinding>,
+    /// Whether every stored severity was checked to be one of ours (the
+    /// pages ask for each known one, so another would go unread).
+    checked: bool,
+    failed: bool,
+}
+
+impl Store {
+    /// The stored findings `query` selects, most severe first.
+    pub(super) fn read_findings(&self, query: &FindingQuery) -> FindingIter<'_> {
+        let severities = Severity::ALL
+            .into_iter()
+            .filter(|s| query.severity.is_none_or(|min| *s >= min))
+            .collect();
+        Box::new(Pages {
+            store: self,
+            query: query.clone(),
+            severities,
+            after: 0,
+            page: VecDeque::new(),
+            checked: false,
+            failed: false,
+        })
+    }
+
+    /// One stored finding from its row (`id, cluster, detector, severity,
+    /// keys, revisions, summary, details, analyzed_at`).
+    fn finding_row(&self, r: &rusqlite::Row) -> Result<StoredFinding, StoreError> {
+        let err = |e| self.err(e);
+        let text = |i: usize| -> Result<String, StoreError> { r.get(i).map_err(err) };
+        let json = |i: usize, column: &str| -> Result<serde_json::Value, StoreError> {
+            let stored = text(i)?;
+            serde_json::from_str(&stored)
+                .map_err(|e| self.damaged(column, format!("{stored:?} is not JSON ({e})")))
+        };
+        let severity = text(3)?;
+        let keys = json(4, "findings.keys")?;
+        let revisions = json(5, "findings.revisions")?;
+        Ok(StoredFinding {
+            id: r.get(0).map_err(err)?,
+            cluster_id: text(1)?,
+            detector: text(2)?,
+            severity: Severity::parse(&severity).map_err(|e| self.damaged("findings.severity", e))?,
+            keys: serde_json::from_value(keys.clone())
+                .map_err(|_| self.damaged("findings.keys", format!("{keys} is not a list of keys")))?,
+            revisions: serde_json::from_value(revisions.clone()).map_err(|_| {
+                self.damaged(
+                    "findings.revisions",
+                    format!("{revisions} is not a list of revisions"),
+                )
+            })?,
+            summary: text(6)?,
+            details: json(7, "findings.details")?,
+            analyzed_at: text(8)?,
+        })
+    }
+
+    /// Whether a key of the cluster (by row id) is kept by the filter, by
+    /// the namespace and resource it was stored with.
+    fn finding_key_kept(&self, query: &FindingQuery, cluster: i64, key: &str) -> Result<bool, StoreError> {
+        let names: Option<(Option<String>, Option<String>)> = self
+            .conn
+            .prepare_cached(
+                "SELECT namespace, resource FROM keys WHERE cluster_id = ?1 AND key = CAST(?2 AS BLOB)",
+            )
+            .and_then(|mut s| {
+                s.query_row(params![cluster, key], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()
+            })
+            .map_err(|e| self.err(e))?;
+        let (namespace, resource) = names.unwrap_or_default();
+        Ok(query
+            .objects
+            .matches(key, namespace.as_deref(), resource.as_deref()))
+    }
+}
+
+impl Pages<'_> {
+    /// Reads the next page of the current severity into `page`; `false`
+    /// when every severity is read.
+    fn fill(&mut self) -> Result<bool, StoreError> {
+        let store = self.store;
+        let err = |e| store.err(e);
+        let filtered = self.query.objects != super::ObjectFilter::default();
+        if !self.checked {
+            let known: Vec<String> = Severity::ALL
+                .iter()
+                .map(|s| format!("'{}'", s.as_str()))
+                .collect();
+            let other: Option<String> = store
+                .conn
+                .query_row(
+                    &format!(
+                        "SELECT severity FROM findings WHERE severity NOT IN ({}) LIMIT 1",
+                        known.join(", ")
+                    ),
+                    [],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(err)?;
+            if let Some(other) = other {
+                let e = Severity::parse(&other).expect_err("not a known severity");
+                return Err(store.damaged("findings.severity", e));
+            }
+            self.checked = true;
+        }
+        while self.page.is_empty() {
+            let Some(&severity) = self.severities.last() else {
+                return Ok(false);
+            };
+            let mut stmt = store
+                .conn
+                .prepare_cached(
+                    "SELECT f.id, c.etcd_cluster_id, f.detector, f.severity, f.keys, f.revisions, f.summary, f.details, \
+                     f.analyzed_at, f.cluster_id FROM findings f JOIN clusters c ON c.id = f.cluster_id \
+                     WHERE f.severity = ?1 AND f.id > ?2 AND (?3 IS NULL OR f.detector = ?3) ORDER BY f.id LIMIT ?4",
+                )
+                .map_err(err)?;
+            let mut rows = stmt
+                .query(params![severity.as_str(), self.after, self.query.detector, PAGE])
+                .map_err(err)?;
+            let mut read = 0;
+            while let Some(r) = rows.next().map_err(err)? {
+                read += 1;
+                let finding = store.finding_row(r)?;
+                self.after = finding.id;
+                let cluster: i64 = r.get(9).map_err(err)?;
+                let mut kept = !filtered;
+                for key in &finding.keys {
+                    if kept {
+                        break;
+                    }
+                    kept = store.finding_key_kept(&self.query, cluster, key)?;
+                }
+                if kept {
+                    self.page.push_back(finding);
+                }
+            }
+            if read < PAGE {
+                self.severities.pop();
+                self.after = 0;
+            }
+        }
+        Ok(true)
+    }
+}
+
+impl Iterator for Pages<'_> {
+    type Item = Result<StoredFinding, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        match self.fill() {
+            Ok(true) => self.page.pop_front().map(Ok),
+            Ok(false) => None,
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::Sink;
+    use crate::store::{HistoryReader, ObjectFilter};
+
+    /// A database with two ConfigMaps, in namespaces `a` and `b`; the
+    /// cluster's row id.
+    fn database(dir: &tempfile::TempDir) -> (Store, i64) {
+        let store = Store::open_for_writing(&dir.path().join("db.sqlite")).unwrap();
+        let (cluster, mut w) = super::super::writer::test_writer(&store);
+        for (revision, ns) in [(2, "a"), (3, "b")] {
+            let object = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "c", "namespace": ns, "uid": ns}});
+            let key = format!("/registry/configmaps/{ns}/c");
+            w.record(super::super::writer::test_record(
+                &key, revision, revision, &object,
+            ))
+            .unwrap();
+        }
+        w.flush().unwrap();
+        drop(w);
+        (store, cluster)
+    }
+
+    fn finding(detector: &'static str, severity: Severity, n: i64) -> Finding {
+        let ns = if n % 2 == 0 { "a" } else { "b" };
+        Finding {
+            detector,
+            severity,
+            keys: vec![format!("/registry/configmaps/{ns}/c")],
+            revisions: vec![n],
+            summary: format!("finding {n}"),
+            details: serde_json::json!({"n": n}),
+        }
+    }
+
+    fn replace(store: &Store, cluster: i64, findings: &[Finding]) {
+        let mut w = store.findings_writer(cluster, &["one", "two"]).unwrap();
+        for f in findings {
+            w.put(f).unwrap();
+        }
+        w.commit().unwrap();
+    }
+
+    fn read(store: &Store, query: &FindingQuery) -> Vec<StoredFinding> {
+        store.findings(query).collect::<Result<_, _>>().unwrap()
+    }
+
+    #[test]
+    fn pages_come_most_severe_first_then_in_order_and_filtered() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, cluster) = database(&dir);
+        // More than a page of each severity, interleaved as a detector
+        // emits them.
+        let mut all = Vec::new();
+        for n in 0..(3 * PAGE) {
+            let severity = [Severity::Low, Severity::High, Severity::Medium][n as usize % 3];
+            all.push(finding(if n % 5 == 0 { "two" } else { "one" }, severity, n));
+        }
+        replace(&store, cluster, &all);
+        let found = read(&store, &FindingQuery::default());
+        assert_eq!(found.len(), all.len());
+        let order: Vec<(Severity, i64)> = found.iter().map(|f| (f.severity, f.id)).collect();
+        let mut sorted = order.clone();
+        sorted.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        assert_eq!(order, sorted);
+
+        let two = read(
+            &store,
+            &FindingQuery {
+                detector: Some("two".into()),
+                ..Default::default()
+            },
+        );
+        assert_eq!(two.len(), all.iter().filter(|f| f.detector == "two").count());
+        let serious = read(
+            &store,
+            &FindingQuery {
+                severity: Some(Severity::Medium),
+                ..Default::default()
+            },
+        );
+        assert_eq!(
+            serious.len(),
+            all.iter().filter(|f| f.severity >= Severity::Medium).count()
+        );
+        let in_b = read(
+            &store,
+            &FindingQuery {
+                objects: ObjectFilter {
+                    namespace: Some("b".into()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        );
+        assert_eq!(in_b.len(), all.len() / 2);
+        assert!(in_b.iter().all(|f| f.keys[0] == "/registry/configmaps/b/c"));
+    }
+
+    #[test]
+    fn replacing_keeps_unchanged_ids_and_a_dropped_writer_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, cluster) = database(&dir);
+        let (a, b, c) = (
+            finding("one", Severity::Low, 1),
+            finding("one", Severity::Low, 2),
+            finding("two", Severity::High, 3),
+        );
+        replace(&store, cluster, &[a.clone(), b.clone()]);
+        let before = read(&store, &FindingQuery::default());
+        replace(&store, cluster, &[b.clone(), c.clone()]);
+        let after = read(&store, &FindingQuery::default());
+        let summaries: Vec<&str> = after.iter().map(|f| f.summary.as_str()).collect();
+        assert_eq!(summaries, ["finding 3", "finding 2"]);
+        let id_of = |fs: &[StoredFinding], s: &str| fs.iter().find(|f| f.summary == s).map(|f| f.id);
+        assert_eq!(id_of(&after, "finding 2"), id_of(&before, "finding 2"));
+
+        let mut w = store.findings_writer(cluster, &["one", "two"]).unwrap();
+        w.put(&a).unwrap();
+        drop(w);
+        let ids = |fs: &[StoredFinding]| fs.iter().map(|f| f.id).collect::<Vec<_>>();
+        assert_eq!(ids(&read(&store, &FindingQuery::default())), ids(&after));
+    }
+}
