@@ -11,7 +11,7 @@ use etcd_inspector::canon::sensitive::Secrecy;
 use etcd_inspector::decode::encode::encode_protobuf;
 use etcd_inspector::decode::{decode_value, reuse_sub_messages, Outcome};
 use etcd_inspector::source::{Record, Sink};
-use etcd_inspector::store::{RevisionWriter, Store};
+use etcd_inspector::store::{RunRecorder, Store};
 use serde_json::json;
 use std::hint::black_box;
 
@@ -107,16 +107,9 @@ fn benches(c: &mut Criterion) {
                 let run = store.begin_run("bench", "/registry/", "").unwrap();
                 let cluster = store.cluster("bench").unwrap();
                 let fields = store.field_config(None, &[]).unwrap();
-                let mut w = RevisionWriter::new(
-                    &store,
-                    cluster,
-                    run,
-                    "/registry/",
-                    fields,
-                    Default::default(),
-                    None,
-                )
-                .unwrap();
+                let mut w = store
+                    .revision_writer(cluster, run, "/registry/", fields, Default::default(), None)
+                    .unwrap();
                 for r in &records {
                     w.record(r.clone()).unwrap();
                 }

@@ -19,6 +19,7 @@ mod etcd;
 
 use anyhow::Result;
 use etcd_inspector::decode::encode::encode_protobuf;
+use etcd_inspector::store::{HistoryReader, Store};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -158,13 +159,14 @@ fn main() -> Result<()> {
     // Every Secret revision must have been decrypted, none left encrypted.
     for (p, prefix) in prefixes.iter().enumerate().skip(1) {
         let db = work.path().join(format!("db-{p}-0.sqlite"));
-        let conn = rusqlite::Connection::open(&db)?;
-        let (decrypted, failed): (i64, i64) = conn.query_row(
-            "SELECT count(*) FILTER (WHERE encryption IS NOT NULL AND encoding = 'protobuf'), \
-                    count(*) FILTER (WHERE encoding = 'encrypted') FROM revisions",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
+        let usage = Store::open_for_reading(&db)?.resource_usage(&Default::default(), None)?;
+        let decrypted: i64 = usage
+            .iter()
+            .flat_map(|u| &u.encryption)
+            .filter(|(label, _)| label.as_str() != "identity")
+            .map(|(_, n)| n)
+            .sum();
+        let failed: i64 = usage.iter().filter_map(|u| u.encodings.get("encrypted")).sum();
         let expected = (objects.div_ceil(3) * (updates + 1)) as i64;
         anyhow::ensure!(
             decrypted == expected && failed == 0,

@@ -8,7 +8,7 @@
 use anyhow::{Context, Result};
 use etcd_inspector::decode::encode::encode_protobuf;
 use etcd_inspector::source::{Record, Sink};
-use etcd_inspector::store::{RevisionWriter, RunStatus, Store};
+use etcd_inspector::store::{RunFact, RunRecorder, RunStatus, Store};
 use serde_json::json;
 
 const REVISIONS_PER_KEY: i64 = 50;
@@ -22,17 +22,15 @@ fn main() -> Result<()> {
     store.load_hash_key(&Default::default())?;
     let run = store.begin_run("synthetic", "/registry/", "")?;
     let cluster = store.cluster("synthetic-cluster")?;
-    store.set_run_target(run, cluster, total + 1, 0, 1)?;
-    let fields = store.field_config(None, &[])?;
-    let mut writer = RevisionWriter::new(
-        &store,
+    let target = RunFact::Target {
         cluster,
-        run,
-        "/registry/",
-        fields,
-        Default::default(),
-        None,
-    )?;
+        head: total + 1,
+        compact: 0,
+        history_from: 1,
+    };
+    store.record(run, target)?;
+    let fields = store.field_config(None, &[])?;
+    let mut writer = store.revision_writer(cluster, run, "/registry/", fields, Default::default(), None)?;
     let mut revision = 1;
     for round in 0..REVISIONS_PER_KEY {
         for k in 0..keys {

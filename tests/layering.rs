@@ -109,3 +109,23 @@ fn no_command_imports_another() {
     }
     assert!(broken.is_empty(), "{}", broken.join("\n"));
 }
+
+/// The SQLite backend is one module: no other file names rusqlite, so a
+/// second backend is a new module beside it, not a rewrite.
+#[test]
+fn only_the_sqlite_backend_names_rusqlite() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let backend = src.join("store").join("sqlite");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let outside: Vec<String> = files
+        .iter()
+        .filter(|f| !f.starts_with(&backend))
+        .filter(|f| std::fs::read_to_string(f).unwrap().contains("rusqlite"))
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "rusqlite outside src/store/sqlite: {outside:?}"
+    );
+}

@@ -9,7 +9,8 @@ pub mod detector;
 pub mod drift;
 pub mod objects;
 
-use crate::store::{ClassifyStats, HistoryReader, Store, StoreError, ValueReader};
+use crate::store::Backend;
+use crate::store::{ClassifyStats, HistoryReader, StoreError, ValueReader};
 use detector::{Counts, Findings, Reads, Registration, Setup, Whole};
 use std::time::Duration;
 
@@ -144,7 +145,7 @@ fn detect_cluster(
 /// every cluster) and stores their findings as they are found, replacing
 /// the cluster's earlier ones in one transaction; unchanged findings are
 /// kept as they were.
-pub fn analyze(store: &Store, cluster: Option<i64>, options: &Options) -> Result<Analysis, StoreError> {
+pub fn analyze(store: &dyn Backend, cluster: Option<i64>, options: &Options) -> Result<Analysis, StoreError> {
     let classify = store.classify_pending()?;
     let clusters = match cluster {
         Some(c) => vec![c],

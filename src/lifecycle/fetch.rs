@@ -4,7 +4,8 @@
 
 use super::{file, live, RecordOptions, Settings, Summary};
 use crate::source::etcd::{Connection, EtcdError};
-use crate::store::{RunId, Store};
+use crate::store::RunId;
+use crate::store::{Backend, RunFact};
 use anyhow::Result;
 use indicatif::ProgressBar;
 use std::path::{Path, PathBuf};
@@ -70,7 +71,7 @@ pub(super) struct Live<'a> {
 /// which way it went; `None` when a signal stopped it. A download that
 /// `auto` chose but the server refuses falls back to Watch with a warning.
 pub(super) async fn read(
-    store: &Store,
+    store: &dyn Backend,
     run: RunId,
     live: &Live<'_>,
     options: &RecordOptions,
@@ -91,7 +92,7 @@ pub(super) async fn read(
         }
     };
     if download {
-        store.set_run_fetched(run, Fetch::Snapshot.as_str())?;
+        store.record(run, RunFact::Fetched(Fetch::Snapshot.as_str()))?;
         match downloaded(store, run, live, options, settings, bar).await {
             Err(e) if live.fetch == Fetch::Auto && refusal(&e).is_some() => {
                 let refused = refusal(&e).expect("checked");
@@ -100,7 +101,7 @@ pub(super) async fn read(
             other => return other,
         }
     }
-    store.set_run_fetched(run, Fetch::Watch.as_str())?;
+    store.record(run, RunFact::Fetched(Fetch::Watch.as_str()))?;
     live::read(store, run, live.connection, planned, options, settings, bar).await
 }
 
@@ -112,7 +113,7 @@ fn refusal(e: &anyhow::Error) -> Option<&EtcdError> {
 
 /// Downloads the server's snapshot, verifies it and reads it as a file.
 async fn downloaded(
-    store: &Store,
+    store: &dyn Backend,
     run: RunId,
     live: &Live<'_>,
     options: &RecordOptions,

@@ -9,7 +9,8 @@ use crate::source::bolt::BoltDb;
 use crate::source::db_file;
 use crate::source::etcd::Connection;
 use crate::source::{Census, Read};
-use crate::store::{Gap, RunId, Store};
+use crate::store::{Backend, RunFact};
+use crate::store::{Gap, RunId};
 use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
 use std::io::Write;
@@ -26,7 +27,7 @@ pub(super) struct FileRead<'a> {
 
 /// Reads the data file `file` names. `None` when a signal stopped the read.
 pub(super) fn read(
-    store: &Store,
+    store: &dyn Backend,
     run: RunId,
     file: &FileRead<'_>,
     prefix: &str,
@@ -49,14 +50,20 @@ pub(super) fn read(
     let head = info.head();
     let plan = Plan::new(store, &cluster_id, compact, prefix, &settings.filter)?;
     let cluster = plan.cluster;
-    store.set_run_target(run, cluster, head, compact, plan.from)?;
-    store.set_run_file(
-        run,
-        info.size,
-        &info.sha256,
-        info.first_revision,
-        info.last_revision,
-    )?;
+    let target = RunFact::Target {
+        cluster,
+        head,
+        compact,
+        history_from: plan.from,
+    };
+    store.record(run, target)?;
+    let read_file = RunFact::File {
+        size: info.size,
+        sha256: &info.sha256,
+        first: info.first_revision,
+        last: info.last_revision,
+    };
+    store.record(run, read_file)?;
     let mut writer = settings.writer(store, cluster, run, prefix)?;
     let mut sink = Progress {
         writer: &mut writer,
@@ -97,7 +104,7 @@ pub(super) fn read(
         return Ok(None);
     }
     if file.salvage {
-        store.set_run_salvage(run, &damage)?;
+        store.record(run, RunFact::Salvage(&damage))?;
         if !damage.is_none() {
             bar.suspend(|| eprintln!("salvaged: {}", damage.describe()));
         }

@@ -4,7 +4,8 @@
 use super::signal::stopping;
 use super::{RecordOptions, Summary};
 use crate::analyze::Analysis;
-use crate::store::HistoryReader;
+use crate::store::RunRecorder;
+use crate::store::{Backend, RunFact};
 use crate::store::{RunId, RunStatus, Store};
 use anyhow::{Context, Result};
 use std::path::Path;
@@ -35,14 +36,14 @@ pub(super) fn begin(db: &Path, source: &str, options: &RecordOptions) -> Result<
         eprintln!("{notice}");
     }
     let run = store.begin_run(source, &options.prefix, &options.filter.describe())?;
-    store.set_run_schema(run, &crate::decode::schema::schema().origin)?;
+    store.record(run, RunFact::Schema(&crate::decode::schema::schema().origin))?;
     Ok((store, run))
 }
 
 /// Ends the run as its outcome says (`None`: stopped by a signal), runs the
 /// analysis of a complete run and writes the metrics file.
 pub(super) fn finish(
-    store: &Store,
+    store: &dyn Backend,
     run: RunId,
     outcome: Option<Result<Summary>>,
     options: &RecordOptions,

@@ -9,7 +9,8 @@ use super::{RecordOptions, Settings, Summary};
 use crate::source::etcd::{Connection, Replay, Scope};
 use crate::source::filter::ResourceFilter;
 use crate::source::{Census, ReadError, Record, Sink};
-use crate::store::{RevisionWriter, RunId, Shortfall, Store, StoreError};
+use crate::store::{Backend, RunFact};
+use crate::store::{RevisionWriter, RunId, Shortfall, StoreError};
 use anyhow::Result;
 use indicatif::ProgressBar;
 use std::path::Path;
@@ -34,7 +35,7 @@ pub struct FollowOptions {
 /// least every `commit_every`, once they agree with etcd's counters.
 struct Recorder<'w, 's> {
     writer: &'w mut RevisionWriter<'s>,
-    store: &'s Store,
+    store: &'s dyn Backend,
     run: RunId,
     cluster: i64,
     /// The stored history is unbroken from this revision.
@@ -71,12 +72,13 @@ impl Recorder<'_, '_> {
         let recorded = |key: &[u8]| self.filter.records_key(key, self.prefix);
         if let Some(shortfall) =
             self.store
-                .history_shortfall(self.cluster, self.covered_from, &live, recorded)?
+                .history_shortfall(self.cluster, self.covered_from, &live, &recorded)?
         {
             return Err(FollowError::Incomplete(shortfall));
         }
         if self.through > self.committed {
-            self.store.set_complete_through(self.run, self.through)?;
+            self.store
+                .record(self.run, RunFact::CompleteThrough(self.through))?;
             self.committed = self.through;
         }
         self.last_commit = Instant::now();
@@ -123,7 +125,7 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
 /// Follows until the deadline (`Some`, complete) or a signal (`None`).
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn follow(
-    store: &Store,
+    store: &dyn Backend,
     run: RunId,
     db: &Path,
     connection: &Connection,
@@ -150,7 +152,7 @@ pub(super) async fn follow(
     let Some(mut summary) = caught_up else {
         return Ok(None);
     };
-    store.set_complete_through(run, summary.head)?;
+    store.record(run, RunFact::CompleteThrough(summary.head))?;
     let scope = Scope {
         prefix: options.prefix.as_bytes(),
     };
@@ -220,7 +222,7 @@ pub(super) async fn follow(
                 summary.gaps.extend(caught_up.gaps);
                 summary.head = caught_up.head;
                 summary.covered_from = caught_up.covered_from;
-                store.set_complete_through(run, summary.head)?;
+                store.record(run, RunFact::CompleteThrough(summary.head))?;
             }
             Ok(None) => return Ok(None),
             Err(e) if e.downcast_ref::<StoreError>().is_some() || e.downcast_ref::<Shortfall>().is_some() => {

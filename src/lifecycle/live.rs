@@ -8,7 +8,8 @@ use super::progress::{phase, spinning, Position, Progress, Unit};
 use super::{RecordOptions, Settings, Summary};
 use crate::source::etcd::{Connection, Etcd, Pinned, Scope};
 use crate::source::{Census, Read};
-use crate::store::{RunId, Store};
+use crate::store::RunId;
+use crate::store::{Backend, RunFact};
 use anyhow::Result;
 use indicatif::ProgressBar;
 
@@ -23,7 +24,7 @@ pub(super) struct Planned {
 
 /// Connects, pins the head and plans the run's history.
 pub(super) async fn planned(
-    store: &Store,
+    store: &dyn Backend,
     connection: &Connection,
     options: &RecordOptions,
     settings: &Settings,
@@ -52,7 +53,7 @@ pub(super) async fn planned(
 /// Reads a live etcd into the run, with the connection and plan already
 /// made when given; `None` when a signal stopped it.
 pub(super) async fn read(
-    store: &Store,
+    store: &dyn Backend,
     run: RunId,
     connection: &Connection,
     made: Option<Planned>,
@@ -71,13 +72,19 @@ pub(super) async fn read(
         None => planned(store, connection, options, settings).await?,
     };
     if !etcd.version().is_empty() {
-        store.set_run_etcd_version(run, etcd.version())?;
+        store.record(run, RunFact::EtcdVersion(etcd.version()))?;
     }
     let scope = Scope {
         prefix: options.prefix.as_bytes(),
     };
     let (cluster, mut gaps) = (plan.cluster, plan.gaps.clone());
-    store.set_run_target(run, cluster, pinned.head, compact, plan.from)?;
+    let target = RunFact::Target {
+        cluster,
+        head: pinned.head,
+        compact,
+        history_from: plan.from,
+    };
+    store.record(run, target)?;
     let mut writer = settings.writer(store, cluster, run, &options.prefix)?;
     let mut sink = Progress {
         writer: &mut writer,

@@ -22,7 +22,8 @@ use crate::decrypt::Decryptor;
 use crate::source::etcd::Connection;
 use crate::source::filter::ResourceFilter;
 use crate::store::hash_key::HashKeyOptions;
-use crate::store::{Gap, RevisionWriter, RunId, Store, StoreError};
+use crate::store::{Backend, RunFact};
+use crate::store::{Gap, RevisionWriter, RunId, StoreError};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -115,7 +116,12 @@ impl Settings {
     /// the run. An unreachable plugin fails a run that reads a live etcd
     /// (`plugins_required`); a file run goes on, and each value the plugin
     /// was needed for is undecodable with the reason.
-    fn new(store: &Store, run: RunId, options: &RecordOptions, plugins_required: bool) -> Result<Settings> {
+    fn new(
+        store: &dyn Backend,
+        run: RunId,
+        options: &RecordOptions,
+        plugins_required: bool,
+    ) -> Result<Settings> {
         if let Some(d) = &options.decryptor {
             let statuses = match d.check_plugins() {
                 Ok(s) => s,
@@ -125,7 +131,7 @@ impl Settings {
                     Vec::new()
                 }
             };
-            store.set_run_encryption_policy(run, &d.policy(&statuses))?;
+            store.record(run, RunFact::EncryptionPolicy(&d.policy(&statuses)))?;
         }
         Ok(Settings {
             fields: store.field_config(options.field_depth, &options.sensitive_paths)?,
@@ -136,13 +142,12 @@ impl Settings {
 
     fn writer<'s>(
         &self,
-        store: &'s Store,
+        store: &'s dyn Backend,
         cluster: i64,
         run: RunId,
         prefix: &str,
     ) -> Result<RevisionWriter<'s>, StoreError> {
-        RevisionWriter::new(
-            store,
+        store.revision_writer(
             cluster,
             run,
             prefix,
@@ -198,7 +203,7 @@ pub fn follow(
 
 /// Reads `source`; `None` when a signal stopped the read.
 async fn read(
-    store: &Store,
+    store: &dyn Backend,
     run: RunId,
     source: &Source,
     options: &RecordOptions,

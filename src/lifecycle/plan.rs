@@ -5,7 +5,8 @@ use super::progress::Progress;
 use crate::source::etcd::{Etcd, Replay, Scope};
 use crate::source::filter::ResourceFilter;
 use crate::source::{LiveKey, ReadError};
-use crate::store::{Gap, Previous, RevisionWriter, RunId, Store};
+use crate::store::{Backend, RunFact};
+use crate::store::{Gap, Previous, RevisionWriter, RunId};
 use anyhow::Result;
 use std::time::Duration;
 
@@ -33,7 +34,7 @@ pub(super) struct Plan {
 
 impl Plan {
     pub fn new(
-        store: &Store,
+        store: &dyn Backend,
         cluster_id: &str,
         compact: i64,
         prefix: &str,
@@ -128,16 +129,22 @@ pub(super) struct Tail<'a> {
 impl Tail<'_> {
     pub(super) fn write(
         &self,
-        store: &Store,
+        store: &dyn Backend,
         writer: &mut RevisionWriter,
         filter: &ResourceFilter,
     ) -> Result<()> {
         writer.flush()?;
         for gap in self.gaps {
-            store.record_gap(self.run, self.cluster, *gap)?;
+            store.record(
+                self.run,
+                RunFact::Gap {
+                    cluster: self.cluster,
+                    gap: *gap,
+                },
+            )?;
         }
-        store.set_run_coverage(self.run, self.covered_from)?;
-        let shortfall = store.history_shortfall(self.cluster, self.covered_from, self.live, |key| {
+        store.record(self.run, RunFact::Coverage(self.covered_from))?;
+        let shortfall = store.history_shortfall(self.cluster, self.covered_from, self.live, &|key| {
             filter.records_key(key, self.prefix)
         })?;
         match shortfall {

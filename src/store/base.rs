@@ -5,7 +5,6 @@
 //! database is decompressed only when a worker first needs it.
 
 use super::blob::{unpack, unpacked_size, ZSTD};
-use rusqlite::{Connection, OptionalExtension};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
@@ -28,7 +27,7 @@ impl BaseBlob {
     }
 
     /// A blob as stored (zstd, without a base).
-    fn packed(bytes: Vec<u8>) -> BaseBlob {
+    pub(super) fn packed(bytes: Vec<u8>) -> BaseBlob {
         BaseBlob {
             packed: Some(bytes),
             plain: OnceLock::new(),
@@ -78,33 +77,17 @@ pub(super) struct Bases {
 }
 
 impl Bases {
-    /// The key's base: cached, or that of its latest stored content.
-    pub(super) fn find(&mut self, conn: &Connection, key_id: i64) -> rusqlite::Result<Option<Arc<Base>>> {
+    /// The key's base: cached, or that of its latest stored content as
+    /// `load` reads it.
+    pub(super) fn find<E>(
+        &mut self,
+        key_id: i64,
+        load: impl FnOnce(i64) -> Result<Option<Base>, E>,
+    ) -> Result<Option<Arc<Base>>, E> {
         if let Some(base) = self.by_key.get(&key_id) {
             return Ok(Some(base.clone()));
         }
-        let stored = conn
-            .prepare_cached(
-                "SELECT b.id, b.canonical, b.fields, b.managed FROM revisions r \
-                 JOIN semantic_values s ON s.hash = r.semantic_sha256 \
-                 JOIN semantic_values b ON b.id = coalesce(s.base, s.id) \
-                 WHERE r.key_id = ?1 AND b.codec = 'zstd' ORDER BY r.mod_revision DESC LIMIT 1",
-            )?
-            .query_row([key_id], |r| {
-                let blob = |i| -> rusqlite::Result<BaseBlob> {
-                    Ok(BaseBlob::packed(
-                        r.get::<_, Option<Vec<u8>>>(i)?.unwrap_or_default(),
-                    ))
-                };
-                Ok(Base {
-                    id: r.get(0)?,
-                    canonical: blob(1)?,
-                    fields: blob(2)?,
-                    managed: blob(3)?,
-                })
-            })
-            .optional()?;
-        Ok(stored.map(|base| self.insert(key_id, base)))
+        Ok(load(key_id)?.map(|base| self.insert(key_id, base)))
     }
 
     /// Makes `base` the key's base.

@@ -110,16 +110,6 @@ pub(super) struct Packed {
 }
 
 impl Packed {
-    /// Reads columns `at`, `at + 1` and `at + 2` of a row selected as
-    /// `s.codec, s.<column>, b.<column>` (`b` joined on `b.id = s.base`).
-    pub(super) fn read(row: &rusqlite::Row, at: usize) -> rusqlite::Result<Packed> {
-        Ok(Packed {
-            codec: row.get(at)?,
-            blob: row.get(at + 1)?,
-            base: row.get(at + 2)?,
-        })
-    }
-
     /// The decompressed bytes, if the column holds a blob.
     pub(super) fn bytes(&self) -> Option<io::Result<Vec<u8>>> {
         let blob = self.blob.as_deref()?;

@@ -6,13 +6,13 @@
 //! `findings`) show. [`Store`] is its SQLite implementation; another backend
 //! implements the same trait.
 
-use super::values::Contents;
-use super::{
-    FindingIter, FindingQuery, Gap, HistoryRow, LiveObject, ResourceUsage, RunInfo, RunTime, Scope, Store,
-    StoreError, Usage,
-};
 use crate::decrypt::policy::Policy;
 use crate::store::object::ObjectRevision;
+use crate::store::values::Contents;
+use crate::store::{
+    FindingIter, FindingQuery, Gap, HistoryRow, LiveObject, ResourceUsage, RunInfo, RunTime, Scope,
+    StoreError, Usage,
+};
 use serde_json::Value;
 use std::path::Path;
 
@@ -88,93 +88,4 @@ pub trait HistoryReader {
 
     /// The keys written most, at most `limit`.
     fn busiest_keys(&self, scope: &Scope, limit: i64) -> Result<Vec<(String, i64)>, StoreError>;
-}
-
-impl HistoryReader for Store {
-    fn location(&self) -> &Path {
-        Store::path(self)
-    }
-
-    fn gaps(&self, cluster: i64) -> Result<Vec<Gap>, StoreError> {
-        Store::read_gaps(self, cluster)
-    }
-
-    fn run_times(&self, cluster: i64) -> Result<Vec<RunTime>, StoreError> {
-        Store::read_run_times(self, cluster)
-    }
-
-    fn encryption_policy(&self, cluster: i64) -> Result<Option<(Policy, i64)>, StoreError> {
-        Store::read_encryption_policy(self, cluster)
-    }
-
-    fn key_histories(
-        &self,
-        cluster: i64,
-        visit: &mut dyn FnMut(&[ObjectRevision]),
-    ) -> Result<(), StoreError> {
-        Store::read_key_histories(self, cluster, visit)
-    }
-
-    fn canonical_value(&self, semantic_sha256: &[u8]) -> Result<Option<Value>, StoreError> {
-        Store::read_canonical_value(self, semantic_sha256)
-    }
-
-    fn contents_of(&self, cluster: i64, group: &str, resource: &str) -> Result<Vec<Contents>, StoreError> {
-        Store::read_contents_of(self, cluster, group, resource)
-    }
-    fn clusters(&self) -> Result<Vec<i64>, StoreError> {
-        Store::read_clusters(self)
-    }
-
-    fn runs(&self) -> Result<Vec<RunInfo>, StoreError> {
-        Store::read_runs(self)
-    }
-
-    fn run_cluster(&self, run: i64) -> Result<Option<i64>, StoreError> {
-        Store::read_run_cluster(self, run)
-    }
-
-    fn run_head(&self, run: i64) -> Result<Option<(i64, i64)>, StoreError> {
-        Store::read_run_head(self, run)
-    }
-
-    fn revision_at_time(&self, time: &str) -> Result<Option<i64>, StoreError> {
-        Store::read_revision_at_time(self, time)
-    }
-
-    fn history(&self, key: &[u8]) -> Result<Vec<HistoryRow>, StoreError> {
-        Store::read_history(self, key)
-    }
-
-    fn add_diffs(&self, rows: &mut [HistoryRow]) -> Result<(), StoreError> {
-        Store::read_add_diffs(self, rows)
-    }
-
-    fn live_objects(&self, cluster: i64, revision: i64) -> Result<Vec<LiveObject>, StoreError> {
-        Store::read_live_objects(self, cluster, revision)
-    }
-
-    fn findings(&self, query: &FindingQuery) -> FindingIter<'_> {
-        Store::read_findings(self, query)
-    }
-
-    fn usage(&self, scope: &Scope, cluster: Option<i64>, top: i64) -> Result<Usage, StoreError> {
-        Store::read_usage(self, scope, cluster, top)
-    }
-
-    fn resource_usage(&self, scope: &Scope, cluster: Option<i64>) -> Result<Vec<ResourceUsage>, StoreError> {
-        Store::read_resource_usage(self, scope, cluster)
-    }
-
-    fn writes_by_class(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError> {
-        Store::read_writes_by_class(self, scope)
-    }
-
-    fn writes_by_resource(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError> {
-        Store::read_writes_by_resource(self, scope)
-    }
-
-    fn busiest_keys(&self, scope: &Scope, limit: i64) -> Result<Vec<(String, i64)>, StoreError> {
-        Store::read_busiest_keys(self, scope, limit)
-    }
 }

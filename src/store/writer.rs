@@ -9,15 +9,15 @@ use super::base::{Base, BaseBlob, Bases};
 use super::blob::{pack, repack_without, ZSTD};
 use super::pipeline::{Chunk, Pipeline};
 use super::prepare::{Against, KeyInfo, PlainBlobs, Prepared, Semantic};
-use super::{RunId, Store, StoreError};
-use crate::canon::keyed_hash::HashKind;
+use super::rows::{ContentRow, RevisionRow, RevisionRows};
+use super::{RunId, StoreError};
+use crate::canon::keyed_hash::{HashKey, HashKind};
 use crate::canon::path::FieldPath;
 use crate::canon::semantic::FieldConfig;
 use crate::decode::key::parse_key;
 use crate::decrypt::Decryptor;
 use crate::source::filter::ResourceFilter;
 use crate::source::{Record, Sink};
-use rusqlite::{params, OptionalExtension};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -35,7 +35,7 @@ const KEY_CACHE: usize = 200_000;
 
 /// A [`Sink`] that stores records for one run of one cluster.
 pub struct RevisionWriter<'s> {
-    store: &'s Store,
+    rows: Box<dyn RevisionRows + 's>,
     cluster: i64,
     run: RunId,
     prefix: String,
@@ -63,19 +63,22 @@ pub struct RevisionWriter<'s> {
 }
 
 impl<'s> RevisionWriter<'s> {
-    pub fn new(
-        store: &'s Store,
+    /// A writer of `run`'s records of `cluster` into `rows`, hashing with
+    /// `key`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        rows: Box<dyn RevisionRows + 's>,
+        key: &HashKey,
         cluster: i64,
         run: RunId,
         prefix: &str,
         fields: FieldConfig,
         filter: ResourceFilter,
         decryptor: Option<Arc<Decryptor>>,
-    ) -> Result<Self, StoreError> {
-        let key = store.hash_key()?;
-        Ok(RevisionWriter {
+    ) -> Self {
+        RevisionWriter {
             hash_key: key.id(),
-            store,
+            rows,
             cluster,
             run,
             prefix: prefix.to_string(),
@@ -90,11 +93,7 @@ impl<'s> RevisionWriter<'s> {
             path_ids: HashMap::new(),
             bases: Bases::default(),
             added: 0,
-        })
-    }
-
-    fn sql(&self, e: rusqlite::Error) -> StoreError {
-        self.store.err(e)
+        }
     }
 
     /// The key's row (inserted if new) and what its name tells.
@@ -111,32 +110,7 @@ impl<'s> RevisionWriter<'s> {
             self.cache_key(key, info);
             return Ok(info);
         }
-        let conn = &self.store.conn;
-        let existing: Option<i64> = conn
-            .prepare_cached("SELECT id FROM keys WHERE cluster_id = ?1 AND key = ?2")
-            .and_then(|mut s| s.query_row(params![self.cluster, key], |r| r.get(0)).optional())
-            .map_err(|e| self.sql(e))?;
-        let id = match existing {
-            Some(id) => id,
-            None => {
-                let p = parsed.as_ref();
-                conn.prepare_cached(
-                    "INSERT INTO keys (cluster_id, key, api_group, resource, namespace, name) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                )
-                .and_then(|mut s| {
-                    s.execute(params![
-                        self.cluster,
-                        key,
-                        p.map(|p| p.group.as_str()),
-                        p.map(|p| p.resource.as_str()),
-                        p.and_then(|p| p.namespace.as_deref()),
-                        p.and_then(|p| p.name.as_deref()),
-                    ])
-                })
-                .map_err(|e| self.sql(e))?;
-                conn.last_insert_rowid()
-            }
-        };
+        let id = self.rows.key_id(self.cluster, key, parsed.as_ref())?;
         let info = KeyInfo::new(id, parsed.as_ref(), self.decryptor.as_deref());
         self.cache_key(key, info);
         Ok(info)
@@ -153,14 +127,7 @@ impl<'s> RevisionWriter<'s> {
         if let Some(&id) = self.path_ids.get(path) {
             return Ok(id);
         }
-        let conn = &self.store.conn;
-        conn.prepare_cached("INSERT OR IGNORE INTO field_paths (path) VALUES (?1)")
-            .and_then(|mut s| s.execute([path.as_str()]))
-            .map_err(|e| self.sql(e))?;
-        let id = conn
-            .prepare_cached("SELECT id FROM field_paths WHERE path = ?1")
-            .and_then(|mut s| s.query_row([path.as_str()], |r| r.get(0)))
-            .map_err(|e| self.sql(e))?;
+        let id = self.rows.path_id(path)?;
         self.path_ids.insert(path.clone(), id);
         Ok(id)
     }
@@ -192,7 +159,7 @@ impl<'s> RevisionWriter<'s> {
                     let repack =
                         |b: Option<Vec<u8>>, dict: &[u8]| b.map(|b| repack_without(&b, dict)).transpose();
                     let io = |source| StoreError::Io {
-                        path: self.store.path.clone(),
+                        path: self.rows.location().to_path_buf(),
                         source,
                     };
                     canonical = repack(canonical, &c.plain.canonical).map_err(io)?;
@@ -202,34 +169,22 @@ impl<'s> RevisionWriter<'s> {
             },
             (Against::Chunk, _) => {
                 return Err(StoreError::WorkerPanicked {
-                    path: self.store.path.clone(),
+                    path: self.rows.location().to_path_buf(),
                     message: "a revision was compressed against one its chunk does not hold".into(),
                 })
             }
         };
         let packed_fields = pack(&fields, fields_dict);
-        // One look-up of the hash: a content stored before is left as it is
-        // (looking first took a second B-tree search for every new one).
-        let inserted = self
-            .store
-            .conn
-            .prepare_cached(
-                "INSERT INTO semantic_values (hash, keyed, codec, base, canonical, fields, managed) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (hash) DO NOTHING",
-            )
-            .and_then(|mut st| {
-                st.execute(params![
-                    s.hash,
-                    s.keyed,
-                    ZSTD,
-                    base_id,
-                    canonical,
-                    packed_fields,
-                    managed
-                ])
-            })
-            .map_err(|e| self.sql(e))?;
-        if inserted == 0 {
+        let inserted = self.rows.insert_content(&ContentRow {
+            hash: &s.hash,
+            keyed: s.keyed,
+            codec: ZSTD,
+            base: base_id,
+            canonical: canonical.as_deref(),
+            fields: &packed_fields,
+            managed: managed.as_deref(),
+        })?;
+        let Some(id) = inserted else {
             if let (Against::Nothing, Some(plain)) = (&s.against, s.plain) {
                 *chunk = Some(ChunkBase {
                     key_id,
@@ -238,9 +193,8 @@ impl<'s> RevisionWriter<'s> {
                 });
             }
             return Ok(());
-        }
+        };
         if let (Against::Nothing, Some(plain)) = (&s.against, s.plain) {
-            let id = self.store.conn.last_insert_rowid();
             let base = Base {
                 id,
                 canonical: BaseBlob::plain(plain.canonical.clone()),
@@ -268,75 +222,28 @@ impl<'s> RevisionWriter<'s> {
             self.store_semantic(p.key.id, s, chunk)?;
         }
         let r = &p.record;
-        let conn = &self.store.conn;
         // A tombstone read from a file carries only its key: it ends the
         // generation of the key's previous revision.
         let create_revision = if r.deleted && r.create_revision == 0 {
-            conn.prepare_cached(
-                "SELECT create_revision FROM revisions WHERE key_id = ?1 AND mod_revision < ?2 \
-                 ORDER BY mod_revision DESC LIMIT 1",
-            )
-            .and_then(|mut s| {
-                s.query_row(params![p.key.id, r.mod_revision], |row| row.get(0))
-                    .optional()
-            })
-            .map_err(|e| self.sql(e))?
-            .unwrap_or(0)
+            self.rows
+                .generation_before(p.key.id, r.mod_revision)?
+                .unwrap_or(0)
         } else {
             r.create_revision
         };
-        let (d, f) = (&p.described, &p.facts);
-        conn.prepare_cached(
-            "INSERT INTO revisions (key_id, mod_revision, create_revision, version, lease, deleted, value_size, value_sha256, \
-             value_hash, encoding, encryption, api_version, kind, namespace, name, uid, generation, decode_error, run_id, \
-             semantic_sha256, owner_kind, owner_name, owner_uid, generate_name, spec_hash, creation_timestamp, \
-             deletion_timestamp, phase, node, desired, managers, duplicates, observed_generation, finalizers, owner_refs, written_at, \
-             hash_key) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, \
-             ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37)",
-        )
-        .and_then(|mut s| {
-            s.execute(params![
-                p.key.id,
-                r.mod_revision,
-                create_revision,
-                r.version,
-                r.lease,
-                r.deleted,
-                p.value_size as i64,
-                p.value_hash.as_ref().map(|h| &h.0),
-                p.value_hash.as_ref().map(|h| h.1),
-                d.encoding,
-                d.encryption,
-                d.api_version,
-                d.kind,
-                d.namespace,
-                d.name,
-                d.uid,
-                d.generation,
-                d.error,
-                self.run.0,
-                semantic_hash,
-                f.owner_kind,
-                f.owner_name,
-                f.owner_uid,
-                f.generate_name,
-                f.spec_hash,
-                f.creation_timestamp,
-                f.deletion_timestamp,
-                f.phase,
-                f.node,
-                f.desired,
-                f.managers,
-                p.duplicates,
-                f.observed_generation,
-                f.finalizers,
-                f.owner_refs,
-                f.written_at,
-                keyed.then_some(&self.hash_key),
-            ])
-        })
-        .map_err(|e| self.sql(e))?;
+        self.rows.insert_revision(&RevisionRow {
+            key_id: p.key.id,
+            record: r,
+            create_revision,
+            value_size: p.value_size as i64,
+            value_hash: p.value_hash.as_ref().map(|(h, kind)| (h.as_slice(), *kind)),
+            described: &p.described,
+            facts: &p.facts,
+            duplicates: p.duplicates.as_deref(),
+            run: self.run,
+            semantic_hash: semantic_hash.as_deref(),
+            hash_key: keyed.then_some(self.hash_key.as_str()),
+        })?;
         self.added += 1;
         Ok(())
     }
@@ -344,7 +251,7 @@ impl<'s> RevisionWriter<'s> {
     /// Inserts one chunk the workers prepared, inside a transaction.
     fn store_chunk(&mut self, done: Result<Vec<Prepared>, String>) -> Result<(), StoreError> {
         let chunk = done.map_err(|message| StoreError::WorkerPanicked {
-            path: self.store.path.clone(),
+            path: self.rows.location().to_path_buf(),
             message,
         })?;
         self.begin_if_needed()?;
@@ -382,10 +289,10 @@ impl<'s> RevisionWriter<'s> {
             let base = match (record.deleted, chunk.last()) {
                 (true, _) => None,
                 (false, Some((r, k, base))) if k.id == key.id && !r.deleted => base.clone(),
-                (false, _) => self
-                    .bases
-                    .find(&self.store.conn, key.id)
-                    .map_err(|e| self.sql(e))?,
+                (false, _) => {
+                    let rows = &mut self.rows;
+                    self.bases.find(key.id, |id| rows.latest_base(id))?
+                }
             };
             chunk.push((record, key, base));
         }
@@ -410,10 +317,7 @@ impl<'s> RevisionWriter<'s> {
 
     fn begin_if_needed(&mut self) -> Result<(), StoreError> {
         if self.in_batch == 0 {
-            self.store
-                .conn
-                .execute_batch("BEGIN IMMEDIATE")
-                .map_err(|e| self.sql(e))?;
+            self.rows.begin()?;
             self.batch_began = std::time::Instant::now();
         }
         Ok(())
@@ -423,7 +327,7 @@ impl<'s> RevisionWriter<'s> {
     /// next transaction).
     fn commit(&mut self) -> Result<(), StoreError> {
         if self.in_batch > 0 {
-            self.store.conn.execute_batch("COMMIT").map_err(|e| self.sql(e))?;
+            self.rows.commit()?;
             self.in_batch = 0;
         }
         Ok(())
@@ -445,7 +349,7 @@ impl<'s> RevisionWriter<'s> {
         self.pipeline.discard();
         self.pending_ids.clear();
         if self.in_batch > 0 {
-            let _ = self.store.conn.execute_batch("ROLLBACK");
+            self.rows.rollback();
             self.in_batch = 0;
         }
     }
@@ -479,12 +383,7 @@ impl Sink for RevisionWriter<'_> {
             return Ok(true);
         }
         let known = self.pending_ids.contains(&(key.id, r.mod_revision))
-            || self
-                .store
-                .conn
-                .prepare_cached("SELECT 1 FROM revisions WHERE key_id = ?1 AND mod_revision = ?2")
-                .and_then(|mut s| s.exists(params![key.id, r.mod_revision]))
-                .map_err(|e| self.sql(e))?;
+            || self.rows.has_revision(key.id, r.mod_revision)?;
         if !known {
             self.pending_ids.insert((key.id, r.mod_revision));
             // A source that reads by key (a data file) keeps each key's
@@ -500,189 +399,5 @@ impl Sink for RevisionWriter<'_> {
             self.commit()?;
         }
         Ok(true)
-    }
-}
-
-/// A test's record of `object` as JSON under `key`, in generation
-/// `create_revision`.
-#[cfg(test)]
-pub(super) fn test_record(
-    key: &str,
-    mod_revision: i64,
-    create_revision: i64,
-    object: &serde_json::Value,
-) -> Record {
-    Record {
-        key: key.as_bytes().to_vec(),
-        mod_revision,
-        create_revision,
-        version: mod_revision - create_revision + 1,
-        lease: 0,
-        value: serde_json::to_vec(object).unwrap(),
-        deleted: false,
-    }
-}
-
-/// A test's own run and its writer: every resource, the default field
-/// settings, a new hash key; the cluster's row id with it.
-#[cfg(test)]
-pub(super) fn test_writer(store: &Store) -> (i64, RevisionWriter<'_>) {
-    store.load_hash_key(&Default::default()).unwrap();
-    let run = store.begin_run("test", "/registry/", "").unwrap();
-    let cluster = store.cluster("test").unwrap();
-    let fields = store.field_config(None, &[]).unwrap();
-    let writer = RevisionWriter::new(
-        store,
-        cluster,
-        run,
-        "/registry/",
-        fields,
-        Default::default(),
-        None,
-    )
-    .unwrap();
-    (cluster, writer)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::decode::encode::encode_protobuf;
-    use serde_json::json;
-
-    fn pod(phase: &str) -> serde_json::Value {
-        let env: Vec<_> = (0..30)
-            .map(|e| json!({"name": format!("SETTING_{e}"), "value": format!("value-{e}-of-some-length")}))
-            .collect();
-        json!({"apiVersion": "v1", "kind": "Pod",
-               "metadata": {"name": "web-1", "namespace": "shop", "uid": "u-1",
-                            "managedFields": [{"manager": "kubelet", "operation": "Update", "apiVersion": "v1",
-                                               "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:phase": {}}}}]},
-               "spec": {"containers": [{"name": "web", "image": "nginx", "env": env}]},
-               "status": {"phase": phase}})
-    }
-
-    /// Writes one revision of the Pod in a run of its own.
-    fn write(store: &Store, revision: i64, phase: &str) {
-        write_all(store, &[("/registry/pods/shop/web-1", revision, phase)]);
-    }
-
-    /// Writes revisions `(key, revision, phase)` of the Pod in one run.
-    fn write_all(store: &Store, revisions: &[(&str, i64, &str)]) {
-        let (_, mut w) = super::test_writer(store);
-        for &(key, revision, phase) in revisions {
-            let record = Record {
-                key: key.as_bytes().to_vec(),
-                mod_revision: revision,
-                create_revision: 2,
-                version: revision - 1,
-                lease: 0,
-                value: encode_protobuf(&pod(phase)).unwrap(),
-                deleted: false,
-            };
-            w.record(record).unwrap();
-        }
-        w.flush().unwrap();
-    }
-
-    /// `(id, base, hash)` of every stored content, in order.
-    fn contents(store: &Store) -> Vec<(i64, Option<i64>, Vec<u8>)> {
-        store
-            .conn
-            .prepare("SELECT id, base, hash FROM semantic_values ORDER BY id")
-            .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap()
-    }
-
-    #[test]
-    fn revisions_of_one_key_read_together_compress_against_the_first() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open_for_writing(&dir.path().join("db.sqlite")).unwrap();
-        // Another key's revisions in between, as a source sends them.
-        write_all(
-            &store,
-            &[
-                ("/registry/pods/shop/web-1", 2, "Pending"),
-                ("/registry/pods/shop/web-2", 3, "Pending"),
-                ("/registry/pods/shop/web-1", 4, "Running"),
-                ("/registry/pods/shop/web-2", 5, "Running"),
-                ("/registry/pods/shop/web-1", 6, "Succeeded"),
-            ],
-        );
-        let rows = contents(&store);
-        // web-2's Pending equals web-1's (the Pod names itself web-1).
-        assert_eq!(rows.len(), 3, "Pending, Running, Succeeded once each");
-        assert_eq!(rows[0].1, None);
-        assert_eq!(rows[1].1, Some(rows[0].0));
-        assert_eq!(rows[2].1, Some(rows[0].0));
-        for ((_, _, hash), phase) in rows.iter().zip(["Pending", "Running", "Succeeded"]) {
-            assert_eq!(
-                store.read_canonical_value(hash).unwrap().unwrap()["status"]["phase"],
-                phase
-            );
-        }
-    }
-
-    #[test]
-    fn a_key_whose_first_content_was_stored_before_stores_its_next_in_full() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open_for_writing(&dir.path().join("db.sqlite")).unwrap();
-        write(&store, 2, "Pending");
-        // The same value copied under another key, then changed there: its
-        // first content is known, so it is no base for the next.
-        write_all(
-            &store,
-            &[
-                ("/registry/pods/shop/web-copy", 5, "Pending"),
-                ("/registry/pods/shop/web-copy", 6, "Running"),
-                ("/registry/pods/shop/web-copy", 7, "Succeeded"),
-            ],
-        );
-        let rows = contents(&store);
-        assert_eq!(rows.len(), 3);
-        assert!(rows.iter().all(|(_, base, _)| base.is_none()), "{rows:?}");
-        for ((_, _, hash), phase) in rows.iter().zip(["Pending", "Running", "Succeeded"]) {
-            assert_eq!(
-                store.read_canonical_value(hash).unwrap().unwrap()["status"]["phase"],
-                phase
-            );
-        }
-    }
-
-    #[test]
-    fn a_later_content_is_a_small_delta_against_the_base_an_earlier_run_stored() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open_for_writing(&dir.path().join("db.sqlite")).unwrap();
-        for (revision, phase) in [(2, "Pending"), (3, "Running"), (4, "Succeeded")] {
-            write(&store, revision, phase);
-        }
-        let rows: Vec<(i64, Option<i64>, usize, Vec<u8>)> = store
-            .conn
-            .prepare("SELECT id, base, length(canonical), hash FROM semantic_values ORDER BY id")
-            .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
-        assert_eq!(rows.len(), 3);
-        let (base_id, base_of_base, full, _) = &rows[0];
-        assert_eq!(*base_of_base, None, "the first content is stored in full");
-        for (phase, (_, base, size, hash)) in ["Running", "Succeeded"].iter().zip(&rows[1..]) {
-            assert_eq!(
-                base.as_ref(),
-                Some(base_id),
-                "compressed against the first content"
-            );
-            assert!(
-                size * 5 < *full,
-                "a phase change costs {size} bytes, the full content {full}"
-            );
-            let stored = store.read_canonical_value(hash).unwrap().unwrap();
-            assert_eq!(stored["status"]["phase"], *phase);
-            assert_eq!(stored["spec"]["containers"][0]["env"][29]["name"], "SETTING_29");
-        }
     }
 }

@@ -219,6 +219,8 @@ fn as_written_before_segments(db: &Path) {
            UPDATE settings SET value = CAST(replace(CAST(value AS TEXT), '\\.', '.') AS BLOB) WHERE name = 'sensitive_paths';
            ALTER TABLE runs DROP COLUMN hash_key;
            ALTER TABLE revisions DROP COLUMN hash_key;
+           DROP INDEX findings_by_severity;
+           DROP INDEX findings_by_cluster;
            PRAGMA user_version = 13;"#,
     )
     .unwrap();

@@ -195,12 +195,13 @@ pub fn stored_revisions_of(db: &Path, key: &str) -> Vec<(i64, bool)> {
 /// How many revisions the database holds (0 while it cannot be read, as
 /// before a first commit).
 pub fn stored_revisions(db: &Path) -> i64 {
-    let Ok(conn) = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-    else {
+    let Ok(store) = Store::open_for_reading(db) else {
         return 0;
     };
-    conn.query_row("SELECT count(*) FROM revisions", [], |r| r.get(0))
-        .unwrap_or(0)
+    match store.resource_usage(&Default::default(), None) {
+        Ok(usage) => usage.iter().map(|u| u.revisions).sum(),
+        Err(_) => 0,
+    }
 }
 
 /// `runs -o json` rows.

@@ -1,8 +1,9 @@
 //! Per-database settings: choices fixed when the database is first used.
 
-use super::{Store, StoreError};
+use super::Store;
 use crate::canon::path::FieldPath;
 use crate::canon::semantic::{FieldConfig, Sensitivity, DEFAULT_DEPTH};
+use crate::store::StoreError;
 use rusqlite::OptionalExtension;
 
 const FIELD_DEPTH: &str = "field_depth";
@@ -43,7 +44,7 @@ impl Store {
     /// `depth` and `sensitive`, or the defaults); later runs may repeat the
     /// same choice but not change it, since hashes taken differently do not
     /// compare.
-    pub fn field_config(
+    pub(in crate::store) fn field_config(
         &self,
         depth: Option<usize>,
         sensitive: &[FieldPath],

@@ -1,8 +1,7 @@
 //! Change classes and findings in the database: the classification pass,
 //! the classified history detectors read, and the findings they write.
 
-use super::blob::Packed;
-use super::{Store, StoreError};
+use super::Store;
 use crate::canon::change::{classify, ChangeCause, ChangeClass, Facts};
 use crate::canon::facts::ObjectFacts;
 use crate::canon::managed::{attribute, entries, Entry};
@@ -11,19 +10,13 @@ use crate::canon::semantic::FIELD_HASH_LEN;
 use crate::decode::envelope::Encoding;
 use crate::decrypt::label::Label;
 use crate::ingest::revision::TEXT_ENCODING;
+use crate::store::blob::Packed;
 use crate::store::object::ObjectRevision;
+use crate::store::ClassifyStats;
+use crate::store::StoreError;
 use crate::unknown::UnknownName;
 use rusqlite::params;
 use std::collections::{BTreeMap, HashMap};
-
-/// What a classification pass did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ClassifyStats {
-    /// Revisions that got a change class.
-    pub classified: i64,
-    /// Rows the pass read: each revision of the keys involved, once.
-    pub rows_read: i64,
-}
 
 /// One revision as the classification pass sees it.
 struct Row {
@@ -53,7 +46,7 @@ impl Row {
 /// Decodes a `semantic_values.fields` column (column `index` of its row);
 /// `None` when the value has none. A blob that does not decompress or parse
 /// is an error naming the damage.
-pub(super) fn decode_fields(
+pub(in crate::store) fn decode_fields(
     packed: &Packed,
     paths: &HashMap<i64, FieldPath>,
     index: usize,
@@ -65,14 +58,14 @@ pub(super) fn decode_fields(
         return Ok(None);
     };
     let blob = blob.map_err(|e| damaged(Box::new(e)))?;
-    super::field_blob::decode(&blob, paths)
+    crate::store::field_blob::decode(&blob, paths)
         .map(Some)
         .map_err(|e| damaged(Box::new(e)))
 }
 
 impl Store {
     /// Interned field paths by id.
-    pub(super) fn field_path_names(&self) -> Result<HashMap<i64, FieldPath>, StoreError> {
+    pub(in crate::store) fn field_path_names(&self) -> Result<HashMap<i64, FieldPath>, StoreError> {
         let err = |e| self.err(e);
         let mut stmt = self
             .conn
@@ -95,7 +88,7 @@ impl Store {
     /// managers behind each changed path. One pass: the keys with
     /// unclassified revisions are read once each, oldest first; memory is
     /// bounded by one key's history.
-    pub fn classify_pending(&self) -> Result<ClassifyStats, StoreError> {
+    pub(in crate::store) fn classify_pending(&self) -> Result<ClassifyStats, StoreError> {
         let err = |e| self.err(e);
         let paths = self.field_path_names()?;
         let keys: Vec<i64> = {
@@ -129,8 +122,8 @@ impl Store {
             for key in keys {
                 let rows: Vec<Row> = read
                     .query_map([key], |r| {
-                        let fields = Packed::read(r, 9)?;
-                        let managed = Packed::read(r, 13)?;
+                        let fields = super::packed(r, 9)?;
+                        let managed = super::packed(r, 13)?;
                         Ok(Row {
                             mod_revision: r.get(0)?,
                             create_revision: r.get(1)?,
@@ -191,7 +184,7 @@ impl Store {
     }
 
     /// Every cluster's row id.
-    pub(super) fn read_clusters(&self) -> Result<Vec<i64>, StoreError> {
+    pub(in crate::store) fn read_clusters(&self) -> Result<Vec<i64>, StoreError> {
         let err = |e| self.err(e);
         let mut stmt = self
             .conn
@@ -202,7 +195,7 @@ impl Store {
     }
 
     /// The cluster a run read.
-    pub(super) fn read_run_cluster(&self, run: i64) -> Result<Option<i64>, StoreError> {
+    pub(in crate::store) fn read_run_cluster(&self, run: i64) -> Result<Option<i64>, StoreError> {
         use rusqlite::OptionalExtension;
         self.conn
             .query_row("SELECT cluster_id FROM runs WHERE id = ?1", [run], |r| r.get(0))
@@ -228,7 +221,7 @@ impl Store {
 
     /// Fails unless `encoding` (a `revisions.encoding`) is one the decoder
     /// names, or the plain text of etcd's compaction key.
-    pub(super) fn check_encoding(&self, encoding: Option<&str>) -> Result<(), StoreError> {
+    pub(in crate::store) fn check_encoding(&self, encoding: Option<&str>) -> Result<(), StoreError> {
         match encoding {
             None | Some(TEXT_ENCODING) => Ok(()),
             Some(name) => Encoding::parse(name)
@@ -239,7 +232,7 @@ impl Store {
 
     /// Fails unless `label` (a `revisions.encryption`) reads as an
     /// encryption label.
-    pub(super) fn check_encryption(&self, label: Option<&str>) -> Result<(), StoreError> {
+    pub(in crate::store) fn check_encryption(&self, label: Option<&str>) -> Result<(), StoreError> {
         match label {
             None => Ok(()),
             Some(text) => Label::parse(text)
@@ -251,7 +244,7 @@ impl Store {
     /// Streams every key's revisions of `cluster`, key by key and oldest
     /// first, with their classes, field hashes and object facts: one pass
     /// over the history, holding one key's revisions at a time.
-    pub(super) fn read_key_histories(
+    pub(in crate::store) fn read_key_histories(
         &self,
         cluster: i64,
         visit: &mut dyn FnMut(&[ObjectRevision]),
@@ -279,7 +272,7 @@ impl Store {
         while let Some(r) = rows.next().map_err(err)? {
             let key: Vec<u8> = r.get("key").map_err(err)?;
             let text = |name: &str| -> Result<Option<String>, StoreError> { r.get(name).map_err(err) };
-            let fields = Packed::read(r, FIELDS).map_err(err)?;
+            let fields = super::packed(r, FIELDS).map_err(err)?;
             let rev = ObjectRevision {
                 key: String::from_utf8_lossy(&key).into_owned(),
                 resource: r.get("resource").map_err(err)?,
@@ -355,7 +348,7 @@ impl Store {
     }
 
     /// Revision ranges of `cluster` lost to compaction between runs.
-    pub(super) fn read_gaps(&self, cluster: i64) -> Result<Vec<super::Gap>, StoreError> {
+    pub(in crate::store) fn read_gaps(&self, cluster: i64) -> Result<Vec<crate::store::Gap>, StoreError> {
         let err = |e| self.err(e);
         let mut stmt = self
             .conn
@@ -363,7 +356,7 @@ impl Store {
             .map_err(err)?;
         let rows = stmt
             .query_map([cluster], |r| {
-                Ok(super::Gap {
+                Ok(crate::store::Gap {
                     from_revision: r.get(0)?,
                     to_revision: r.get(1)?,
                 })
@@ -386,11 +379,11 @@ mod tests {
     fn database(dir: &tempfile::TempDir) -> (Store, PathBuf, i64) {
         let path = dir.path().join("db.sqlite");
         let store = Store::open_for_writing(&path).unwrap();
-        let (cluster, mut w) = super::super::writer::test_writer(&store);
+        let (cluster, mut w) = crate::store::sqlite::test_writer(&store);
         for (revision, value) in [(2, "a"), (3, "b")] {
             let object = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "c", "namespace": "shop", "uid": "u"}, "data": {"k": value}});
-            w.record(super::super::writer::test_record(
+            w.record(crate::store::sqlite::test_record(
                 "/registry/configmaps/shop/c",
                 revision,
                 2,

@@ -2,8 +2,9 @@
 //! replacing a cluster's earlier findings in one transaction, and read back
 //! a page at a time, most severe first.
 
-use super::finding::{Finding, FindingIter, FindingQuery, FindingsWriter, Severity, StoredFinding};
-use super::{Store, StoreError};
+use super::Store;
+use crate::store::finding::{Finding, FindingIter, FindingQuery, FindingsWriter, Severity, StoredFinding};
+use crate::store::StoreError;
 use rusqlite::{params, OptionalExtension};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, VecDeque};
@@ -35,7 +36,7 @@ struct Writer<'s> {
 
 impl Store {
     /// A writer replacing `detectors`' findings of `cluster`.
-    pub fn findings_writer(
+    pub(in crate::store) fn findings_writer(
         &self,
         cluster: i64,
         detectors: &[&str],
@@ -147,7 +148,7 @@ struct Pages<'s> {
 
 impl Store {
     /// The stored findings `query` selects, most severe first.
-    pub(super) fn read_findings(&self, query: &FindingQuery) -> FindingIter<'_> {
+    pub(in crate::store) fn read_findings(&self, query: &FindingQuery) -> FindingIter<'_> {
         let severities = Severity::ALL
             .into_iter()
             .filter(|s| query.severity.is_none_or(|min| *s >= min))
@@ -221,7 +222,7 @@ impl Pages<'_> {
     fn fill(&mut self) -> Result<bool, StoreError> {
         let store = self.store;
         let err = |e| store.err(e);
-        let filtered = self.query.objects != super::ObjectFilter::default();
+        let filtered = self.query.objects != crate::store::ObjectFilter::default();
         if !self.checked {
             let known: Vec<String> = Severity::ALL
                 .iter()
@@ -314,12 +315,12 @@ mod tests {
     /// cluster's row id.
     fn database(dir: &tempfile::TempDir) -> (Store, i64) {
         let store = Store::open_for_writing(&dir.path().join("db.sqlite")).unwrap();
-        let (cluster, mut w) = super::super::writer::test_writer(&store);
+        let (cluster, mut w) = crate::store::sqlite::test_writer(&store);
         for (revision, ns) in [(2, "a"), (3, "b")] {
             let object = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "c", "namespace": ns, "uid": ns}});
             let key = format!("/registry/configmaps/{ns}/c");
-            w.record(super::super::writer::test_record(
+            w.record(crate::store::sqlite::test_record(
                 &key, revision, revision, &object,
             ))
             .unwrap();

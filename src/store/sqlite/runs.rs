@@ -1,174 +1,18 @@
 //! Runs: one row per `snapshot` invocation, its status and what it saw.
 
-use super::{Store, StoreError};
+use super::Store;
 use crate::decode::gotime::now;
 use crate::decrypt::policy::Policy;
-use crate::source::db_file::Damage;
 use crate::source::LiveKey;
-use crate::unknown::{find, UnknownName};
+use crate::store::RunFact;
+use crate::store::StoreError;
+use crate::store::{FileInfo, Gap, Previous, RunId, RunInfo, RunStatus, RunTime, Shortfall};
 use rusqlite::{params, OptionalExtension};
-use serde::Serialize;
-
-/// A run's row id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(transparent)]
-pub struct RunId(pub i64);
-
-/// Where a run ended up.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RunStatus {
-    Running,
-    Complete,
-    Failed,
-    Interrupted,
-}
-
-impl RunStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Running => "running",
-            RunStatus::Complete => "complete",
-            RunStatus::Failed => "failed",
-            RunStatus::Interrupted => "interrupted",
-        }
-    }
-
-    /// Every status.
-    pub const ALL: [RunStatus; 4] = [
-        RunStatus::Running,
-        RunStatus::Complete,
-        RunStatus::Failed,
-        RunStatus::Interrupted,
-    ];
-
-    /// The status [`RunStatus::as_str`] names.
-    pub fn parse(name: &str) -> Result<RunStatus, UnknownName> {
-        find(&RunStatus::ALL, RunStatus::as_str, "a run status", name)
-    }
-}
-
-/// Revisions lost to compaction between two runs, inclusive.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct Gap {
-    pub from_revision: i64,
-    pub to_revision: i64,
-}
-
-impl std::fmt::Display for Gap {
-    /// `from-to`, as every table and message shows a gap.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}-{}", self.from_revision, self.to_revision)
-    }
-}
-
-/// The run an incremental run continues from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Previous {
-    /// Everything up to this revision is stored.
-    pub head: i64,
-    /// ... and everything from this one on.
-    pub covered_from: i64,
-}
-
-/// Keys whose stored history disagrees with etcd's counters.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Shortfall {
-    /// How many keys.
-    pub keys: usize,
-    /// The first of them, with its stored and expected revision counts.
-    pub key: String,
-    pub stored: i64,
-    pub expected: i64,
-}
-
-impl std::fmt::Display for Shortfall {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (keys, have) = match self.keys {
-            1 => ("1 key".to_string(), "has"),
-            n => (format!("{n} keys"), "have"),
-        };
-        write!(
-            f,
-            "history incomplete: {keys} {have} {} revisions than etcd counts, e.g. {}: stored {} of {}",
-            if self.stored > self.expected {
-                "more"
-            } else {
-                "fewer"
-            },
-            self.key,
-            self.stored,
-            self.expected
-        )
-    }
-}
-
-impl std::error::Error for Shortfall {}
-
-/// When a complete run read etcd.
-#[derive(Clone, Debug)]
-pub struct RunTime {
-    pub head: i64,
-    pub started_at: String,
-    pub finished_at: Option<String>,
-    /// It read a data file, whose time of reading says nothing of etcd's.
-    pub file: bool,
-}
-
-/// A run as `runs` shows it.
-#[derive(Clone, Debug, Serialize)]
-pub struct RunInfo {
-    pub id: RunId,
-    pub status: RunStatus,
-    pub cluster_id: Option<String>,
-    pub source: String,
-    pub prefix: String,
-    pub started_at: String,
-    pub finished_at: Option<String>,
-    pub head_revision: Option<i64>,
-    pub compact_revision: Option<i64>,
-    pub history_from: Option<i64>,
-    pub keys_seen: i64,
-    pub revisions_added: i64,
-    pub gaps: Vec<Gap>,
-    pub error: Option<String>,
-    pub tool_version: String,
-    /// The etcd server version a live run talked to.
-    pub etcd_version: Option<String>,
-    /// How a live run fetched history: `watch` or `snapshot`.
-    pub fetched: Option<String>,
-    /// Which schema named the fields (built-in, or given files and a hash).
-    pub schema: Option<String>,
-    /// Read from a damaged file with `--salvage`.
-    pub salvaged: bool,
-    /// What the salvaging read worked around.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub damage: Option<Damage>,
-    /// The write policy of the encryption config the run decrypted with.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub encryption: Option<Policy>,
-    /// The id of the key the run hashed secrets with (see
-    /// [`crate::canon::keyed_hash`]): runs with different ids do not
-    /// compare keyed hashes.
-    pub hash_key: Option<String>,
-    /// For a run that read a data file: its size, SHA-256 and revisions.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub file: Option<FileInfo>,
-}
-
-/// The data file a run read.
-#[derive(Clone, Debug, Serialize)]
-pub struct FileInfo {
-    pub size: i64,
-    pub sha256: String,
-    pub first_revision: Option<i64>,
-    pub last_revision: Option<i64>,
-}
 
 impl Store {
     /// Runs left `running` by a process that no longer holds the lock (killed
     /// or crashed) are marked interrupted. Called with the lock held.
-    pub(super) fn abandon_stale_runs(&self) -> Result<(), StoreError> {
+    pub(in crate::store) fn abandon_stale_runs(&self) -> Result<(), StoreError> {
         self.conn
             .execute(
                 "UPDATE runs SET status = 'interrupted', error = coalesce(error, 'the process ended before the run finished') \
@@ -181,7 +25,12 @@ impl Store {
 
     /// Starts a run, recording the id of the key it hashes with (which
     /// must be loaded: [`Store::load_hash_key`]).
-    pub fn begin_run(&self, source: &str, prefix: &str, filter: &str) -> Result<RunId, StoreError> {
+    pub(in crate::store) fn begin_run(
+        &self,
+        source: &str,
+        prefix: &str,
+        filter: &str,
+    ) -> Result<RunId, StoreError> {
         let key = self.hash_key()?.id();
         self.conn
             .execute(
@@ -202,7 +51,7 @@ impl Store {
     }
 
     /// The cluster's row id, created on first sight.
-    pub fn cluster(&self, etcd_cluster_id: &str) -> Result<i64, StoreError> {
+    pub(in crate::store) fn cluster(&self, etcd_cluster_id: &str) -> Result<i64, StoreError> {
         self.conn
             .execute(
                 "INSERT OR IGNORE INTO clusters (etcd_cluster_id, first_seen) VALUES (?1, ?2)",
@@ -223,7 +72,7 @@ impl Store {
     /// complete run's head, or how far a `follow` run got), and from which
     /// revision that run's stored history is unbroken. Runs from before
     /// filters existed recorded every resource (`everything`).
-    pub fn previous_head(
+    pub(in crate::store) fn previous_head(
         &self,
         cluster: i64,
         prefix: &str,
@@ -247,52 +96,12 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// Sets one of the run's columns.
-    fn set_column(
-        &self,
-        run: RunId,
-        column: &'static str,
-        value: &dyn rusqlite::ToSql,
-    ) -> Result<(), StoreError> {
-        self.conn
-            .execute(
-                &format!("UPDATE runs SET {column} = ?2 WHERE id = ?1"),
-                params![run.0, value],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(())
-    }
-
-    /// Records the etcd server version a live run talked to.
-    pub fn set_run_etcd_version(&self, run: RunId, version: &str) -> Result<(), StoreError> {
-        self.set_column(run, "etcd_version", &version)
-    }
-
-    /// Records which schema named the run's fields.
-    pub fn set_run_schema(&self, run: RunId, schema: &str) -> Result<(), StoreError> {
-        self.set_column(run, "schema", &schema)
-    }
-
-    /// Records what a salvaging run of a damaged file worked around.
-    pub fn set_run_salvage(&self, run: RunId, damage: &Damage) -> Result<(), StoreError> {
-        let json = serde_json::to_string(damage).expect("damage serializes");
-        self.set_column(run, "salvage", &json)
-    }
-
-    /// Records how a live run fetched history (`watch` or `snapshot`).
-    pub fn set_run_fetched(&self, run: RunId, how: &str) -> Result<(), StoreError> {
-        self.set_column(run, "fetched", &how)
-    }
-
-    /// Records the write policy of the encryption config a run decrypted with.
-    pub fn set_run_encryption_policy(&self, run: RunId, policy: &Policy) -> Result<(), StoreError> {
-        let json = serde_json::to_string(policy).expect("a policy serializes");
-        self.set_column(run, "encryption_policy", &json)
-    }
-
     /// The encryption policy of `cluster`'s newest complete run that
     /// recorded one, with that run's head revision.
-    pub(super) fn read_encryption_policy(&self, cluster: i64) -> Result<Option<(Policy, i64)>, StoreError> {
+    pub(in crate::store) fn read_encryption_policy(
+        &self,
+        cluster: i64,
+    ) -> Result<Option<(Policy, i64)>, StoreError> {
         let row: Option<(String, i64)> = self
             .conn
             .query_row(
@@ -328,7 +137,7 @@ impl Store {
 
     /// When `cluster`'s complete runs read etcd, oldest first: what a
     /// detector knows of the cluster's clock.
-    pub(super) fn read_run_times(&self, cluster: i64) -> Result<Vec<RunTime>, StoreError> {
+    pub(in crate::store) fn read_run_times(&self, cluster: i64) -> Result<Vec<RunTime>, StoreError> {
         let mut stmt = self
             .conn
             .prepare(
@@ -349,21 +158,16 @@ impl Store {
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
-    /// Records from which revision the run's stored history is unbroken.
-    pub fn set_run_coverage(&self, run: RunId, covered_from: i64) -> Result<(), StoreError> {
-        self.set_column(run, "covered_from", &covered_from)
-    }
-
     /// Compares the stored history with etcd's counters: for every key of
     /// `live` that `recorded` keeps and whose generation began at or after
     /// `covered_from`, the stored revisions of that generation must number
     /// exactly its `version`, the newest being its `mod_revision`.
-    pub fn history_shortfall(
+    pub(in crate::store) fn history_shortfall(
         &self,
         cluster: i64,
         covered_from: i64,
         live: &[LiveKey],
-        recorded: impl Fn(&[u8]) -> bool,
+        recorded: &dyn Fn(&[u8]) -> bool,
     ) -> Result<Option<Shortfall>, StoreError> {
         let mut stmt = self
             .conn
@@ -401,58 +205,14 @@ impl Store {
         Ok(shortfall)
     }
 
-    /// Records what the run pinned once connected.
-    pub fn set_run_target(
-        &self,
-        run: RunId,
-        cluster: i64,
-        head: i64,
-        compact: i64,
-        history_from: i64,
-    ) -> Result<(), StoreError> {
-        self.conn
-            .execute(
-                "UPDATE runs SET cluster_id = ?2, head_revision = ?3, compact_revision = ?4, \
-                 history_from = coalesce(history_from, ?5) WHERE id = ?1",
-                params![run.0, cluster, head, compact, history_from],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(())
-    }
-
-    /// Records that everything up to `revision` is stored: the run's head
-    /// moves there too.
-    pub fn set_complete_through(&self, run: RunId, revision: i64) -> Result<(), StoreError> {
-        self.conn
-            .execute(
-                "UPDATE runs SET complete_through = ?2, head_revision = ?2 WHERE id = ?1",
-                params![run.0, revision],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(())
-    }
-
-    /// Records the data file a run read.
-    pub fn set_run_file(
-        &self,
-        run: RunId,
-        size: u64,
-        sha256: &str,
-        first: Option<i64>,
-        last: Option<i64>,
-    ) -> Result<(), StoreError> {
-        self.conn
-            .execute(
-                "UPDATE runs SET file_size = ?2, file_sha256 = ?3, file_first_revision = ?4, file_last_revision = ?5 WHERE id = ?1",
-                params![run.0, size as i64, sha256, first, last],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(())
-    }
-
     /// Keys under `prefix` whose newest stored revision at or before `head`
     /// is not a tombstone.
-    pub fn live_keys(&self, cluster: i64, prefix: &[u8], head: i64) -> Result<i64, StoreError> {
+    pub(in crate::store) fn live_keys(
+        &self,
+        cluster: i64,
+        prefix: &[u8],
+        head: i64,
+    ) -> Result<i64, StoreError> {
         let mut end = prefix.to_vec();
         end.push(0xff);
         self.conn
@@ -466,19 +226,58 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    pub fn record_gap(&self, run: RunId, cluster: i64, gap: Gap) -> Result<(), StoreError> {
-        self.conn
-            .execute(
+    /// Records one fact of a run: one statement each.
+    pub(in crate::store) fn record_fact(&self, run: RunId, fact: RunFact<'_>) -> Result<(), StoreError> {
+        let (sql, values): (&str, Vec<Box<dyn rusqlite::ToSql>>) = match fact {
+            RunFact::Schema(s) => ("UPDATE runs SET schema = ?2 WHERE id = ?1", vec![Box::new(s.to_string())]),
+            RunFact::EtcdVersion(v) => ("UPDATE runs SET etcd_version = ?2 WHERE id = ?1", vec![Box::new(v.to_string())]),
+            RunFact::Fetched(how) => ("UPDATE runs SET fetched = ?2 WHERE id = ?1", vec![Box::new(how.to_string())]),
+            RunFact::Salvage(damage) => ("UPDATE runs SET salvage = ?2 WHERE id = ?1", vec![Box::new(serde_json::to_string(damage).expect("damage serializes"))]),
+            RunFact::EncryptionPolicy(policy) => (
+                "UPDATE runs SET encryption_policy = ?2 WHERE id = ?1",
+                vec![Box::new(serde_json::to_string(policy).expect("a policy serializes"))],
+            ),
+            RunFact::Target {
+                cluster,
+                head,
+                compact,
+                history_from,
+            } => (
+                "UPDATE runs SET cluster_id = ?2, head_revision = ?3, compact_revision = ?4, \
+                 history_from = coalesce(history_from, ?5) WHERE id = ?1",
+                vec![Box::new(cluster), Box::new(head), Box::new(compact), Box::new(history_from)],
+            ),
+            RunFact::File {
+                size,
+                sha256,
+                first,
+                last,
+            } => (
+                "UPDATE runs SET file_size = ?2, file_sha256 = ?3, file_first_revision = ?4, file_last_revision = ?5 \
+                 WHERE id = ?1",
+                vec![Box::new(size as i64), Box::new(sha256.to_string()), Box::new(first), Box::new(last)],
+            ),
+            RunFact::Coverage(from) => ("UPDATE runs SET covered_from = ?2 WHERE id = ?1", vec![Box::new(from)]),
+            RunFact::CompleteThrough(revision) => (
+                "UPDATE runs SET complete_through = ?2, head_revision = ?2 WHERE id = ?1",
+                vec![Box::new(revision)],
+            ),
+            RunFact::Gap { cluster, gap } => (
                 "INSERT INTO history_gaps (run_id, cluster_id, from_revision, to_revision) VALUES (?1, ?2, ?3, ?4)",
-                params![run.0, cluster, gap.from_revision, gap.to_revision],
-            )
+                vec![Box::new(cluster), Box::new(gap.from_revision), Box::new(gap.to_revision)],
+            ),
+        };
+        let mut bound: Vec<&dyn rusqlite::ToSql> = vec![&run.0];
+        bound.extend(values.iter().map(|v| v.as_ref()));
+        self.conn
+            .execute(sql, bound.as_slice())
             .map_err(|e| self.err(e))?;
         Ok(())
     }
 
     /// Ends a run with its status, key count and error; the revisions it
     /// added are counted from what it committed.
-    pub fn finish_run(
+    pub(in crate::store) fn finish_run(
         &self,
         run: RunId,
         status: RunStatus,
@@ -502,7 +301,7 @@ impl Store {
     }
 
     /// Every run, oldest first.
-    pub(super) fn read_runs(&self) -> Result<Vec<RunInfo>, StoreError> {
+    pub(in crate::store) fn read_runs(&self) -> Result<Vec<RunInfo>, StoreError> {
         let mut stmt = self
             .conn
             .prepare(

@@ -1,0 +1,143 @@
+//! The write side, as an interface: what a run records about itself and
+//! the revisions it reads, what `analyze` writes back (change classes,
+//! findings) and what `prune` removes. [`super::Store`] is its SQLite
+//! implementation; another backend implements the same trait.
+
+use super::hash_key::{HashKeyOptions, KeyNotice};
+use super::{
+    ClassifyStats, FindingsWriter, Gap, Previous, Pruned, RevisionWriter, RunId, RunStatus, Shortfall,
+    StoreError,
+};
+use crate::canon::path::FieldPath;
+use crate::canon::semantic::FieldConfig;
+use crate::decrypt::policy::Policy;
+use crate::decrypt::Decryptor;
+use crate::source::db_file::Damage;
+use crate::source::filter::ResourceFilter;
+use crate::source::LiveKey;
+use std::sync::Arc;
+
+/// Something a run learns about itself as it goes, recorded with it.
+#[derive(Clone, Copy, Debug)]
+pub enum RunFact<'a> {
+    /// Which schema names the run's fields.
+    Schema(&'a str),
+    /// The etcd server version a live run talks to.
+    EtcdVersion(&'a str),
+    /// How a live run fetched history (`watch` or `snapshot`).
+    Fetched(&'a str),
+    /// What a salvaging run of a damaged file worked around.
+    Salvage(&'a Damage),
+    /// The write policy of the encryption config the run decrypts with.
+    EncryptionPolicy(&'a Policy),
+    /// What the run pinned once connected: the cluster, the head it reads
+    /// to, etcd's compaction point and where its history starts (kept if
+    /// set before).
+    Target {
+        cluster: i64,
+        head: i64,
+        compact: i64,
+        history_from: i64,
+    },
+    /// The data file a file run reads.
+    File {
+        size: u64,
+        sha256: &'a str,
+        first: Option<i64>,
+        last: Option<i64>,
+    },
+    /// From which revision the run's stored history is unbroken.
+    Coverage(i64),
+    /// Everything up to this revision is stored (the run's head moves
+    /// there too): how far a `follow` run got.
+    CompleteThrough(i64),
+    /// Revisions of `cluster` the run found lost to compaction.
+    Gap { cluster: i64, gap: Gap },
+}
+
+/// What runs, `analyze` and `prune` write.
+pub trait RunRecorder {
+    /// Loads the key keyed hashes are taken with (saying so when it moved
+    /// out of an older database or is new); a run needs it.
+    fn load_hash_key(&self, options: &HashKeyOptions) -> Result<Option<KeyNotice>, StoreError>;
+
+    /// Starts a run, with the id of the hash key it hashes with.
+    fn begin_run(&self, source: &str, prefix: &str, filter: &str) -> Result<RunId, StoreError>;
+
+    /// Records what the run learnt.
+    fn record(&self, run: RunId, fact: RunFact<'_>) -> Result<(), StoreError>;
+
+    /// Ends a run with its status, key count and error; returns the
+    /// revisions it added, counted from what it committed.
+    fn finish_run(
+        &self,
+        run: RunId,
+        status: RunStatus,
+        keys_seen: i64,
+        error: Option<&str>,
+    ) -> Result<i64, StoreError>;
+
+    /// The cluster's row id, created on first sight.
+    fn cluster(&self, etcd_cluster_id: &str) -> Result<i64, StoreError>;
+
+    /// The highest revision up to which a run of the cluster reading the
+    /// same prefix with the same filter stored everything, and from where
+    /// that run's history is unbroken (runs from before filters existed
+    /// recorded `everything`).
+    fn previous_head(
+        &self,
+        cluster: i64,
+        prefix: &str,
+        filter: &str,
+        everything: &str,
+    ) -> Result<Option<Previous>, StoreError>;
+
+    /// How hashes are taken: fixed by the first run (`depth` and
+    /// `sensitive`, or the defaults); later runs may repeat it, not change it.
+    fn field_config(&self, depth: Option<usize>, sensitive: &[FieldPath]) -> Result<FieldConfig, StoreError>;
+
+    /// A writer of `run`'s revisions of `cluster`.
+    fn revision_writer(
+        &self,
+        cluster: i64,
+        run: RunId,
+        prefix: &str,
+        fields: FieldConfig,
+        filter: ResourceFilter,
+        decryptor: Option<Arc<Decryptor>>,
+    ) -> Result<RevisionWriter<'_>, StoreError>;
+
+    /// The stored history checked against the source's own counters: for
+    /// every key of `live` that `recorded` keeps and whose generation began
+    /// at or after `covered_from`, the stored revisions of that generation
+    /// must number its `version`, the newest being its `mod_revision`.
+    fn history_shortfall(
+        &self,
+        cluster: i64,
+        covered_from: i64,
+        live: &[LiveKey],
+        recorded: &dyn Fn(&[u8]) -> bool,
+    ) -> Result<Option<Shortfall>, StoreError>;
+
+    /// Keys under `prefix` whose newest stored revision at or before `head`
+    /// is not a tombstone.
+    fn live_keys(&self, cluster: i64, prefix: &[u8], head: i64) -> Result<i64, StoreError>;
+
+    /// Gives every revision without a change class its class, cause and
+    /// changed paths.
+    fn classify_pending(&self) -> Result<ClassifyStats, StoreError>;
+
+    /// A writer replacing `detectors`' findings of `cluster`.
+    fn findings_writer(
+        &self,
+        cluster: i64,
+        detectors: &[&str],
+    ) -> Result<Box<dyn FindingsWriter + '_>, StoreError>;
+
+    /// Removes runs finished before `before` or beyond the newest `keep`,
+    /// and what only they needed.
+    fn prune(&self, before: Option<&str>, keep: Option<u32>) -> Result<Pruned, StoreError>;
+
+    /// Gives the space pruning freed back to the file system.
+    fn vacuum(&self) -> Result<(), StoreError>;
+}

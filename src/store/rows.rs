@@ -1,0 +1,78 @@
+//! What a backend does for the [`super::RevisionWriter`]: look rows up and
+//! insert them, in batches the writer opens and commits. What to store,
+//! in which order and compressed against what is the writer's; the
+//! backend only keeps it.
+
+use super::base::Base;
+use super::{RunId, StoreError};
+use crate::canon::facts::ObjectFacts;
+use crate::canon::path::FieldPath;
+use crate::decode::key::ParsedKey;
+use crate::ingest::revision::Described;
+use crate::source::Record;
+use std::path::Path;
+
+/// A semantic content, stored once per hash.
+pub(super) struct ContentRow<'a> {
+    pub hash: &'a [u8],
+    /// Holds sensitive values: `canonical` is `None`.
+    pub keyed: bool,
+    pub codec: &'a str,
+    /// The content the blobs are compressed against (`None`: in full).
+    pub base: Option<i64>,
+    pub canonical: Option<&'a [u8]>,
+    pub fields: &'a [u8],
+    pub managed: Option<&'a [u8]>,
+}
+
+/// One revision of a key.
+pub(super) struct RevisionRow<'a> {
+    pub key_id: i64,
+    /// Its counters (the value is not kept).
+    pub record: &'a Record,
+    /// The generation it belongs to (a file's tombstone learns it from the
+    /// revision before it).
+    pub create_revision: i64,
+    pub value_size: i64,
+    /// Hash of the raw value and its kind (`sha256`, `hmac-sha256`).
+    pub value_hash: Option<(&'a [u8], &'a str)>,
+    pub described: &'a Described,
+    pub facts: &'a ObjectFacts,
+    /// JSON of duplicate list entries.
+    pub duplicates: Option<&'a str>,
+    pub run: RunId,
+    pub semantic_hash: Option<&'a [u8]>,
+    /// The id of the key its keyed hashes are under, when it holds any.
+    pub hash_key: Option<&'a str>,
+}
+
+/// The row-level writes of one run.
+pub(super) trait RevisionRows {
+    /// Where the rows go, for errors that name it.
+    fn location(&self) -> &Path;
+
+    /// Opens a batch: what follows is kept by [`RevisionRows::commit`] or
+    /// dropped by [`RevisionRows::rollback`], all of it or none.
+    fn begin(&mut self) -> Result<(), StoreError>;
+    fn commit(&mut self) -> Result<(), StoreError>;
+    /// Drops the open batch, if any.
+    fn rollback(&mut self);
+
+    /// The key's row id in `cluster`, inserted with what its name tells
+    /// when new.
+    fn key_id(&mut self, cluster: i64, key: &[u8], names: Option<&ParsedKey>) -> Result<i64, StoreError>;
+    /// The field path's row id, inserted when new.
+    fn path_id(&mut self, path: &FieldPath) -> Result<i64, StoreError>;
+    /// Whether the key's revision is stored.
+    fn has_revision(&mut self, key_id: i64, mod_revision: i64) -> Result<bool, StoreError>;
+    /// The generation of the key's newest stored revision before
+    /// `mod_revision`.
+    fn generation_before(&mut self, key_id: i64, mod_revision: i64) -> Result<Option<i64>, StoreError>;
+    /// The base of the key's newest stored content: the content stored in
+    /// full that it is compressed against, or itself.
+    fn latest_base(&mut self, key_id: i64) -> Result<Option<Base>, StoreError>;
+    /// Inserts a content unless one with its hash is stored: the new row's
+    /// id, `None` when it was there.
+    fn insert_content(&mut self, content: &ContentRow<'_>) -> Result<Option<i64>, StoreError>;
+    fn insert_revision(&mut self, revision: &RevisionRow<'_>) -> Result<(), StoreError>;
+}

@@ -1,0 +1,163 @@
+//! A run as the store records it: its id, status, the gaps it found and
+//! what it tells about itself.
+
+use crate::decrypt::policy::Policy;
+use crate::source::db_file::Damage;
+use crate::unknown::{find, UnknownName};
+use serde::Serialize;
+
+/// A run's row id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct RunId(pub i64);
+
+/// Where a run ended up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Running,
+    Complete,
+    Failed,
+    Interrupted,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Failed => "failed",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+
+    /// Every status.
+    pub const ALL: [RunStatus; 4] = [
+        RunStatus::Running,
+        RunStatus::Complete,
+        RunStatus::Failed,
+        RunStatus::Interrupted,
+    ];
+
+    /// The status [`RunStatus::as_str`] names.
+    pub fn parse(name: &str) -> Result<RunStatus, UnknownName> {
+        find(&RunStatus::ALL, RunStatus::as_str, "a run status", name)
+    }
+}
+
+/// Revisions lost to compaction between two runs, inclusive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Gap {
+    pub from_revision: i64,
+    pub to_revision: i64,
+}
+
+impl std::fmt::Display for Gap {
+    /// `from-to`, as every table and message shows a gap.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.from_revision, self.to_revision)
+    }
+}
+
+/// The run an incremental run continues from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Previous {
+    /// Everything up to this revision is stored.
+    pub head: i64,
+    /// ... and everything from this one on.
+    pub covered_from: i64,
+}
+
+/// Keys whose stored history disagrees with etcd's counters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shortfall {
+    /// How many keys.
+    pub keys: usize,
+    /// The first of them, with its stored and expected revision counts.
+    pub key: String,
+    pub stored: i64,
+    pub expected: i64,
+}
+
+impl std::fmt::Display for Shortfall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (keys, have) = match self.keys {
+            1 => ("1 key".to_string(), "has"),
+            n => (format!("{n} keys"), "have"),
+        };
+        write!(
+            f,
+            "history incomplete: {keys} {have} {} revisions than etcd counts, e.g. {}: stored {} of {}",
+            if self.stored > self.expected {
+                "more"
+            } else {
+                "fewer"
+            },
+            self.key,
+            self.stored,
+            self.expected
+        )
+    }
+}
+
+impl std::error::Error for Shortfall {}
+
+/// When a complete run read etcd.
+#[derive(Clone, Debug)]
+pub struct RunTime {
+    pub head: i64,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    /// It read a data file, whose time of reading says nothing of etcd's.
+    pub file: bool,
+}
+
+/// A run as `runs` shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunInfo {
+    pub id: RunId,
+    pub status: RunStatus,
+    pub cluster_id: Option<String>,
+    pub source: String,
+    pub prefix: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub head_revision: Option<i64>,
+    pub compact_revision: Option<i64>,
+    pub history_from: Option<i64>,
+    pub keys_seen: i64,
+    pub revisions_added: i64,
+    pub gaps: Vec<Gap>,
+    pub error: Option<String>,
+    pub tool_version: String,
+    /// The etcd server version a live run talked to.
+    pub etcd_version: Option<String>,
+    /// How a live run fetched history: `watch` or `snapshot`.
+    pub fetched: Option<String>,
+    /// Which schema named the fields (built-in, or given files and a hash).
+    pub schema: Option<String>,
+    /// Read from a damaged file with `--salvage`.
+    pub salvaged: bool,
+    /// What the salvaging read worked around.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub damage: Option<Damage>,
+    /// The write policy of the encryption config the run decrypted with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encryption: Option<Policy>,
+    /// The id of the key the run hashed secrets with (see
+    /// [`crate::canon::keyed_hash`]): runs with different ids do not
+    /// compare keyed hashes.
+    pub hash_key: Option<String>,
+    /// For a run that read a data file: its size, SHA-256 and revisions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<FileInfo>,
+}
+
+/// The data file a run read.
+#[derive(Clone, Debug, Serialize)]
+pub struct FileInfo {
+    pub size: i64,
+    pub sha256: String,
+    pub first_revision: Option<i64>,
+    pub last_revision: Option<i64>,
+}

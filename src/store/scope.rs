@@ -1,0 +1,37 @@
+//! Which objects and revisions a reading command looks at.
+
+/// Which objects a command looks at (`--namespace`, `--resource`,
+/// `--key-prefix`): the one object filter `report`, `diff`, `findings` and
+/// the aggregates share. Namespace and resource are the key's, as the run
+/// that stored it parsed them with its own prefix.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObjectFilter {
+    pub namespace: Option<String>,
+    pub resource: Option<String>,
+    pub key_prefix: Option<String>,
+}
+
+impl ObjectFilter {
+    /// Whether an object with this key, namespace and resource is kept.
+    pub fn matches(&self, key: &str, namespace: Option<&str>, resource: Option<&str>) -> bool {
+        self.key_prefix
+            .as_ref()
+            .is_none_or(|p| key.starts_with(p.as_str()))
+            && self
+                .namespace
+                .as_ref()
+                .is_none_or(|n| namespace == Some(n.as_str()))
+            && self
+                .resource
+                .as_ref()
+                .is_none_or(|r| resource == Some(r.as_str()))
+    }
+}
+
+/// Which revisions an aggregate counts: a revision range and the objects.
+#[derive(Clone, Debug, Default)]
+pub struct Scope {
+    pub from_revision: Option<i64>,
+    pub to_revision: Option<i64>,
+    pub objects: ObjectFilter,
+}

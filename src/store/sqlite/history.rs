@@ -1,0 +1,143 @@
+//! Reading stored revisions back.
+
+use super::Store;
+use crate::hex::{hex, unhex};
+use crate::store::StoreError;
+use crate::store::{FieldChange, HistoryRow};
+
+/// A JSON text column as `T`; text that does not parse is an error naming
+/// the column, not an empty value.
+fn json_column<T: serde::de::DeserializeOwned>(
+    r: &rusqlite::Row<'_>,
+    name: &str,
+) -> rusqlite::Result<Option<T>> {
+    match r.get::<_, Option<String>>(name)? {
+        None => Ok(None),
+        Some(text) => serde_json::from_str(&text).map(Some).map_err(|e| {
+            let index = r.as_ref().column_index(name).unwrap_or(0);
+            rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
+        }),
+    }
+}
+
+impl Store {
+    /// Every stored revision of `key`, per cluster, oldest first.
+    pub(in crate::store) fn read_history(&self, key: &[u8]) -> Result<Vec<HistoryRow>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT c.etcd_cluster_id, r.mod_revision, r.create_revision, r.version, r.deleted, r.lease, r.value_size, \
+                 r.value_sha256, r.value_hash, r.encoding, r.encryption, r.api_version, r.kind, r.namespace, r.name, r.uid, r.generation, \
+                 r.decode_error, r.run_id, r.semantic_sha256, r.change_class, r.change_cause, r.changed_paths, r.changed_by \
+                 FROM revisions r JOIN keys k ON k.id = r.key_id JOIN clusters c ON c.id = k.cluster_id \
+                 WHERE k.key = ?1 ORDER BY c.id, r.mod_revision",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([key], |r| {
+                Ok(HistoryRow {
+                    cluster_id: r.get("etcd_cluster_id")?,
+                    mod_revision: r.get("mod_revision")?,
+                    create_revision: r.get("create_revision")?,
+                    version: r.get("version")?,
+                    deleted: r.get("deleted")?,
+                    lease: r.get("lease")?,
+                    value_size: r.get("value_size")?,
+                    value_sha256: r.get::<_, Option<Vec<u8>>>("value_sha256")?.map(|b| hex(&b)),
+                    value_hash: r.get("value_hash")?,
+                    encoding: r.get("encoding")?,
+                    encryption: r.get("encryption")?,
+                    api_version: r.get("api_version")?,
+                    kind: r.get("kind")?,
+                    namespace: r.get("namespace")?,
+                    name: r.get("name")?,
+                    uid: r.get("uid")?,
+                    generation: r.get("generation")?,
+                    decode_error: r.get("decode_error")?,
+                    run_id: r.get("run_id")?,
+                    semantic_sha256: r.get::<_, Option<Vec<u8>>>("semantic_sha256")?.map(|b| hex(&b)),
+                    change_class: r.get("change_class")?,
+                    change_cause: r.get("change_cause")?,
+                    changed_paths: json_column(r, "changed_paths")?.unwrap_or_default(),
+                    changed_by: json_column(r, "changed_by")?.unwrap_or_default(),
+                    diff: None,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+}
+
+impl Store {
+    /// A stored canonical value, or `None` when it holds sensitive values
+    /// (never stored) or is unknown.
+    pub(in crate::store) fn read_canonical_value(
+        &self,
+        semantic_sha256: &[u8],
+    ) -> Result<Option<serde_json::Value>, StoreError> {
+        use rusqlite::OptionalExtension;
+        let packed = self
+            .conn
+            .query_row(
+                "SELECT s.codec, s.canonical, b.canonical FROM semantic_values s \
+                 LEFT JOIN semantic_values b ON b.id = s.base WHERE s.hash = ?1",
+                [semantic_sha256],
+                |r| super::packed(r, 0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?
+            .unwrap_or_default();
+        let Some(json) = packed.bytes() else {
+            return Ok(None);
+        };
+        let json = json.map_err(|source| StoreError::Io {
+            path: self.path.clone(),
+            source,
+        })?;
+        serde_json::from_slice(&json)
+            .map(Some)
+            .map_err(|e| self.damaged("semantic_values.canonical", e))
+    }
+
+    /// Fills each row's `diff`: its changed paths with the previous
+    /// revision's and its own values.
+    pub(in crate::store) fn read_add_diffs(&self, rows: &mut [HistoryRow]) -> Result<(), StoreError> {
+        let redacted = serde_json::Value::String("<redacted>".into());
+        let mut prev: Option<serde_json::Value> = None;
+        let mut prev_keyed = false;
+        for row in rows.iter_mut() {
+            let hash = row.semantic_sha256.as_deref().and_then(unhex);
+            let value = match &hash {
+                Some(h) => self.read_canonical_value(h)?,
+                None => None,
+            };
+            let keyed = hash.is_some() && value.is_none();
+            let changes = row
+                .changed_paths
+                .iter()
+                .map(|path| {
+                    let side = |v: &Option<serde_json::Value>, keyed: bool| {
+                        if keyed {
+                            redacted.clone()
+                        } else {
+                            v.as_ref()
+                                .and_then(|v| path.get(v))
+                                .cloned()
+                                .unwrap_or(serde_json::Value::Null)
+                        }
+                    };
+                    FieldChange {
+                        path: path.clone(),
+                        old: side(&prev, prev_keyed),
+                        new: side(&value, keyed),
+                        managers: row.changed_by.get(path).cloned().unwrap_or_default(),
+                    }
+                })
+                .collect();
+            row.diff = Some(changes);
+            prev = value;
+            prev_keyed = keyed;
+        }
+        Ok(())
+    }
+}

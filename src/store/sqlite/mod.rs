@@ -1,0 +1,342 @@
+//! The SQLite backend: one file holds any number of runs against any number
+//! of clusters; the schema changes only through `migrations/`. Every SQL
+//! statement, PRAGMA and rusqlite type of the store lives in this module.
+
+mod changes;
+mod findings;
+mod hash_key;
+mod history;
+mod legacy_paths;
+mod live;
+mod prune;
+mod reader_impl;
+mod recorder_impl;
+mod revision_rows;
+mod runs;
+mod settings;
+mod stats;
+mod usage;
+mod values;
+
+#[cfg(test)]
+pub(in crate::store) use revision_rows::{test_record, test_writer};
+
+use super::StoreError;
+use rusqlite::Connection;
+use rusqlite_migration::{Migrations, M};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+fn missing(path: &Path) -> StoreError {
+    StoreError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "no such database (run `etcd-inspector snapshot` first)",
+        ),
+    }
+}
+
+/// The migrations, applied in order when a database is opened.
+/// How many migrations [`migrations`] holds.
+#[cfg(test)]
+const MIGRATION_COUNT: usize = 16;
+
+fn migrations() -> Migrations<'static> {
+    Migrations::new(vec![
+        M::up(include_str!("../../../migrations/0001_runs_keys_revisions.sql")),
+        M::up(include_str!("../../../migrations/0002_file_runs.sql")),
+        M::up(include_str!(
+            "../../../migrations/0003_semantics_and_findings.sql"
+        )),
+        M::up(include_str!("../../../migrations/0004_object_facts.sql")),
+        M::up(include_str!(
+            "../../../migrations/0005_managers_and_generations.sql"
+        )),
+        M::up(include_str!("../../../migrations/0006_semantic_values_delta.sql")),
+        M::up(include_str!("../../../migrations/0007_scheduled_runs.sql")),
+        M::up(include_str!(
+            "../../../migrations/0008_server_version_and_coverage.sql"
+        )),
+        M::up(include_str!("../../../migrations/0009_encryption_policy.sql")),
+        M::up(include_str!("../../../migrations/0010_lifecycle_facts.sql")),
+        M::up(include_str!("../../../migrations/0011_fetched.sql")),
+        M::up(include_str!("../../../migrations/0012_salvage.sql")),
+        M::up(include_str!("../../../migrations/0013_run_schema.sql")),
+        M::up_with_hook(
+            include_str!("../../../migrations/0014_field_paths.sql"),
+            legacy_paths::rewrite,
+        ),
+        M::up(include_str!("../../../migrations/0015_hash_key_ids.sql")),
+        M::up(include_str!("../../../migrations/0016_findings_by_severity.sql")),
+    ])
+}
+
+/// An open database.
+pub struct Store {
+    pub(in crate::store) conn: Connection,
+    pub(in crate::store) path: PathBuf,
+    /// Held while this process writes runs; released on drop.
+    _lock: Option<File>,
+    /// The key this handle's runs hash with, once loaded.
+    hash_key: std::cell::OnceCell<crate::canon::keyed_hash::HashKey>,
+}
+
+impl Store {
+    /// Runs `f` in one write transaction: committed when it succeeds,
+    /// rolled back when it fails, so the database keeps all of it or none.
+    fn in_transaction<T, E: From<StoreError>>(&self, f: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(|e| self.err(e))?;
+        match f() {
+            Ok(value) => {
+                self.conn.execute_batch("COMMIT").map_err(|e| self.err(e))?;
+                Ok(value)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    /// The error for a stored value that cannot be what its column holds:
+    /// the database is damaged (`column` is `table.column`).
+    fn damaged(&self, column: &str, problem: impl std::fmt::Display) -> StoreError {
+        StoreError::Damaged {
+            path: self.path.clone(),
+            what: format!("{column}: {problem}"),
+        }
+    }
+
+    pub(in crate::store) fn err(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Backend {
+            path: self.path.clone(),
+            source: Box::new(source),
+        }
+    }
+
+    /// Opens (creating with mode 0600 if needed) and upgrades the database.
+    fn open_inner(path: &Path, lock: Option<File>, migrate: bool) -> Result<Store, StoreError> {
+        let io = |source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        if !path.exists() {
+            let mut opts = std::fs::OpenOptions::new();
+            opts.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+            match opts.open(path) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(io(e)),
+            }
+        }
+        let sql = |source: rusqlite::Error| StoreError::Backend {
+            path: path.to_path_buf(),
+            source: Box::new(source),
+        };
+        let mut conn = Connection::open(path).map_err(sql)?;
+        conn.busy_timeout(std::time::Duration::from_secs(30))
+            .map_err(sql)?;
+        // Only the connection that upgrades the schema sets the journal
+        // mode (a database remembers it): switching a database a starting
+        // writer is creating takes the writer's lock, and the two can
+        // deadlock, failing the writer with "database is locked".
+        if migrate {
+            conn.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
+        }
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(sql)?;
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(sql)?;
+        // 32 MiB of page cache (negative: KiB): batches of inserts into
+        // indexed tables otherwise re-read pages from the file.
+        conn.pragma_update(None, "cache_size", -32768).map_err(sql)?;
+        // Checkpoint the WAL every 64 MiB instead of every 4 MiB: pages a
+        // snapshot rewrites often (index interiors) are copied back once.
+        conn.pragma_update(None, "wal_autocheckpoint", 16384)
+            .map_err(sql)?;
+        if migrate {
+            migrations()
+                .to_latest(&mut conn)
+                .map_err(|source| StoreError::Migrate {
+                    path: path.to_path_buf(),
+                    source: Box::new(source),
+                })?;
+        }
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+            _lock: lock,
+            hash_key: std::cell::OnceCell::new(),
+        })
+    }
+
+    /// Opens the database to write a run, holding `<db>.lock` so that a
+    /// second writer fails clearly instead of interleaving.
+    pub fn open_for_writing(path: &Path) -> Result<Store, StoreError> {
+        let lock_path = PathBuf::from(format!("{}.lock", path.display()));
+        let mut opts = std::fs::OpenOptions::new();
+        opts.write(true).create(true).truncate(false);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+        let lock = opts.open(&lock_path).map_err(|source| StoreError::Io {
+            path: lock_path.clone(),
+            source,
+        })?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(StoreError::Busy {
+                    path: path.to_path_buf(),
+                    lock: lock_path,
+                })
+            }
+            Err(std::fs::TryLockError::Error(source)) => {
+                return Err(StoreError::Io {
+                    path: lock_path,
+                    source,
+                })
+            }
+        }
+        let store = Store::open_inner(path, Some(lock), true)?;
+        store.abandon_stale_runs()?;
+        Ok(store)
+    }
+
+    /// Opens an existing database to change it (`analyze`, `prune`): a
+    /// missing file is an error, not a new empty database.
+    pub fn open_existing_for_writing(path: &Path) -> Result<Store, StoreError> {
+        if !path.exists() {
+            return Err(missing(path));
+        }
+        Store::open_for_writing(path)
+    }
+
+    /// Opens an existing database to read it.
+    pub fn open_for_reading(path: &Path) -> Result<Store, StoreError> {
+        if !path.exists() {
+            return Err(missing(path));
+        }
+        // A writer upgrades the schema itself; a reader upgrades it only when
+        // no writer holds the lock (both doing it at once would collide).
+        let lock_path = PathBuf::from(format!("{}.lock", path.display()));
+        let writer_active = std::fs::File::open(&lock_path)
+            .is_ok_and(|f| matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock)));
+        Store::open_inner(path, None, !writer_active)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// A compressed column read from columns `at`, `at + 1` and `at + 2` of a
+/// row selected as `s.codec, s.<column>, b.<column>` (`b` joined on
+/// `b.id = s.base`).
+fn packed(row: &rusqlite::Row, at: usize) -> rusqlite::Result<crate::store::blob::Packed> {
+    Ok(crate::store::blob::Packed {
+        codec: row.get(at)?,
+        blob: row.get(at + 1)?,
+        base: row.get(at + 2)?,
+    })
+}
+
+/// Writes `sql` into the database file at `path` through a connection of
+/// its own with CHECK constraints off: damage as a file can hold it.
+#[cfg(test)]
+fn damage(path: &Path, sql: &str) {
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch(&format!("PRAGMA ignore_check_constraints = ON; {sql}"))
+        .unwrap();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::HistoryReader;
+
+    #[test]
+    fn creates_private_file_and_refuses_a_second_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        let first = Store::open_for_writing(&path).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(
+                std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
+        }
+        let second = Store::open_for_writing(&path)
+            .err()
+            .expect("second writer refused");
+        assert!(matches!(second, StoreError::Busy { .. }), "{second}");
+        drop(first);
+        Store::open_for_writing(&path).unwrap();
+    }
+
+    #[test]
+    fn a_reader_leaves_a_database_being_created_to_its_writer() {
+        // `follow` creating its database while `history` polls it.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        let lock = File::create(dir.path().join("db.sqlite.lock")).unwrap();
+        lock.try_lock().unwrap();
+        let writer = Connection::open(&path).unwrap();
+        writer
+            .execute_batch("BEGIN IMMEDIATE; CREATE TABLE migrating (x)")
+            .unwrap();
+        // Switching the file to WAL would wait for the writer's transaction.
+        let reader = Store::open_for_reading(&path).unwrap();
+        writer.execute_batch("COMMIT").unwrap();
+        let tables: i64 = reader
+            .conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'migrating'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(tables, 1);
+    }
+
+    #[test]
+    fn migrations_are_valid() {
+        migrations().validate().unwrap();
+    }
+
+    #[test]
+    fn a_database_from_an_older_version_upgrades_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.sqlite");
+        {
+            // What the first release wrote: only the first migration.
+            let mut conn = Connection::open(&path).unwrap();
+            Migrations::new(vec![M::up(include_str!(
+                "../../../migrations/0001_runs_keys_revisions.sql"
+            ))])
+            .to_latest(&mut conn)
+            .unwrap();
+            conn.execute(
+                "INSERT INTO runs (source, prefix, started_at, status, tool_version, pid) \
+                 VALUES ('http://old:2379', '/registry/', '2026-01-01T00:00:00Z', 'complete', '0.0.1', 1)",
+                [],
+            )
+            .unwrap();
+        }
+        let store = Store::open_for_reading(&path).unwrap();
+        let runs = store.runs().unwrap();
+        assert_eq!(
+            (runs.len(), runs[0].source.as_str(), runs[0].file.is_none()),
+            (1, "http://old:2379", true)
+        );
+        let version: i64 = store
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version as usize, MIGRATION_COUNT);
+    }
+}

@@ -1,0 +1,398 @@
+//! [`RevisionRows`] over the SQLite database: prepared statements, one
+//! `BEGIN IMMEDIATE` transaction a batch.
+
+use super::Store;
+use crate::canon::path::FieldPath;
+use crate::decode::key::ParsedKey;
+use crate::store::base::{Base, BaseBlob};
+use crate::store::rows::{ContentRow, RevisionRow, RevisionRows};
+use crate::store::StoreError;
+use rusqlite::{params, OptionalExtension};
+use std::path::Path;
+
+/// The rows of one run, written through the store's connection.
+pub(in crate::store) struct SqliteRows<'s> {
+    pub store: &'s Store,
+}
+
+impl SqliteRows<'_> {
+    fn sql(&self, e: rusqlite::Error) -> StoreError {
+        self.store.err(e)
+    }
+}
+
+impl RevisionRows for SqliteRows<'_> {
+    fn location(&self) -> &Path {
+        &self.store.path
+    }
+
+    fn begin(&mut self) -> Result<(), StoreError> {
+        self.store
+            .conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(|e| self.sql(e))
+    }
+
+    fn commit(&mut self) -> Result<(), StoreError> {
+        self.store.conn.execute_batch("COMMIT").map_err(|e| self.sql(e))
+    }
+
+    fn rollback(&mut self) {
+        if !self.store.conn.is_autocommit() {
+            let _ = self.store.conn.execute_batch("ROLLBACK");
+        }
+    }
+
+    fn key_id(&mut self, cluster: i64, key: &[u8], names: Option<&ParsedKey>) -> Result<i64, StoreError> {
+        let conn = &self.store.conn;
+        let existing: Option<i64> = conn
+            .prepare_cached("SELECT id FROM keys WHERE cluster_id = ?1 AND key = ?2")
+            .and_then(|mut s| s.query_row(params![cluster, key], |r| r.get(0)).optional())
+            .map_err(|e| self.sql(e))?;
+        if let Some(id) = existing {
+            return Ok(id);
+        }
+        conn.prepare_cached(
+            "INSERT INTO keys (cluster_id, key, api_group, resource, namespace, name) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                cluster,
+                key,
+                names.map(|p| p.group.as_str()),
+                names.map(|p| p.resource.as_str()),
+                names.and_then(|p| p.namespace.as_deref()),
+                names.and_then(|p| p.name.as_deref()),
+            ])
+        })
+        .map_err(|e| self.sql(e))?;
+        Ok(conn.last_insert_rowid())
+    }
+
+    fn path_id(&mut self, path: &FieldPath) -> Result<i64, StoreError> {
+        let conn = &self.store.conn;
+        conn.prepare_cached("INSERT OR IGNORE INTO field_paths (path) VALUES (?1)")
+            .and_then(|mut s| s.execute([path.as_str()]))
+            .map_err(|e| self.sql(e))?;
+        conn.prepare_cached("SELECT id FROM field_paths WHERE path = ?1")
+            .and_then(|mut s| s.query_row([path.as_str()], |r| r.get(0)))
+            .map_err(|e| self.sql(e))
+    }
+
+    fn has_revision(&mut self, key_id: i64, mod_revision: i64) -> Result<bool, StoreError> {
+        self.store
+            .conn
+            .prepare_cached("SELECT 1 FROM revisions WHERE key_id = ?1 AND mod_revision = ?2")
+            .and_then(|mut s| s.exists(params![key_id, mod_revision]))
+            .map_err(|e| self.sql(e))
+    }
+
+    fn generation_before(&mut self, key_id: i64, mod_revision: i64) -> Result<Option<i64>, StoreError> {
+        self.store
+            .conn
+            .prepare_cached(
+                "SELECT create_revision FROM revisions WHERE key_id = ?1 AND mod_revision < ?2 \
+                 ORDER BY mod_revision DESC LIMIT 1",
+            )
+            .and_then(|mut s| {
+                s.query_row(params![key_id, mod_revision], |row| row.get(0))
+                    .optional()
+            })
+            .map_err(|e| self.sql(e))
+    }
+
+    fn latest_base(&mut self, key_id: i64) -> Result<Option<Base>, StoreError> {
+        self.store
+            .conn
+            .prepare_cached(
+                "SELECT b.id, b.canonical, b.fields, b.managed FROM revisions r \
+                 JOIN semantic_values s ON s.hash = r.semantic_sha256 \
+                 JOIN semantic_values b ON b.id = coalesce(s.base, s.id) \
+                 WHERE r.key_id = ?1 AND b.codec = 'zstd' ORDER BY r.mod_revision DESC LIMIT 1",
+            )
+            .and_then(|mut s| {
+                s.query_row([key_id], |r| {
+                    let blob = |i| -> rusqlite::Result<BaseBlob> {
+                        Ok(BaseBlob::packed(
+                            r.get::<_, Option<Vec<u8>>>(i)?.unwrap_or_default(),
+                        ))
+                    };
+                    Ok(Base {
+                        id: r.get(0)?,
+                        canonical: blob(1)?,
+                        fields: blob(2)?,
+                        managed: blob(3)?,
+                    })
+                })
+                .optional()
+            })
+            .map_err(|e| self.sql(e))
+    }
+
+    fn insert_content(&mut self, c: &ContentRow<'_>) -> Result<Option<i64>, StoreError> {
+        // One look-up of the hash: a content stored before is left as it is
+        // (looking first took a second B-tree search for every new one).
+        let inserted = self
+            .store
+            .conn
+            .prepare_cached(
+                "INSERT INTO semantic_values (hash, keyed, codec, base, canonical, fields, managed) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (hash) DO NOTHING",
+            )
+            .and_then(|mut st| {
+                st.execute(params![
+                    c.hash,
+                    c.keyed,
+                    c.codec,
+                    c.base,
+                    c.canonical,
+                    c.fields,
+                    c.managed
+                ])
+            })
+            .map_err(|e| self.sql(e))?;
+        Ok((inserted > 0).then(|| self.store.conn.last_insert_rowid()))
+    }
+
+    fn insert_revision(&mut self, row: &RevisionRow<'_>) -> Result<(), StoreError> {
+        let (r, d, f) = (row.record, row.described, row.facts);
+        self.store
+            .conn
+            .prepare_cached(
+                "INSERT INTO revisions (key_id, mod_revision, create_revision, version, lease, deleted, value_size, value_sha256, \
+                 value_hash, encoding, encryption, api_version, kind, namespace, name, uid, generation, decode_error, run_id, \
+                 semantic_sha256, owner_kind, owner_name, owner_uid, generate_name, spec_hash, creation_timestamp, \
+                 deletion_timestamp, phase, node, desired, managers, duplicates, observed_generation, finalizers, owner_refs, written_at, \
+                 hash_key) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, \
+                 ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37)",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    row.key_id,
+                    r.mod_revision,
+                    row.create_revision,
+                    r.version,
+                    r.lease,
+                    r.deleted,
+                    row.value_size,
+                    row.value_hash.map(|h| h.0),
+                    row.value_hash.map(|h| h.1),
+                    d.encoding,
+                    d.encryption,
+                    d.api_version,
+                    d.kind,
+                    d.namespace,
+                    d.name,
+                    d.uid,
+                    d.generation,
+                    d.error,
+                    row.run.0,
+                    row.semantic_hash,
+                    f.owner_kind,
+                    f.owner_name,
+                    f.owner_uid,
+                    f.generate_name,
+                    f.spec_hash,
+                    f.creation_timestamp,
+                    f.deletion_timestamp,
+                    f.phase,
+                    f.node,
+                    f.desired,
+                    f.managers,
+                    row.duplicates,
+                    f.observed_generation,
+                    f.finalizers,
+                    f.owner_refs,
+                    f.written_at,
+                    row.hash_key,
+                ])
+            })
+            .map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+}
+
+/// A test's record of `object` as JSON under `key`, in generation
+/// `create_revision`.
+#[cfg(test)]
+use crate::source::Record;
+#[cfg(test)]
+use crate::store::{RevisionWriter, RunRecorder};
+
+#[cfg(test)]
+pub(in crate::store) fn test_record(
+    key: &str,
+    mod_revision: i64,
+    create_revision: i64,
+    object: &serde_json::Value,
+) -> Record {
+    Record {
+        key: key.as_bytes().to_vec(),
+        mod_revision,
+        create_revision,
+        version: mod_revision - create_revision + 1,
+        lease: 0,
+        value: serde_json::to_vec(object).unwrap(),
+        deleted: false,
+    }
+}
+
+/// A test's own run and its writer: every resource, the default field
+/// settings, a new hash key; the cluster's row id with it.
+#[cfg(test)]
+pub(in crate::store) fn test_writer(store: &Store) -> (i64, RevisionWriter<'_>) {
+    store.load_hash_key(&Default::default()).unwrap();
+    let run = store.begin_run("test", "/registry/", "").unwrap();
+    let cluster = store.cluster("test").unwrap();
+    let fields = store.field_config(None, &[]).unwrap();
+    let writer = store
+        .revision_writer(cluster, run, "/registry/", fields, Default::default(), None)
+        .unwrap();
+    (cluster, writer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::{Record, Sink};
+
+    use crate::decode::encode::encode_protobuf;
+    use serde_json::json;
+
+    fn pod(phase: &str) -> serde_json::Value {
+        let env: Vec<_> = (0..30)
+            .map(|e| json!({"name": format!("SETTING_{e}"), "value": format!("value-{e}-of-some-length")}))
+            .collect();
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "web-1", "namespace": "shop", "uid": "u-1",
+                            "managedFields": [{"manager": "kubelet", "operation": "Update", "apiVersion": "v1",
+                                               "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:phase": {}}}}]},
+               "spec": {"containers": [{"name": "web", "image": "nginx", "env": env}]},
+               "status": {"phase": phase}})
+    }
+
+    /// Writes one revision of the Pod in a run of its own.
+    fn write(store: &Store, revision: i64, phase: &str) {
+        write_all(store, &[("/registry/pods/shop/web-1", revision, phase)]);
+    }
+
+    /// Writes revisions `(key, revision, phase)` of the Pod in one run.
+    fn write_all(store: &Store, revisions: &[(&str, i64, &str)]) {
+        let (_, mut w) = super::test_writer(store);
+        for &(key, revision, phase) in revisions {
+            let record = Record {
+                key: key.as_bytes().to_vec(),
+                mod_revision: revision,
+                create_revision: 2,
+                version: revision - 1,
+                lease: 0,
+                value: encode_protobuf(&pod(phase)).unwrap(),
+                deleted: false,
+            };
+            w.record(record).unwrap();
+        }
+        w.flush().unwrap();
+    }
+
+    /// `(id, base, hash)` of every stored content, in order.
+    fn contents(store: &Store) -> Vec<(i64, Option<i64>, Vec<u8>)> {
+        store
+            .conn
+            .prepare("SELECT id, base, hash FROM semantic_values ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn revisions_of_one_key_read_together_compress_against_the_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_for_writing(&dir.path().join("db.sqlite")).unwrap();
+        // Another key's revisions in between, as a source sends them.
+        write_all(
+            &store,
+            &[
+                ("/registry/pods/shop/web-1", 2, "Pending"),
+                ("/registry/pods/shop/web-2", 3, "Pending"),
+                ("/registry/pods/shop/web-1", 4, "Running"),
+                ("/registry/pods/shop/web-2", 5, "Running"),
+                ("/registry/pods/shop/web-1", 6, "Succeeded"),
+            ],
+        );
+        let rows = contents(&store);
+        // web-2's Pending equals web-1's (the Pod names itself web-1).
+        assert_eq!(rows.len(), 3, "Pending, Running, Succeeded once each");
+        assert_eq!(rows[0].1, None);
+        assert_eq!(rows[1].1, Some(rows[0].0));
+        assert_eq!(rows[2].1, Some(rows[0].0));
+        for ((_, _, hash), phase) in rows.iter().zip(["Pending", "Running", "Succeeded"]) {
+            assert_eq!(
+                store.read_canonical_value(hash).unwrap().unwrap()["status"]["phase"],
+                phase
+            );
+        }
+    }
+
+    #[test]
+    fn a_key_whose_first_content_was_stored_before_stores_its_next_in_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_for_writing(&dir.path().join("db.sqlite")).unwrap();
+        write(&store, 2, "Pending");
+        // The same value copied under another key, then changed there: its
+        // first content is known, so it is no base for the next.
+        write_all(
+            &store,
+            &[
+                ("/registry/pods/shop/web-copy", 5, "Pending"),
+                ("/registry/pods/shop/web-copy", 6, "Running"),
+                ("/registry/pods/shop/web-copy", 7, "Succeeded"),
+            ],
+        );
+        let rows = contents(&store);
+        assert_eq!(rows.len(), 3);
+        assert!(rows.iter().all(|(_, base, _)| base.is_none()), "{rows:?}");
+        for ((_, _, hash), phase) in rows.iter().zip(["Pending", "Running", "Succeeded"]) {
+            assert_eq!(
+                store.read_canonical_value(hash).unwrap().unwrap()["status"]["phase"],
+                phase
+            );
+        }
+    }
+
+    #[test]
+    fn a_later_content_is_a_small_delta_against_the_base_an_earlier_run_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_for_writing(&dir.path().join("db.sqlite")).unwrap();
+        for (revision, phase) in [(2, "Pending"), (3, "Running"), (4, "Succeeded")] {
+            write(&store, revision, phase);
+        }
+        let rows: Vec<(i64, Option<i64>, usize, Vec<u8>)> = store
+            .conn
+            .prepare("SELECT id, base, length(canonical), hash FROM semantic_values ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(rows.len(), 3);
+        let (base_id, base_of_base, full, _) = &rows[0];
+        assert_eq!(*base_of_base, None, "the first content is stored in full");
+        for (phase, (_, base, size, hash)) in ["Running", "Succeeded"].iter().zip(&rows[1..]) {
+            assert_eq!(
+                base.as_ref(),
+                Some(base_id),
+                "compressed against the first content"
+            );
+            assert!(
+                size * 5 < *full,
+                "a phase change costs {size} bytes, the full content {full}"
+            );
+            let stored = store.read_canonical_value(hash).unwrap().unwrap();
+            assert_eq!(stored["status"]["phase"], *phase);
+            assert_eq!(stored["spec"]["containers"][0]["env"][29]["name"], "SETTING_29");
+        }
+    }
+}

@@ -1,0 +1,241 @@
+//! What a cluster stores and what it costs (`stats`): per resource, per key
+//! (largest, busiest), per field manager and per namespace, computed in SQL
+//! over the stored revisions a [`Scope`] keeps.
+
+use super::Store;
+use crate::store::StoreError;
+use crate::store::{BusiestKey, LargestKey, ManagerUsage, NamespaceUsage, ResourceUsage, Scope, Usage};
+use std::collections::BTreeMap;
+
+/// The last segments of field paths whose change is a clock ticking.
+const TIME_FIELDS: &[&str] = &[
+    "managedFields",
+    "renewTime",
+    "acquireTime",
+    "lastTransitionTime",
+    "lastHeartbeatTime",
+    "lastProbeTime",
+    "lastUpdateTime",
+    "lastTimestamp",
+    "firstTimestamp",
+    "eventTime",
+    "lastScheduleTime",
+    "lastSuccessfulTime",
+    "time",
+];
+
+/// Queries over the revisions in scope with the key's names, and whether
+/// each is its key's newest in scope and not a tombstone (`live`), and the
+/// parameters they all bind (`?6` the row limit of per-key lists).
+struct Scoped<'a> {
+    store: &'a Store,
+    with: String,
+    params: [&'a dyn rusqlite::ToSql; 7],
+}
+
+impl<'a> Scoped<'a> {
+    fn new(store: &'a Store, scope: &'a Scope, top: &'a i64, cluster: &'a Option<i64>) -> Self {
+        let with = format!(
+            "WITH scoped AS (SELECT r.*, k.key, coalesce(k.api_group, '') AS grp, coalesce(k.resource, '-') AS res, \
+             coalesce(k.namespace, '-') AS ns FROM revisions r JOIN keys k ON k.id = r.key_id \
+             WHERE {} AND (?7 IS NULL OR k.cluster_id = ?7)), \
+             newest AS (SELECT key_id, max(mod_revision) AS m FROM scoped GROUP BY key_id), \
+             rows AS (SELECT s.*, (n.m IS NOT NULL AND s.deleted = 0) AS live FROM scoped s \
+             LEFT JOIN newest n ON n.key_id = s.key_id AND n.m = s.mod_revision) ",
+            super::stats::SCOPE
+        );
+        let params: [&'a dyn rusqlite::ToSql; 7] = [
+            &scope.from_revision,
+            &scope.to_revision,
+            &scope.objects.namespace,
+            &scope.objects.resource,
+            &scope.objects.key_prefix,
+            top,
+            cluster,
+        ];
+        Scoped { store, with, params }
+    }
+
+    /// `sql` over `rows`.
+    fn query(&self, sql: &str) -> Result<rusqlite::Statement<'a>, StoreError> {
+        self.store
+            .conn
+            .prepare(&format!("{}{sql}", self.with))
+            .map_err(|e| self.store.err(e))
+    }
+}
+
+impl Store {
+    /// Per resource, what the revisions `scope` keeps (of one cluster when
+    /// given) hold and cost: the `resources` of [`Store::usage`], which the
+    /// report's summary shows too.
+    pub(in crate::store) fn read_resource_usage(
+        &self,
+        scope: &Scope,
+        cluster: Option<i64>,
+    ) -> Result<Vec<ResourceUsage>, StoreError> {
+        // ?6, the row limit of the per-key lists, is unused here but bound with the rest.
+        let err = |e| self.err(e);
+        let scoped = Scoped::new(self, scope, &0, &cluster);
+        let (query, bind) = (|sql: &str| scoped.query(sql), scoped.params);
+
+        let mut resources: BTreeMap<(String, String), ResourceUsage> = BTreeMap::new();
+        let mut stmt = query(
+            "SELECT grp, res, sum(live), count(*), coalesce(sum(CASE WHEN live THEN value_size END), 0), \
+             coalesce(sum(value_size), 0) FROM rows GROUP BY grp, res",
+        )?;
+        let mut rows = stmt.query(bind).map_err(err)?;
+        while let Some(r) = rows.next().map_err(err)? {
+            let (group, resource): (String, String) = (r.get(0).map_err(err)?, r.get(1).map_err(err)?);
+            resources.insert(
+                (group.clone(), resource.clone()),
+                ResourceUsage {
+                    group,
+                    resource,
+                    objects: r.get(2).map_err(err)?,
+                    revisions: r.get(3).map_err(err)?,
+                    bytes_live: r.get(4).map_err(err)?,
+                    bytes_all_revisions: r.get(5).map_err(err)?,
+                    ..ResourceUsage::default()
+                },
+            );
+        }
+        for (column, into) in [
+            ("coalesce(encoding, 'deleted')", 0usize),
+            (
+                "CASE WHEN deleted THEN NULL ELSE coalesce(encryption, 'identity') END",
+                1,
+            ),
+            ("coalesce(change_class, 'unclassified')", 2),
+        ] {
+            let mut stmt = query(&format!(
+                "SELECT grp, res, {column} AS label, count(*) FROM rows GROUP BY grp, res, label HAVING label IS NOT NULL"
+            ))?;
+            let mut rows = stmt.query(bind).map_err(err)?;
+            while let Some(r) = rows.next().map_err(err)? {
+                let key: (String, String) = (r.get(0).map_err(err)?, r.get(1).map_err(err)?);
+                let (label, n): (String, i64) = (r.get(2).map_err(err)?, r.get(3).map_err(err)?);
+                if let Some(u) = resources.get_mut(&key) {
+                    let map = match into {
+                        0 => &mut u.encodings,
+                        1 => &mut u.encryption,
+                        _ => &mut u.writes,
+                    };
+                    map.insert(label, n);
+                }
+            }
+        }
+        let mut resources: Vec<ResourceUsage> = resources.into_values().collect();
+        resources.sort_by(|a, b| {
+            b.bytes_all_revisions
+                .cmp(&a.bytes_all_revisions)
+                .then(a.resource.cmp(&b.resource))
+        });
+        Ok(resources)
+    }
+
+    /// `stats`: the usage of the revisions `scope` keeps (of one cluster
+    /// when given); `top` rows of the per-key and per-manager lists.
+    pub(in crate::store) fn read_usage(
+        &self,
+        scope: &Scope,
+        cluster: Option<i64>,
+        top: i64,
+    ) -> Result<Usage, StoreError> {
+        let err = |e| self.err(e);
+        let scoped = Scoped::new(self, scope, &top, &cluster);
+        let (query, bind) = (|sql: &str| scoped.query(sql), scoped.params);
+
+        let resources = self.read_resource_usage(scope, cluster)?;
+
+        let text_key = |r: &rusqlite::Row<'_>| -> rusqlite::Result<String> {
+            Ok(String::from_utf8_lossy(&r.get::<_, Vec<u8>>(0)?).into_owned())
+        };
+        let largest = query(
+            "SELECT key, sum(value_size), count(*), max(CASE WHEN live THEN value_size ELSE 0 END) FROM rows \
+             GROUP BY key_id ORDER BY 2 DESC, key LIMIT ?6",
+        )?
+        .query_map(bind, |r| {
+            Ok(LargestKey {
+                key: text_key(r)?,
+                bytes_all_revisions: r.get(1)?,
+                revisions: r.get(2)?,
+                latest_size: r.get(3)?,
+            })
+        })
+        .map_err(err)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(err)?;
+        let busiest = query(
+            "SELECT key, count(*), sum(change_class IN ('rewrite', 'encoding-only')) FROM rows \
+             GROUP BY key_id ORDER BY 2 DESC, key LIMIT ?6",
+        )?
+        .query_map(bind, |r| {
+            let (revisions, nothing): (i64, i64) = (r.get(1)?, r.get(2)?);
+            Ok(BusiestKey {
+                key: text_key(r)?,
+                revisions,
+                changed_nothing: nothing,
+                changed_nothing_share: if revisions > 0 {
+                    nothing as f64 / revisions as f64
+                } else {
+                    0.0
+                },
+            })
+        })
+        .map_err(err)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(err)?;
+
+        // Each write's managers: the entries its changed paths are
+        // attributed to, once per write.
+        let times: Vec<String> = TIME_FIELDS.iter().map(|t| format!("'{t}'")).collect();
+        let managers = query(&format!(
+            "SELECT m.value AS manager, grp, res, count(*), sum(change_class = 'metadata-only'), \
+             sum(NOT EXISTS (SELECT 1 FROM json_each(rows.changed_paths) p \
+                 WHERE replace(p.value, rtrim(p.value, replace(p.value, '.', '')), '') NOT IN ({}))) \
+             FROM rows, (SELECT DISTINCT w.key_id AS kid, w.mod_revision AS rev, m.value FROM rows AS w, \
+                         json_each(w.changed_by) c, json_each(c.value) m WHERE w.changed_by IS NOT NULL) m \
+             WHERE m.kid = rows.key_id AND m.rev = rows.mod_revision GROUP BY manager, grp, res \
+             ORDER BY 4 DESC, manager LIMIT ?6",
+            times.join(", ")
+        ))?
+        .query_map(bind, |r| {
+            Ok(ManagerUsage {
+                manager: r.get(0)?,
+                group: r.get(1)?,
+                resource: r.get(2)?,
+                writes: r.get(3)?,
+                metadata_only: r.get(4)?,
+                timestamps_only: r.get(5)?,
+            })
+        })
+        .map_err(err)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(err)?;
+
+        let namespaces = query(
+            "SELECT ns, sum(live), count(*), coalesce(sum(CASE WHEN live THEN value_size END), 0), \
+             coalesce(sum(value_size), 0) FROM rows GROUP BY ns ORDER BY 5 DESC, ns",
+        )?
+        .query_map(bind, |r| {
+            Ok(NamespaceUsage {
+                namespace: r.get(0)?,
+                objects: r.get(1)?,
+                revisions: r.get(2)?,
+                bytes_live: r.get(3)?,
+                bytes_all_revisions: r.get(4)?,
+            })
+        })
+        .map_err(err)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(err)?;
+        Ok(Usage {
+            resources,
+            largest,
+            busiest,
+            managers,
+            namespaces,
+        })
+    }
+}
