@@ -5,7 +5,7 @@
 use crate::canon::change::deepest_paths;
 use crate::canon::managed::{attribute, entries};
 use crate::canon::path::{FieldPath, MANAGED_FIELDS};
-use crate::store::{FieldChange, LiveObject, ObjectFilter};
+use crate::store::{FieldChange, LiveIter, LiveObject, ObjectFilter, StoreError};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -63,101 +63,116 @@ pub struct Counts {
     pub not_comparable: usize,
 }
 
-/// The whole comparison.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct DriftReport {
-    pub summary: BTreeMap<String, Counts>,
-    pub objects: Vec<ObjectDrift>,
-}
+/// Objects that differ, counted per resource.
+pub type Summary = BTreeMap<String, Counts>;
 
-/// Compares the live sets `a` and `b` (each sorted by key). `value_at(object,
-/// path)` gives a field's value, `<redacted>` for sensitive ones.
+/// Compares the live sets `a` and `b`, each read in key order, one object
+/// at a time: `changed` gets each object that differs as it is found, and
+/// the counts per resource come back. `value_at(object, path)` gives a
+/// field's value, `<redacted>` for sensitive ones.
 pub fn compare(
-    a: &[LiveObject],
-    b: &[LiveObject],
+    a: LiveIter<'_>,
+    b: LiveIter<'_>,
     filter: &ObjectFilter,
     value_at: &mut dyn FnMut(&LiveObject, &FieldPath) -> Value,
-) -> DriftReport {
-    let a: BTreeMap<&str, &LiveObject> = a
-        .iter()
-        .filter(|o| filter.matches(&o.key, o.namespace.as_deref(), o.resource.as_deref()))
-        .map(|o| (o.key.as_str(), o))
-        .collect();
-    let b: BTreeMap<&str, &LiveObject> = b
-        .iter()
-        .filter(|o| filter.matches(&o.key, o.namespace.as_deref(), o.resource.as_deref()))
-        .map(|o| (o.key.as_str(), o))
-        .collect();
-    let mut report = DriftReport::default();
-    let keys: std::collections::BTreeSet<&str> = a.keys().chain(b.keys()).copied().collect();
-    for key in keys {
-        let (old, new) = (a.get(key).copied(), b.get(key).copied());
-        let either = new.or(old).expect("key from one side");
-        let change = match (old, new) {
-            (None, Some(_)) => Drift::Added,
-            (Some(_), None) => Drift::Removed,
-            (Some(o), Some(n)) if o.uid != n.uid => Drift::Recreated,
-            (Some(o), Some(n))
-                if o.hash_key.is_some() && n.hash_key.is_some() && o.hash_key != n.hash_key =>
-            {
-                Drift::NotComparable
-            }
-            (Some(o), Some(n)) if o.semantic_sha256 != n.semantic_sha256 => Drift::Changed,
-            _ => continue,
+    changed: &mut dyn FnMut(ObjectDrift) -> anyhow::Result<()>,
+) -> anyhow::Result<Summary> {
+    let kept = |o: &Result<LiveObject, StoreError>| {
+        o.as_ref().map_or(true, |o| {
+            filter.matches(&o.key, o.namespace.as_deref(), o.resource.as_deref())
+        })
+    };
+    let mut a = a.filter(kept).peekable();
+    let mut b = b.filter(kept).peekable();
+    let mut summary = Summary::new();
+    loop {
+        let order = match (a.peek(), b.peek()) {
+            (None, None) => break,
+            (Some(Err(_)), _) => return Err(a.next().expect("peeked").expect_err("peeked an error").into()),
+            (_, Some(Err(_))) => return Err(b.next().expect("peeked").expect_err("peeked an error").into()),
+            (Some(Ok(x)), Some(Ok(y))) => x.key.cmp(&y.key),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
         };
-        let mut fields = Vec::new();
-        if let (Drift::Changed, Some(o), Some(n)) = (change, old, new) {
-            let mut changed: Vec<FieldPath> = n
-                .fields
-                .iter()
-                .filter(|(p, h)| o.fields.get(*p) != Some(h))
-                .map(|(p, _)| p.clone())
-                .collect();
-            changed.extend(o.fields.keys().filter(|p| !n.fields.contains_key(*p)).cloned());
-            changed.sort();
-            let changed: Vec<FieldPath> = deepest_paths(&changed)
-                .into_iter()
-                .filter(|p| p.as_str() != MANAGED_FIELDS)
-                .collect();
-            let by = attribute(
-                &o.managed.as_ref().map(entries).unwrap_or_default(),
-                &n.managed.as_ref().map(entries).unwrap_or_default(),
-                &changed,
-            );
-            fields = changed
-                .iter()
-                .map(|p| FieldChange {
-                    path: p.clone(),
-                    old: value_at(o, p),
-                    new: value_at(n, p),
-                    managers: by.get(p).cloned().unwrap_or_default(),
-                })
-                .collect();
+        let (old, new) = match order {
+            std::cmp::Ordering::Less => (a.next().transpose()?, None),
+            std::cmp::Ordering::Greater => (None, b.next().transpose()?),
+            std::cmp::Ordering::Equal => (a.next().transpose()?, b.next().transpose()?),
+        };
+        if let Some(drift) = one(old.as_ref(), new.as_ref(), value_at) {
+            let counts = summary
+                .entry(drift.resource.clone().unwrap_or_else(|| "-".into()))
+                .or_default();
+            match drift.change {
+                Drift::Added => counts.added += 1,
+                Drift::Removed => counts.removed += 1,
+                Drift::Recreated => counts.recreated += 1,
+                Drift::Changed => counts.changed += 1,
+                Drift::NotComparable => counts.not_comparable += 1,
+            }
+            changed(drift)?;
         }
-        let counts = report
-            .summary
-            .entry(either.resource.clone().unwrap_or_else(|| "-".into()))
-            .or_default();
-        match change {
-            Drift::Added => counts.added += 1,
-            Drift::Removed => counts.removed += 1,
-            Drift::Recreated => counts.recreated += 1,
-            Drift::Changed => counts.changed += 1,
-            Drift::NotComparable => counts.not_comparable += 1,
-        }
-        report.objects.push(ObjectDrift {
-            change,
-            key: key.to_string(),
-            resource: either.resource.clone(),
-            kind: either.kind.clone(),
-            namespace: either.namespace.clone(),
-            name: either.name.clone(),
-            uid_a: old.and_then(|o| o.uid.clone()),
-            uid_b: new.and_then(|n| n.uid.clone()),
-            revision_a: old.map(|o| o.mod_revision),
-            revision_b: new.map(|n| n.mod_revision),
-            fields,
-        });
     }
-    report
+    Ok(summary)
+}
+
+/// How one key differs between the two points, if it does.
+fn one(
+    old: Option<&LiveObject>,
+    new: Option<&LiveObject>,
+    value_at: &mut dyn FnMut(&LiveObject, &FieldPath) -> Value,
+) -> Option<ObjectDrift> {
+    let either = new.or(old)?;
+    let change = match (old, new) {
+        (None, Some(_)) => Drift::Added,
+        (Some(_), None) => Drift::Removed,
+        (Some(o), Some(n)) if o.uid != n.uid => Drift::Recreated,
+        (Some(o), Some(n)) if o.hash_key.is_some() && n.hash_key.is_some() && o.hash_key != n.hash_key => {
+            Drift::NotComparable
+        }
+        (Some(o), Some(n)) if o.semantic_sha256 != n.semantic_sha256 => Drift::Changed,
+        _ => return None,
+    };
+    let mut fields = Vec::new();
+    if let (Drift::Changed, Some(o), Some(n)) = (change, old, new) {
+        let mut changed: Vec<FieldPath> = n
+            .fields
+            .iter()
+            .filter(|(p, h)| o.fields.get(*p) != Some(h))
+            .map(|(p, _)| p.clone())
+            .collect();
+        changed.extend(o.fields.keys().filter(|p| !n.fields.contains_key(*p)).cloned());
+        changed.sort();
+        let changed: Vec<FieldPath> = deepest_paths(&changed)
+            .into_iter()
+            .filter(|p| p.as_str() != MANAGED_FIELDS)
+            .collect();
+        let by = attribute(
+            &o.managed.as_ref().map(entries).unwrap_or_default(),
+            &n.managed.as_ref().map(entries).unwrap_or_default(),
+            &changed,
+        );
+        fields = changed
+            .iter()
+            .map(|p| FieldChange {
+                path: p.clone(),
+                old: value_at(o, p),
+                new: value_at(n, p),
+                managers: by.get(p).cloned().unwrap_or_default(),
+            })
+            .collect();
+    }
+    Some(ObjectDrift {
+        change,
+        key: either.key.clone(),
+        resource: either.resource.clone(),
+        kind: either.kind.clone(),
+        namespace: either.namespace.clone(),
+        name: either.name.clone(),
+        uid_a: old.and_then(|o| o.uid.clone()),
+        uid_b: new.and_then(|n| n.uid.clone()),
+        revision_a: old.map(|o| o.mod_revision),
+        revision_b: new.map(|n| n.mod_revision),
+        fields,
+    })
 }

@@ -1,10 +1,11 @@
 //! `etcd-inspector diff RUN_A RUN_B`: field-level drift between two points.
 
 use super::Status;
-use crate::analyze::drift::compare;
+use crate::analyze::drift::{compare, ObjectDrift};
 use crate::canon::path::FieldPath;
 use crate::cli::{DiffArgs, ListFormat};
 use crate::report::escape::terminal;
+use crate::report::json_array::JsonArray;
 use crate::store::HistoryReader;
 use crate::store::{LiveObject, Looked, ObjectFilter, Store, ValueReader};
 use anyhow::{bail, Result};
@@ -47,13 +48,9 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
             _ => bail!("{} holds several clusters: name a run to pick one", db.display()),
         },
     };
-    let (a, b) = (
-        store.live_objects(cluster, rev_a)?,
-        store.live_objects(cluster, rev_b)?,
-    );
     let filter = ObjectFilter::from(&args.objects);
-    // A value the database cannot give back fails the command (after the
-    // comparison), instead of showing as redacted.
+    // A value the database cannot give back fails the command, instead of
+    // showing as redacted.
     let mut values = ValueReader::new(&store);
     let mut value_at = |o: &LiveObject, path: &FieldPath| -> Value {
         match values.at(o.semantic_sha256.as_deref(), path) {
@@ -62,18 +59,28 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
             Looked::Absent => Value::Null,
         }
     };
-    let report = compare(&a, &b, &filter, &mut value_at);
-    values.finish()?;
-    let mut out = std::io::stdout().lock();
+    let (a, b) = (
+        store.live_objects(cluster, rev_a),
+        store.live_objects(cluster, rev_b),
+    );
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    // Objects are written as they are compared; the counts, known at the
+    // end, come last.
     match args.output {
         ListFormat::Json => {
-            let json = serde_json::json!({"cluster": cluster, "revision_a": rev_a, "revision_b": rev_b,
-                                          "summary": report.summary, "objects": report.objects});
-            serde_json::to_writer_pretty(&mut out, &json)?;
-            writeln!(out)?;
+            writeln!(out, "{{\n  \"cluster\": {cluster},")?;
+            write!(out, "  \"objects\": ")?;
+            let mut objects = JsonArray::open(&mut out, "  ")?;
+            let summary = compare(a, b, &filter, &mut value_at, &mut |o| Ok(objects.push(&o)?))?;
+            objects.close()?;
+            let tail = serde_json::json!({"revision_a": rev_a, "revision_b": rev_b, "summary": summary});
+            let tail = serde_json::to_string_pretty(&tail)?;
+            // The rest of the document: its fields after `objects`.
+            writeln!(out, ",\n{}", tail.trim_start_matches("{\n"))?;
         }
         ListFormat::Table => {
             writeln!(out, "revision {rev_a} → {rev_b}")?;
+            let summary = compare(a, b, &filter, &mut value_at, &mut |o| object_lines(&mut out, &o))?;
             let mut table = Table::new();
             table.load_preset(UTF8_FULL_CONDENSED).set_header([
                 "resource",
@@ -83,7 +90,7 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
                 "changed",
                 "not comparable",
             ]);
-            for (resource, c) in &report.summary {
+            for (resource, c) in &summary {
                 table.add_row([
                     terminal(resource).into_owned(),
                     c.added.to_string(),
@@ -94,48 +101,52 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
                 ]);
             }
             writeln!(out, "{table}")?;
-            for o in &report.objects {
-                let what = match (&o.kind, &o.name) {
-                    (Some(k), Some(n)) => format!(
-                        "{k} {}{n}",
-                        o.namespace
-                            .as_deref()
-                            .map(|ns| format!("{ns}/"))
-                            .unwrap_or_default()
-                    ),
-                    _ => o.key.clone(),
-                };
-                let what = terminal(&what);
-                match o.change.as_str() {
-                    "recreated" => writeln!(
-                        out,
-                        "recreated {what}: uid {} → {}",
-                        terminal(o.uid_a.as_deref().unwrap_or("-")),
-                        terminal(o.uid_b.as_deref().unwrap_or("-"))
-                    )?,
-                    "not-comparable" => writeln!(
-                        out,
-                        "not comparable {what}: its secrets are hashed under another hash key on each side (--new-hash-key between them)"
-                    )?,
-                    change => writeln!(out, "{} {what}", terminal(change))?,
-                }
-                for f in &o.fields {
-                    let by = if f.managers.is_empty() {
-                        String::new()
-                    } else {
-                        format!("  (by {})", terminal(&f.managers.join(", ")))
-                    };
-                    writeln!(
-                        out,
-                        "  {}: {} → {}{by}",
-                        terminal(f.path.as_str()),
-                        terminal(&f.old.to_string()),
-                        terminal(&f.new.to_string())
-                    )?;
-                }
-            }
         }
     }
+    values.finish()?;
     out.flush()?;
     Ok(0)
+}
+
+/// One differing object as lines of the table output.
+fn object_lines(out: &mut dyn Write, o: &ObjectDrift) -> Result<()> {
+    let what = match (&o.kind, &o.name) {
+        (Some(k), Some(n)) => format!(
+            "{k} {}{n}",
+            o.namespace
+                .as_deref()
+                .map(|ns| format!("{ns}/"))
+                .unwrap_or_default()
+        ),
+        _ => o.key.clone(),
+    };
+    let what = terminal(&what);
+    match o.change.as_str() {
+        "recreated" => writeln!(
+            out,
+            "recreated {what}: uid {} → {}",
+            terminal(o.uid_a.as_deref().unwrap_or("-")),
+            terminal(o.uid_b.as_deref().unwrap_or("-"))
+        )?,
+        "not-comparable" => writeln!(
+            out,
+            "not comparable {what}: its secrets are hashed under another hash key on each side (--new-hash-key between them)"
+        )?,
+        change => writeln!(out, "{} {what}", terminal(change))?,
+    }
+    for f in &o.fields {
+        let by = if f.managers.is_empty() {
+            String::new()
+        } else {
+            format!("  (by {})", terminal(&f.managers.join(", ")))
+        };
+        writeln!(
+            out,
+            "  {}: {} → {}{by}",
+            terminal(f.path.as_str()),
+            terminal(&f.old.to_string()),
+            terminal(&f.new.to_string())
+        )?;
+    }
+    Ok(())
 }

@@ -2,6 +2,7 @@
 
 use crate::cli::ListFormat;
 use crate::report::escape::terminal;
+use crate::report::json_array::JsonArray;
 use anyhow::Result;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
 use serde::Serialize;
@@ -41,21 +42,12 @@ pub fn print_stream<T: Serialize, E: Into<anyhow::Error>>(
     match format {
         ListFormat::Json => {
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-            let mut first = true;
+            let mut array = JsonArray::open(&mut out, "")?;
             for item in items {
-                let text = serde_json::to_string_pretty(&item.map_err(Into::into)?)?;
-                out.write_all(if first { b"[\n" } else { b",\n" })?;
-                first = false;
-                // A pretty JSON text has no newline inside a string, so
-                // indenting each line nests it in the array.
-                for (i, line) in text.lines().enumerate() {
-                    if i > 0 {
-                        out.write_all(b"\n")?;
-                    }
-                    write!(out, "  {line}")?;
-                }
+                array.push(&item.map_err(Into::into)?)?;
             }
-            out.write_all(if first { b"[]\n" } else { b"\n]\n" })?;
+            array.close()?;
+            writeln!(out)?;
             out.flush()?;
         }
         ListFormat::Table => {

@@ -7,6 +7,7 @@
 
 pub mod escape;
 pub mod html;
+pub mod json_array;
 pub mod markdown;
 pub mod metrics;
 pub mod text;
@@ -492,30 +493,20 @@ pub fn write_json(
     // A pretty JSON object ends in "\n}": the findings go before it.
     let open = head.strip_suffix("\n}").expect("a JSON object");
     out.write_all(open.as_bytes())?;
-    out.write_all(b",\n  \"findings\": [")?;
-    let mut first = true;
+    out.write_all(b",\n  \"findings\": ")?;
+    let mut array = json_array::JsonArray::open(out, "  ")?;
     let mut failed = None;
     each_finding(store, filter, &mut |f| {
-        let text = serde_json::to_string_pretty(&f).expect("a finding serializes");
-        let mut chunk = String::from(if first { "\n" } else { ",\n" });
-        first = false;
-        // No string in pretty JSON holds a newline: indent line by line.
-        for (i, line) in text.lines().enumerate() {
-            if i > 0 {
-                chunk.push('\n');
-            }
-            chunk.push_str("    ");
-            chunk.push_str(line);
-        }
-        if let Err(e) = out.write_all(chunk.as_bytes()) {
-            failed.get_or_insert(e);
+        if failed.is_none() {
+            failed = array.push(&f).err();
         }
         Ok(())
     })?;
     if let Some(e) = failed {
         return Err(e.into());
     }
-    out.write_all(if first { b"]\n}\n" } else { b"\n  ]\n}\n" })?;
+    array.close()?;
+    out.write_all(b"\n}\n")?;
     Ok(())
 }
 

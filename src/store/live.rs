@@ -21,3 +21,6 @@ pub struct LiveObject {
     /// The id of the key its keyed hashes are under, if it has any.
     pub hash_key: Option<String>,
 }
+
+/// Live objects as they are read, in key order.
+pub type LiveIter<'s> = Box<dyn Iterator<Item = Result<LiveObject, crate::store::StoreError>> + 's>;

@@ -28,7 +28,7 @@ mod writer;
 pub use classify::ClassifyStats;
 pub use finding::{FindingIter, FindingQuery, FindingsWriter, StoredFinding};
 pub use history::{FieldChange, HistoryRow};
-pub use live::LiveObject;
+pub use live::{LiveIter, LiveObject};
 pub use prune::Pruned;
 pub use reader::HistoryReader;
 pub use recorder::{RunFact, RunRecorder};

@@ -10,8 +10,8 @@ use crate::decrypt::policy::Policy;
 use crate::store::object::ObjectRevision;
 use crate::store::values::Contents;
 use crate::store::{
-    FindingIter, FindingQuery, Gap, HistoryRow, LiveObject, ResourceUsage, RunInfo, RunTime, Scope,
-    StoreError, Usage,
+    FindingIter, FindingQuery, Gap, HistoryRow, LiveIter, ResourceUsage, RunInfo, RunTime, Scope, StoreError,
+    Usage,
 };
 use serde_json::Value;
 use std::path::Path;
@@ -66,8 +66,9 @@ pub trait HistoryReader {
     /// revision's and its own values (sensitive ones redacted).
     fn add_diffs(&self, rows: &mut [HistoryRow]) -> Result<(), StoreError>;
 
-    /// The objects live in `cluster` at `revision`.
-    fn live_objects(&self, cluster: i64, revision: i64) -> Result<Vec<LiveObject>, StoreError>;
+    /// The objects live in `cluster` at `revision`, in key order, as they
+    /// are read.
+    fn live_objects(&self, cluster: i64, revision: i64) -> LiveIter<'_>;
 
     /// The stored findings `query` selects, most severe first, as they are
     /// read.

@@ -7,6 +7,9 @@ use crate::store::{HistoryReader, StoreError};
 use serde_json::Value;
 use std::collections::HashMap;
 
+/// Values a reader keeps before it starts its cache over.
+const CACHED: usize = 256;
+
 /// What a value looks up to.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Looked<'v> {
@@ -49,6 +52,11 @@ impl<'s> ValueReader<'s> {
             return Looked::Absent;
         };
         if !self.cache.contains_key(hash) {
+            // One key's or one diff's values at a time: the cache starts
+            // over rather than grow with the whole history.
+            if self.cache.len() >= CACHED {
+                self.cache.clear();
+            }
             match self.store.canonical_value(hash) {
                 Ok(value) => {
                     self.cache.insert(hash.to_vec(), value);

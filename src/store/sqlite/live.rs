@@ -2,57 +2,124 @@
 //! revision at or before it, unless that is a tombstone.
 
 use super::Store;
-use crate::store::LiveObject;
 use crate::store::StoreError;
+use crate::store::{LiveIter, LiveObject};
+
+/// Live objects read per query.
+const PAGE: i64 = 256;
+
+/// The live objects of a cluster at a revision, a page of keys at a time.
+struct LivePages<'s> {
+    store: &'s Store,
+    cluster: i64,
+    revision: i64,
+    paths: std::collections::HashMap<i64, crate::canon::path::FieldPath>,
+    /// The key the next page starts after (`None`: from the first).
+    after: Option<Vec<u8>>,
+    page: std::collections::VecDeque<LiveObject>,
+    done: bool,
+}
+
+impl LivePages<'_> {
+    /// Reads the next page of keys and each one's newest revision at or
+    /// before the revision; false when no key is left.
+    fn fill(&mut self) -> Result<bool, StoreError> {
+        let store = self.store;
+        let err = |e| store.err(e);
+        while self.page.is_empty() && !self.done {
+            type KeyRow = (i64, Vec<u8>, Option<String>, Option<String>, Option<String>);
+            let keys: Vec<KeyRow> = store
+                .conn
+                .prepare_cached(
+                    "SELECT id, key, resource, namespace, name FROM keys \
+                     WHERE cluster_id = ?1 AND (?2 IS NULL OR key > ?2) ORDER BY key LIMIT ?3",
+                )
+                .and_then(|mut s| {
+                    s.query_map(rusqlite::params![self.cluster, self.after, PAGE], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+                    })?
+                    .collect()
+                })
+                .map_err(err)?;
+            self.done = (keys.len() as i64) < PAGE;
+            self.after = keys.last().map(|k| k.1.clone());
+            let mut newest = store
+                .conn
+                .prepare_cached(
+                    "SELECT coalesce(r.namespace, ?3), coalesce(r.name, ?4), r.kind, r.uid, r.mod_revision, \
+                     r.semantic_sha256, s.codec, s.fields, b.fields, s.codec, s.managed, b.managed, r.hash_key, r.deleted \
+                     FROM revisions r LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
+                     LEFT JOIN semantic_values b ON b.id = s.base \
+                     WHERE r.key_id = ?1 AND r.mod_revision <= ?2 ORDER BY r.mod_revision DESC LIMIT 1",
+                )
+                .map_err(err)?;
+            for (id, key, resource, namespace, name) in keys {
+                let mut rows = newest
+                    .query(rusqlite::params![id, self.revision, namespace, name])
+                    .map_err(err)?;
+                let Some(r) = rows.next().map_err(err)? else {
+                    continue;
+                };
+                if r.get::<_, bool>(13).map_err(err)? {
+                    continue;
+                }
+                let fields = super::packed(r, 6).map_err(err)?;
+                let managed = super::packed(r, 9).map_err(err)?;
+                self.page.push_back(LiveObject {
+                    key: String::from_utf8_lossy(&key).into_owned(),
+                    resource,
+                    namespace: r.get(0).map_err(err)?,
+                    name: r.get(1).map_err(err)?,
+                    kind: r.get(2).map_err(err)?,
+                    uid: r.get(3).map_err(err)?,
+                    mod_revision: r.get(4).map_err(err)?,
+                    semantic_sha256: r.get(5).map_err(err)?,
+                    fields: super::changes::decode_fields(&fields, &self.paths, 7)
+                        .map_err(err)?
+                        .unwrap_or_default(),
+                    managed: managed
+                        .json()
+                        .map_err(|e| store.damaged("semantic_values.managed", e))?,
+                    hash_key: r.get(12).map_err(err)?,
+                });
+            }
+        }
+        Ok(!self.page.is_empty())
+    }
+}
+
+impl Iterator for LivePages<'_> {
+    type Item = Result<LiveObject, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.fill() {
+            Ok(true) => self.page.pop_front().map(Ok),
+            Ok(false) => None,
+            Err(e) => {
+                self.done = true;
+                self.page.clear();
+                Some(Err(e))
+            }
+        }
+    }
+}
 
 impl Store {
-    /// Every live object of `cluster` at `revision`, by key.
-    pub(in crate::store) fn read_live_objects(
-        &self,
-        cluster: i64,
-        revision: i64,
-    ) -> Result<Vec<LiveObject>, StoreError> {
-        let err = |e| self.err(e);
-        let paths = self.field_path_names()?;
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT k.key, k.resource, coalesce(r.namespace, k.namespace), coalesce(r.name, k.name), r.kind, r.uid, \
-                 r.mod_revision, r.semantic_sha256, s.codec, s.fields, b.fields, s.codec, s.managed, b.managed, r.hash_key \
-                 FROM keys k JOIN revisions r ON r.key_id = k.id AND r.mod_revision = \
-                   (SELECT max(mod_revision) FROM revisions WHERE key_id = k.id AND mod_revision <= ?2) \
-                 LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
-                 LEFT JOIN semantic_values b ON b.id = s.base \
-                 WHERE k.cluster_id = ?1 AND r.deleted = 0 ORDER BY k.key",
-            )
-            .map_err(err)?;
-        let rows = stmt
-            .query_map(rusqlite::params![cluster, revision], |r| {
-                let key: Vec<u8> = r.get(0)?;
-                let fields = super::packed(r, 8)?;
-                let managed = super::packed(r, 11)?;
-                Ok(LiveObject {
-                    key: String::from_utf8_lossy(&key).into_owned(),
-                    resource: r.get(1)?,
-                    namespace: r.get(2)?,
-                    name: r.get(3)?,
-                    kind: r.get(4)?,
-                    uid: r.get(5)?,
-                    mod_revision: r.get(6)?,
-                    semantic_sha256: r.get(7)?,
-                    fields: super::changes::decode_fields(&fields, &paths, 8)?.unwrap_or_default(),
-                    managed: managed.json().map_err(|e| {
-                        rusqlite::Error::FromSqlConversionFailure(
-                            12,
-                            rusqlite::types::Type::Blob,
-                            Box::new(e),
-                        )
-                    })?,
-                    hash_key: r.get(14)?,
-                })
-            })
-            .map_err(err)?;
-        rows.collect::<Result<_, _>>().map_err(err)
+    /// Every live object of `cluster` at `revision`, in key order, as read.
+    pub(in crate::store) fn read_live_objects(&self, cluster: i64, revision: i64) -> LiveIter<'_> {
+        let paths = match self.field_path_names() {
+            Ok(paths) => paths,
+            Err(e) => return Box::new(std::iter::once(Err(e))),
+        };
+        Box::new(LivePages {
+            store: self,
+            cluster,
+            revision,
+            paths,
+            after: None,
+            page: Default::default(),
+            done: false,
+        })
     }
 
     /// A run's head revision and cluster.

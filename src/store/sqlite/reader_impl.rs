@@ -4,7 +4,7 @@ use super::Store;
 use crate::decrypt::policy::Policy;
 use crate::store::object::ObjectRevision;
 use crate::store::{
-    Contents, FindingIter, FindingQuery, Gap, HistoryReader, HistoryRow, LiveObject, ResourceUsage, RunInfo,
+    Contents, FindingIter, FindingQuery, Gap, HistoryReader, HistoryRow, LiveIter, ResourceUsage, RunInfo,
     RunTime, Scope, StoreError, Usage,
 };
 use serde_json::Value;
@@ -70,7 +70,7 @@ impl HistoryReader for Store {
         Store::read_add_diffs(self, rows)
     }
 
-    fn live_objects(&self, cluster: i64, revision: i64) -> Result<Vec<LiveObject>, StoreError> {
+    fn live_objects(&self, cluster: i64, revision: i64) -> LiveIter<'_> {
         Store::read_live_objects(self, cluster, revision)
     }
 
