@@ -68,10 +68,7 @@ fn bytes(n: i64) -> String {
 }
 
 fn tables(u: &Usage) -> Result<()> {
-    let resource = |group: &str, resource: &str| match group {
-        "" => text(resource),
-        g => format!("{}.{}", text(resource), text(g)),
-    };
+    let resource = |group: &str, resource: &str| text(&crate::decode::key::qualified(resource, group));
     println!("Resources");
     print_table(
         &[

@@ -81,6 +81,16 @@ fn builtin_group(resource: &str) -> String {
 }
 
 /// Parses `key` stored under `prefix` (normally [`DEFAULT_PREFIX`]).
+/// A resource as kubectl names it with its group: `pods`,
+/// `deployments.apps` (the core group has no suffix).
+pub fn qualified(resource: &str, group: &str) -> String {
+    if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
+    }
+}
+
 pub fn parse_key(key: &str, prefix: &str) -> Result<ParsedKey, KeyError> {
     let mut parsed = ParsedKey {
         prefix: String::new(),

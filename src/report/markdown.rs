@@ -82,11 +82,7 @@ pub fn render(r: &ReportData) -> String {
     )
     .unwrap();
     for u in &r.summary.resources {
-        let name = if u.group.is_empty() {
-            u.resource.clone()
-        } else {
-            format!("{}.{}", u.resource, u.group)
-        };
+        let name = crate::decode::key::qualified(&u.resource, &u.group);
         writeln!(
             s,
             "| {} | {} | {} | {} | {} |",

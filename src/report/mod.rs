@@ -12,6 +12,7 @@ pub mod markdown;
 pub mod metrics;
 pub mod text;
 
+use crate::decode::key::qualified;
 use crate::store::finding::Severity;
 use crate::store::{FindingQuery, HistoryReader, HistoryRow, RunInfo, Scope, StoreError, StoredFinding};
 use serde::Serialize;
@@ -243,14 +244,7 @@ type GroupKey = (String, Option<String>, Option<String>);
 fn subject(f: &StoredFinding, prefixes: &HashMap<String, String>) -> (Option<String>, Option<String>) {
     let prefix = prefixes.get(&f.cluster_id).map_or("/registry/", String::as_str);
     match f.keys.first().map(|k| crate::decode::key::parse_key(k, prefix)) {
-        Some(Ok(p)) if p.special.is_none() => {
-            let resource = if p.group.is_empty() {
-                p.resource
-            } else {
-                format!("{}.{}", p.resource, p.group)
-            };
-            (Some(resource), p.namespace)
-        }
+        Some(Ok(p)) if p.special.is_none() => (Some(qualified(&p.resource, &p.group)), p.namespace),
         _ => (None, None),
     }
 }
@@ -274,14 +268,7 @@ fn command(detector: &str, resource: Option<&str>, namespace: Option<&str>) -> S
 fn merge_every_object(groups: Vec<Group>, resources: &[crate::store::ResourceUsage]) -> Vec<Group> {
     let objects: HashMap<String, i64> = resources
         .iter()
-        .map(|u| {
-            let name = if u.group.is_empty() {
-                u.resource.clone()
-            } else {
-                format!("{}.{}", u.resource, u.group)
-            };
-            (name, u.objects)
-        })
+        .map(|u| (qualified(&u.resource, &u.group), u.objects))
         .collect();
     // Namespaces hold distinct objects: the sum over a resource's groups
     // counts each object once.

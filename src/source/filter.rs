@@ -18,7 +18,7 @@ pub struct ResourceFilter {
 }
 
 fn names(key: &ParsedKey, name: &str) -> bool {
-    name == key.resource || (!key.group.is_empty() && name == format!("{}.{}", key.resource, key.group))
+    name == key.resource || name == crate::decode::key::qualified(&key.resource, &key.group)
 }
 
 impl ResourceFilter {
