@@ -24,44 +24,59 @@ const TIME_FIELDS: &[&str] = &[
     "time",
 ];
 
-/// Queries over the revisions in scope with the key's names, and whether
-/// each is its key's newest in scope and not a tombstone (`live`), and the
-/// parameters they all bind (`?6` the row limit of per-key lists).
+/// The revisions in scope with their key's names and whether each is its
+/// key's newest in scope and not a tombstone (`live`), gathered once into a
+/// temporary table (`rows`, in SQLite's temporary database, never the
+/// file), which every aggregate then reads: each scanned and joined the
+/// whole history before. Queries bind `?1`, the row limit of per-key lists.
 struct Scoped<'a> {
     store: &'a Store,
-    with: String,
-    params: [&'a dyn rusqlite::ToSql; 7],
 }
 
 impl<'a> Scoped<'a> {
-    fn new(store: &'a Store, scope: &'a Scope, top: &'a i64, cluster: &'a Option<i64>) -> Self {
-        let with = format!(
-            "WITH scoped AS (SELECT r.*, k.key, coalesce(k.api_group, '') AS grp, coalesce(k.resource, '-') AS res, \
-             coalesce(k.namespace, '-') AS ns FROM revisions r JOIN keys k ON k.id = r.key_id \
-             WHERE {} AND (?7 IS NULL OR k.cluster_id = ?7)), \
-             newest AS (SELECT key_id, max(mod_revision) AS m FROM scoped GROUP BY key_id), \
-             rows AS (SELECT s.*, (n.m IS NOT NULL AND s.deleted = 0) AS live FROM scoped s \
-             LEFT JOIN newest n ON n.key_id = s.key_id AND n.m = s.mod_revision) ",
+    fn new(store: &'a Store, scope: &Scope, cluster: Option<i64>) -> Result<Self, StoreError> {
+        let err = |e| store.err(e);
+        store
+            .conn
+            .execute_batch("DROP TABLE IF EXISTS temp.rows")
+            .map_err(err)?;
+        let sql = format!(
+            "CREATE TEMP TABLE rows AS \
+             WITH scoped AS (SELECT r.key_id, r.mod_revision, r.deleted, r.value_size, r.encoding, r.encryption, \
+               r.change_class, r.changed_paths, r.changed_by, k.key, coalesce(k.api_group, '') AS grp, \
+               coalesce(k.resource, '-') AS res, coalesce(k.namespace, '-') AS ns \
+               FROM revisions r JOIN keys k ON k.id = r.key_id WHERE {} AND (?6 IS NULL OR k.cluster_id = ?6)), \
+             newest AS (SELECT key_id, max(mod_revision) AS m FROM scoped GROUP BY key_id) \
+             SELECT s.*, (n.m IS NOT NULL AND s.deleted = 0) AS live FROM scoped s \
+             LEFT JOIN newest n ON n.key_id = s.key_id AND n.m = s.mod_revision",
             super::stats::SCOPE
         );
-        let params: [&'a dyn rusqlite::ToSql; 7] = [
-            &scope.from_revision,
-            &scope.to_revision,
-            &scope.objects.namespace,
-            &scope.objects.resource,
-            &scope.objects.key_prefix,
-            top,
-            cluster,
-        ];
-        Scoped { store, with, params }
+        store
+            .conn
+            .execute(
+                &sql,
+                rusqlite::params![
+                    scope.from_revision,
+                    scope.to_revision,
+                    scope.objects.namespace,
+                    scope.objects.resource,
+                    scope.objects.key_prefix,
+                    cluster
+                ],
+            )
+            .map_err(err)?;
+        Ok(Scoped { store })
     }
 
     /// `sql` over `rows`.
     fn query(&self, sql: &str) -> Result<rusqlite::Statement<'a>, StoreError> {
-        self.store
-            .conn
-            .prepare(&format!("{}{sql}", self.with))
-            .map_err(|e| self.store.err(e))
+        self.store.conn.prepare(sql).map_err(|e| self.store.err(e))
+    }
+}
+
+impl Drop for Scoped<'_> {
+    fn drop(&mut self) {
+        let _ = self.store.conn.execute_batch("DROP TABLE IF EXISTS temp.rows");
     }
 }
 
@@ -74,10 +89,13 @@ impl Store {
         scope: &Scope,
         cluster: Option<i64>,
     ) -> Result<Vec<ResourceUsage>, StoreError> {
-        // ?6, the row limit of the per-key lists, is unused here but bound with the rest.
+        self.resources_in(&Scoped::new(self, scope, cluster)?)
+    }
+
+    /// What [`Store::read_resource_usage`] gives, over the rows gathered.
+    fn resources_in(&self, scoped: &Scoped<'_>) -> Result<Vec<ResourceUsage>, StoreError> {
         let err = |e| self.err(e);
-        let scoped = Scoped::new(self, scope, &0, &cluster);
-        let (query, bind) = (|sql: &str| scoped.query(sql), scoped.params);
+        let (query, bind) = (|sql: &str| scoped.query(sql), rusqlite::params![]);
 
         let mut resources: BTreeMap<(String, String), ResourceUsage> = BTreeMap::new();
         let mut stmt = query(
@@ -143,17 +161,16 @@ impl Store {
         top: i64,
     ) -> Result<Usage, StoreError> {
         let err = |e| self.err(e);
-        let scoped = Scoped::new(self, scope, &top, &cluster);
-        let (query, bind) = (|sql: &str| scoped.query(sql), scoped.params);
-
-        let resources = self.read_resource_usage(scope, cluster)?;
+        let scoped = Scoped::new(self, scope, cluster)?;
+        let resources = self.resources_in(&scoped)?;
+        let (query, bind) = (|sql: &str| scoped.query(sql), [top]);
 
         let text_key = |r: &rusqlite::Row<'_>| -> rusqlite::Result<String> {
             Ok(String::from_utf8_lossy(&r.get::<_, Vec<u8>>(0)?).into_owned())
         };
         let largest = query(
             "SELECT key, sum(value_size), count(*), max(CASE WHEN live THEN value_size ELSE 0 END) FROM rows \
-             GROUP BY key_id ORDER BY 2 DESC, key LIMIT ?6",
+             GROUP BY key_id ORDER BY 2 DESC, key LIMIT ?1",
         )?
         .query_map(bind, |r| {
             Ok(LargestKey {
@@ -168,7 +185,7 @@ impl Store {
         .map_err(err)?;
         let busiest = query(
             "SELECT key, count(*), sum(change_class IN ('rewrite', 'encoding-only')) FROM rows \
-             GROUP BY key_id ORDER BY 2 DESC, key LIMIT ?6",
+             GROUP BY key_id ORDER BY 2 DESC, key LIMIT ?1",
         )?
         .query_map(bind, |r| {
             let (revisions, nothing): (i64, i64) = (r.get(1)?, r.get(2)?);
@@ -197,7 +214,7 @@ impl Store {
              FROM rows, (SELECT DISTINCT w.key_id AS kid, w.mod_revision AS rev, m.value FROM rows AS w, \
                          json_each(w.changed_by) c, json_each(c.value) m WHERE w.changed_by IS NOT NULL) m \
              WHERE m.kid = rows.key_id AND m.rev = rows.mod_revision GROUP BY manager, grp, res \
-             ORDER BY 4 DESC, manager LIMIT ?6",
+             ORDER BY 4 DESC, manager LIMIT ?1",
             times.join(", ")
         ))?
         .query_map(bind, |r| {
@@ -218,7 +235,7 @@ impl Store {
             "SELECT ns, sum(live), count(*), coalesce(sum(CASE WHEN live THEN value_size END), 0), \
              coalesce(sum(value_size), 0) FROM rows GROUP BY ns ORDER BY 5 DESC, ns",
         )?
-        .query_map(bind, |r| {
+        .query_map([], |r| {
             Ok(NamespaceUsage {
                 namespace: r.get(0)?,
                 objects: r.get(1)?,
