@@ -425,7 +425,12 @@ pub fn build(store: &dyn HistoryReader, filter: &Filter) -> Result<ReportData, S
         Ok(())
     })?;
     let resources = store.resource_usage(scope, None)?;
-    let mut groups = merge_every_object(groups.into_values().collect(), &resources);
+    // In a fixed order, so that a merged group's sample is the same each time.
+    let mut groups: Vec<Group> = groups.into_values().collect();
+    groups.sort_by(|a, b| {
+        (&a.detector, &a.resource, &a.namespace).cmp(&(&b.detector, &b.resource, &b.namespace))
+    });
+    let mut groups = merge_every_object(groups, &resources);
     groups.sort_by(|a, b| {
         (b.severity, b.count, &a.detector, &a.resource, &a.namespace).cmp(&(
             a.severity,
