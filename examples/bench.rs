@@ -846,7 +846,7 @@ mod large {
             if self.keep_all {
                 return;
             }
-            for suffix in ["", ".key", "-wal", "-shm", "-journal"] {
+            for suffix in ["", ".key", ".lock", "-wal", "-shm", "-journal"] {
                 let _ = std::fs::remove_file(self.path(&format!("{name}{suffix}")));
             }
         }
