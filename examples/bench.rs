@@ -15,6 +15,23 @@
 //! `etcd-inspector` binary's `snapshot --file` on the same file, side by
 //! side, and checks both stored the same contents. `BENCH_KEYSPACE=small` makes every object
 //! a small ConfigMap (the 10,000 × 10 case: `bench 10000 9 1`).
+//!
+//! `BENCH_CASE=large` is the large-cluster case of issue 28: `bench
+//! [OBJECTS] [UPDATES]` (defaults 150000 3: 600,000 revisions, an 8 GiB db
+//! file) with every object the fully filled Pod fixture, in an etcd with a
+//! `BENCH_QUOTA_GIB` backend quota (default 16). It downloads the snapshot
+//! file (`etcd.db`) and times each command once, one after another: first
+//! live runs (`--fetch auto` and `--fetch watch`), `snapshot --file` (its
+//! database is `base.sqlite`), then on a copy `analyze`, `findings`,
+//! `stats`, `report` in every format, `history` of one key, `diff` between
+//! two revisions, a second live run with 1% of the objects changed, `diff`
+//! between the two runs and `prune`. Each runs with its process tree's RSS
+//! capped at `BENCH_MEM_CAP_GIB` (default 6) and killed after
+//! `BENCH_TIMEOUT` seconds (default 600), the table then saying so instead
+//! of a figure. `BENCH_DIR=PATH` works in PATH and keeps `etcd.db` and
+//! `base.sqlite` (with its `.key`) there; `BENCH_KEEP` keeps every
+//! database and output too. Nothing is held whole in memory: no
+//! plain-file baseline, writes and the download are streamed.
 
 #[path = "../tests/it/util/etcd.rs"]
 #[allow(dead_code)]
@@ -40,12 +57,17 @@ fn fixture_pod() -> Option<Value> {
     if std::env::var("BENCH_POD").ok()? != "fixture" {
         return None;
     }
+    Some(load_fixture_pod())
+}
+
+/// Kubernetes' fully filled Pod fixture (from `../shared/corpus`) as JSON.
+fn load_fixture_pod() -> Value {
     let path =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/k8s-api-fixtures/core.v1.Pod.pb");
     let bytes =
         std::fs::read(&path).unwrap_or_else(|e| panic!("BENCH_POD=fixture needs {}: {e}", path.display()));
     match etcd_inspector::decode::decode_value(&bytes) {
-        Ok(etcd_inspector::decode::Outcome::Decoded(d)) => Some(d.object),
+        Ok(etcd_inspector::decode::Outcome::Decoded(d)) => d.object,
         _ => panic!("{} does not decode", path.display()),
     }
 }
@@ -245,6 +267,9 @@ fn main() -> Result<()> {
     // `--baseline PATH` (or BENCH_BASELINE) names an older binary to time
     // beside this one; the rest are OBJECTS UPDATES REPEATS.
     let mut words: Vec<String> = std::env::args().skip(1).collect();
+    if std::env::var("BENCH_CASE").is_ok_and(|c| c == "large") {
+        return large::run(&words);
+    }
     let mut baseline_bin = std::env::var_os("BENCH_BASELINE").map(PathBuf::from);
     if let Some(at) = words.iter().position(|w| w == "--baseline") {
         anyhow::ensure!(
@@ -586,4 +611,583 @@ fn main() -> Result<()> {
         let _ = work.keep();
     }
     Ok(())
+}
+
+/// The large-cluster case (`BENCH_CASE=large`): issue 28's shape, every
+/// object Kubernetes' fully filled Pod, each command timed once under a
+/// memory cap and a timeout. Kept apart from the small case so the two
+/// can change independently.
+mod large {
+    use super::{etcd, filled_pod, load_fixture_pod};
+    use anyhow::{Context, Result};
+    use serde_json::{json, Value};
+    use std::io::Write;
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+    use std::time::{Duration, Instant};
+
+    const GIB: u64 = 1 << 30;
+
+    /// How one command ended.
+    enum Status {
+        Ok,
+        /// Killed when its process tree's RSS passed the cap (bytes).
+        OverCap(u64),
+        /// Killed after this many seconds.
+        Timeout(u64),
+        /// Exited unsuccessfully: the last line of its standard error.
+        Failed(String),
+    }
+
+    /// One command's measurement.
+    struct Measured {
+        status: Status,
+        seconds: f64,
+        /// Peak RSS in KiB (the kernel's, through /usr/bin/time; for a
+        /// killed command, as far as it got).
+        peak_kib: u64,
+    }
+
+    impl Measured {
+        fn ok(&self) -> bool {
+            matches!(self.status, Status::Ok)
+        }
+
+        fn status_text(&self) -> String {
+            match &self.status {
+                Status::Ok => "ok".into(),
+                Status::OverCap(cap) => format!("**exceeded {} GiB**", cap / GIB),
+                Status::Timeout(s) => format!("**timeout after {s} s**"),
+                Status::Failed(line) => format!("**failed**: {line}"),
+            }
+        }
+    }
+
+    /// The limits every command runs under.
+    struct Limits {
+        /// Bytes of RSS, summed over the command's process tree.
+        cap: u64,
+        timeout: Duration,
+    }
+
+    /// The parent pid of every process, from /proc/PID/stat.
+    fn parents() -> Vec<(u32, u32)> {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        dir.filter_map(|e| {
+            let pid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // `pid (comm) state ppid ...`; comm may hold spaces and parens.
+            let after = &stat[stat.rfind(')')? + 1..];
+            let ppid = after.split_whitespace().nth(1)?.parse().ok()?;
+            Some((pid, ppid))
+        })
+        .collect()
+    }
+
+    /// `root` and every process below it.
+    fn tree(root: u32) -> Vec<u32> {
+        let all = parents();
+        let mut out = vec![root];
+        let mut at = 0;
+        while at < out.len() {
+            let p = out[at];
+            out.extend(all.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+            at += 1;
+        }
+        out
+    }
+
+    /// VmRSS of a process in bytes (0 once it is gone).
+    fn rss(pid: u32) -> u64 {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+                line.split_whitespace().nth(1)?.parse::<u64>().ok()
+            })
+            .map_or(0, |kib| kib * 1024)
+    }
+
+    /// Runs the etcd-inspector binary under /usr/bin/time, its standard
+    /// output into `stdout`, polling its process tree's RSS every 50 ms:
+    /// past `limits.cap` or `limits.timeout` the tree (only processes this
+    /// bench started) is killed and the result says which. RSS rather
+    /// than an address-space limit (`prlimit --as`): the bbolt reader maps
+    /// the whole db file, so address space says nothing about memory.
+    fn capped(bin: &Path, args: &[&str], stdout: &Path, limits: &Limits) -> Result<Measured> {
+        let report = tempfile::NamedTempFile::new()?;
+        let stderr = tempfile::NamedTempFile::new()?;
+        let started = Instant::now();
+        let mut child = Command::new("/usr/bin/time")
+            .args(["-f", "%e %M", "-o", report.path().to_str().unwrap()])
+            .args(
+                std::env::var("BENCH_WRAP")
+                    .iter()
+                    .flat_map(|w| w.split_whitespace()),
+            )
+            .arg(bin)
+            .args(args)
+            .stdout(std::fs::File::create(stdout)?)
+            .stderr(stderr.reopen()?)
+            .spawn()
+            .context("running /usr/bin/time (Debian package `time`)")?;
+        let mut killed = None;
+        let mut watched_peak = 0;
+        let exit = loop {
+            if let Some(exit) = child.try_wait()? {
+                break exit;
+            }
+            if killed.is_none() {
+                let pids = tree(child.id());
+                let now: u64 = pids.iter().map(|p| rss(*p)).sum();
+                watched_peak = watched_peak.max(now);
+                let why = if now > limits.cap {
+                    Some(Status::OverCap(limits.cap))
+                } else if started.elapsed() > limits.timeout {
+                    Some(Status::Timeout(limits.timeout.as_secs()))
+                } else {
+                    None
+                };
+                if let Some(why) = why {
+                    // The command and anything it started; /usr/bin/time
+                    // then reports and exits.
+                    for pid in pids.iter().skip(1).rev() {
+                        let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+                    }
+                    killed = Some(why);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let seconds = started.elapsed().as_secs_f64();
+        // Killed: "Command terminated by signal 9" comes before the figures.
+        let text = std::fs::read_to_string(report.path())?;
+        let peak_kib = text
+            .lines()
+            .last()
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(0u64)
+            .max(watched_peak / 1024);
+        let status = match killed {
+            Some(why) => why,
+            None if exit.success() => Status::Ok,
+            None => {
+                let err = std::fs::read_to_string(stderr.path()).unwrap_or_default();
+                Status::Failed(err.lines().last().unwrap_or("no message").to_string())
+            }
+        };
+        Ok(Measured {
+            status,
+            seconds,
+            peak_kib,
+        })
+    }
+
+    /// Where the data lives and whether it stays.
+    struct Work {
+        dir: PathBuf,
+        _temp: Option<tempfile::TempDir>,
+        /// `BENCH_KEEP`: keep everything.
+        keep_all: bool,
+    }
+
+    impl Work {
+        /// `BENCH_DIR` (kept: the snapshot file and the file run's
+        /// database), else a temporary directory (kept with `BENCH_KEEP`).
+        fn new() -> Result<Work> {
+            let keep_all = std::env::var_os("BENCH_KEEP").is_some();
+            match std::env::var_os("BENCH_DIR") {
+                Some(d) => {
+                    let dir = PathBuf::from(d);
+                    std::fs::create_dir_all(&dir)?;
+                    anyhow::ensure!(
+                        !dir.join("etcd.db").exists() && !dir.join("base.sqlite").exists(),
+                        "{} already holds a data set; remove it or choose another BENCH_DIR",
+                        dir.display()
+                    );
+                    Ok(Work {
+                        dir,
+                        _temp: None,
+                        keep_all,
+                    })
+                }
+                None => {
+                    let temp = tempfile::tempdir()?;
+                    let dir = temp.path().to_path_buf();
+                    let temp = if keep_all {
+                        let _ = temp.keep();
+                        None
+                    } else {
+                        Some(temp)
+                    };
+                    Ok(Work {
+                        dir,
+                        _temp: temp,
+                        keep_all,
+                    })
+                }
+            }
+        }
+
+        fn path(&self, name: &str) -> PathBuf {
+            self.dir.join(name)
+        }
+
+        fn arg(&self, name: &str) -> String {
+            self.path(name).to_str().unwrap().to_string()
+        }
+
+        /// Removes a database (and its key and journal files) unless
+        /// everything is kept.
+        fn discard_db(&self, name: &str) {
+            if self.keep_all {
+                return;
+            }
+            for suffix in ["", ".key", ".lock", "-wal", "-shm", "-journal"] {
+                let _ = std::fs::remove_file(self.path(&format!("{name}{suffix}")));
+            }
+        }
+    }
+
+    /// Copies a database with its key file (and WAL, if one was left).
+    fn copy_db(from: &Path, to: &Path) -> Result<()> {
+        for suffix in ["", ".key", "-wal"] {
+            let (f, t) = (with_suffix(from, suffix), with_suffix(to, suffix));
+            if f.exists() {
+                std::fs::copy(&f, &t).with_context(|| format!("copying {}", f.display()))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn with_suffix(p: &Path, suffix: &str) -> PathBuf {
+        let mut s = p.as_os_str().to_owned();
+        s.push(suffix);
+        PathBuf::from(s)
+    }
+
+    /// The fully filled Pod as object `i` at update `round`, in issue 28's
+    /// shape: it owns itself (the fixture's owner reference is its own
+    /// uid, kept per Pod) and each update changes its spec without a
+    /// generation bump, so every Pod gets an `owner-cycle` and a
+    /// generation finding: 300,000 findings at the default size.
+    fn large_pod(template: &Value, i: usize, round: usize) -> (String, Vec<u8>) {
+        let mut pod = template.clone();
+        pod["metadata"]["ownerReferences"][0]["uid"] = json!(format!("uid-{i}"));
+        pod["spec"]["activeDeadlineSeconds"] = json!(1000 + round);
+        filled_pod(&pod, i, round)
+    }
+
+    /// Writes `objects` fully filled Pods, `versions` times each, in
+    /// chunks, so the bench never holds a round in memory.
+    fn fill(etcd: &etcd::TestEtcd, objects: usize, versions: usize) -> Result<u64> {
+        let template = load_fixture_pod();
+        let mut raw = 0u64;
+        let started = Instant::now();
+        for round in 0..versions {
+            for from in (0..objects).step_by(5000) {
+                let batch: Vec<(String, Vec<u8>)> = (from..(from + 5000).min(objects))
+                    .map(|i| large_pod(&template, i, round))
+                    .collect();
+                raw += batch.iter().map(|(_, v)| v.len() as u64).sum::<u64>();
+                etcd.put_many(&batch);
+            }
+            eprintln!(
+                "  round {} of {versions} written, {:.0} s",
+                round + 1,
+                started.elapsed().as_secs_f64()
+            );
+        }
+        Ok(raw)
+    }
+
+    /// Downloads the server's snapshot (Maintenance API) into `file`,
+    /// streamed to disk.
+    fn download(endpoint: &str, file: &Path) -> Result<()> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        rt.block_on(async {
+            let mut c = etcd_client::Client::connect([endpoint], None).await?;
+            let mut stream = c.snapshot().await?;
+            let mut out = std::io::BufWriter::new(std::fs::File::create(file)?);
+            while let Some(resp) = stream.message().await? {
+                out.write_all(resp.blob())?;
+            }
+            out.flush()?;
+            anyhow::Ok(())
+        })
+    }
+
+    /// Where a command's output goes, for its size in the table.
+    enum Output {
+        None,
+        /// Its standard output, into this file.
+        Stdout(PathBuf),
+        /// A file it writes itself (`-o FILE`).
+        File(PathBuf),
+    }
+
+    /// One row of the table.
+    struct Row {
+        what: String,
+        m: Measured,
+        /// Revisions the command went through, for its time per revision.
+        revisions: Option<u64>,
+        /// What it wrote, where that size tells something.
+        output: Option<PathBuf>,
+    }
+
+    fn gib(bytes: u64) -> String {
+        if bytes >= GIB {
+            format!("{:.2} GiB", bytes as f64 / GIB as f64)
+        } else {
+            format!("{:.1} MiB", bytes as f64 / 1048576.0)
+        }
+    }
+
+    fn size(p: &Path) -> u64 {
+        std::fs::metadata(p).map_or(0, |m| m.len())
+    }
+
+    /// `BENCH_CASE=large [OBJECTS] [UPDATES]` (defaults 150000 3).
+    pub fn run(words: &[String]) -> Result<()> {
+        let args: Vec<usize> = words.iter().map(|a| a.parse()).collect::<Result<_, _>>()?;
+        let objects = args.first().copied().unwrap_or(150_000);
+        let versions = args.get(1).copied().unwrap_or(3) + 1;
+        let revisions = (objects * versions) as u64;
+        let env_u64 = |name: &str, default: u64| -> Result<u64> {
+            std::env::var(name)
+                .ok()
+                .map_or(Ok(default), |v| v.parse().with_context(|| format!("{name}={v}")))
+        };
+        let limits = Limits {
+            cap: env_u64("BENCH_MEM_CAP_GIB", 6)? * GIB,
+            timeout: Duration::from_secs(env_u64("BENCH_TIMEOUT", 600)?),
+        };
+        let quota = env_u64("BENCH_QUOTA_GIB", 16)? * GIB;
+        let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/etcd-inspector");
+        anyhow::ensure!(bin.exists(), "build the binary first: cargo build --release");
+        let work = Work::new()?;
+        eprintln!(
+            "large case: {objects} fully filled Pods × {versions} versions = {revisions} revisions in {}; \
+             each command capped at {} GiB RSS and {} s",
+            work.dir.display(),
+            limits.cap / GIB,
+            limits.timeout.as_secs()
+        );
+        let etcd = etcd::TestEtcd::start_with_quota(quota);
+        let ep = etcd.endpoint.clone();
+        let t = Instant::now();
+        let raw = fill(&etcd, objects, versions)?;
+        let fill_s = t.elapsed().as_secs_f64();
+        // etcd starts at revision 1: the first round ends at objects + 1,
+        // the last at revisions + 1.
+        let first_round_head = objects as u64 + 1;
+        let file = work.path("etcd.db");
+        let t = Instant::now();
+        download(&ep, &file)?;
+        let download_s = t.elapsed().as_secs_f64();
+        eprintln!(
+            "filled in {fill_s:.0} s, downloaded {} in {download_s:.0} s",
+            gib(size(&file))
+        );
+
+        let mut rows: Vec<Row> = Vec::new();
+        let mut step = |what: &str, args: &[&str], revisions: Option<u64>, output: Output| -> Result<bool> {
+            eprintln!("  {what} ...");
+            let stdout = match &output {
+                Output::Stdout(p) => p.clone(),
+                Output::None | Output::File(_) => work.path("stdout.txt"),
+            };
+            let m = capped(&bin, args, &stdout, &limits)?;
+            eprintln!(
+                "    {:.1} s, {:.0} MiB, {}",
+                m.seconds,
+                m.peak_kib as f64 / 1024.0,
+                m.status_text()
+            );
+            let ok = m.ok();
+            rows.push(Row {
+                what: what.to_string(),
+                m,
+                revisions,
+                output: match output {
+                    Output::None => None,
+                    Output::Stdout(p) | Output::File(p) => Some(p),
+                },
+            });
+            Ok(ok)
+        };
+        let snapshot_flags = ["--no-analyze", "--exclude-resource=none"];
+        // Live, against the filled server: a first run as a user starts it
+        // (`--fetch auto`, which downloads at this size) and one through Watch.
+        for (name, fetch) in [("live-auto.sqlite", "auto"), ("live-watch.sqlite", "watch")] {
+            let db = work.arg(name);
+            let mut args = vec!["--db", &db, "snapshot", "--endpoints", &ep, "--fetch", fetch];
+            args.extend(snapshot_flags);
+            step(
+                &format!("snapshot --endpoints --fetch {fetch} (first run)"),
+                &args,
+                Some(revisions),
+                Output::None,
+            )?;
+            work.discard_db(name);
+        }
+        // The file run: its database is the data set's `base.sqlite`.
+        let base = work.arg("base.sqlite");
+        let file_arg = file.to_str().unwrap().to_string();
+        let mut args = vec!["--db", &base, "snapshot", "--file", &file_arg];
+        args.extend(snapshot_flags);
+        let file_ok = step(
+            &format!("snapshot --file ({} file)", gib(size(&file))),
+            &args,
+            Some(revisions),
+            Output::None,
+        )?;
+        let base_size = size(&work.path("base.sqlite"));
+        if file_ok {
+            // Everything else on a copy, so base.sqlite stays as the file run left it.
+            copy_db(&work.path("base.sqlite"), &work.path("work.sqlite"))?;
+            let db = work.arg("work.sqlite");
+            let out = |name: &str| work.path(name);
+            let on_db = |rest: &[&str]| -> Vec<String> {
+                ["--db", db.as_str()]
+                    .iter()
+                    .chain(rest)
+                    .map(|s| s.to_string())
+                    .collect()
+            };
+            let mut plan = vec![
+                (
+                    "analyze".to_string(),
+                    on_db(&["analyze"]),
+                    Some(revisions),
+                    Output::None,
+                ),
+                (
+                    "findings -o json".into(),
+                    on_db(&["findings", "-o", "json"]),
+                    None,
+                    Output::Stdout(out("findings.json")),
+                ),
+                (
+                    "stats -o json".into(),
+                    on_db(&["stats", "-o", "json"]),
+                    None,
+                    Output::Stdout(out("stats.json")),
+                ),
+            ];
+            for format in ["text", "md", "json", "html"] {
+                let o = out(&format!("report.{format}"));
+                let args = on_db(&["report", "--format", format, "-o", o.to_str().unwrap()]);
+                plan.push((format!("report --format {format}"), args, None, Output::File(o)));
+            }
+            let key = "/registry/pods/team-0/app-0";
+            plan.push((
+                format!("history {key}"),
+                on_db(&["history", key]),
+                None,
+                Output::Stdout(out("history.txt")),
+            ));
+            let (a, b) = (first_round_head.to_string(), (revisions + 1).to_string());
+            plan.push((
+                format!("diff --rev-a {a} --rev-b {b} (every object changed)"),
+                on_db(&["diff", "--rev-a", &a, "--rev-b", &b]),
+                None,
+                Output::Stdout(out("diff-revs.txt")),
+            ));
+            let mut run_plan = |plan: Vec<(String, Vec<String>, Option<u64>, Output)>| -> Result<()> {
+                for (what, args, revisions, output) in plan {
+                    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                    step(&what, &args, revisions, output)?;
+                }
+                Ok(())
+            };
+            run_plan(plan)?;
+            // A second run: 1% of the objects change once more, read live
+            // into the same database, then the two runs compared and the
+            // first pruned.
+            let changed: Vec<(String, Vec<u8>)> = {
+                let template = load_fixture_pod();
+                (0..objects)
+                    .step_by(100)
+                    .map(|i| large_pod(&template, i, versions))
+                    .collect()
+            };
+            etcd.put_many(&changed);
+            let mut second = on_db(&["snapshot", "--endpoints", &ep]);
+            second.extend(snapshot_flags.iter().map(|s| s.to_string()));
+            run_plan(vec![
+                (
+                    "snapshot --endpoints (second run, 1% changed)".into(),
+                    second,
+                    Some(changed.len() as u64),
+                    Output::None,
+                ),
+                (
+                    "diff 1 2 (between the two runs)".into(),
+                    on_db(&["diff", "1", "2"]),
+                    None,
+                    Output::Stdout(out("diff-runs.txt")),
+                ),
+                (
+                    "prune --keep-runs 1".into(),
+                    on_db(&["prune", "--keep-runs", "1"]),
+                    None,
+                    Output::None,
+                ),
+            ])?;
+            work.discard_db("work.sqlite");
+        }
+        drop(etcd);
+
+        println!(
+            "\n{objects} fully filled Pods × {versions} versions = {revisions} revisions, {} of values; \
+             etcd db file {} (filled in {fill_s:.0} s, downloaded in {download_s:.1} s); \
+             `snapshot --file` database {}",
+            gib(raw),
+            gib(size(&file)),
+            gib(base_size)
+        );
+        println!(
+            "each command run once, capped at {} GiB RSS and {} s\n",
+            limits.cap / GIB,
+            limits.timeout.as_secs()
+        );
+        println!("| command | time | per revision | peak RSS | status | output |");
+        println!("|---|---|---|---|---|---|");
+        for r in &rows {
+            let per = r
+                .revisions
+                .filter(|_| r.m.ok())
+                .map(|n| format!("{:.0} µs", r.m.seconds * 1e6 / n as f64))
+                .unwrap_or_default();
+            let out = r
+                .output
+                .as_deref()
+                .filter(|p| p.exists())
+                .map(|p| gib(size(p)))
+                .unwrap_or_default();
+            println!(
+                "| `{}` | {:.1} s | {per} | {:.0} MiB | {} | {out} |",
+                r.what,
+                r.m.seconds,
+                r.m.peak_kib as f64 / 1024.0,
+                r.m.status_text()
+            );
+        }
+        if !work.keep_all {
+            for r in &rows {
+                if let Some(p) = &r.output {
+                    let _ = std::fs::remove_file(p);
+                }
+            }
+            let _ = std::fs::remove_file(work.path("stdout.txt"));
+        }
+        Ok(())
+    }
 }
