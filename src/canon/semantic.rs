@@ -11,7 +11,7 @@ use super::path::FieldPath;
 use super::sensitive::Secrecy;
 use super::writer::{CanonicalWriter, Spans};
 use super::{into_canonical, keep_canonical_members};
-use crate::decode::sink::send_value;
+use crate::json_sink::send_value;
 use serde_json::{Map, Value};
 
 /// Default depth of field paths (`spec`, `spec.replicas`).

@@ -1,7 +1,7 @@
 //! The facts' view of an object: the part of it that the facts
 //! ([`super::facts`]), repeated list entries ([`super::duplicates`]) and the
 //! stored columns (name, namespace, uid, generation, whether it is a Secret)
-//! read, built as the object is sent (see [`crate::decode::sink`]) while its
+//! read, built as the object is sent (see [`crate::json_sink`]) while its
 //! canonical JSON is written, so the whole tree is never built.
 //!
 //! The view holds the decoded values (not their canonical form: a `0` or an
@@ -11,7 +11,7 @@
 //! those readers take from an object must be reachable here: their tests
 //! compare facts read from the view with facts read from the whole object.
 
-use crate::decode::sink::{JsonSink, Order};
+use crate::json_sink::{JsonSink, Order};
 use serde_json::{Map, Number, Value};
 
 /// A place in an object the view reaches.

@@ -1,5 +1,5 @@
 //! The semantic form's canonical JSON, written as an object is sent (see
-//! [`crate::decode::sink`]), with the byte span of every field down to a
+//! [`crate::json_sink`]), with the byte span of every field down to a
 //! depth, so that one serialization gives the semantic hash and every field
 //! hash: a field's value serializes to the same bytes alone as inside its
 //! parent.
@@ -17,7 +17,7 @@
 
 use super::is_field_set_member;
 use super::path::FieldPath;
-use crate::decode::sink::{send_value, JsonSink, Order};
+use crate::json_sink::{send_value, JsonSink, Order};
 use serde_json::{Number, Value};
 
 /// Where each field down to the depth sits in the written bytes: its path

@@ -13,7 +13,6 @@ mod plan;
 mod protobuf;
 pub mod protos;
 pub mod schema;
-pub mod sink;
 mod special;
 mod wire;
 
@@ -21,9 +20,9 @@ pub use envelope::{Encoding, EncryptedInfo};
 pub use key::{parse_key, ParsedKey};
 pub use schema::Resolution;
 
+use crate::json_sink::{send_value, JsonSink, TreeBuilder};
 use serde::Serialize;
 use serde_json::{Map, Value};
-use sink::{send_value, JsonSink, TreeBuilder};
 
 /// A decoded object and how it was stored; `object` is the object itself,
 /// or `()` when it was sent into a [`JsonSink`].

@@ -16,9 +16,9 @@
 use super::gotime;
 use super::plan::{Card, FieldKind, FieldPlan, MapPlan, MessagePlan, PlanId, Plans, Scalar, Shape};
 use super::schema::Schema;
-use super::sink::{JsonSink, Order};
 use super::special::Special;
 use super::wire::{self, Reader, WireField, WireValue};
+use crate::json_sink::{JsonSink, Order};
 use base64::Engine;
 use prost_reflect::{Kind, MessageDescriptor};
 use serde_json::{Map, Number, Value};
@@ -518,7 +518,9 @@ impl<'s, 'b, 'k, S: JsonSink> Converter<'s, 'b, 'k, S> {
                         (Card::Single, FieldKind::Message(id))
                             if !envelope.is_empty() && end - start == 1 =>
                         {
-                            Some((*id, bytes_of(&self.scratch[start])?)).filter(|(_, b)| b.len() >= RECALLED)
+                            let schema = self.plans as *const Plans as usize;
+                            Some(((schema, *id), bytes_of(&self.scratch[start])?))
+                                .filter(|(_, b)| b.len() >= RECALLED)
                         }
                         _ => None,
                     };
@@ -940,7 +942,7 @@ pub(super) mod tests {
         bytes: &[u8],
         base: usize,
     ) -> Result<ProtoJson, ProtoError> {
-        let mut tree = crate::decode::sink::TreeBuilder::default();
+        let mut tree = crate::json_sink::TreeBuilder::default();
         let report = stream(schema, desc, bytes, base, &[], &mut tree)?;
         let Value::Object(object) = tree.finish() else {
             panic!("an object")

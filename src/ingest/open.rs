@@ -5,9 +5,9 @@
 use crate::canon::sensitive::{is_sensitive_resource, Secrecy};
 use crate::decode::envelope::EncryptedInfo;
 use crate::decode::key::{ParsedKey, SpecialKey};
-use crate::decode::sink::{JsonSink, TreeBuilder};
 use crate::decode::{decode_into, Decoded, Outcome, Undecodable};
 use crate::decrypt::{self, DecryptError, Decryptor};
+use crate::json_sink::{JsonSink, TreeBuilder};
 use serde_json::Value;
 use std::borrow::Cow;
 

@@ -4,7 +4,7 @@
 //! fully filled Pods of the benchmark), so the same bytes are not decoded
 //! and written again. Per thread, bounded: past [`BUDGET`] bytes the map
 //! starts over. Exact: a hit compares the bytes, and only what decoded with
-//! nothing to report is kept (see [`crate::decode::sink::JsonSink::recall`]).
+//! nothing to report is kept (see [`crate::json_sink::JsonSink::recall`]).
 
 use crate::canon::writer::Recorded;
 use serde_json::Value;
@@ -18,13 +18,14 @@ use std::hash::{BuildHasher, Hash, Hasher};
 const BUDGET: usize = 8 << 20;
 
 /// A top-level member holding a message, written with field paths of a
-/// depth: the member's key, the message type, the depth.
-pub type Member<'k> = (&'k str, u32, usize);
+/// depth: the member's key, the message type (see
+/// [`crate::json_sink::JsonSink::recall`]), the depth.
+pub type Member<'k> = (&'k str, (usize, u32), usize);
 
 /// What a member's value was written as.
 pub struct Entry {
     key: String,
-    message: u32,
+    message: (usize, u32),
     depth: usize,
     bytes: Box<[u8]>,
     pub written: Recorded,

@@ -7,7 +7,7 @@
 use super::recall;
 use crate::canon::view::ViewBuilder;
 use crate::canon::writer::{CanonicalWriter, Spans};
-use crate::decode::sink::{send_value, JsonSink, Order, TreeBuilder};
+use crate::json_sink::{send_value, JsonSink, Order, TreeBuilder};
 use serde_json::{Number, Value};
 
 /// Writes an object's canonical JSON and builds its view.
@@ -135,7 +135,7 @@ impl JsonSink for ObjectWriter {
         self.managed = None;
     }
 
-    fn recall(&mut self, message: u32, bytes: &[u8]) -> bool {
+    fn recall(&mut self, message: (usize, u32), bytes: &[u8]) -> bool {
         let key = self.writer.top_member_key().map(str::to_string);
         let Some(key) = key.filter(|_| self.managed.is_none()) else {
             return false;
@@ -151,7 +151,7 @@ impl JsonSink for ObjectWriter {
         hit
     }
 
-    fn remember(&mut self, message: u32, bytes: &[u8], clean: bool) {
+    fn remember(&mut self, message: (usize, u32), bytes: &[u8], clean: bool) {
         let (Some(written), true) = (self.writer.take_recorded(), clean) else {
             return;
         };

@@ -1,6 +1,9 @@
 //! A decoded value as a stream of JSON events pushed into a [`JsonSink`],
 //! so a consumer can write what it keeps (canonical JSON, hashes) straight
 //! from the stored bytes instead of from a `serde_json::Value` built first.
+//! Shared by the decoder, which sends (`decode`), and the canonical form,
+//! which receives (`canon`): two leaf stages that import neither each other
+//! nor this module's users.
 //! [`TreeBuilder`] is the sink that builds the `Value`; [`send_value`]
 //! streams a `Value` that exists already (JSON, YAML and CBOR objects,
 //! embedded JSON).
@@ -48,11 +51,11 @@ pub trait JsonSink {
     fn clear(&mut self);
 
     /// For the member of the top-level object just keyed, whose value is
-    /// the message type `message` (a number within the schema) encoded as
-    /// `bytes`: whether the sink took as its value what it received for
+    /// the message type `message` (unique in the process: its schema's and
+    /// its own number) encoded as `bytes`: whether the sink took as its value what it received for
     /// the same before ([`JsonSink::remember`]); when it did, no value is
     /// sent.
-    fn recall(&mut self, _message: u32, _bytes: &[u8]) -> bool {
+    fn recall(&mut self, _message: (usize, u32), _bytes: &[u8]) -> bool {
         false
     }
 
@@ -60,7 +63,7 @@ pub trait JsonSink {
     /// sent; `clean` when decoding it found nothing to report (no unknown
     /// fields, no warnings, which name their place), so that the same bytes
     /// always send the same events there.
-    fn remember(&mut self, _message: u32, _bytes: &[u8], _clean: bool) {}
+    fn remember(&mut self, _message: (usize, u32), _bytes: &[u8], _clean: bool) {}
 }
 
 /// Sends `v` into `sink`, each object's members in the order it asks for.
