@@ -6,10 +6,12 @@
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use etcd_inspector::canon::keyed_hash::ValueHasher;
-use etcd_inspector::canon::semantic::{field_hashes, semantic_form, Sensitivity};
+use etcd_inspector::canon::semantic::{field_hashes, semantic_form, FieldConfig, Sensitivity};
 use etcd_inspector::canon::sensitive::Secrecy;
 use etcd_inspector::decode::encode::encode_protobuf;
-use etcd_inspector::decode::{decode_value, reuse_sub_messages, Outcome};
+use etcd_inspector::decode::{decode_value, parse_key, Outcome};
+use etcd_inspector::ingest::open::KeyClass;
+use etcd_inspector::ingest::revision::ingest;
 use etcd_inspector::source::{Record, Sink};
 use etcd_inspector::store::{RunRecorder, Store};
 use serde_json::json;
@@ -134,13 +136,33 @@ fn fixture_pod(c: &mut Criterion) {
     let object: serde_json::Value = serde_json::from_slice(&json).unwrap();
     let mut g = c.benchmark_group("fixture pod");
     g.throughput(Throughput::Bytes(value.len() as u64));
-    reuse_sub_messages(false);
-    g.bench_function("decode fully filled pod (no reuse)", |b| {
+    g.bench_function("decode fully filled pod", |b| {
         b.iter(|| decode_value(black_box(&value)).unwrap())
     });
-    reuse_sub_messages(true);
-    g.bench_function("decode fully filled pod (reused: the same bytes again)", |b| {
-        b.iter(|| decode_value(black_box(&value)).unwrap())
+    // The whole per-revision stage: bytes to what the store keeps
+    // (canonical JSON, semantic and field hashes, facts, repeated entries).
+    let key = "/registry/pods/default/fixture";
+    let class = KeyClass::of(parse_key(key, "/registry/").ok().as_ref(), None);
+    let config = FieldConfig {
+        depth: 2,
+        sensitivity: Sensitivity::default(),
+    };
+    let hasher = ValueHasher::new([7; 32]);
+    let record = |value: &[u8]| Record {
+        key: key.as_bytes().to_vec(),
+        mod_revision: 2,
+        create_revision: 2,
+        version: 1,
+        lease: 0,
+        value: value.to_vec(),
+        deleted: false,
+    };
+    g.bench_function("ingest fully filled pod", |b| {
+        b.iter_batched(
+            || record(&value),
+            |r| ingest(r, &class, &config, &hasher, None),
+            BatchSize::SmallInput,
+        )
     });
     // Ten revisions of one Pod that differ only in status, fresh ones each
     // iteration, as a watch or a history scan sees them.
@@ -157,25 +179,17 @@ fn fixture_pod(c: &mut Criterion) {
             .collect()
     };
     g.throughput(Throughput::Elements(10));
-    for reuse in [false, true] {
-        reuse_sub_messages(reuse);
-        let name = match reuse {
-            true => "decode 10 revisions differing in status",
-            false => "decode 10 revisions differing in status (no reuse)",
-        };
-        g.bench_function(name, |b| {
-            b.iter_batched(
-                &mut revisions,
-                |values| {
-                    for v in &values {
-                        black_box(decode_value(v).unwrap());
-                    }
-                },
-                BatchSize::PerIteration,
-            )
-        });
-    }
-    reuse_sub_messages(true);
+    g.bench_function("decode 10 revisions differing in status", |b| {
+        b.iter_batched(
+            &mut revisions,
+            |values| {
+                for v in &values {
+                    black_box(decode_value(v).unwrap());
+                }
+            },
+            BatchSize::PerIteration,
+        )
+    });
     g.finish();
 }
 

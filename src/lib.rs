@@ -18,6 +18,7 @@ pub mod duration;
 pub mod error_line;
 pub mod hex;
 pub mod ingest;
+pub mod json_sink;
 pub mod lifecycle;
 pub mod report;
 pub mod source;

@@ -10,6 +10,8 @@ pub mod managed;
 pub mod path;
 pub mod semantic;
 pub mod sensitive;
+pub mod view;
+pub mod writer;
 
 use serde_json::{Map, Value};
 

@@ -9,7 +9,9 @@
 use super::keyed_hash::ValueHasher;
 use super::path::FieldPath;
 use super::sensitive::Secrecy;
+use super::writer::{CanonicalWriter, Spans};
 use super::{into_canonical, keep_canonical_members};
+use crate::json_sink::send_value;
 use serde_json::{Map, Value};
 
 /// Default depth of field paths (`spec`, `spec.replicas`).
@@ -75,16 +77,19 @@ impl Sensitivity {
         }
     }
 
-    /// Whether any sensitive value is present in the semantic form of
-    /// `object` (built only when paths are marked).
-    pub fn covers_any(&self, secrecy: Secrecy, object: &Value) -> bool {
+    /// Whether any sensitive value is present in an object whose semantic
+    /// form's canonical JSON is `canonical` (read back only when paths are
+    /// marked).
+    pub fn covers_any(&self, secrecy: Secrecy, canonical: &[u8]) -> bool {
         if secrecy != Secrecy::Plain {
             return true;
         }
         if self.paths.is_empty() {
             return false;
         }
-        let form = semantic_form(object);
+        let mut de = serde_json::Deserializer::from_slice(canonical);
+        de.disable_recursion_limit();
+        let form: Value = serde::Deserialize::deserialize(&mut de).expect("canonical JSON parses");
         self.paths.iter().any(|p| p.get(&form).is_some())
     }
 }
@@ -110,12 +115,9 @@ pub fn field_hashes(
 
 /// The semantic form of `object` serialized as compact JSON (the bytes
 /// `serde_json::to_vec(&into_semantic_form(object))` gives) and its
-/// [`field_hashes`], hashed from slices of those bytes: a field's value
-/// serializes to the same bytes alone as inside its parent, so one
-/// serialization serves the whole object and every field. Written straight
-/// from `object`: each object's members are sorted and its empty ones left
-/// out as they are written, so no canonical copy is built. A semantic form
-/// is its own semantic form, so `object` may be one.
+/// [`field_hashes`], hashed from slices of those bytes (see
+/// [`super::writer`]). A semantic form is its own semantic form, so
+/// `object` may be one.
 pub fn semantic_with_field_hashes(
     object: &Value,
     depth: usize,
@@ -123,157 +125,18 @@ pub fn semantic_with_field_hashes(
     sensitivity: &Sensitivity,
     hasher: &ValueHasher,
 ) -> (Vec<u8>, Vec<FieldHash>) {
-    // `apiVersion` reduced to its group, as `into_semantic_form` does.
-    let group = object
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .and_then(|v| v.rsplit_once('/'))
-        .map(|(g, _)| Value::String(g.to_string()));
-    let mut w = Writer {
-        out: Vec::with_capacity(4096),
-        spans: Vec::new(),
-        scratch: Vec::new(),
-    };
-    match (object, &group) {
-        (Value::Object(map), group) => {
-            // The top-level members as `into_semantic_form` inserts them: a
-            // later `apiGroup` replaces an earlier one.
-            let mut top: Vec<(&str, Member<'_>)> = Vec::with_capacity(map.len());
-            for (key, value) in map {
-                let member = match (key.as_str(), value, group) {
-                    ("apiVersion", Value::String(_), Some(g)) => ("apiGroup", Member::Value(g)),
-                    ("apiVersion", _, _) => continue,
-                    ("metadata", Value::Object(meta), _) => ("metadata", Member::Metadata(meta)),
-                    (k, v, _) => (k, Member::Value(v)),
-                };
-                match top
-                    .iter()
-                    .position(|(k, _)| *k == member.0)
-                    .filter(|_| member.0 == "apiGroup")
-                {
-                    Some(at) => top[at].1 = member.1,
-                    None => top.push(member),
-                }
-            }
-            w.object(top.into_iter(), &FieldPath::root(), depth);
-        }
-        (other, _) => {
-            w.value(other, &FieldPath::root(), 0);
-        }
-    }
-    let hashes = hash_spans(&w.out, w.spans, secrecy, sensitivity, hasher);
-    (w.out, hashes)
+    let mut w = CanonicalWriter::new(depth);
+    send_value(object, &mut w);
+    let (bytes, spans) = w.finish();
+    let hashes = hash_spans(&bytes, spans, secrecy, sensitivity, hasher);
+    (bytes, hashes)
 }
 
-/// A member of an object being written canonically.
-#[derive(Clone, Copy)]
-enum Member<'a> {
-    Value(&'a Value),
-    /// The top-level `metadata`, without what storage adds.
-    Metadata(&'a Map<String, Value>),
-}
-
-/// Writes canonical JSON, recording where each member down to a depth
-/// starts and ends.
-struct Writer<'a> {
-    out: Vec<u8>,
-    spans: Vec<(FieldPath, usize, usize)>,
-    /// Members of the objects being written, sorted per object.
-    scratch: Vec<(&'a str, Member<'a>)>,
-}
-
-impl<'a> Writer<'a> {
-    /// Writes `v` canonically; whether it is not empty (an empty member is
-    /// left out of its object).
-    fn value(&mut self, v: &'a Value, prefix: &FieldPath, depth: usize) -> bool {
-        match v {
-            Value::Object(map) => self.object(
-                map.iter().map(|(k, v)| (k.as_str(), Member::Value(v))),
-                prefix,
-                depth,
-            ),
-            // Fields inside lists have no paths of their own.
-            Value::Array(items) => {
-                self.out.push(b'[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        self.out.push(b',');
-                    }
-                    self.value(item, prefix, 0);
-                }
-                self.out.push(b']');
-                !items.is_empty()
-            }
-            other => {
-                serde_json::to_writer(&mut self.out, other).expect("JSON values serialize");
-                !super::is_empty(other)
-            }
-        }
-    }
-
-    fn member(&mut self, m: Member<'a>, prefix: &FieldPath, depth: usize) -> bool {
-        match m {
-            Member::Value(v) => self.value(v, prefix, depth),
-            Member::Metadata(meta) => {
-                let kept = meta
-                    .iter()
-                    .filter(|(k, _)| *k != "resourceVersion" && *k != "selfLink")
-                    .map(|(k, v)| (k.as_str(), Member::Value(v)));
-                self.object(kept, prefix, depth)
-            }
-        }
-    }
-
-    /// Writes an object of `members` sorted by key, without its empty
-    /// members (`fieldsV1` set members stay); whether any was written.
-    fn object(
-        &mut self,
-        members: impl Iterator<Item = (&'a str, Member<'a>)>,
-        prefix: &FieldPath,
-        depth: usize,
-    ) -> bool {
-        let base = self.scratch.len();
-        self.scratch.extend(members);
-        let end = self.scratch.len();
-        self.scratch[base..].sort_unstable_by(|a, b| a.0.cmp(b.0));
-        self.out.push(b'{');
-        let mut written = 0;
-        for i in base..end {
-            let (key, child) = self.scratch[i];
-            let (mark, slot) = (self.out.len(), self.spans.len());
-            if written > 0 {
-                self.out.push(b',');
-            }
-            serde_json::to_writer(&mut self.out, key).expect("JSON strings serialize");
-            self.out.push(b':');
-            let kept = match depth {
-                0 => self.member(child, prefix, 0),
-                _ => {
-                    let path = prefix.join_field(key);
-                    let start = self.out.len();
-                    self.spans.push((FieldPath::root(), start, start));
-                    let kept = self.member(child, &path, depth - 1);
-                    self.spans[slot] = (path, start, self.out.len());
-                    kept
-                }
-            };
-            if kept || super::is_field_set_member(key) {
-                written += 1;
-            } else {
-                self.out.truncate(mark);
-                self.spans.truncate(slot);
-            }
-        }
-        self.scratch.truncate(base);
-        self.out.push(b'}');
-        written > 0
-    }
-}
-
-/// The field hashes of the `spans` of `bytes`.
-fn hash_spans(
+/// The field hashes of the `spans` of `bytes`: keyed for sensitive paths,
+/// plain SHA-256 otherwise, truncated to 16 bytes.
+pub fn hash_spans(
     bytes: &[u8],
-    spans: Vec<(FieldPath, usize, usize)>,
+    spans: Spans,
     secrecy: Secrecy,
     sensitivity: &Sensitivity,
     hasher: &ValueHasher,
@@ -451,8 +314,8 @@ mod tests {
         assert!(dotted.is_sensitive(Secrecy::Plain, &path(r#"data["app.token"]"#)));
         assert!(!dotted.is_sensitive(Secrecy::Plain, &path("data.app")));
         assert!(!dotted.is_sensitive(Secrecy::Plain, &path(r"data.app\.tokens")));
-        let form = json!({"data": {"app.token": "x"}});
-        assert!(dotted.covers_any(Secrecy::Plain, &form));
-        assert!(!token.covers_any(Secrecy::Plain, &form));
+        let form = br#"{"data":{"app.token":"x"}}"#;
+        assert!(dotted.covers_any(Secrecy::Plain, form));
+        assert!(!token.covers_any(Secrecy::Plain, form));
     }
 }

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 
 /// The `.pb` fixtures of the corpus, sorted; `None` when it is absent.
-pub(super) fn fixtures() -> Option<Vec<(String, Vec<u8>)>> {
+pub(crate) fn fixtures() -> Option<Vec<(String, Vec<u8>)>> {
     let corpus = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
     if !corpus.is_dir() {
         eprintln!("skipping: corpus folder {} is absent", corpus.display());
@@ -45,7 +45,7 @@ pub(super) fn render(result: &Result<Outcome, super::Undecodable>) -> String {
 }
 
 /// The copies of `value` with one byte changed, at positions spread over it.
-pub(super) fn mutations(value: &[u8]) -> Vec<Vec<u8>> {
+pub(crate) fn mutations(value: &[u8]) -> Vec<Vec<u8>> {
     let step = (value.len() / 97).max(1);
     let mut out = Vec::new();
     for (k, at) in (4..value.len()).step_by(step).enumerate() {
@@ -103,51 +103,4 @@ fn corpus_digest_is_stable() {
     if let Ok(want) = std::env::var("DECODE_CORPUS_DIGEST") {
         assert_eq!(digest, want, "decoder output changed");
     }
-}
-
-/// Every outcome of [`run`]'s decodes, with reuse of sub-message decodes on
-/// or off (and its cache emptied first).
-fn outcomes(reuse: bool) -> Option<Vec<String>> {
-    super::reuse_sub_messages(false);
-    super::reuse_sub_messages(reuse);
-    let mut out = Vec::new();
-    let ran = run(|_, _, text| out.push(text));
-    super::reuse_sub_messages(true);
-    ran.then_some(out)
-}
-
-#[test]
-fn reusing_sub_messages_changes_no_outcome() {
-    let Some(fresh) = outcomes(false) else { return };
-    let reused = outcomes(true).expect("the corpus is there");
-    assert_eq!(fresh.len(), reused.len());
-    for (i, (a, b)) in fresh.iter().zip(&reused).enumerate() {
-        assert!(a == b, "decode {i} differs with reuse:\n{a}\n{b}");
-    }
-}
-
-#[test]
-fn a_reused_sub_message_still_hits_the_depth_limit() {
-    use crate::decode::protobuf::tests::delimited;
-    use crate::decode::schema::schema;
-    let props = schema()
-        .pool
-        .get_message_by_name("k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps")
-        .unwrap();
-    let description = props.get_field_by_name("description").unwrap().number() as usize;
-    let not = props.get_field_by_name("not").unwrap().number() as usize;
-    // 60 levels of `not` around a long description, inside `levels` more.
-    let inner = (0..60).fold(delimited(description, &[b'x'; 400]), |m, _| delimited(not, &m));
-    let wrapped = |levels: usize| (0..levels).fold(inner.clone(), |m, _| delimited(not, &m));
-    let decode = |bytes: &[u8]| {
-        super::protobuf::to_json(schema(), &props, bytes, 0)
-            .map(|j| serde_json::to_string(&j.object).unwrap())
-            .map_err(|e| e.to_string())
-    };
-    super::reuse_sub_messages(false);
-    let want: Vec<_> = [1, 30, 45].map(|n| decode(&wrapped(n))).into();
-    super::reuse_sub_messages(true);
-    let got: Vec<_> = [1, 30, 45].map(|n| decode(&wrapped(n))).into();
-    assert!(want[0].is_ok() && want[1].is_ok() && want[2].is_err(), "{want:?}");
-    assert_eq!(got, want);
 }

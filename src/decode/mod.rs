@@ -4,7 +4,7 @@
 
 mod cbor;
 #[cfg(test)]
-mod corpus_check;
+pub(crate) mod corpus_check;
 pub mod encode;
 pub mod envelope;
 pub mod gotime;
@@ -12,7 +12,6 @@ pub mod key;
 mod plan;
 mod protobuf;
 pub mod protos;
-mod reuse;
 pub mod schema;
 mod special;
 mod wire;
@@ -21,12 +20,14 @@ pub use envelope::{Encoding, EncryptedInfo};
 pub use key::{parse_key, ParsedKey};
 pub use schema::Resolution;
 
+use crate::json_sink::{send_value, JsonSink, TreeBuilder};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-/// A decoded object and how it was stored.
+/// A decoded object and how it was stored; `object` is the object itself,
+/// or `()` when it was sent into a [`JsonSink`].
 #[derive(Clone, Debug, Serialize)]
-pub struct Decoded {
+pub struct Decoded<O = Value> {
     pub encoding: Encoding,
     /// Legacy values wrapped in base64 before the real encoding.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -45,13 +46,30 @@ pub struct Decoded {
     /// Values shown in a fallback form.
     pub warnings: Vec<String>,
     #[serde(skip)]
-    pub object: Value,
+    pub object: O,
+}
+
+impl Decoded<()> {
+    /// The same, holding `object`.
+    pub fn with<O>(self, object: O) -> Decoded<O> {
+        Decoded {
+            encoding: self.encoding,
+            base64_wrapped: self.base64_wrapped,
+            api_version: self.api_version,
+            kind: self.kind,
+            message: self.message,
+            resolution: self.resolution,
+            unknown_fields: self.unknown_fields,
+            warnings: self.warnings,
+            object,
+        }
+    }
 }
 
 /// What a stored value turned out to be.
 #[derive(Clone, Debug)]
-pub enum Outcome {
-    Decoded(Decoded),
+pub enum Outcome<O = Value> {
+    Decoded(Decoded<O>),
     /// Encrypted at rest; the prefix names the provider and key.
     Encrypted(EncryptedInfo),
 }
@@ -77,46 +95,56 @@ impl From<envelope::EnvelopeError> for Undecodable {
     }
 }
 
-/// Turns on or off (it is on) for the calling thread the reuse of decoded
-/// sub-messages whose bytes repeat (see `reuse`): off, every value decodes
-/// from scratch, as benchmarks and tests of the decoder itself want; turning
-/// it off empties the thread's cache.
-pub fn reuse_sub_messages(enabled: bool) {
-    reuse::set_enabled(enabled);
-}
-
 /// Decodes one stored value.
 pub fn decode_value(value: &[u8]) -> Result<Outcome, Undecodable> {
-    decode_inner(value, false)
+    let mut tree = TreeBuilder::default();
+    Ok(match decode_into(value, &mut tree)? {
+        Outcome::Decoded(d) => Outcome::Decoded(d.with(tree.finish())),
+        Outcome::Encrypted(info) => Outcome::Encrypted(info),
+    })
 }
 
-fn decode_inner(value: &[u8], base64_wrapped: bool) -> Result<Outcome, Undecodable> {
-    let textual = |encoding: Encoding, object: Result<Value, String>| -> Result<Outcome, Undecodable> {
-        let object = object.map_err(|reason| Undecodable {
-            encoding: Some(encoding),
-            reason,
-            offset: None,
-        })?;
-        let Value::Object(map) = &object else {
-            return Err(Undecodable {
+/// Decodes one stored value into `sink`, which receives the object
+/// [`decode_value`] gives, member by member in the order it asks for.
+/// After an error `sink` holds part of a value.
+pub fn decode_into<S: JsonSink>(value: &[u8], sink: &mut S) -> Result<Outcome<()>, Undecodable> {
+    decode_inner(value, false, sink)
+}
+
+fn decode_inner<S: JsonSink>(
+    value: &[u8],
+    base64_wrapped: bool,
+    sink: &mut S,
+) -> Result<Outcome<()>, Undecodable> {
+    let mut textual =
+        |encoding: Encoding, object: Result<Value, String>| -> Result<Outcome<()>, Undecodable> {
+            let object = object.map_err(|reason| Undecodable {
                 encoding: Some(encoding),
-                reason: format!("{} value is not an object", encoding.as_str()),
+                reason,
                 offset: None,
-            });
+            })?;
+            let Value::Object(map) = &object else {
+                return Err(Undecodable {
+                    encoding: Some(encoding),
+                    reason: format!("{} value is not an object", encoding.as_str()),
+                    offset: None,
+                });
+            };
+            let text = |k: &str| map.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+            let decoded = Decoded {
+                encoding,
+                base64_wrapped,
+                api_version: text("apiVersion"),
+                kind: text("kind"),
+                message: None,
+                resolution: None,
+                unknown_fields: Vec::new(),
+                warnings: Vec::new(),
+                object: (),
+            };
+            send_value(&object, sink);
+            Ok(Outcome::Decoded(decoded))
         };
-        let text = |k: &str| map.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
-        Ok(Outcome::Decoded(Decoded {
-            encoding,
-            base64_wrapped,
-            api_version: text("apiVersion"),
-            kind: text("kind"),
-            message: None,
-            resolution: None,
-            unknown_fields: Vec::new(),
-            warnings: Vec::new(),
-            object,
-        }))
-    };
     match envelope::detect(value)? {
         envelope::Envelope::Encrypted(info) => Ok(Outcome::Encrypted(info)),
         envelope::Envelope::Json(bytes) => textual(
@@ -128,7 +156,7 @@ fn decode_inner(value: &[u8], base64_wrapped: bool) -> Result<Outcome, Undecodab
             serde_yaml_ng::from_str(text).map_err(|e| format!("YAML does not parse: {e}")),
         ),
         envelope::Envelope::Cbor(bytes) => textual(Encoding::Cbor, cbor::to_json(bytes)),
-        envelope::Envelope::Base64(inner) => decode_inner(&inner, true),
+        envelope::Envelope::Base64(inner) => decode_inner(&inner, true, sink),
         envelope::Envelope::Protobuf {
             api_version,
             kind,
@@ -138,8 +166,11 @@ fn decode_inner(value: &[u8], base64_wrapped: bool) -> Result<Outcome, Undecodab
         } => {
             let s = schema::schema();
             let (desc, resolution) = s.resolve(&api_version, &kind);
-            let (json, message, resolution) = match protobuf::to_json(s, &desc, raw, raw_offset) {
-                Ok(json) => (json, Some(desc.full_name().to_string()), resolution),
+            let envelope = [("apiVersion", api_version.as_str()), ("kind", kind.as_str())];
+            let (report, message, resolution) = match protobuf::stream(
+                s, &desc, raw, raw_offset, &envelope, sink,
+            ) {
+                Ok(report) => (report, Some(desc.full_name().to_string()), resolution),
                 // A kind the schema lacks need not keep an ObjectMeta in
                 // field 1 (AdmissionReview holds its request there): when
                 // the bytes are still protobuf, keep every field by number.
@@ -148,31 +179,37 @@ fn decode_inner(value: &[u8], base64_wrapped: bool) -> Result<Outcome, Undecodab
                         Resolution::Unknown => protobuf::by_number(raw),
                         _ => None,
                     };
-                    let Some(mut json) = schemaless else {
+                    let Some((fields, unknown_fields)) = schemaless else {
                         return Err(Undecodable {
                             encoding: Some(Encoding::Protobuf),
                             reason: format!("{api_version} {kind}: {e}"),
                             offset: e.offset,
                         });
                     };
-                    json.warnings.push(format!(
+                    let mut object = Map::new();
+                    object.insert("apiVersion".into(), Value::String(api_version.clone()));
+                    object.insert("kind".into(), Value::String(kind.clone()));
+                    object.extend(fields);
+                    sink.clear();
+                    send_value(&Value::Object(object), sink);
+                    let warning = format!(
                         "{api_version} {kind}: field 1 is not an ObjectMeta ({}); decoded without a schema, every field by number",
                         e.problem
-                    ));
-                    (json, None, Resolution::Schemaless)
+                    );
+                    let report = protobuf::Report {
+                        unknown_fields,
+                        warnings: vec![warning],
+                    };
+                    (report, None, Resolution::Schemaless)
                 }
             };
-            let mut warnings = json.warnings;
+            let mut warnings = report.warnings;
             if trailing_newline {
                 warnings.insert(
                     0,
                     "ignored a newline after the protobuf envelope (as `etcdctl get` adds)".into(),
                 );
             }
-            let mut object = Map::new();
-            object.insert("apiVersion".into(), Value::String(api_version.clone()));
-            object.insert("kind".into(), Value::String(kind.clone()));
-            object.extend(json.object);
             Ok(Outcome::Decoded(Decoded {
                 encoding: Encoding::Protobuf,
                 base64_wrapped,
@@ -180,9 +217,9 @@ fn decode_inner(value: &[u8], base64_wrapped: bool) -> Result<Outcome, Undecodab
                 kind,
                 message,
                 resolution: Some(resolution),
-                unknown_fields: json.unknown_fields,
+                unknown_fields: report.unknown_fields,
                 warnings,
-                object: Value::Object(object),
+                object: (),
             }))
         }
     }

@@ -32,6 +32,9 @@ pub(super) enum Shape {
 
 pub(super) struct MessagePlan {
     pub shape: Shape,
+    /// Two of its JSON members (its own and its inlined messages') share a
+    /// name, so the later one's value must replace the earlier one's.
+    pub clashes: bool,
     /// Fields in field-number order.
     fields: Vec<FieldPlan>,
     /// `dense[number]` is the index in `fields` of field `number`, or
@@ -146,10 +149,37 @@ impl Plans {
                 } else {
                     Vec::new()
                 };
-                MessagePlan { shape, fields, dense }
+                MessagePlan {
+                    shape,
+                    clashes: false,
+                    fields,
+                    dense,
+                }
             })
             .collect();
-        Plans { messages, by_name }
+        let mut plans = Plans { messages, by_name };
+        for id in 0..plans.messages.len() {
+            let mut names = Vec::new();
+            plans.member_names(id as PlanId, &mut names, 0);
+            names.sort_unstable();
+            let clashes = names.windows(2).any(|w| w[0] == w[1]);
+            plans.messages[id].clashes = clashes;
+        }
+        plans
+    }
+
+    /// The JSON names of the members of message `id`'s object: its fields'
+    /// and, in their place, its inlined messages' (down to a bound, for a
+    /// schema whose inlined messages hold themselves).
+    fn member_names(&self, id: PlanId, out: &mut Vec<String>, depth: usize) {
+        for f in &self.get(id).fields {
+            match (f.inline, &f.kind) {
+                (true, FieldKind::Message(inner)) if depth < super::wire::MAX_DEPTH => {
+                    self.member_names(*inner, out, depth + 1)
+                }
+                _ => out.push(f.json_name.clone()),
+            }
+        }
     }
 
     /// The plan of the message named `full_name`.

@@ -1,23 +1,28 @@
 //! Schema-aware protobuf → Kubernetes JSON, as kube-apiserver serves it.
 //!
-//! The wire format is read straight into JSON, field by field, with the
-//! decoding plans made once from the schema's descriptors ([`super::plan`])
-//! and Kubernetes' conventions: JSON names from the schema,
-//! inlined messages merged into their parent, list wrappers as bare arrays,
-//! `Time`/`MicroTime`/`Duration`/`Quantity`/`IntOrString` in their string or
-//! number forms, raw JSON fields embedded, bytes as base64, int64 as numbers.
-//! Fields the schema does not know are kept under `#<number>` and listed.
-//! Sub-messages whose bytes repeat reuse their earlier JSON ([`super::reuse`]).
+//! The wire format is read straight into JSON events pushed into a
+//! [`JsonSink`], field by field, with the decoding plans made once from the
+//! schema's descriptors ([`super::plan`]) and Kubernetes' conventions: JSON
+//! names from the schema, inlined messages merged into their parent, list
+//! wrappers as bare arrays, `Time`/`MicroTime`/`Duration`/`Quantity`/
+//! `IntOrString` in their string or number forms, raw JSON fields embedded,
+//! bytes as base64, int64 as numbers. Fields the schema does not know are
+//! kept under `#<number>` and listed.
+//!
+//! Each message's fields are read first (into one scratch buffer), so its
+//! members can be sent in the order the sink asks for: as the JSON object
+//! holds them, or sorted by key, which a canonical writer needs.
 
 use super::gotime;
 use super::plan::{Card, FieldKind, FieldPlan, MapPlan, MessagePlan, PlanId, Plans, Scalar, Shape};
-use super::reuse;
 use super::schema::Schema;
 use super::special::Special;
 use super::wire::{self, Reader, WireField, WireValue};
+use crate::json_sink::{JsonSink, Order};
 use base64::Engine;
 use prost_reflect::{Kind, MessageDescriptor};
-use serde_json::{Map, Value};
+use serde_json::{Map, Number, Value};
+use std::borrow::Cow;
 use std::fmt::Write;
 use std::ops::Range;
 
@@ -31,31 +36,36 @@ pub struct ProtoError {
     pub offset: Option<usize>,
 }
 
-/// The JSON of one object plus what the schema did not cover.
-pub struct ProtoJson {
-    pub object: Map<String, Value>,
+/// What the schema did not cover in an object sent by [`stream`].
+#[derive(Default)]
+pub struct Report {
     /// Paths of fields kept by number (`spec.#99`).
     pub unknown_fields: Vec<String>,
     /// Values that could not take their usual JSON form.
     pub warnings: Vec<String>,
 }
 
-/// Decodes `bytes` (which start at `base` within the stored value) as `desc`.
-pub fn to_json(
+/// Sends `bytes` (which start at `base` within the stored value), decoded
+/// as `desc`, into `sink` as one object whose first members are
+/// `envelope` (the apiVersion and kind the envelope names).
+pub fn stream<S: JsonSink>(
     schema: &Schema,
     desc: &MessageDescriptor,
     bytes: &[u8],
     base: usize,
-) -> Result<ProtoJson, ProtoError> {
+    envelope: &[(&'static str, &str)],
+    sink: &mut S,
+) -> Result<Report, ProtoError> {
     let plans = schema.plans();
     let id = plans
         .id(desc.full_name())
         .expect("the message is in the schema's pool");
-    let mut conv = Converter::new(plans);
-    let mut object = Map::new();
-    match conv.fill(plans.get(id), bytes, &mut object) {
-        Ok(()) => Ok(ProtoJson {
-            object,
+    let mut conv = Converter::new(plans, sink);
+    let sent = conv
+        .read(bytes)
+        .and_then(|fields| conv.object(plans.get(id), fields, envelope));
+    match sent {
+        Ok(()) => Ok(Report {
             unknown_fields: conv.unknown_fields,
             warnings: conv.warnings,
         }),
@@ -67,7 +77,7 @@ pub fn to_json(
 /// as fields the schema does not know are (nested messages where the bytes
 /// parse as one), and listed as unknown. `None` when the bytes are not
 /// protobuf wire format.
-pub fn by_number(bytes: &[u8]) -> Option<ProtoJson> {
+pub fn by_number(bytes: &[u8]) -> Option<(Map<String, Value>, Vec<String>)> {
     let fields = wire_fields(bytes).ok()?;
     let mut object = Map::new();
     let mut unknown_fields = Vec::new();
@@ -78,11 +88,7 @@ pub fn by_number(bytes: &[u8]) -> Option<ProtoJson> {
             unknown_fields.push(key);
         }
     }
-    Some(ProtoJson {
-        object,
-        unknown_fields,
-        warnings: Vec::new(),
-    })
+    Some((object, unknown_fields))
 }
 
 /// The error for a message that does not parse: where the wire format
@@ -127,65 +133,146 @@ fn bytes_of<'a>(f: &WireField<'a>) -> Converted<&'a [u8]> {
     }
 }
 
+/// A scalar as it becomes JSON, borrowing the wire's text.
+#[derive(Clone, PartialEq)]
+enum Plain<'b> {
+    Null,
+    Bool(bool),
+    Number(Number),
+    Str(&'b str),
+    /// Text made from the bytes (base64).
+    Text(String),
+}
+
+impl<'b> Plain<'b> {
+    fn send<S: JsonSink>(self, sink: &mut S) {
+        match self {
+            Plain::Null => sink.null(),
+            Plain::Bool(b) => sink.bool(b),
+            Plain::Number(n) => sink.number(n),
+            Plain::Str(s) => sink.str(s),
+            Plain::Text(s) => sink.str(&s),
+        }
+    }
+
+    /// What `Value::as_i64` gives for its JSON.
+    fn as_i64(&self) -> Option<i64> {
+        match self {
+            Plain::Number(n) => n.as_i64(),
+            _ => None,
+        }
+    }
+
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            Plain::Str(s) => Some(s),
+            Plain::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// A map key's text: a string as it is, anything else as its JSON.
+    fn into_key(self) -> Cow<'b, str> {
+        match self {
+            Plain::Str(s) => Cow::Borrowed(s),
+            Plain::Text(s) => Cow::Owned(s),
+            Plain::Null => Cow::Borrowed("null"),
+            Plain::Bool(b) => Cow::Borrowed(if b { "true" } else { "false" }),
+            Plain::Number(n) => Cow::Owned(n.to_string()),
+        }
+    }
+}
+
 /// The JSON of a scalar of kind `s` (`kind` as prost-reflect names it) as
 /// it came off the wire.
-fn scalar(s: Scalar, kind: &Kind, value: &WireValue<'_>) -> Converted<Value> {
-    let float = |n: f64| serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number);
+fn scalar<'b>(s: Scalar, kind: &Kind, value: &WireValue<'b>) -> Converted<Plain<'b>> {
+    let float = |n: f64| Number::from_f64(n).map_or(Plain::Null, Plain::Number);
+    let int = |n: i64| Plain::Number(n.into());
     Ok(match (s, value) {
         (Scalar::Double, WireValue::Fixed64(b)) => float(f64::from_le_bytes(*b)),
         (Scalar::Float, WireValue::Fixed32(b)) => float(f64::from(f32::from_le_bytes(*b))),
-        (Scalar::Int32 | Scalar::Enum, WireValue::Varint(n)) => Value::from(*n as i32),
-        (Scalar::Int64, WireValue::Varint(n)) => Value::from(*n as i64),
-        (Scalar::Uint32, WireValue::Varint(n)) => Value::from(*n as u32),
-        (Scalar::Uint64, WireValue::Varint(n)) => Value::from(*n),
-        (Scalar::Sint32, WireValue::Varint(n)) => Value::from(((*n as u32) >> 1) as i32 ^ -((*n & 1) as i32)),
-        (Scalar::Sint64, WireValue::Varint(n)) => Value::from((*n >> 1) as i64 ^ -((*n & 1) as i64)),
-        (Scalar::Bool, WireValue::Varint(n)) => Value::Bool(*n != 0),
-        (Scalar::Fixed32, WireValue::Fixed32(b)) => Value::from(u32::from_le_bytes(*b)),
-        (Scalar::Sfixed32, WireValue::Fixed32(b)) => Value::from(i32::from_le_bytes(*b)),
-        (Scalar::Fixed64, WireValue::Fixed64(b)) => Value::from(u64::from_le_bytes(*b)),
-        (Scalar::Sfixed64, WireValue::Fixed64(b)) => Value::from(i64::from_le_bytes(*b)),
-        (Scalar::String, WireValue::Bytes(b)) => Value::String(
-            std::str::from_utf8(b)
-                .map_err(|_| Malformed("a string is not valid UTF-8".into()))?
-                .to_string(),
-        ),
+        (Scalar::Int32 | Scalar::Enum, WireValue::Varint(n)) => int(i64::from(*n as i32)),
+        (Scalar::Int64, WireValue::Varint(n)) => int(*n as i64),
+        (Scalar::Uint32, WireValue::Varint(n)) => int(i64::from(*n as u32)),
+        (Scalar::Uint64, WireValue::Varint(n)) => Plain::Number((*n).into()),
+        (Scalar::Sint32, WireValue::Varint(n)) => {
+            int(i64::from(((*n as u32) >> 1) as i32 ^ -((*n & 1) as i32)))
+        }
+        (Scalar::Sint64, WireValue::Varint(n)) => int((*n >> 1) as i64 ^ -((*n & 1) as i64)),
+        (Scalar::Bool, WireValue::Varint(n)) => Plain::Bool(*n != 0),
+        (Scalar::Fixed32, WireValue::Fixed32(b)) => int(i64::from(u32::from_le_bytes(*b))),
+        (Scalar::Sfixed32, WireValue::Fixed32(b)) => int(i64::from(i32::from_le_bytes(*b))),
+        (Scalar::Fixed64, WireValue::Fixed64(b)) => Plain::Number(u64::from_le_bytes(*b).into()),
+        (Scalar::Sfixed64, WireValue::Fixed64(b)) => int(i64::from_le_bytes(*b)),
+        (Scalar::String, WireValue::Bytes(b)) => {
+            Plain::Str(std::str::from_utf8(b).map_err(|_| Malformed("a string is not valid UTF-8".into()))?)
+        }
         (Scalar::Bytes, WireValue::Bytes(b)) => {
-            Value::String(base64::engine::general_purpose::STANDARD.encode(b))
+            Plain::Text(base64::engine::general_purpose::STANDARD.encode(b))
         }
         _ => return Err(Malformed(format!("a {kind:?} value has the wrong wire type"))),
     })
 }
 
-/// The scalars of one occurrence of a repeated field: one, or a packed run.
-fn push_scalars(s: Scalar, kind: &Kind, f: &WireField<'_>, out: &mut Vec<Value>) -> Converted<()> {
-    let packed = match (s, &f.value) {
+/// Whether an occurrence of a repeated scalar of kind `s` is a packed run.
+fn packed<'b>(s: Scalar, value: &WireValue<'b>) -> Option<&'b [u8]> {
+    match (s, value) {
         (Scalar::String | Scalar::Bytes, _) => None,
-        (_, WireValue::Bytes(run)) => Some(*run),
+        (_, WireValue::Bytes(run)) => Some(run),
         _ => None,
-    };
-    let Some(run) = packed else {
-        out.push(scalar(s, kind, &f.value)?);
-        return Ok(());
-    };
-    let wire_type = match s {
-        Scalar::Double | Scalar::Fixed64 | Scalar::Sfixed64 => 1,
-        Scalar::Float | Scalar::Fixed32 | Scalar::Sfixed32 => 5,
-        _ => 0,
-    };
-    let mut r = Reader::new(run, 0);
-    while let Some(element) = r.next_packed(wire_type).map_err(|e| Malformed(e.problem))? {
-        out.push(scalar(s, kind, &element)?);
     }
-    Ok(())
 }
+
+/// Top-level messages shorter than this are not offered to the sink's
+/// [`JsonSink::recall`]: decoding them costs about what looking them up does.
+const RECALLED: usize = 256;
 
 /// Positions in [`Converter::scratch`]: the fields of one message, or the
 /// occurrences of one field number.
 type Span = Range<usize>;
 
-struct Converter<'s, 'b> {
+/// A member of the object being sent: its key and where its value is.
+#[derive(Clone, Copy)]
+struct Member<'s, 'b> {
+    key: Key<'s>,
+    src: Src<'s, 'b>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Key<'s> {
+    Name(&'s str),
+    /// `#<number>`, a field the schema does not know.
+    Unknown(u32),
+}
+
+impl Key<'_> {
+    fn text(&self) -> Cow<'_, str> {
+        match self {
+            Key::Name(n) => Cow::Borrowed(n),
+            Key::Unknown(n) => Cow::Owned(wire::unknown_key(*n)),
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Src<'s, 'b> {
+    /// Text from the envelope.
+    Text(&'b str),
+    /// A field the schema knows: its occurrences.
+    Field(&'s FieldPlan, usize, usize),
+    /// Every occurrence of an unknown field number in the object.
+    Unknown(u32),
+    /// Where the tree of an object listed the unknown fields of one of its
+    /// messages: those in this range of [`Converter::unknowns`]. Not a
+    /// member; keyed `""` so that sorting puts it first.
+    Listed(usize, usize),
+    /// A member whose key comes again later: the later value is kept.
+    Replaced,
+}
+
+struct Converter<'s, 'b, 'k, S: JsonSink> {
     plans: &'s Plans,
+    sink: &'k mut S,
     /// Messages entered; conversion stops past [`wire::MAX_DEPTH`].
     depth: usize,
     /// Path of the value being converted (`spec.containers[0]`), kept in
@@ -193,24 +280,29 @@ struct Converter<'s, 'b> {
     path: String,
     unknown_fields: Vec<String>,
     warnings: Vec<String>,
-    /// The deepest `depth` a message was entered at (see [`reuse`]).
-    deepest: usize,
     /// The wire fields of the messages being converted, outermost first:
     /// each message reads its fields onto the end and drops them when done,
     /// so one buffer serves the whole object.
     scratch: Vec<WireField<'b>>,
+    /// The members of the objects being sent, outermost first.
+    members: Vec<Member<'s, 'b>>,
+    /// The unknown fields of the objects being sent: number and index in
+    /// `scratch`, in the order the object lists them.
+    unknowns: Vec<(u32, usize)>,
 }
 
-impl<'s, 'b> Converter<'s, 'b> {
-    fn new(plans: &'s Plans) -> Self {
+impl<'s, 'b, 'k, S: JsonSink> Converter<'s, 'b, 'k, S> {
+    fn new(plans: &'s Plans, sink: &'k mut S) -> Self {
         Converter {
             plans,
+            sink,
             depth: 0,
             path: String::new(),
             unknown_fields: Vec::new(),
             warnings: Vec::new(),
-            deepest: 0,
             scratch: Vec::new(),
+            members: Vec::new(),
+            unknowns: Vec::new(),
         }
     }
 
@@ -219,20 +311,21 @@ impl<'s, 'b> Converter<'s, 'b> {
     fn detached<'x, T>(
         &mut self,
         bytes: &'x [u8],
-        f: impl FnOnce(&mut Converter<'s, 'x>, &'x [u8]) -> T,
+        f: impl FnOnce(&mut Converter<'s, 'x, '_, S>, &'x [u8]) -> T,
     ) -> T {
         let mut c = Converter {
             plans: self.plans,
+            sink: &mut *self.sink,
             depth: self.depth,
             path: std::mem::take(&mut self.path),
             unknown_fields: std::mem::take(&mut self.unknown_fields),
             warnings: std::mem::take(&mut self.warnings),
-            deepest: self.deepest,
             scratch: Vec::new(),
+            members: Vec::new(),
+            unknowns: Vec::new(),
         };
         let out = f(&mut c, bytes);
         (self.path, self.unknown_fields, self.warnings) = (c.path, c.unknown_fields, c.warnings);
-        self.deepest = c.deepest;
         out
     }
 
@@ -264,18 +357,31 @@ impl<'s, 'b> Converter<'s, 'b> {
         at..at + 1 + len
     }
 
-    /// How many field numbers occur among `fields`.
-    fn numbers(&self, fields: &Span) -> usize {
-        let all = &self.scratch[fields.clone()];
-        all.windows(2).filter(|w| w[0].number != w[1].number).count() + usize::from(!all.is_empty())
-    }
-
     /// The occurrences of field `number` among `fields`.
     fn occurrences(&self, fields: &Span, number: u32) -> Span {
         let all = &self.scratch[fields.clone()];
         let start = all.partition_point(|f| f.number < number);
         let end = start + all[start..].partition_point(|f| f.number == number);
         fields.start + start..fields.start + end
+    }
+
+    /// Field `number` of `plan` among `fields`, when it gives a value (a
+    /// list of no items gives none).
+    fn present(&self, plan: &'s MessagePlan, number: u32, fields: &Span) -> Option<(&'s FieldPlan, Span)> {
+        let group = self.occurrences(fields, number);
+        let fp = plan.field(number)?;
+        (!group.is_empty() && !self.no_items(fp, &group)).then_some((fp, group))
+    }
+
+    /// Whether a list field's occurrences hold no item: every one an empty
+    /// packed run.
+    fn no_items(&self, fp: &FieldPlan, group: &Span) -> bool {
+        let (Card::List, FieldKind::Scalar(s)) = (&fp.card, &fp.kind) else {
+            return false;
+        };
+        self.scratch[group.clone()]
+            .iter()
+            .all(|f| packed(*s, &f.value).is_some_and(<[u8]>::is_empty))
     }
 
     /// Runs `f` with `.name` (or `name` at the top) appended to the path.
@@ -299,145 +405,164 @@ impl<'s, 'b> Converter<'s, 'b> {
         out
     }
 
-    fn message(&mut self, id: PlanId, bytes: &'b [u8]) -> Converted<Value> {
+    fn message(&mut self, id: PlanId, bytes: &'b [u8]) -> Converted<()> {
         if self.depth >= wire::MAX_DEPTH {
             return Err(Malformed(format!(
                 "messages nested more than {} deep",
                 wire::MAX_DEPTH
             )));
         }
-        self.deepest = self.deepest.max(self.depth);
-        // Paths are never empty below the top, which keeps the suffixes of
-        // a reused decode's paths the same wherever it is reused.
-        if bytes.len() >= reuse::MIN_BYTES
-            && !self.path.is_empty()
-            && reuse::enabled()
-            && reuse::pays(self.owner(), id)
-        {
-            return self.reused_message(id, bytes);
-        }
         self.depth += 1;
-        let value = self.message_within(id, bytes);
-        self.depth -= 1;
-        value
-    }
-
-    /// What tells this schema's plans apart from another's in the cache.
-    fn owner(&self) -> usize {
-        self.plans as *const Plans as usize
-    }
-
-    /// [`Self::message`] through the cache of sub-message decodes.
-    fn reused_message(&mut self, id: PlanId, bytes: &'b [u8]) -> Converted<Value> {
-        let key = reuse::Key::new(self.owner(), id, bytes);
-        let lookup = reuse::lookup(
-            &key,
-            self.depth,
-            &self.path,
-            &mut self.unknown_fields,
-            &mut self.warnings,
-        );
-        let store = match lookup {
-            reuse::Lookup::Hit(value, nesting) => {
-                self.deepest = self.deepest.max(self.depth + nesting);
-                return Ok(value);
-            }
-            reuse::Lookup::Miss { store } => store,
-        };
-        let (unknown_at, warnings_at) = (self.unknown_fields.len(), self.warnings.len());
-        let deepest = std::mem::replace(&mut self.deepest, self.depth);
-        let started = store.then(std::time::Instant::now);
-        self.depth += 1;
-        let value = self.message_within(id, bytes);
-        self.depth -= 1;
-        let took = started.map(|s| s.elapsed()).unwrap_or_default();
-        let nesting = self.deepest - self.depth;
-        self.deepest = self.deepest.max(deepest);
-        if let (Ok(value), true) = (&value, store) {
-            let relative = |all: &[String]| -> Option<Vec<String>> {
-                all.iter()
-                    .map(|s| s.strip_prefix(self.path.as_str()).map(str::to_string))
-                    .collect()
+        let plan = self.plans.get(id);
+        let sent = self.read(bytes).and_then(|fields| {
+            let start = fields.start;
+            let sent = match plan.shape {
+                Shape::Special(kind) => self.special(kind, plan, &fields),
+                Shape::ListWrapper => match self.present(plan, 1, &fields) {
+                    Some((fp, group)) => self.value(fp, group),
+                    None => {
+                        self.sink.begin_array();
+                        self.sink.end_array();
+                        Ok(())
+                    }
+                },
+                Shape::Object => self.object(plan, fields, &[]),
             };
-            let unknown_fields = relative(&self.unknown_fields[unknown_at..]);
-            let warnings = relative(&self.warnings[warnings_at..]);
-            if let (Some(unknown_fields), Some(warnings)) = (unknown_fields, warnings) {
-                let decode = reuse::Decode {
-                    value,
-                    unknown_fields,
-                    warnings,
-                    nesting,
-                    took,
-                };
-                reuse::store(key, decode);
-            }
-        }
-        value
+            self.scratch.truncate(start);
+            sent
+        });
+        self.depth -= 1;
+        sent
     }
 
     /// A singular message field from its occurrences, merged.
-    fn merged_message(&mut self, id: PlanId, group: Span) -> Converted<Value> {
+    fn merged_message(&mut self, id: PlanId, group: Span) -> Converted<()> {
         if group.len() == 1 {
             let bytes = bytes_of(&self.scratch[group.start])?;
             return self.message(id, bytes);
         }
-        let all = self.concatenated(group)?;
-        self.detached(&all, |c, bytes| c.message(id, bytes))
-    }
-
-    /// The bytes of every occurrence in `group`, one after another.
-    fn concatenated(&self, group: Span) -> Converted<Vec<u8>> {
         let mut all = Vec::new();
         for f in &self.scratch[group] {
             all.extend_from_slice(bytes_of(f)?);
         }
-        Ok(all)
+        self.detached(&all, |c, bytes| c.message(id, bytes))
     }
 
-    fn message_within(&mut self, id: PlanId, bytes: &'b [u8]) -> Converted<Value> {
-        let plan = self.plans.get(id);
-        match plan.shape {
-            Shape::Special(kind) => {
-                let fields = self.read(bytes)?;
-                let value = self.special(kind, plan, &fields);
-                self.scratch.truncate(fields.start);
-                value
-            }
-            Shape::ListWrapper => {
-                let fields = self.read(bytes)?;
-                let items = self.field(plan, 1, &fields)?;
-                self.scratch.truncate(fields.start);
-                Ok(items.unwrap_or(Value::Array(Vec::new())))
-            }
-            Shape::Object => {
-                let fields = self.read(bytes)?;
-                let mut out = Map::with_capacity(self.numbers(&fields));
-                self.fill_fields(plan, fields, &mut out)?;
-                Ok(Value::Object(out))
-            }
-        }
-    }
-
-    /// Writes the fields of `bytes`, a `plan`, into `out` (inlined messages
-    /// into the same map), then the fields the schema does not know.
-    fn fill(
-        &mut self,
-        plan: &'s MessagePlan,
-        bytes: &'b [u8],
-        out: &mut Map<String, Value>,
-    ) -> Converted<()> {
-        let fields = self.read(bytes)?;
-        self.fill_fields(plan, fields, out)
-    }
-
-    /// [`Self::fill`] with the fields read, which it drops from the scratch
-    /// buffer.
-    fn fill_fields(
+    /// Sends the object of `fields`, a `plan`, with `envelope` first: its
+    /// members (inlined messages' in their place, then its unknown fields)
+    /// in the order the sink asks for.
+    fn object(
         &mut self,
         plan: &'s MessagePlan,
         fields: Span,
-        out: &mut Map<String, Value>,
+        envelope: &[(&'static str, &'b str)],
     ) -> Converted<()> {
+        let (first, unknowns, mark) = (self.members.len(), self.unknowns.len(), self.scratch.len());
+        self.members.extend(envelope.iter().map(|(k, v)| Member {
+            key: Key::Name(k),
+            src: Src::Text(v),
+        }));
+        if !self.collect(plan, fields.clone(), unknowns)? {
+            // An inlined message came in several occurrences: merged into
+            // one, the object is read again.
+            self.members.truncate(first);
+            self.unknowns.truncate(unknowns);
+            let fields = self.scratch[fields].to_vec();
+            self.scratch.truncate(mark);
+            let mut merged = Vec::new();
+            normalize(self.plans, plan, &fields, &mut merged, 0)?;
+            return self.detached(&merged, |c, bytes| {
+                let fields = c.read(bytes)?;
+                c.object(plan, fields, envelope)
+            });
+        }
+        let order = self.sink.order();
+        let members = first..self.members.len();
+        match order {
+            Order::Sorted => self.members[members.clone()].sort_by(|a, b| a.key.text().cmp(&b.key.text())),
+            Order::Stored if plan.clashes || !envelope.is_empty() => self.keep_last(members.clone()),
+            Order::Stored => {}
+        }
+        self.sink.begin_object();
+        for i in members.clone() {
+            let m = self.members[i];
+            let key = match m.src {
+                Src::Listed(from, to) => {
+                    for at in from..to {
+                        let number = self.unknowns[at].0;
+                        let path = self.at_field(&wire::unknown_key(number), |c| c.path.clone());
+                        self.unknown_fields.push(path);
+                    }
+                    continue;
+                }
+                Src::Replaced => continue,
+                // Sorted, a key that comes again keeps its last value.
+                _ if order == Order::Sorted
+                    && self
+                        .members
+                        .get(i + 1)
+                        .is_some_and(|n| i + 1 < members.end && n.key == m.key) =>
+                {
+                    continue
+                }
+                _ => m.key,
+            };
+            let key = key.text();
+            self.sink.key(&key);
+            match m.src {
+                Src::Text(t) => self.sink.str(t),
+                Src::Field(fp, start, end) => {
+                    // A top-level field holding one message of some size
+                    // (a spec, a status) repeats across revisions.
+                    let repeats = match (&fp.card, &fp.kind) {
+                        (Card::Single, FieldKind::Message(id))
+                            if !envelope.is_empty() && end - start == 1 =>
+                        {
+                            let schema = self.plans as *const Plans as usize;
+                            Some(((schema, *id), bytes_of(&self.scratch[start])?))
+                                .filter(|(_, b)| b.len() >= RECALLED)
+                        }
+                        _ => None,
+                    };
+                    if let Some((id, bytes)) = repeats {
+                        if self.sink.recall(id, bytes) {
+                            continue;
+                        }
+                    }
+                    let reported = self.unknown_fields.len() + self.warnings.len();
+                    self.at_field(&key, |c| c.value(fp, start..end))?;
+                    if let Some((id, bytes)) = repeats {
+                        let clean = self.unknown_fields.len() + self.warnings.len() == reported;
+                        self.sink.remember(id, bytes, clean);
+                    }
+                }
+                Src::Unknown(number) => {
+                    let mut values: Vec<Value> = self.unknowns[unknowns..]
+                        .iter()
+                        .filter(|(n, _)| *n == number)
+                        .map(|(_, at)| wire::render_value(&self.scratch[*at].value))
+                        .collect();
+                    self.sink.tree(match values.len() {
+                        1 => values.pop().expect("one value"),
+                        _ => Value::Array(values),
+                    });
+                }
+                Src::Listed(..) | Src::Replaced => {}
+            }
+        }
+        self.sink.end_object();
+        self.members.truncate(first);
+        self.unknowns.truncate(unknowns);
+        self.scratch.truncate(mark);
+        Ok(())
+    }
+
+    /// Lists the members of `fields`, a `plan`, as the tree of its object
+    /// holds them: known fields in field-number order with the members of
+    /// inlined messages in their place, then its unknown fields (a number
+    /// seen before in the object joins that member). `false` when an
+    /// inlined message comes in more than one occurrence.
+    fn collect(&mut self, plan: &'s MessagePlan, fields: Span, unknowns: usize) -> Converted<bool> {
         let mut unknown = false;
         let mut at = fields.start;
         while at < fields.end {
@@ -448,86 +573,130 @@ impl<'s, 'b> Converter<'s, 'b> {
                 continue;
             };
             if let (true, FieldKind::Message(inner)) = (fp.inline, &fp.kind) {
+                if group.len() > 1 {
+                    return Ok(false);
+                }
                 let inner = self.plans.get(*inner);
-                if group.len() == 1 {
-                    let bytes = bytes_of(&self.scratch[group.start])?;
-                    self.fill(inner, bytes, out)?;
-                } else {
-                    let all = self.concatenated(group)?;
-                    self.detached(&all, |c, bytes| c.fill(inner, bytes, out))?;
+                let inner_fields = self.read(bytes_of(&self.scratch[group.start])?)?;
+                if !self.collect(inner, inner_fields, unknowns)? {
+                    return Ok(false);
                 }
                 continue;
             }
-            let name = fp.json_name.as_str();
-            if let Some(json) = self.at_field(name, |c| c.value(fp, group))? {
-                out.insert(name.to_string(), json);
+            if self.no_items(fp, &group) {
+                continue;
             }
+            self.members.push(Member {
+                key: Key::Name(&fp.json_name),
+                src: Src::Field(fp, group.start, group.end),
+            });
         }
         if unknown {
-            for i in fields.clone() {
-                let f = self.scratch[i];
-                if plan.field(f.number).is_some() {
+            let from = self.unknowns.len();
+            for i in fields {
+                let number = self.scratch[i].number;
+                if plan.field(number).is_some() {
                     continue;
                 }
-                wire::insert_unknown(out, f.number, wire::render_value(&f.value));
-                let path = self.at_field(&wire::unknown_key(f.number), |c| c.path.clone());
-                self.unknown_fields.push(path);
+                if !self.unknowns[unknowns..].iter().any(|(n, _)| *n == number) {
+                    self.members.push(Member {
+                        key: Key::Unknown(number),
+                        src: Src::Unknown(number),
+                    });
+                }
+                self.unknowns.push((number, i));
+            }
+            self.members.push(Member {
+                key: Key::Name(""),
+                src: Src::Listed(from, self.unknowns.len()),
+            });
+        }
+        Ok(true)
+    }
+
+    /// A key that comes again keeps the first one's place with the last
+    /// one's value, as a JSON object keeps it.
+    fn keep_last(&mut self, members: Span) {
+        for i in members.clone() {
+            if matches!(self.members[i].src, Src::Listed(..) | Src::Replaced) {
+                continue;
+            }
+            let key = self.members[i].key;
+            let last = (i + 1..members.end)
+                .rev()
+                .find(|&j| self.members[j].key == key && !matches!(self.members[j].src, Src::Listed(..)));
+            if let Some(j) = last {
+                self.members[i].src = self.members[j].src;
+                for k in i + 1..=j {
+                    if self.members[k].key == key && !matches!(self.members[k].src, Src::Listed(..)) {
+                        self.members[k].src = Src::Replaced;
+                    }
+                }
             }
         }
-        self.scratch.truncate(fields.start);
-        Ok(())
     }
 
-    /// The JSON of field `number` of `plan` among `fields`; `None` when it
-    /// is absent.
-    fn field(&mut self, plan: &MessagePlan, number: u32, fields: &Span) -> Converted<Option<Value>> {
-        let group = self.occurrences(fields, number);
-        match plan.field(number) {
-            Some(fp) if !group.is_empty() => self.value(fp, group),
-            _ => Ok(None),
-        }
-    }
-
-    /// The JSON of one field from its occurrences; `None` for an empty list.
-    fn value(&mut self, fp: &FieldPlan, group: Span) -> Converted<Option<Value>> {
+    /// Sends one field from its occurrences.
+    fn value(&mut self, fp: &FieldPlan, group: Span) -> Converted<()> {
         match (&fp.card, &fp.kind) {
-            (Card::Map(map), _) => self.map(map, group).map(Some),
+            (Card::Map(map), _) => self.map(map, group),
             (Card::List, kind) => {
-                let mut items = Vec::with_capacity(group.len());
+                self.sink.begin_array();
+                let mut items = 0;
                 for i in group {
                     let f = self.scratch[i];
                     match kind {
                         FieldKind::Message(inner) => {
-                            let item = self.at_index(items.len(), |c| c.message(*inner, bytes_of(&f)?))?;
-                            items.push(item);
+                            self.at_index(items, |c| c.message(*inner, bytes_of(&f)?))?;
+                            items += 1;
                         }
-                        FieldKind::Scalar(s) => push_scalars(*s, &fp.reflect_kind, &f, &mut items)?,
+                        FieldKind::Scalar(s) => items += self.scalars(*s, &fp.reflect_kind, &f)?,
                     }
                 }
-                Ok((!items.is_empty()).then_some(Value::Array(items)))
+                self.sink.end_array();
+                Ok(())
             }
-            (_, FieldKind::Message(inner)) => self.merged_message(*inner, group).map(Some),
+            (_, FieldKind::Message(inner)) => self.merged_message(*inner, group),
             (_, FieldKind::Scalar(s)) => {
-                scalar(*s, &fp.reflect_kind, &self.scratch[group.end - 1].value).map(Some)
+                scalar(*s, &fp.reflect_kind, &self.scratch[group.end - 1].value)?.send(self.sink);
+                Ok(())
             }
         }
     }
 
+    /// Sends the scalars of one occurrence of a repeated field: one, or a
+    /// packed run; how many.
+    fn scalars(&mut self, s: Scalar, kind: &Kind, f: &WireField<'b>) -> Converted<usize> {
+        let Some(run) = packed(s, &f.value) else {
+            scalar(s, kind, &f.value)?.send(self.sink);
+            return Ok(1);
+        };
+        let wire_type = match s {
+            Scalar::Double | Scalar::Fixed64 | Scalar::Sfixed64 => 1,
+            Scalar::Float | Scalar::Fixed32 | Scalar::Sfixed32 => 5,
+            _ => 0,
+        };
+        let mut r = Reader::new(run, 0);
+        let mut n = 0;
+        while let Some(element) = r.next_packed(wire_type).map_err(|e| Malformed(e.problem))? {
+            scalar(s, kind, &element)?.send(self.sink);
+            n += 1;
+        }
+        Ok(n)
+    }
+
     /// A map field: entries by their key as text, in key order; a key that
     /// repeats keeps its last entry.
-    fn map(&mut self, map: &MapPlan, group: Span) -> Converted<Value> {
+    fn map(&mut self, map: &MapPlan, group: Span) -> Converted<()> {
         let mark = self.scratch.len();
-        let mut entries: Vec<(String, Span)> = Vec::with_capacity(group.len());
+        let mut entries: Vec<(Cow<'b, str>, Span)> = Vec::with_capacity(group.len());
         for i in group {
             let f = self.scratch[i];
             let fields = self.read(bytes_of(&f)?)?;
             let keys = self.occurrences(&fields, 1);
             let key = match keys.clone().last() {
-                Some(k) => match scalar(map.key, &map.key_kind, &self.scratch[k].value)? {
-                    Value::String(s) => s,
-                    other => other.to_string(),
-                },
-                None => map_key_default(map.key),
+                Some(k) => scalar(map.key, &map.key_kind, &self.scratch[k].value)?.into_key(),
+                None => Cow::Borrowed(map_key_default(map.key)),
             };
             entries.push((key, self.occurrences(&fields, 2)));
         }
@@ -535,7 +704,7 @@ impl<'s, 'b> Converter<'s, 'b> {
         // order), then only the last entry of each key.
         if !entries.is_sorted_by(|a, b| a.0 < b.0) {
             entries.sort_by(|a, b| a.0.cmp(&b.0));
-            let mut kept: Vec<(String, Span)> = Vec::with_capacity(entries.len());
+            let mut kept: Vec<(Cow<'b, str>, Span)> = Vec::with_capacity(entries.len());
             for entry in entries {
                 match kept.last_mut() {
                     Some(last) if last.0 == entry.0 => *last = entry,
@@ -544,78 +713,122 @@ impl<'s, 'b> Converter<'s, 'b> {
             }
             entries = kept;
         }
-        let mut out = Map::with_capacity(entries.len());
+        self.sink.begin_object();
         for (key, value) in entries {
-            let json = self.at_field(&key, |c| match value.is_empty() {
-                true => c.default_value(&map.value),
-                false => Ok(c.value(&map.value, value)?.unwrap_or(Value::Array(Vec::new()))),
+            self.sink.key(&key);
+            self.at_field(&key, |c| {
+                if value.is_empty() {
+                    c.default_value(&map.value)
+                } else if c.no_items(&map.value, &value) {
+                    c.sink.begin_array();
+                    c.sink.end_array();
+                    Ok(())
+                } else {
+                    c.value(&map.value, value)
+                }
             })?;
-            out.insert(key, json);
         }
+        self.sink.end_object();
         self.scratch.truncate(mark);
-        Ok(Value::Object(out))
+        Ok(())
     }
 
     /// What a protobuf decoder fills in for a map entry without a value.
-    fn default_value(&mut self, fp: &FieldPlan) -> Converted<Value> {
-        Ok(match fp.kind {
-            FieldKind::Message(inner) => self.message(inner, &[])?,
-            FieldKind::Scalar(Scalar::String | Scalar::Bytes) => Value::String(String::new()),
-            FieldKind::Scalar(Scalar::Bool) => Value::Bool(false),
-            FieldKind::Scalar(Scalar::Double | Scalar::Float) => Value::from(0.0),
-            FieldKind::Scalar(_) => Value::from(0),
-        })
+    fn default_value(&mut self, fp: &FieldPlan) -> Converted<()> {
+        match fp.kind {
+            FieldKind::Message(inner) => return self.message(inner, &[]),
+            FieldKind::Scalar(Scalar::String | Scalar::Bytes) => self.sink.str(""),
+            FieldKind::Scalar(Scalar::Bool) => self.sink.bool(false),
+            FieldKind::Scalar(Scalar::Double | Scalar::Float) => {
+                self.sink.number(Number::from_f64(0.0).expect("0 is finite"))
+            }
+            FieldKind::Scalar(_) => self.sink.number(0.into()),
+        }
+        Ok(())
     }
 
-    fn special(&mut self, kind: Special, plan: &MessagePlan, fields: &Span) -> Converted<Value> {
-        let get = |c: &mut Self, n: u32| c.field(plan, n, fields);
-        let int = |v: Option<Value>| v.and_then(|v| v.as_i64()).unwrap_or(0);
-        Ok(match kind {
+    /// The last occurrence of scalar field `number` of `plan` among
+    /// `fields`; `None` when it is absent or not a single scalar.
+    fn last_scalar(&self, plan: &MessagePlan, number: u32, fields: &Span) -> Converted<Option<Plain<'b>>> {
+        let group = self.occurrences(fields, number);
+        match plan.field(number) {
+            Some(fp) if !group.is_empty() => match (&fp.card, &fp.kind) {
+                (Card::Single, FieldKind::Scalar(s)) => {
+                    scalar(*s, &fp.reflect_kind, &self.scratch[group.end - 1].value).map(Some)
+                }
+                _ => Ok(None),
+            },
+            _ => Ok(None),
+        }
+    }
+
+    fn special(&mut self, kind: Special, plan: &'s MessagePlan, fields: &Span) -> Converted<()> {
+        let int = |c: &Self, n: u32| -> Converted<i64> {
+            Ok(c.last_scalar(plan, n, fields)?
+                .and_then(|v| v.as_i64())
+                .unwrap_or(0))
+        };
+        match kind {
             Special::Time | Special::MicroTime => {
-                let (secs, nanos) = (int(get(self, 1)?), int(get(self, 2)?) as i32);
+                let (secs, nanos) = (int(self, 1)?, int(self, 2)? as i32);
                 if secs == 0 && nanos == 0 {
-                    return Ok(Value::Null);
+                    self.sink.null();
+                    return Ok(());
                 }
                 let text = match kind {
                     Special::Time => gotime::time(secs, nanos),
                     _ => gotime::micro_time(secs, nanos),
                 };
-                text.map(Value::String).unwrap_or_else(|| {
-                    self.warnings.push(format!(
-                        "{}: time out of range (seconds={secs}, nanos={nanos})",
-                        self.path
-                    ));
-                    serde_json::json!({ "seconds": secs, "nanos": nanos })
-                })
+                match text {
+                    Some(text) => self.sink.str(&text),
+                    None => {
+                        self.warnings.push(format!(
+                            "{}: time out of range (seconds={secs}, nanos={nanos})",
+                            self.path
+                        ));
+                        self.sink
+                            .tree(serde_json::json!({ "seconds": secs, "nanos": nanos }));
+                    }
+                }
             }
-            Special::Duration => Value::String(gotime::duration(int(get(self, 1)?))),
-            Special::Quantity => match get(self, 1)? {
-                Some(s @ Value::String(_)) => s,
-                _ => Value::Null,
+            Special::Duration => self.sink.str(&gotime::duration(int(self, 1)?)),
+            Special::Quantity => match self.last_scalar(plan, 1, fields)? {
+                Some(s) if s.as_str().is_some() => s.send(self.sink),
+                _ => self.sink.null(),
             },
-            Special::IntOrString => match int(get(self, 1)?) {
-                1 => match get(self, 3)? {
-                    Some(s @ Value::String(_)) => s,
-                    _ => Value::String(String::new()),
+            Special::IntOrString => match int(self, 1)? {
+                1 => match self.last_scalar(plan, 3, fields)? {
+                    Some(s) if s.as_str().is_some() => s.send(self.sink),
+                    _ => self.sink.str(""),
                 },
-                _ => Value::from(int(get(self, 2)?)),
+                _ => self.sink.number(int(self, 2)?.into()),
             },
             Special::RawJson => match self.occurrences(fields, 1).last() {
                 Some(i) if !bytes_of(&self.scratch[i])?.is_empty() => {
                     let bytes = bytes_of(&self.scratch[i])?;
-                    self.embedded_json(bytes)
+                    let json = self.embedded_json(bytes);
+                    self.sink.tree(json);
                 }
-                _ => Value::Null,
+                _ => self.sink.null(),
             },
-            Special::SchemaOrArray | Special::SchemaOrStringArray => match get(self, 2)? {
-                Some(items) => items,
-                None => get(self, 1)?.unwrap_or(Value::Null),
+            Special::SchemaOrArray | Special::SchemaOrStringArray => {
+                match self
+                    .present(plan, 2, fields)
+                    .or_else(|| self.present(plan, 1, fields))
+                {
+                    Some((fp, group)) => self.value(fp, group)?,
+                    None => self.sink.null(),
+                }
+            }
+            Special::SchemaOrBool => match self.present(plan, 2, fields) {
+                Some((fp, group)) => self.value(fp, group)?,
+                None => {
+                    let yes = self.last_scalar(plan, 1, fields)? == Some(Plain::Bool(true));
+                    self.sink.bool(yes);
+                }
             },
-            Special::SchemaOrBool => match get(self, 2)? {
-                Some(schema) => schema,
-                None => Value::Bool(matches!(get(self, 1)?, Some(Value::Bool(true)))),
-            },
-        })
+        }
+        Ok(())
     }
 
     /// RawExtension, FieldsV1 and apiextensions JSON hold serialized JSON.
@@ -633,12 +846,61 @@ impl<'s, 'b> Converter<'s, 'b> {
     }
 }
 
+/// Writes `fields` (of a `plan`, in field-number order) back as wire
+/// format with each inlined message's occurrences merged into one, as a
+/// protobuf decoder merges them.
+fn normalize(
+    plans: &Plans,
+    plan: &MessagePlan,
+    fields: &[WireField<'_>],
+    out: &mut Vec<u8>,
+    depth: usize,
+) -> Converted<()> {
+    if depth >= wire::MAX_DEPTH {
+        return Err(Malformed(format!(
+            "messages nested more than {} deep",
+            wire::MAX_DEPTH
+        )));
+    }
+    let mut at = 0;
+    while at < fields.len() {
+        let number = fields[at].number;
+        let end = at + fields[at..].iter().take_while(|f| f.number == number).count();
+        match plan.field(number) {
+            Some(FieldPlan {
+                inline: true,
+                kind: FieldKind::Message(inner),
+                ..
+            }) => {
+                let mut all = Vec::new();
+                for f in &fields[at..end] {
+                    all.extend_from_slice(bytes_of(f)?);
+                }
+                let mut merged = Vec::new();
+                normalize(
+                    plans,
+                    plans.get(*inner),
+                    &wire_fields(&all)?,
+                    &mut merged,
+                    depth + 1,
+                )?;
+                wire::put_field(out, number, &WireValue::Bytes(&merged));
+            }
+            _ => fields[at..end]
+                .iter()
+                .for_each(|f| wire::put_field(out, number, &f.value)),
+        }
+        at = end;
+    }
+    Ok(())
+}
+
 /// The text of a map key a protobuf decoder fills in when an entry has none.
-fn map_key_default(kind: Scalar) -> String {
+fn map_key_default(kind: Scalar) -> &'static str {
     match kind {
-        Scalar::Bool => "false".into(),
-        Scalar::String => String::new(),
-        _ => "0".into(),
+        Scalar::Bool => "false",
+        Scalar::String => "",
+        _ => "0",
     }
 }
 
@@ -666,6 +928,29 @@ pub(super) mod tests {
         varint(body.len(), &mut out);
         out.extend_from_slice(body);
         out
+    }
+
+    /// The object of `bytes` decoded as `desc`, and what was not covered.
+    struct ProtoJson {
+        object: Map<String, Value>,
+        unknown_fields: Vec<String>,
+    }
+
+    fn to_json(
+        schema: &Schema,
+        desc: &MessageDescriptor,
+        bytes: &[u8],
+        base: usize,
+    ) -> Result<ProtoJson, ProtoError> {
+        let mut tree = crate::json_sink::TreeBuilder::default();
+        let report = stream(schema, desc, bytes, base, &[], &mut tree)?;
+        let Value::Object(object) = tree.finish() else {
+            panic!("an object")
+        };
+        Ok(ProtoJson {
+            object,
+            unknown_fields: report.unknown_fields,
+        })
     }
 
     fn decode(bytes: &[u8]) -> Result<Value, ProtoError> {

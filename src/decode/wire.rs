@@ -196,6 +196,34 @@ fn fault_within(buf: &[u8], base: usize, desc: &MessageDescriptor, depth: usize)
     }
 }
 
+/// Appends field `number` holding `value` in wire format.
+pub fn put_field(out: &mut Vec<u8>, number: u32, value: &WireValue<'_>) {
+    let wire_type = match value {
+        WireValue::Varint(_) => 0,
+        WireValue::Fixed64(_) => 1,
+        WireValue::Bytes(_) => 2,
+        WireValue::Fixed32(_) => 5,
+    };
+    put_varint(out, u64::from(number) << 3 | wire_type);
+    match value {
+        WireValue::Varint(n) => put_varint(out, *n),
+        WireValue::Fixed64(b) => out.extend_from_slice(b),
+        WireValue::Fixed32(b) => out.extend_from_slice(b),
+        WireValue::Bytes(b) => {
+            put_varint(out, b.len() as u64);
+            out.extend_from_slice(b);
+        }
+    }
+}
+
+fn put_varint(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push(n as u8 | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
 /// Renders bytes the schema does not describe: a nested message when they
 /// parse as one (down to [`MAX_DEPTH`] levels), else text, else base64.
 fn render_bytes(bytes: &[u8], depth: usize) -> Value {

@@ -4,5 +4,7 @@
 //! same code; nothing here touches a database.
 
 pub mod open;
+mod recall;
 pub mod revision;
 pub mod workers;
+pub mod written;

@@ -5,8 +5,10 @@
 use crate::canon::sensitive::{is_sensitive_resource, Secrecy};
 use crate::decode::envelope::EncryptedInfo;
 use crate::decode::key::{ParsedKey, SpecialKey};
-use crate::decode::{decode_value, Decoded, Outcome, Undecodable};
+use crate::decode::{decode_into, Decoded, Outcome, Undecodable};
 use crate::decrypt::{self, DecryptError, Decryptor};
+use crate::json_sink::{JsonSink, TreeBuilder};
+use serde_json::Value;
 use std::borrow::Cow;
 
 /// What a key's name tells about its values before any is opened.
@@ -43,9 +45,10 @@ impl KeyClass {
     }
 }
 
-/// A stored value, opened.
+/// A stored value, opened; `O` is what a decoded value's object is (see
+/// [`Decoded`]).
 #[derive(Debug)]
-pub enum Opened {
+pub enum Opened<O = Value> {
     /// etcd's compaction key, whose value is a plain revision number.
     CompactRevision(String),
     /// Encrypted at rest and not decrypted: no config was given (`error`
@@ -59,7 +62,7 @@ pub enum Opened {
     },
     /// Decoded, after decrypting when it was encrypted.
     Decoded {
-        decoded: Box<Decoded>,
+        decoded: Box<Decoded<O>>,
         /// The provider and key it was decrypted with.
         encryption: Option<String>,
     },
@@ -73,6 +76,26 @@ pub enum Opened {
 /// Opens `value`, stored at `etcd_key` (the authenticated data of its
 /// encryption) under a key of `class`.
 pub fn open(class: &KeyClass, etcd_key: &[u8], value: &[u8], decryptor: Option<&Decryptor>) -> Opened {
+    let mut tree = TreeBuilder::default();
+    match open_into(class, etcd_key, value, decryptor, &mut tree) {
+        Opened::CompactRevision(text) => Opened::CompactRevision(text),
+        Opened::Encrypted { label, info, error } => Opened::Encrypted { label, info, error },
+        Opened::Decoded { decoded, encryption } => Opened::Decoded {
+            decoded: Box::new((*decoded).with(tree.finish())),
+            encryption,
+        },
+        Opened::Undecodable { error, encryption } => Opened::Undecodable { error, encryption },
+    }
+}
+
+/// [`open`], sending a decoded object into `sink` (see [`decode_into`]).
+pub fn open_into<S: JsonSink>(
+    class: &KeyClass,
+    etcd_key: &[u8],
+    value: &[u8],
+    decryptor: Option<&Decryptor>,
+    sink: &mut S,
+) -> Opened<()> {
     if class.special == Some(SpecialKey::CompactRevision) {
         return Opened::CompactRevision(String::from_utf8_lossy(value).into_owned());
     }
@@ -90,7 +113,7 @@ pub fn open(class: &KeyClass, etcd_key: &[u8], value: &[u8], decryptor: Option<&
             }
         },
     };
-    match decode_value(&plain) {
+    match decode_into(&plain, sink) {
         Ok(Outcome::Decoded(decoded)) => Opened::Decoded {
             decoded: Box::new(decoded),
             encryption,

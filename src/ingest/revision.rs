@@ -4,11 +4,12 @@
 //! detectors read and its repeated list entries. Needs no database: it runs
 //! on the workers (see [`super::workers`]).
 
-use super::open::{open, KeyClass, Opened};
+use super::open::{open_into, KeyClass, Opened};
+use super::written::{ObjectWriter, Written};
 use crate::canon::duplicates::duplicate_entries;
 use crate::canon::facts::{object_facts_with_spec_hash, ObjectFacts};
 use crate::canon::keyed_hash::{HashKind, ValueHasher};
-use crate::canon::semantic::{semantic_with_field_hashes, FieldConfig, FieldHash, FIELD_HASH_LEN};
+use crate::canon::semantic::{hash_spans, FieldConfig, FieldHash, FIELD_HASH_LEN};
 use crate::canon::sensitive::{is_secret, Secrecy};
 use crate::decode::envelope::Encoding;
 use crate::decode::Undecodable;
@@ -71,15 +72,16 @@ pub fn reason(e: &Undecodable) -> String {
     }
 }
 
-/// The columns of an opened value, and its object when it decoded.
-pub fn describe(opened: Opened) -> (Described, Option<Value>) {
+/// The columns of an opened value, whose object, when it decoded, has
+/// `view` (see [`crate::canon::view`]); whether it decoded.
+pub fn describe(opened: Opened<()>, view: &Value) -> (Described, bool) {
     match opened {
         Opened::CompactRevision(_) => (
             Described {
                 encoding: Some(TEXT_ENCODING.into()),
                 ..Described::default()
             },
-            None,
+            false,
         ),
         Opened::Encrypted { label, error, .. } => (
             Described {
@@ -88,11 +90,11 @@ pub fn describe(opened: Opened) -> (Described, Option<Value>) {
                 error: error.map(|e| e.to_string()),
                 ..Described::default()
             },
-            None,
+            false,
         ),
         Opened::Decoded { decoded, encryption } => {
             let d = *decoded;
-            let meta = d.object.get("metadata");
+            let meta = view.get("metadata");
             let text = |k: &str| {
                 meta.and_then(|m| m.get(k))
                     .and_then(|v| v.as_str())
@@ -110,7 +112,7 @@ pub fn describe(opened: Opened) -> (Described, Option<Value>) {
                 encryption,
                 ..Described::default()
             };
-            (described, Some(d.object))
+            (described, true)
         }
         Opened::Undecodable { error, encryption } => (
             Described {
@@ -119,18 +121,22 @@ pub fn describe(opened: Opened) -> (Described, Option<Value>) {
                 error: Some(reason(&error)),
                 ..Described::default()
             },
-            None,
+            false,
         ),
     }
 }
 
-fn content(object: &Value, secrecy: Secrecy, config: &FieldConfig, hasher: &ValueHasher) -> Content {
-    let managed = object
+fn content(written: Written, secrecy: Secrecy, config: &FieldConfig, hasher: &ValueHasher) -> Content {
+    let Written {
+        canonical,
+        spans,
+        view,
+    } = written;
+    let managed = view
         .pointer("/metadata/managedFields")
         .map(|m| serde_json::to_vec(m).expect("JSON values serialize"));
-    let keyed = config.sensitivity.covers_any(secrecy, object);
-    let (canonical, fields) =
-        semantic_with_field_hashes(object, config.depth, secrecy, &config.sensitivity, hasher);
+    let keyed = config.sensitivity.covers_any(secrecy, &canonical);
+    let fields = hash_spans(&canonical, spans, secrecy, &config.sensitivity, hasher);
     let hash = hasher.hash(&canonical, keyed).0;
     Content {
         hash,
@@ -141,23 +147,25 @@ fn content(object: &Value, secrecy: Secrecy, config: &FieldConfig, hasher: &Valu
     }
 }
 
-/// What the detectors read, the repeated entries, and the semantic content.
+/// What the detectors read, the repeated entries, and the semantic content
+/// of an object `written`.
 fn analyse(
-    object: Value,
+    written: Written,
     secrecy: Secrecy,
     config: &FieldConfig,
     hasher: &ValueHasher,
 ) -> (ObjectFacts, Option<String>, Content) {
-    let duplicates = Some(duplicate_entries(&object))
+    let view = &written.view;
+    let duplicates = Some(duplicate_entries(view))
         .filter(|d| !d.is_empty())
         .map(|d| serde_json::to_string(&d).expect("JSON"));
-    let has_spec = object.get("spec").is_some();
-    let mut facts = object_facts_with_spec_hash(&object, None);
+    let has_spec = view.get("spec").is_some();
+    let mut facts = object_facts_with_spec_hash(view, None);
     let secrecy = match secrecy {
-        Secrecy::Plain if is_secret(&object) => Secrecy::Secret,
+        Secrecy::Plain if is_secret(view) => Secrecy::Secret,
         s => s,
     };
-    let content = content(&object, secrecy, config, hasher);
+    let content = content(written, secrecy, config, hasher);
     // The field hash of `spec` is the spec hash; an empty spec has none.
     facts.spec_hash = has_spec.then(
         || match content.fields.iter().find(|(p, _)| p.as_str() == "spec") {
@@ -176,17 +184,29 @@ pub fn ingest(
     hasher: &ValueHasher,
     decryptor: Option<&Decryptor>,
 ) -> Ingested {
-    let (described, object) = match record.deleted {
-        true => (Described::default(), None),
-        false => describe(open(class, &record.key, &record.value, decryptor)),
+    let mut writer = ObjectWriter::new(config.depth);
+    let opened = match record.deleted {
+        true => None,
+        false => Some(open_into(
+            class,
+            &record.key,
+            &record.value,
+            decryptor,
+            &mut writer,
+        )),
+    };
+    let written = writer.finish();
+    let (described, decoded) = match opened {
+        None => (Described::default(), false),
+        Some(opened) => describe(opened, &written.view),
     };
     let value_hash = (!record.deleted).then(|| hasher.hash(&record.value, class.secrecy != Secrecy::Plain));
-    let (facts, duplicates, content) = match object {
-        Some(o) => {
-            let (facts, duplicates, content) = analyse(o, class.secrecy, config, hasher);
+    let (facts, duplicates, content) = match decoded {
+        true => {
+            let (facts, duplicates, content) = analyse(written, class.secrecy, config, hasher);
             (facts, duplicates, Some(content))
         }
-        None => (ObjectFacts::default(), None, None),
+        false => (ObjectFacts::default(), None, None),
     };
     let value_size = record.value.len();
     Ingested {
