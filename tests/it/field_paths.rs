@@ -221,6 +221,7 @@ fn as_written_before_segments(db: &Path) {
            ALTER TABLE revisions DROP COLUMN hash_key;
            DROP INDEX findings_by_severity;
            DROP INDEX findings_by_cluster;
+           DROP INDEX semantic_values_by_base;
            PRAGMA user_version = 13;"#,
     )
     .unwrap();

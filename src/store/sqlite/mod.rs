@@ -40,7 +40,7 @@ fn missing(path: &Path) -> StoreError {
 /// The migrations, applied in order when a database is opened.
 /// How many migrations [`migrations`] holds.
 #[cfg(test)]
-const MIGRATION_COUNT: usize = 16;
+const MIGRATION_COUNT: usize = 17;
 
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
@@ -69,6 +69,9 @@ fn migrations() -> Migrations<'static> {
         ),
         M::up(include_str!("../../../migrations/0015_hash_key_ids.sql")),
         M::up(include_str!("../../../migrations/0016_findings_by_severity.sql")),
+        M::up(include_str!(
+            "../../../migrations/0017_semantic_values_by_base.sql"
+        )),
     ])
 }
 
