@@ -35,12 +35,15 @@ pub const DETECTOR: Registration = Registration {
 /// The sibling events of every key seen so far.
 #[derive(Default)]
 struct Siblings {
-    events: Vec<ObjectRevision>,
+    /// Boxed: a revision is large inline and most of it is empty here, so
+    /// the list holds pointers, not a doubling buffer of whole revisions.
+    #[allow(clippy::vec_box)]
+    events: Vec<Box<ObjectRevision>>,
 }
 
 impl Detector for Siblings {
     fn key(&mut self, input: &mut KeyInput<'_, '_>, _: &mut Findings) -> Result<(), StoreError> {
-        self.events.extend(sibling_events(input.history));
+        self.events.extend(sibling_events(input.history).into_iter().map(Box::new));
         Ok(())
     }
 
