@@ -136,3 +136,70 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::Sink;
+    use crate::store::HistoryReader;
+
+    /// More keys than a page, some deleted before the revision asked for,
+    /// some created after it: the live set comes whole, in key order, each
+    /// object at its newest revision then.
+    #[test]
+    fn the_live_set_spans_pages_in_key_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_for_writing(&dir.path().join("db.sqlite")).unwrap();
+        let (cluster, mut w) = super::super::test_writer(&store);
+        let keys = 3 * PAGE + 7;
+        let key = |i: i64| format!("/registry/configmaps/ns/cm-{i:04}");
+        let object = |i: i64, v: i64| {
+            serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": format!("cm-{i:04}"), "namespace": "ns", "uid": format!("u{i}")},
+                "data": {"v": v.to_string()}})
+        };
+        let mut revision = 1;
+        for i in 0..keys {
+            revision += 1;
+            w.record(super::super::test_record(
+                &key(i),
+                revision,
+                revision,
+                &object(i, 1),
+            ))
+            .unwrap();
+        }
+        let middle = revision;
+        for i in 0..keys {
+            revision += 1;
+            let mut r = super::super::test_record(&key(i), revision, 2 + i, &object(i, 2));
+            if i % 3 == 0 {
+                r.deleted = true;
+                r.value.clear();
+            }
+            w.record(r).unwrap();
+        }
+        w.flush().unwrap();
+        drop(w);
+        let live = |at: i64| -> Vec<(String, i64)> {
+            store
+                .live_objects(cluster, at)
+                .map(|o| o.map(|o| (o.key, o.mod_revision)))
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
+        let at_middle = live(middle);
+        assert_eq!(at_middle.len() as i64, keys);
+        assert!(at_middle
+            .iter()
+            .enumerate()
+            .all(|(i, (k, r))| *k == key(i as i64) && *r == 2 + i as i64));
+        let at_end = live(revision);
+        let expected: Vec<(String, i64)> = (0..keys)
+            .filter(|i| i % 3 != 0)
+            .map(|i| (key(i), middle + 1 + i))
+            .collect();
+        assert_eq!(at_end, expected);
+        assert!(live(1).is_empty());
+    }
+}
