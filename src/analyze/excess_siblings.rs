@@ -35,30 +35,113 @@ pub const DETECTOR: Registration = Registration {
 /// The sibling events of every key seen so far.
 #[derive(Default)]
 struct Siblings {
-    /// Boxed: a revision is large inline and most of it is empty here, so
-    /// the list holds pointers, not a doubling buffer of whole revisions.
-    #[allow(clippy::vec_box)]
-    events: Vec<Box<ObjectRevision>>,
+    events: Vec<Event>,
 }
 
 impl Detector for Siblings {
     fn key(&mut self, input: &mut KeyInput<'_, '_>, _: &mut Findings) -> Result<(), StoreError> {
-        self.events.extend(sibling_events(input.history).into_iter().map(Box::new));
+        self.events.extend(sibling_events(input.history).into_iter().map(Event::of));
         Ok(())
     }
 
     fn finish(mut self: Box<Self>, _: &Whole<'_>, out: &mut Findings) {
-        self.events.sort_by_key(|r| r.mod_revision);
+        self.events.sort_by_key(|e| e.mod_revision);
         let mut sweep = Sweep::new(DEFAULT_WINDOW_SECONDS);
-        self.events.iter().for_each(|r| sweep.push(r));
+        self.events.iter().for_each(|e| sweep.push(&e.revision()));
         out.extend(sweep.finish());
     }
 }
 
+/// What the sweep reads of one kept revision, held compactly until the
+/// sweep (a whole revision is about 800 bytes inline and this is kept for
+/// every generation start of every owned object).
+struct Event {
+    key: Box<str>,
+    mod_revision: i64,
+    create_revision: i64,
+    deleted: bool,
+    desired: Option<i64>,
+    resource: Option<Box<str>>,
+    kind: Option<Box<str>>,
+    namespace: Option<Box<str>>,
+    name: Option<Box<str>>,
+    uid: Option<Box<str>>,
+    owner_kind: Option<Box<str>>,
+    owner_name: Option<Box<str>>,
+    owner_uid: Option<Box<str>>,
+    generate_name: Option<Box<str>>,
+    spec_hash: Option<Box<[u8]>>,
+    creation_timestamp: Option<Box<str>>,
+    deletion_timestamp: Option<Box<str>>,
+    phase: Option<Box<str>>,
+    node: Option<Box<str>>,
+    managers: Option<Box<str>>,
+}
+
+impl Event {
+    fn of(r: &ObjectRevision) -> Event {
+        let text = |s: &Option<String>| s.as_deref().map(Box::from);
+        let f = &r.facts;
+        Event {
+            key: r.key.as_str().into(),
+            mod_revision: r.mod_revision,
+            create_revision: r.create_revision,
+            deleted: r.deleted,
+            desired: f.desired,
+            resource: text(&r.resource),
+            kind: text(&r.kind),
+            namespace: text(&r.namespace),
+            name: text(&r.name),
+            uid: text(&r.uid),
+            owner_kind: text(&f.owner_kind),
+            owner_name: text(&f.owner_name),
+            owner_uid: text(&f.owner_uid),
+            generate_name: text(&f.generate_name),
+            spec_hash: f.spec_hash.as_deref().map(Box::from),
+            creation_timestamp: text(&f.creation_timestamp),
+            deletion_timestamp: text(&f.deletion_timestamp),
+            phase: text(&f.phase),
+            node: text(&f.node),
+            managers: text(&f.managers),
+        }
+    }
+
+    /// The revision as the sweep reads it.
+    fn revision(&self) -> ObjectRevision {
+        let text = |s: &Option<Box<str>>| s.as_deref().map(str::to_string);
+        ObjectRevision {
+            key: self.key.to_string(),
+            resource: text(&self.resource),
+            mod_revision: self.mod_revision,
+            create_revision: self.create_revision,
+            deleted: self.deleted,
+            kind: text(&self.kind),
+            namespace: text(&self.namespace),
+            name: text(&self.name),
+            uid: text(&self.uid),
+            facts: ObjectFacts {
+                owner_kind: text(&self.owner_kind),
+                owner_name: text(&self.owner_name),
+                owner_uid: text(&self.owner_uid),
+                generate_name: text(&self.generate_name),
+                spec_hash: self.spec_hash.as_deref().map(<[u8]>::to_vec),
+                creation_timestamp: text(&self.creation_timestamp),
+                deletion_timestamp: text(&self.deletion_timestamp),
+                phase: text(&self.phase),
+                node: text(&self.node),
+                desired: self.desired,
+                managers: text(&self.managers),
+                ..ObjectFacts::default()
+            },
+            ..ObjectRevision::default()
+        }
+    }
+}
+
 /// The revisions of one key the excess-siblings sweep needs: generation
-/// starts, tombstones, liveness changes and changes of a desired count,
-/// without the per-field data. Keeps the sweep's input small.
-fn sibling_events(history: &[ObjectRevision]) -> Vec<ObjectRevision> {
+/// starts, tombstones, liveness changes and changes of a desired count.
+/// Keeps the sweep's input small.
+fn sibling_events(history: &[ObjectRevision]) -> Vec<&ObjectRevision> {
     if !history
         .iter()
         .any(|r| r.facts.owner_uid.is_some() || r.facts.generate_name.is_some() || r.facts.desired.is_some())
@@ -83,34 +166,7 @@ fn sibling_events(history: &[ObjectRevision]) -> Vec<ObjectRevision> {
             }
         };
         if keep {
-            // What the sweep does not read stays behind: at 150,000 Pods
-            // the kept revisions were most of analyze's memory.
-            out.push(ObjectRevision {
-                key: r.key.clone(),
-                resource: r.resource.clone(),
-                mod_revision: r.mod_revision,
-                create_revision: r.create_revision,
-                deleted: r.deleted,
-                kind: r.kind.clone(),
-                namespace: r.namespace.clone(),
-                name: r.name.clone(),
-                uid: r.uid.clone(),
-                facts: ObjectFacts {
-                    owner_kind: r.facts.owner_kind.clone(),
-                    owner_name: r.facts.owner_name.clone(),
-                    owner_uid: r.facts.owner_uid.clone(),
-                    generate_name: r.facts.generate_name.clone(),
-                    spec_hash: r.facts.spec_hash.clone(),
-                    creation_timestamp: r.facts.creation_timestamp.clone(),
-                    deletion_timestamp: r.facts.deletion_timestamp.clone(),
-                    phase: r.facts.phase.clone(),
-                    node: r.facts.node.clone(),
-                    desired: r.facts.desired,
-                    managers: r.facts.managers.clone(),
-                    ..ObjectFacts::default()
-                },
-                ..ObjectRevision::default()
-            });
+            out.push(r);
         }
         prev = Some(r);
     }
