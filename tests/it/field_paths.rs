@@ -285,3 +285,37 @@ fn a_database_written_before_segmented_paths_reads_the_same_after_its_upgrade() 
     ok(inspector(&db, &["analyze"]));
     assert_repeated_env(&db);
 }
+
+/// `stats` counts a write as changing only timestamps by each changed
+/// path's last member: a dotted key ending like a time field
+/// (`data.build\.time`) is a key, not a `time` field.
+#[test]
+fn a_dotted_key_ending_in_time_is_no_timestamp_in_stats() {
+    let etcd = TestEtcd::start();
+    let (_dir, db) = temp_db();
+    for (i, build) in ["2026-11-29", "2026-11-30", "2026-12-01"].into_iter().enumerate() {
+        let value = encode_protobuf(&j!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "build", "namespace": "ci", "uid": "u-build",
+                         "managedFields": [{"manager": "pipeline", "operation": "Update", "apiVersion": "v1",
+                                            "time": format!("2026-12-01T0{i}:00:00Z"), "fieldsType": "FieldsV1",
+                                            "fieldsV1": {"f:data": {"f:build.time": {}}}}]},
+            "data": {"build.time": build}}))
+        .unwrap();
+        etcd.put("/registry/configmaps/ci/build", &value);
+    }
+    ok(snapshot(&etcd, &db, &[]));
+    let stats: Value = serde_json::from_str(&text(inspector(&db, &["stats", "-o", "json"]))).unwrap();
+    let pipeline: Vec<&Value> = stats["managers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["manager"] == "pipeline")
+        .collect();
+    assert_eq!(pipeline.len(), 1, "{:#}", stats["managers"]);
+    assert_eq!(
+        (&pipeline[0]["writes"], &pipeline[0]["timestamps_only"]),
+        (&j!(2), &j!(0)),
+        "{:#}",
+        pipeline[0]
+    );
+}

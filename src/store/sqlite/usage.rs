@@ -205,12 +205,14 @@ impl Store {
         .map_err(err)?;
 
         // Each write's managers: the entries its changed paths are
-        // attributed to, once per write.
+        // attributed to, once per write. A path's last member is what
+        // follows its last `.` once escaped dots (`\.`, a dot inside a
+        // key such as `data.build\.time`) are set aside.
         let times: Vec<String> = TIME_FIELDS.iter().map(|t| format!("'{t}'")).collect();
         let managers = query(&format!(
             "SELECT m.value AS manager, grp, res, count(*), sum(change_class = 'metadata-only'), \
-             sum(NOT EXISTS (SELECT 1 FROM json_each(rows.changed_paths) p \
-                 WHERE replace(p.value, rtrim(p.value, replace(p.value, '.', '')), '') NOT IN ({}))) \
+             sum(NOT EXISTS (SELECT 1 FROM (SELECT replace(p.value, '\\.', char(1)) AS path FROM json_each(rows.changed_paths) p) v \
+                 WHERE replace(v.path, rtrim(v.path, replace(v.path, '.', '')), '') NOT IN ({}))) \
              FROM rows, (SELECT DISTINCT w.key_id AS kid, w.mod_revision AS rev, m.value FROM rows AS w, \
                          json_each(w.changed_by) c, json_each(c.value) m WHERE w.changed_by IS NOT NULL) m \
              WHERE m.kid = rows.key_id AND m.rev = rows.mod_revision GROUP BY manager, grp, res \
