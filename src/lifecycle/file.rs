@@ -50,13 +50,7 @@ pub(super) fn read(
     let head = info.head();
     let plan = Plan::new(store, &cluster_id, compact, prefix, &settings.filter)?;
     let cluster = plan.cluster;
-    let target = RunFact::Target {
-        cluster,
-        head,
-        compact,
-        history_from: plan.from,
-    };
-    store.record(run, target)?;
+    store.record(run, plan.target(head, compact))?;
     let read_file = RunFact::File {
         size: info.size,
         sha256: &info.sha256,

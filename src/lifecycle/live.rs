@@ -78,13 +78,7 @@ pub(super) async fn read(
         prefix: options.prefix.as_bytes(),
     };
     let (cluster, mut gaps) = (plan.cluster, plan.gaps.clone());
-    let target = RunFact::Target {
-        cluster,
-        head: pinned.head,
-        compact,
-        history_from: plan.from,
-    };
-    store.record(run, target)?;
+    store.record(run, plan.target(pinned.head, compact))?;
     let mut writer = settings.writer(store, cluster, run, &options.prefix)?;
     let mut sink = Progress {
         writer: &mut writer,

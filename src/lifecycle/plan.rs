@@ -63,6 +63,17 @@ impl Plan {
         })
     }
 
+    /// What the run pinned, to record with it: its cluster, the `head` it
+    /// reads to, etcd's `compact` revision and where this plan starts.
+    pub fn target(&self, head: i64, compact: i64) -> RunFact<'static> {
+        RunFact::Target {
+            cluster: self.cluster,
+            head,
+            compact,
+            history_from: self.from,
+        }
+    }
+
     /// Whether the previous run's head is still retained, so this run's
     /// history continues it without a gap.
     pub fn continuous(&self) -> bool {
