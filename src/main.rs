@@ -8,17 +8,21 @@ use std::process::ExitCode;
 
 /// Decoding allocates many small JSON values on several threads; mimalloc
 /// is markedly faster at that than the system allocator (see the README's
-/// performance table).
+/// performance table). The `system-allocator` feature leaves it out, for
+/// heap profilers that see only malloc (heaptrack, massif).
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// `mi_option_purge_delay` in mimalloc.h.
+#[cfg(not(feature = "system-allocator"))]
 const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 fn main() -> ExitCode {
     // mimalloc keeps freed memory committed for a second by default, and a
     // file run frees as fast as it allocates: on a 1.4 GiB file, 10 ms
     // instead keeps the peak 30 to 50 MiB lower at no measurable cost.
+    #[cfg(not(feature = "system-allocator"))]
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: set before any other thread starts, as mimalloc requires.
         unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, 10) };
