@@ -30,7 +30,7 @@ enum Dangling<'a> {
     Deleted(i64),
     /// The name now holds another object (another UID).
     Replaced {
-        by: &'a Generation,
+        by: Generation<'a>,
         old_deleted: Option<i64>,
     },
     /// No object with that UID or name is stored.
@@ -42,14 +42,13 @@ enum Dangling<'a> {
 pub fn detect(objects: &Objects, clock: &Clock, grace: Duration, findings: &mut Findings) {
     let Some(now) = clock.now() else { return };
     for (g, live) in objects.live() {
-        if live.deletion_timestamp.is_some() {
+        if live.deletion_timestamp().is_some() {
             continue;
         }
-        let problems: Vec<(&OwnerRef, Dangling, i64)> = live
-            .owners
-            .iter()
+        let problems: Vec<(OwnerRef, Dangling, i64)> = live
+            .owners()
             .filter_map(|owner| {
-                let (how, since) = dangling(objects, g, owner)?;
+                let (how, since) = dangling(objects, g, &owner)?;
                 let by = clock.written_by(since)?;
                 let seconds = now.as_second() - by.as_second();
                 (seconds >= grace.as_secs() as i64).then_some((owner, how, seconds))
@@ -62,36 +61,36 @@ pub fn detect(objects: &Objects, clock: &Clock, grace: Duration, findings: &mut 
 }
 
 /// How `owner` dangles for `g`, and the revision since when.
-fn dangling<'a>(objects: &'a Objects, g: &Generation, owner: &OwnerRef) -> Option<(Dangling<'a>, i64)> {
-    let candidates = objects.candidates(owner, g.namespace.as_deref());
+fn dangling<'a>(objects: &'a Objects, g: Generation, owner: &OwnerRef) -> Option<(Dangling<'a>, i64)> {
+    let candidates = objects.candidates(owner, g.namespace());
     let same = candidates
         .iter()
-        .find(|c| c.uid.as_deref() == Some(owner.uid.as_str()));
-    if same.is_some_and(|c| c.live.is_some()) {
+        .find(|c| c.uid() == Some(owner.uid()));
+    if same.is_some_and(|c| c.live().is_some()) {
         return None;
     }
-    if objects.unknown_at(owner.group(), g.namespace.as_deref(), &owner.name) {
+    if objects.unknown_at(owner.group(), g.namespace(), owner.name()) {
         return None;
     }
-    if let Some(by) = candidates.iter().find(|c| c.live.is_some()) {
-        let old_deleted = same.and_then(|c| c.deleted);
+    if let Some(by) = candidates.iter().find(|c| c.live().is_some()) {
+        let old_deleted = same.and_then(|c| c.deleted());
         return Some((
-            Dangling::Replaced { by, old_deleted },
-            owner.since.max(by.created),
+            Dangling::Replaced { by: *by, old_deleted },
+            owner.since().max(by.created()),
         ));
     }
-    if let Some(deleted) = same.and_then(|c| c.deleted) {
-        return Some((Dangling::Deleted(deleted), owner.since.max(deleted)));
+    if let Some(deleted) = same.and_then(|c| c.deleted()) {
+        return Some((Dangling::Deleted(deleted), owner.since().max(deleted)));
     }
-    if candidates.is_empty() && !objects.knows_kind(owner.group(), &owner.kind) {
+    if candidates.is_empty() && !objects.knows_kind(owner.group(), owner.kind()) {
         return None;
     }
-    let gone = candidates.iter().filter_map(|c| c.deleted).max().unwrap_or(0);
-    Some((Dangling::Missing, owner.since.max(gone)))
+    let gone = candidates.iter().filter_map(|c| c.deleted()).max().unwrap_or(0);
+    Some((Dangling::Missing, owner.since().max(gone)))
 }
 
-fn finding(g: &Generation, live: &Live, problems: &[(&OwnerRef, Dangling, i64)]) -> Finding {
-    let owner_text = |o: &OwnerRef| format!("{} {} (uid {})", o.kind, o.name, o.uid);
+fn finding(g: Generation, live: Live, problems: &[(OwnerRef, Dangling, i64)]) -> Finding {
+    let owner_text = |o: &OwnerRef| format!("{} {} (uid {})", o.kind(), o.name(), o.uid());
     let lines: Vec<String> = problems
         .iter()
         .map(|(o, how, seconds)| {
@@ -102,8 +101,8 @@ fn finding(g: &Generation, live: &Live, problems: &[(&OwnerRef, Dangling, i64)])
                     old_deleted
                         .map(|d| format!("deleted at revision {d} and "))
                         .unwrap_or_default(),
-                    by.uid.as_deref().unwrap_or("?"),
-                    by.created
+                    by.uid().unwrap_or("?"),
+                    by.created()
                 ),
                 Dangling::Missing => "not stored".to_string(),
             };
@@ -120,11 +119,11 @@ fn finding(g: &Generation, live: &Live, problems: &[(&OwnerRef, Dangling, i64)])
     Finding {
         detector: NAME,
         severity: Severity::Medium,
-        keys: vec![g.key.clone()],
-        revisions: vec![live.revision],
+        keys: vec![g.key().to_string()],
+        revisions: vec![live.revision()],
         summary: format!(
             "{} is owned by {}{}",
-            g.object,
+            g.object(),
             lines.join("; "),
             if recreated {
                 "; the garbage collector sees another object under that name and may delete this one"
@@ -133,19 +132,19 @@ fn finding(g: &Generation, live: &Live, problems: &[(&OwnerRef, Dangling, i64)])
             }
         ),
         details: serde_json::json!({
-            "object": g.object,
-            "uid": g.uid,
+            "object": g.object(),
+            "uid": g.uid(),
             "owners": problems.iter().map(|(o, how, seconds)| {
                 let (state, new_uid, changed_at, deleted_at) = match how {
                     Dangling::Deleted(rev) => ("deleted", None, None, Some(*rev)),
-                    Dangling::Replaced { by, old_deleted } => ("recreated", by.uid.clone(), Some(by.created), *old_deleted),
+                    Dangling::Replaced { by, old_deleted } => ("recreated", by.uid(), Some(by.created()), *old_deleted),
                     Dangling::Missing => ("missing", None, None, None),
                 };
                 serde_json::json!({
-                    "apiVersion": o.api_version, "kind": o.kind, "name": o.name, "uid": o.uid,
-                    "controller": o.controller, "state": state, "new_uid": new_uid,
+                    "apiVersion": o.api_version(), "kind": o.kind(), "name": o.name(), "uid": o.uid(),
+                    "controller": o.controller(), "state": state, "new_uid": new_uid,
                     "recreated_at": changed_at, "deleted_at": deleted_at,
-                    "referenced_since": o.since, "dangling_seconds": seconds,
+                    "referenced_since": o.since(), "dangling_seconds": seconds,
                 })
             }).collect::<Vec<_>>(),
         }),

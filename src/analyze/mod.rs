@@ -4,9 +4,11 @@
 //! a time: key-local detectors run on each key; the revisions the
 //! excess-siblings sweep needs are kept aside and swept in revision order.
 
+pub mod arena;
 pub mod clock;
 pub mod detector;
 pub mod drift;
+pub mod names;
 pub mod objects;
 
 use crate::store::Backend;

@@ -3,85 +3,313 @@
 //! key generation's kind, name and UID, when it was created and deleted,
 //! and for the objects live at the newest stored revision, their deletion
 //! state, finalizers and owners.
+//!
+//! Held whole for a cluster (every key generation), so it is kept compact
+//! (about 400 bytes an object, no allocation of its own): texts are packed
+//! into blocks and items into chunks ([`super::arena`]), names that repeat
+//! (groups, resources, kinds, namespaces, API versions, finalizers,
+//! managers) are interned, and the lookups by UID and by identity are hash
+//! tables of generation indexes compared against the generations
+//! themselves. Detectors read it through views ([`Generation`], [`Live`],
+//! [`OwnerRef`], [`Finalizer`]).
 
+use super::arena::{Chunked, Span, Texts};
+use super::names::{Interner, Name};
 use crate::store::object::ObjectRevision;
+use hashbrown::HashTable;
 use serde::Deserialize;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+use std::hash::BuildHasher;
 
-/// One key generation (a create up to its delete).
-#[derive(Clone, Debug)]
-pub struct Generation {
-    pub key: String,
-    pub group: String,
-    pub resource: String,
-    pub kind: Option<String>,
-    pub namespace: Option<String>,
-    pub name: Option<String>,
-    pub uid: Option<String>,
-    /// Its create revision (or first stored revision).
-    pub created: i64,
-    /// The revision of its tombstone, if it was deleted.
-    pub deleted: Option<i64>,
-    /// `Kind ns/name`, or the key.
-    pub object: String,
-    /// Set when the generation is live at the newest stored revision.
-    pub live: Option<Live>,
+/// One key generation as held.
+struct Stored {
+    key: Span,
+    group: Name,
+    resource: Name,
+    kind: Option<Name>,
+    namespace: Option<Name>,
+    name: Option<Span>,
+    uid: Option<Span>,
+    created: i64,
+    deleted: Option<i64>,
+    /// Index into `Objects::live` when live at the newest stored revision.
+    live: Option<u32>,
 }
 
-/// What the lifecycle detectors read of a live object.
-#[derive(Clone, Debug, Default)]
-pub struct Live {
-    /// Its newest revision.
-    pub revision: i64,
-    pub deletion_timestamp: Option<String>,
-    pub finalizers: Vec<Finalizer>,
-    pub owners: Vec<OwnerRef>,
-}
+impl Stored {
+    fn name<'a>(&self, texts: &'a Texts) -> Option<&'a str> {
+        self.name.map(|s| texts.get(s))
+    }
 
-/// A finalizer and the field managers that own it.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
-pub struct Finalizer {
-    pub name: String,
-    #[serde(default)]
-    pub managers: Vec<String>,
-}
+    fn uid<'a>(&self, texts: &'a Texts) -> Option<&'a str> {
+        self.uid.map(|s| texts.get(s))
+    }
 
-/// One ownerReference of a live object.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct OwnerRef {
-    pub api_version: String,
-    pub kind: String,
-    pub name: String,
-    pub uid: String,
-    #[serde(default)]
-    pub controller: bool,
-    /// The revision since which the object has carried it without a break.
-    #[serde(skip)]
-    pub since: i64,
-}
-
-impl OwnerRef {
-    /// The owner's API group (`apps/v1` → `apps`, `v1` → the core group "").
-    pub fn group(&self) -> &str {
-        self.api_version.rsplit_once('/').map_or("", |(g, _)| g)
+    fn identity<'a>(&'a self, texts: &'a Texts) -> Option<Identity<'a>> {
+        Some((
+            &self.group,
+            self.kind.as_deref()?,
+            self.namespace.as_deref(),
+            self.name(texts)?,
+        ))
     }
 }
 
-/// (group, kind, namespace, name): how an ownerReference finds its owner.
-type Identity = (String, String, Option<String>, String);
+/// What is held of a live object.
+struct StoredLive {
+    revision: i64,
+    deletion_timestamp: Option<Span>,
+    /// Its range in `Objects::finalizers`.
+    finalizers: (u32, u32),
+    /// Its range in `Objects::owners`.
+    owners: (u32, u32),
+}
+
+struct StoredOwner {
+    api_version: Name,
+    kind: Name,
+    name: Span,
+    uid: Span,
+    controller: bool,
+    since: i64,
+}
+
+struct StoredFinalizer {
+    name: Name,
+    /// Its range in `Objects::managers`.
+    managers: (u32, u32),
+}
+
+/// A finalizer as `revisions.finalizers` stores it.
+#[derive(Deserialize)]
+struct FinalizerColumn {
+    name: String,
+    #[serde(default)]
+    managers: Vec<String>,
+}
+
+/// An ownerReference as `revisions.owner_refs` stores it.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct OwnerColumn {
+    api_version: String,
+    kind: String,
+    name: String,
+    uid: String,
+    #[serde(default)]
+    controller: bool,
+}
 
 /// Every generation, with the indexes the detectors look owners up by.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Objects {
-    pub generations: Vec<Generation>,
-    by_uid: HashMap<String, usize>,
-    by_identity: HashMap<Identity, Vec<usize>>,
+    generations: Chunked<Stored>,
+    live: Chunked<StoredLive>,
+    owners: Chunked<StoredOwner>,
+    finalizers: Chunked<StoredFinalizer>,
+    managers: Chunked<Name>,
+    texts: Texts,
+    names: Interner,
+    /// Generation indexes by UID (the newest generation of each).
+    by_uid: HashTable<u32>,
+    /// Generation indexes by (group, kind, namespace, name): how an
+    /// ownerReference finds its owner; one entry per generation.
+    by_identity: HashTable<u32>,
+    hasher: std::collections::hash_map::RandomState,
     /// (group, kind) of every object stored.
-    kinds: HashSet<(String, String)>,
+    kinds: HashSet<(Name, Name)>,
     /// (group, namespace, name) of live keys whose kind is unknown (their
     /// value could not be decoded): an owner there cannot be judged.
-    unknown: HashSet<(String, Option<String>, String)>,
+    unknown: HashSet<(Name, Option<Name>, Box<str>)>,
+}
+
+impl std::fmt::Debug for Objects {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Objects")
+            .field("generations", &self.generations.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What an ownerReference names: (group, kind, namespace, name).
+type Identity<'a> = (&'a str, &'a str, Option<&'a str>, &'a str);
+
+/// One key generation (a create up to its delete).
+#[derive(Clone, Copy)]
+pub struct Generation<'a> {
+    objects: &'a Objects,
+    stored: &'a Stored,
+}
+
+impl<'a> Generation<'a> {
+    pub fn key(&self) -> &'a str {
+        self.objects.texts.get(self.stored.key)
+    }
+
+    /// The resource's API group ("" for the core group).
+    pub fn group(&self) -> &'a str {
+        &self.stored.group
+    }
+
+    pub fn resource(&self) -> &'a str {
+        &self.stored.resource
+    }
+
+    pub fn kind(&self) -> Option<&'a str> {
+        self.stored.kind.as_deref()
+    }
+
+    pub fn namespace(&self) -> Option<&'a str> {
+        self.stored.namespace.as_deref()
+    }
+
+    pub fn name(&self) -> Option<&'a str> {
+        self.stored.name(&self.objects.texts)
+    }
+
+    pub fn uid(&self) -> Option<&'a str> {
+        self.stored.uid(&self.objects.texts)
+    }
+
+    /// Its create revision (or first stored revision).
+    pub fn created(&self) -> i64 {
+        self.stored.created
+    }
+
+    /// The revision of its tombstone, if it was deleted.
+    pub fn deleted(&self) -> Option<i64> {
+        self.stored.deleted
+    }
+
+    /// What it holds when live at the newest stored revision.
+    pub fn live(&self) -> Option<Live<'a>> {
+        self.stored.live.map(|i| Live {
+            objects: self.objects,
+            stored: self.objects.live.get(i),
+        })
+    }
+
+    /// `Kind ns/name`, or the key.
+    pub fn object(&self) -> String {
+        match (self.kind(), self.name()) {
+            (Some(kind), Some(name)) => match self.namespace() {
+                Some(ns) => format!("{kind} {ns}/{name}"),
+                None => format!("{kind} {name}"),
+            },
+            _ => self.key().to_string(),
+        }
+    }
+
+    fn identity(&self) -> Option<Identity<'a>> {
+        self.stored.identity(&self.objects.texts)
+    }
+}
+
+impl std::fmt::Debug for Generation<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Generation")
+            .field("key", &self.key())
+            .field("uid", &self.uid())
+            .field("created", &self.created())
+            .field("deleted", &self.deleted())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the lifecycle detectors read of a live object.
+#[derive(Clone, Copy)]
+pub struct Live<'a> {
+    objects: &'a Objects,
+    stored: &'a StoredLive,
+}
+
+impl<'a> Live<'a> {
+    /// Its newest revision.
+    pub fn revision(&self) -> i64 {
+        self.stored.revision
+    }
+
+    pub fn deletion_timestamp(&self) -> Option<&'a str> {
+        self.stored.deletion_timestamp.map(|s| self.objects.texts.get(s))
+    }
+
+    pub fn finalizers(&self) -> impl Iterator<Item = Finalizer<'a>> + use<'a> {
+        let objects = self.objects;
+        range(self.stored.finalizers).map(move |i| Finalizer {
+            objects,
+            stored: objects.finalizers.get(i),
+        })
+    }
+
+    pub fn owners(&self) -> impl Iterator<Item = OwnerRef<'a>> + use<'a> {
+        let objects = self.objects;
+        range(self.stored.owners).map(move |i| OwnerRef {
+            objects,
+            stored: objects.owners.get(i),
+        })
+    }
+}
+
+fn range((start, len): (u32, u32)) -> std::ops::Range<u32> {
+    start..start + len
+}
+
+/// A finalizer and the field managers that own it.
+#[derive(Clone, Copy)]
+pub struct Finalizer<'a> {
+    objects: &'a Objects,
+    stored: &'a StoredFinalizer,
+}
+
+impl<'a> Finalizer<'a> {
+    pub fn name(&self) -> &'a str {
+        &self.stored.name
+    }
+
+    pub fn managers(&self) -> Vec<&'a str> {
+        range(self.stored.managers)
+            .map(|i| &**self.objects.managers.get(i))
+            .collect()
+    }
+}
+
+/// One ownerReference of a live object.
+#[derive(Clone, Copy)]
+pub struct OwnerRef<'a> {
+    objects: &'a Objects,
+    stored: &'a StoredOwner,
+}
+
+impl<'a> OwnerRef<'a> {
+    pub fn api_version(&self) -> &'a str {
+        &self.stored.api_version
+    }
+
+    pub fn kind(&self) -> &'a str {
+        &self.stored.kind
+    }
+
+    pub fn name(&self) -> &'a str {
+        self.objects.texts.get(self.stored.name)
+    }
+
+    pub fn uid(&self) -> &'a str {
+        self.objects.texts.get(self.stored.uid)
+    }
+
+    pub fn controller(&self) -> bool {
+        self.stored.controller
+    }
+
+    /// The revision since which the object has carried it without a break.
+    pub fn since(&self) -> i64 {
+        self.stored.since
+    }
+
+    /// The owner's API group (`apps/v1` → `apps`, `v1` → the core group "").
+    pub fn group(&self) -> &'a str {
+        self.api_version().rsplit_once('/').map_or("", |(g, _)| g)
+    }
 }
 
 /// A stored JSON list of `r` (`column` names it): empty when there is none,
@@ -130,88 +358,174 @@ impl Objects {
         let Some(content) = rows.iter().rev().find(|r| !r.deleted) else {
             return Ok(());
         };
-        let group = last.group.clone().unwrap_or_default();
         let live = match newest && !last.deleted {
-            true => Some(Live {
-                revision: last.mod_revision,
-                deletion_timestamp: last.facts.deletion_timestamp.clone(),
-                finalizers: parse(last.facts.finalizers.as_deref(), "finalizers", last)?,
-                owners: owners_since(rows)?,
-            }),
+            true => Some(self.push_live(rows)?),
             false => None,
         };
-        let g = Generation {
-            key: last.key.clone(),
-            group,
-            resource: last.resource.clone().unwrap_or_default(),
-            kind: content.kind.clone(),
-            namespace: content.namespace.clone(),
-            name: content.name.clone(),
-            uid: content.uid.clone(),
+        let stored = Stored {
+            key: self.texts.push(&last.key),
+            group: self.names.name(last.group.as_deref().unwrap_or_default()),
+            resource: self.names.name(last.resource.as_deref().unwrap_or_default()),
+            kind: self.names.option(content.kind.as_deref()),
+            namespace: self.names.option(content.namespace.as_deref()),
+            name: content.name.as_deref().map(|n| self.texts.push(n)),
+            uid: content.uid.as_deref().map(|u| self.texts.push(u)),
             created: rows[0].create_revision.max(0),
             deleted: last.deleted.then_some(last.mod_revision),
-            object: content.object(),
             live,
         };
-        let i = self.generations.len();
-        if let Some(uid) = &g.uid {
-            self.by_uid.insert(uid.clone(), i);
-        }
-        match (&g.kind, &g.name) {
-            (Some(kind), Some(name)) => {
-                self.kinds.insert((g.group.clone(), kind.clone()));
-                self.by_identity
-                    .entry((g.group.clone(), kind.clone(), g.namespace.clone(), name.clone()))
-                    .or_default()
-                    .push(i);
+        let index = self.generations.push(stored);
+        let (gens, texts, hasher) = (&self.generations, &self.texts, &self.hasher);
+        let stored = gens.get(index);
+        if let Some(uid) = stored.uid(texts) {
+            let hash = hasher.hash_one(uid);
+            match self
+                .by_uid
+                .find_mut(hash, |&j| gens.get(j).uid(texts) == Some(uid))
+            {
+                Some(slot) => *slot = index,
+                None => {
+                    self.by_uid.insert_unique(hash, index, |&j| {
+                        hasher.hash_one(gens.get(j).uid(texts).expect("indexed by its UID"))
+                    });
+                }
             }
-            (None, Some(name)) if g.live.is_some() => {
+        }
+        match (stored.identity(texts), &stored.kind, stored.name(texts)) {
+            (Some(identity), Some(kind), _) => {
+                self.kinds.insert((stored.group.clone(), kind.clone()));
+                self.by_identity
+                    .insert_unique(hasher.hash_one(identity), index, |&j| {
+                        hasher.hash_one(gens.get(j).identity(texts).expect("indexed by its identity"))
+                    });
+            }
+            (None, _, Some(name)) if stored.live.is_some() => {
                 self.unknown
-                    .insert((g.group.clone(), g.namespace.clone(), name.clone()));
+                    .insert((stored.group.clone(), stored.namespace.clone(), name.into()));
             }
             _ => {}
         }
-        self.generations.push(g);
         Ok(())
     }
 
+    /// Holds what the detectors read of the live generation `rows` ends.
+    fn push_live(&mut self, rows: &[ObjectRevision]) -> Result<u32, String> {
+        let last = rows.last().expect("a row");
+        let deletion_timestamp = last
+            .facts
+            .deletion_timestamp
+            .as_deref()
+            .map(|t| self.texts.push(t));
+        let stored: Vec<FinalizerColumn> = parse(last.facts.finalizers.as_deref(), "finalizers", last)?;
+        let first_finalizer = self.finalizers.len();
+        for f in &stored {
+            let first_manager = self.managers.len();
+            for m in &f.managers {
+                let m = self.names.name(m);
+                self.managers.push(m);
+            }
+            let finalizer = StoredFinalizer {
+                name: self.names.name(&f.name),
+                managers: span_of(first_manager, self.managers.len()),
+            };
+            self.finalizers.push(finalizer);
+        }
+        let finalizers = span_of(first_finalizer, self.finalizers.len());
+        let first_owner = self.owners.len();
+        self.push_owners_since(rows)?;
+        let owners = span_of(first_owner, self.owners.len());
+        Ok(self.live.push(StoredLive {
+            revision: last.mod_revision,
+            deletion_timestamp,
+            finalizers,
+            owners,
+        }))
+    }
+
+    /// Holds the newest revision's ownerReferences, each with the revision
+    /// since which the generation has carried it (by UID) without a break.
+    fn push_owners_since(&mut self, rows: &[ObjectRevision]) -> Result<(), String> {
+        let content: Vec<&ObjectRevision> = rows.iter().filter(|r| !r.deleted).collect();
+        let Some(last) = content.last() else {
+            return Ok(());
+        };
+        let owners: Vec<OwnerColumn> = parse(last.facts.owner_refs.as_deref(), "owner_refs", last)?;
+        let mut since = vec![last.mod_revision; owners.len()];
+        for (owner, since) in owners.iter().zip(&mut since) {
+            for r in content.iter().rev() {
+                let refs: Vec<OwnerColumn> = parse(r.facts.owner_refs.as_deref(), "owner_refs", r)?;
+                if !refs.iter().any(|o| o.uid == owner.uid) {
+                    break;
+                }
+                *since = r.mod_revision;
+            }
+        }
+        for (o, since) in owners.iter().zip(since) {
+            let owner = StoredOwner {
+                api_version: self.names.name(&o.api_version),
+                kind: self.names.name(&o.kind),
+                name: self.texts.push(&o.name),
+                uid: self.texts.push(&o.uid),
+                controller: o.controller,
+                since,
+            };
+            self.owners.push(owner);
+        }
+        Ok(())
+    }
+
+    fn generation(&self, index: u32) -> Generation<'_> {
+        Generation {
+            objects: self,
+            stored: self.generations.get(index),
+        }
+    }
+
+    /// Every generation, in the order pushed.
+    pub fn generations(&self) -> impl Iterator<Item = Generation<'_>> {
+        (0..self.generations.len() as u32).map(|i| self.generation(i))
+    }
+
     /// The live objects at the newest stored revision.
-    pub fn live(&self) -> impl Iterator<Item = (&Generation, &Live)> {
-        self.generations
-            .iter()
-            .filter_map(|g| g.live.as_ref().map(|l| (g, l)))
+    pub fn live(&self) -> impl Iterator<Item = (Generation<'_>, Live<'_>)> {
+        self.generations().filter_map(|g| Some((g, g.live()?)))
     }
 
     /// The newest generation with this UID.
-    pub fn by_uid(&self, uid: &str) -> Option<&Generation> {
-        self.by_uid.get(uid).map(|&i| &self.generations[i])
+    pub fn by_uid(&self, uid: &str) -> Option<Generation<'_>> {
+        let (gens, texts) = (&self.generations, &self.texts);
+        self.by_uid
+            .find(self.hasher.hash_one(uid), |&j| {
+                gens.get(j).uid(texts) == Some(uid)
+            })
+            .map(|&j| self.generation(j))
     }
 
     /// The generations an ownerReference of an object in `namespace` may
-    /// name: its kind and name in that namespace, or cluster-scoped.
-    pub fn candidates(&self, owner: &OwnerRef, namespace: Option<&str>) -> Vec<&Generation> {
-        let key = |ns: Option<&str>| {
-            (
-                owner.group().to_string(),
-                owner.kind.clone(),
-                ns.map(str::to_string),
-                owner.name.clone(),
-            )
-        };
-        let mut ids: Vec<usize> = Vec::new();
+    /// name, oldest first: its kind and name in that namespace, or
+    /// cluster-scoped.
+    pub fn candidates(&self, owner: &OwnerRef, namespace: Option<&str>) -> Vec<Generation<'_>> {
+        let mut found: Vec<u32> = Vec::new();
         for ns in [namespace, None] {
-            ids.extend(self.by_identity.get(&key(ns)).into_iter().flatten());
+            let wanted: Identity = (owner.group(), owner.kind(), ns, owner.name());
+            found.extend(
+                self.by_identity
+                    .iter_hash(self.hasher.hash_one(wanted))
+                    .copied()
+                    .filter(|&j| self.generation(j).identity() == Some(wanted)),
+            );
             if ns.is_none() {
                 break;
             }
         }
-        ids.iter().map(|&i| &self.generations[i]).collect()
+        found.sort_unstable();
+        found.into_iter().map(|j| self.generation(j)).collect()
     }
 
     /// Whether anything of this kind is stored: an owner of a kind never
     /// recorded (left out by the resource filter) cannot be judged.
     pub fn knows_kind(&self, group: &str, kind: &str) -> bool {
-        self.kinds.contains(&(group.to_string(), kind.to_string()))
+        self.kinds.contains(&(Name::from(group), Name::from(kind)))
     }
 
     /// Whether a live key of `group` at this name holds a value whose kind is
@@ -219,30 +533,15 @@ impl Objects {
     pub fn unknown_at(&self, group: &str, namespace: Option<&str>, name: &str) -> bool {
         [namespace, None].iter().any(|ns| {
             self.unknown
-                .contains(&(group.to_string(), ns.map(str::to_string), name.to_string()))
+                .contains(&(Name::from(group), ns.map(Name::from), Box::from(name)))
         })
     }
 }
 
-/// The newest revision's ownerReferences, each with the revision since
-/// which the generation has carried it (by UID) without a break.
-fn owners_since(rows: &[ObjectRevision]) -> Result<Vec<OwnerRef>, String> {
-    let content: Vec<&ObjectRevision> = rows.iter().filter(|r| !r.deleted).collect();
-    let Some(last) = content.last() else {
-        return Ok(Vec::new());
-    };
-    let mut owners: Vec<OwnerRef> = parse(last.facts.owner_refs.as_deref(), "owner_refs", last)?;
-    for owner in &mut owners {
-        owner.since = last.mod_revision;
-        for r in content.iter().rev() {
-            let refs: Vec<OwnerRef> = parse(r.facts.owner_refs.as_deref(), "owner_refs", r)?;
-            if !refs.iter().any(|o| o.uid == owner.uid) {
-                break;
-            }
-            owner.since = r.mod_revision;
-        }
-    }
-    Ok(owners)
+/// The range of items pushed from `first` up to `end`.
+fn span_of(first: usize, end: usize) -> (u32, u32) {
+    let first = u32::try_from(first).expect("fewer than 2^32 items");
+    (first, u32::try_from(end).expect("fewer than 2^32 items") - first)
 }
 
 #[cfg(test)]
@@ -313,20 +612,21 @@ pub(crate) mod tests {
             &[("v1", "ConfigMap", "a", "u2")],
         );
         objects.push(&[p1, p2, p3]).unwrap();
-        assert_eq!(objects.generations.len(), 3);
-        assert_eq!(objects.generations[0].deleted, Some(3));
-        assert!(objects.generations[0].live.is_none());
-        assert!(objects.generations[1].live.is_some());
-        let (_, pod) = objects
-            .live()
-            .find(|(g, _)| g.kind.as_deref() == Some("Pod"))
-            .unwrap();
-        assert_eq!(pod.owners.len(), 1);
-        assert_eq!(pod.owners[0].since, 6);
-        let owner = &pod.owners[0];
-        let found = objects.candidates(owner, Some("shop"));
+        let generations: Vec<Generation> = objects.generations().collect();
+        assert_eq!(generations.len(), 3);
+        assert_eq!(generations[0].deleted(), Some(3));
+        assert!(generations[0].live().is_none());
+        assert!(generations[1].live().is_some());
+        let (_, pod) = objects.live().find(|(g, _)| g.kind() == Some("Pod")).unwrap();
+        let owners: Vec<OwnerRef> = pod.owners().collect();
+        assert_eq!(owners.len(), 1);
+        assert_eq!(owners[0].since(), 6);
+        let found = objects.candidates(&owners[0], Some("shop"));
         assert_eq!(found.len(), 2, "both generations of shop/a");
-        assert_eq!(objects.by_uid("u2").unwrap().created, 4);
+        assert_eq!(found[0].uid(), Some("u1"), "oldest first");
+        assert_eq!(objects.by_uid("u2").unwrap().created(), 4);
+        assert_eq!(objects.by_uid("u1").unwrap().deleted(), Some(3));
+        assert_eq!(pod.revision(), 7);
         assert!(objects.knows_kind("", "ConfigMap"));
         assert!(!objects.knows_kind("apps", "ReplicaSet"));
     }

@@ -4,7 +4,7 @@
 //! the other. Every member is named.
 
 use super::detector::{Findings, Registration};
-use super::objects::{Generation, Objects};
+use super::objects::{Generation, Live, Objects};
 use crate::store::finding::{Finding, Severity};
 
 pub const NAME: &str = "owner-cycle";
@@ -17,34 +17,28 @@ pub const DETECTOR: Registration =
 /// an object that owns itself).
 pub fn detect(objects: &Objects, out: &mut Findings) {
     // Nodes: live objects; edges: to each owner live under the named UID.
-    let nodes: Vec<&Generation> = objects.live().map(|(g, _)| g).collect();
+    let nodes: Vec<(Generation, Live)> = objects.live().collect();
     let index: std::collections::HashMap<&str, usize> = nodes
         .iter()
         .enumerate()
-        .filter_map(|(i, g)| Some((g.uid.as_deref()?, i)))
+        .filter_map(|(i, (g, _))| Some((g.uid()?, i)))
         .collect();
     let edges: Vec<Vec<usize>> = nodes
         .iter()
-        .map(|g| {
-            let live = g.live.as_ref().expect("live");
-            live.owners
-                .iter()
-                .filter_map(|o| index.get(o.uid.as_str()).copied())
-                .collect()
-        })
+        .map(|(_, live)| live.owners().filter_map(|o| index.get(o.uid()).copied()).collect())
         .collect();
     for mut members in strongly_connected(&edges) {
         if members.len() > 1 || edges[members[0]].contains(&members[0]) {
-            members.sort_by(|a, b| nodes[*a].key.cmp(&nodes[*b].key));
+            members.sort_by(|a, b| nodes[*a].0.key().cmp(nodes[*b].0.key()));
             out.push(finding(&members.iter().map(|&i| nodes[i]).collect::<Vec<_>>()));
         }
     }
 }
 
-fn finding(members: &[&Generation]) -> Finding {
-    let names: Vec<&str> = members.iter().map(|g| g.object.as_str()).collect();
+fn finding(members: &[(Generation, Live)]) -> Finding {
+    let names: Vec<String> = members.iter().map(|(g, _)| g.object()).collect();
     let shape = match members {
-        [one] => format!("{} owns itself", one.object),
+        [(one, _)] => format!("{} owns itself", one.object()),
         _ => format!(
             "{} objects own each other in a cycle: {}",
             members.len(),
@@ -54,14 +48,11 @@ fn finding(members: &[&Generation]) -> Finding {
     Finding {
         detector: NAME,
         severity: Severity::Medium,
-        keys: members.iter().map(|g| g.key.clone()).collect(),
-        revisions: members
-            .iter()
-            .filter_map(|g| g.live.as_ref().map(|l| l.revision))
-            .collect(),
+        keys: members.iter().map(|(g, _)| g.key().to_string()).collect(),
+        revisions: members.iter().map(|(_, live)| live.revision()).collect(),
         summary: format!("{shape}; a foreground (cascading) deletion of any of them never completes"),
         details: serde_json::json!({
-            "members": members.iter().map(|g| serde_json::json!({"object": g.object, "uid": g.uid, "key": g.key})).collect::<Vec<_>>(),
+            "members": members.iter().map(|(g, _)| serde_json::json!({"object": g.object(), "uid": g.uid(), "key": g.key()})).collect::<Vec<_>>(),
         }),
     }
 }

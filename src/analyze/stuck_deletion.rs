@@ -27,19 +27,18 @@ const SHOWN: usize = 10;
 pub fn detect(objects: &Objects, clock: &Clock, after: Duration, out: &mut Findings) {
     let Some(now) = clock.now() else { return };
     out.extend(objects.live().filter_map(|(g, live)| {
-        let since: jiff::Timestamp = live.deletion_timestamp.as_deref()?.parse().ok()?;
+        let since: jiff::Timestamp = live.deletion_timestamp()?.parse().ok()?;
         let stuck = now.as_second() - since.as_second();
         (stuck >= after.as_secs() as i64).then(|| finding(objects, g, live, stuck))
     }));
 }
 
-fn finding(objects: &Objects, g: &Generation, live: &Live, stuck: i64) -> Finding {
+fn finding(objects: &Objects, g: Generation, live: Live, stuck: i64) -> Finding {
     let finalizers: Vec<String> = live
-        .finalizers
-        .iter()
-        .map(|f| match f.managers.as_slice() {
-            [] => f.name.clone(),
-            by => format!("{} (added by {})", f.name, by.join(", ")),
+        .finalizers()
+        .map(|f| match f.managers().as_slice() {
+            [] => f.name().to_string(),
+            by => format!("{} (added by {})", f.name(), by.join(", ")),
         })
         .collect();
     let holding = match finalizers.as_slice() {
@@ -48,17 +47,17 @@ fn finding(objects: &Objects, g: &Generation, live: &Live, stuck: i64) -> Findin
         many => format!("held by finalizers {}", many.join(", ")),
     };
     // A Namespace is deleted only once everything in it is.
-    let inside: Vec<&Generation> = match (g.kind.as_deref(), g.group.as_str(), &g.name) {
+    let inside: Vec<Generation> = match (g.kind(), g.group(), g.name()) {
         (Some("Namespace"), "", Some(ns)) => objects
             .live()
             .map(|(o, _)| o)
-            .filter(|o| o.namespace.as_deref() == Some(ns.as_str()))
+            .filter(|o| o.namespace() == Some(ns))
             .collect(),
         _ => Vec::new(),
     };
     let mut by_resource: BTreeMap<&str, usize> = BTreeMap::new();
     for o in &inside {
-        *by_resource.entry(o.resource.as_str()).or_default() += 1;
+        *by_resource.entry(o.resource()).or_default() += 1;
     }
     let contents = if inside.is_empty() {
         String::new()
@@ -66,37 +65,37 @@ fn finding(objects: &Objects, g: &Generation, live: &Live, stuck: i64) -> Findin
         let counts: Vec<String> = by_resource.iter().map(|(r, n)| format!("{n} {r}")).collect();
         format!("; still inside: {}", counts.join(", "))
     };
-    let inspect = match (&g.namespace, &g.name) {
+    let inspect = match (g.namespace(), g.name()) {
         (Some(ns), Some(name)) => format!(
             "kubectl get {} -n {ns} {name} -o jsonpath='{{.metadata.finalizers}}'",
-            g.resource
+            g.resource()
         ),
         (None, Some(name)) => format!(
             "kubectl get {} {name} -o jsonpath='{{.metadata.finalizers}}'",
-            g.resource
+            g.resource()
         ),
         _ => String::new(),
     };
     Finding {
         detector: NAME,
         severity: Severity::Medium,
-        keys: vec![g.key.clone()],
-        revisions: vec![live.revision],
+        keys: vec![g.key().to_string()],
+        revisions: vec![live.revision()],
         summary: format!(
             "{} has been deleting for {} (deletionTimestamp {}), {holding}{contents}",
-            g.object,
+            g.object(),
             human(stuck),
-            live.deletion_timestamp.as_deref().unwrap_or_default()
+            live.deletion_timestamp().unwrap_or_default()
         ),
         details: serde_json::json!({
-            "object": g.object,
-            "uid": g.uid,
-            "deletion_timestamp": live.deletion_timestamp,
+            "object": g.object(),
+            "uid": g.uid(),
+            "deletion_timestamp": live.deletion_timestamp(),
             "stuck_seconds": stuck,
-            "finalizers": live.finalizers.iter().map(|f| serde_json::json!({"name": f.name, "managers": f.managers})).collect::<Vec<_>>(),
-            "inside": inside.iter().take(100).map(|o| o.object.as_str()).collect::<Vec<_>>(),
+            "finalizers": live.finalizers().map(|f| serde_json::json!({"name": f.name(), "managers": f.managers()})).collect::<Vec<_>>(),
+            "inside": inside.iter().take(100).map(|o| o.object()).collect::<Vec<_>>(),
             "inside_count": inside.len(),
-            "inside_shown": inside.iter().take(SHOWN).map(|o| o.object.as_str()).collect::<Vec<_>>(),
+            "inside_shown": inside.iter().take(SHOWN).map(|o| o.object()).collect::<Vec<_>>(),
             "inspect": inspect,
         }),
     }
