@@ -17,8 +17,11 @@ use crate::store::StoreError;
 use crate::hex::hex;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::{seconds_between, ObjectRevision};
-use crate::canon::facts::ObjectFacts;
-use std::collections::{BTreeMap, HashMap};
+use super::arena::{Chunked, Span, Texts};
+use super::names::{Interner, Name};
+use hashbrown::HashTable;
+use std::collections::HashMap;
+use std::hash::BuildHasher;
 
 pub const NAME: &str = "excess-siblings";
 
@@ -31,112 +34,6 @@ pub const DETECTOR: Registration = Registration {
     topic: None,
     make: Make::With(|_| Ok(Box::new(Siblings::default()))),
 };
-
-/// The sibling events of every key seen so far.
-#[derive(Default)]
-struct Siblings {
-    events: Vec<Event>,
-}
-
-impl Detector for Siblings {
-    fn key(&mut self, input: &mut KeyInput<'_, '_>, _: &mut Findings) -> Result<(), StoreError> {
-        self.events.extend(sibling_events(input.history).into_iter().map(Event::of));
-        Ok(())
-    }
-
-    fn finish(mut self: Box<Self>, _: &Whole<'_>, out: &mut Findings) {
-        self.events.sort_by_key(|e| e.mod_revision);
-        let mut sweep = Sweep::new(DEFAULT_WINDOW_SECONDS);
-        self.events.iter().for_each(|e| sweep.push(&e.revision()));
-        out.extend(sweep.finish());
-    }
-}
-
-/// What the sweep reads of one kept revision, held compactly until the
-/// sweep (a whole revision is about 800 bytes inline and this is kept for
-/// every generation start of every owned object).
-struct Event {
-    key: Box<str>,
-    mod_revision: i64,
-    create_revision: i64,
-    deleted: bool,
-    desired: Option<i64>,
-    resource: Option<Box<str>>,
-    kind: Option<Box<str>>,
-    namespace: Option<Box<str>>,
-    name: Option<Box<str>>,
-    uid: Option<Box<str>>,
-    owner_kind: Option<Box<str>>,
-    owner_name: Option<Box<str>>,
-    owner_uid: Option<Box<str>>,
-    generate_name: Option<Box<str>>,
-    spec_hash: Option<Box<[u8]>>,
-    creation_timestamp: Option<Box<str>>,
-    deletion_timestamp: Option<Box<str>>,
-    phase: Option<Box<str>>,
-    node: Option<Box<str>>,
-    managers: Option<Box<str>>,
-}
-
-impl Event {
-    fn of(r: &ObjectRevision) -> Event {
-        let text = |s: &Option<String>| s.as_deref().map(Box::from);
-        let f = &r.facts;
-        Event {
-            key: r.key.as_str().into(),
-            mod_revision: r.mod_revision,
-            create_revision: r.create_revision,
-            deleted: r.deleted,
-            desired: f.desired,
-            resource: text(&r.resource),
-            kind: text(&r.kind),
-            namespace: text(&r.namespace),
-            name: text(&r.name),
-            uid: text(&r.uid),
-            owner_kind: text(&f.owner_kind),
-            owner_name: text(&f.owner_name),
-            owner_uid: text(&f.owner_uid),
-            generate_name: text(&f.generate_name),
-            spec_hash: f.spec_hash.as_deref().map(Box::from),
-            creation_timestamp: text(&f.creation_timestamp),
-            deletion_timestamp: text(&f.deletion_timestamp),
-            phase: text(&f.phase),
-            node: text(&f.node),
-            managers: text(&f.managers),
-        }
-    }
-
-    /// The revision as the sweep reads it.
-    fn revision(&self) -> ObjectRevision {
-        let text = |s: &Option<Box<str>>| s.as_deref().map(str::to_string);
-        ObjectRevision {
-            key: self.key.to_string(),
-            resource: text(&self.resource),
-            mod_revision: self.mod_revision,
-            create_revision: self.create_revision,
-            deleted: self.deleted,
-            kind: text(&self.kind),
-            namespace: text(&self.namespace),
-            name: text(&self.name),
-            uid: text(&self.uid),
-            facts: ObjectFacts {
-                owner_kind: text(&self.owner_kind),
-                owner_name: text(&self.owner_name),
-                owner_uid: text(&self.owner_uid),
-                generate_name: text(&self.generate_name),
-                spec_hash: self.spec_hash.as_deref().map(<[u8]>::to_vec),
-                creation_timestamp: text(&self.creation_timestamp),
-                deletion_timestamp: text(&self.deletion_timestamp),
-                phase: text(&self.phase),
-                node: text(&self.node),
-                desired: self.desired,
-                managers: text(&self.managers),
-                ..ObjectFacts::default()
-            },
-            ..ObjectRevision::default()
-        }
-    }
-}
 
 /// The revisions of one key the excess-siblings sweep needs: generation
 /// starts, tombstones, liveness changes and changes of a desired count.
@@ -174,216 +71,405 @@ fn sibling_events(history: &[ObjectRevision]) -> Vec<&ObjectRevision> {
 }
 
 
+/// The sibling events of every key seen so far.
+#[derive(Default)]
+struct Siblings {
+    events: Events,
+}
+
+impl Detector for Siblings {
+    fn key(&mut self, input: &mut KeyInput<'_, '_>, _: &mut Findings) -> Result<(), StoreError> {
+        for r in sibling_events(input.history) {
+            self.events.push(r);
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>, _: &Whole<'_>, out: &mut Findings) {
+        self.events.sweep(DEFAULT_WINDOW_SECONDS, out);
+    }
+}
+
+/// What the sweep reads of one kept revision. One is kept for every
+/// generation start of every owned object until the sweep, so it is held
+/// compactly: texts in the store's blocks, names that repeat shared.
+struct Event {
+    mod_revision: i64,
+    create_revision: i64,
+    desired: Option<i64>,
+    deleted: bool,
+    key: Span,
+    name: Option<Span>,
+    uid: Option<Span>,
+    owner_name: Option<Span>,
+    owner_uid: Option<Span>,
+    /// The spec hash, hex.
+    spec_hash: Option<Span>,
+    creation_timestamp: Option<Span>,
+    deletion_timestamp: Option<Span>,
+    resource: Option<Name>,
+    kind: Option<Name>,
+    namespace: Option<Name>,
+    owner_kind: Option<Name>,
+    generate_name: Option<Name>,
+    phase: Option<Name>,
+    node: Option<Name>,
+    managers: Option<Name>,
+}
+
+/// The kept revisions, in the order kept.
+#[derive(Default)]
+struct Events {
+    items: Chunked<Event>,
+    texts: Texts,
+    names: Interner,
+}
+
+impl Events {
+    fn push(&mut self, r: &ObjectRevision) {
+        let texts = &mut self.texts;
+        let mut text = |s: Option<&str>| s.map(|s| texts.push(s));
+        let f = &r.facts;
+        let event = Event {
+            mod_revision: r.mod_revision,
+            create_revision: r.create_revision,
+            desired: f.desired,
+            deleted: r.deleted,
+            key: text(Some(&r.key)).expect("a key"),
+            name: text(r.name.as_deref()),
+            uid: text(r.uid.as_deref()),
+            owner_name: text(f.owner_name.as_deref()),
+            owner_uid: text(f.owner_uid.as_deref()),
+            spec_hash: text(f.spec_hash.as_deref().map(hex).as_deref()),
+            creation_timestamp: text(f.creation_timestamp.as_deref()),
+            deletion_timestamp: text(f.deletion_timestamp.as_deref()),
+            resource: self.names.option(r.resource.as_deref()),
+            kind: self.names.option(r.kind.as_deref()),
+            namespace: self.names.option(r.namespace.as_deref()),
+            owner_kind: self.names.option(f.owner_kind.as_deref()),
+            generate_name: self.names.option(f.generate_name.as_deref()),
+            phase: self.names.option(f.phase.as_deref()),
+            node: self.names.option(f.node.as_deref()),
+            managers: self.names.option(f.managers.as_deref()),
+        };
+        self.items.push(event);
+    }
+
+    fn get(&self, i: u32) -> Ev<'_> {
+        Ev {
+            e: self.items.get(i),
+            texts: &self.texts,
+        }
+    }
+
+    /// Sweeps every kept revision in revision order.
+    fn sweep(&self, window_seconds: i64, out: &mut Findings) {
+        let mut order: Vec<u32> = (0..self.items.len() as u32).collect();
+        order.sort_by_key(|&i| self.items.get(i).mod_revision);
+        let mut sweep = Sweep::new(window_seconds, self);
+        for i in order {
+            sweep.push(i, out);
+        }
+    }
+}
+
+/// One kept revision as the sweep reads it.
+#[derive(Clone, Copy)]
+struct Ev<'a> {
+    e: &'a Event,
+    texts: &'a Texts,
+}
+
+impl<'a> Ev<'a> {
+    fn text(&self, span: Option<Span>) -> Option<&'a str> {
+        span.map(|s| self.texts.get(s))
+    }
+
+    fn key(&self) -> &'a str {
+        self.texts.get(self.e.key)
+    }
+
+    fn is_create(&self) -> bool {
+        !self.e.deleted && self.e.mod_revision == self.e.create_revision
+    }
+
+    /// Terminating (deletionTimestamp set) and finished (phase Succeeded or
+    /// Failed) objects do not count as live.
+    fn is_live(&self) -> bool {
+        self.e.deletion_timestamp.is_none() && !matches!(self.e.phase.as_deref(), Some("Succeeded" | "Failed"))
+    }
+
+    /// `Kind namespace/name`, or the key.
+    fn object(&self) -> String {
+        match (self.e.kind.as_deref(), self.text(self.e.name)) {
+            (Some(kind), Some(name)) => match self.e.namespace.as_deref() {
+                Some(ns) => format!("{kind} {ns}/{name}"),
+                None => format!("{kind} {name}"),
+            },
+            _ => self.key().to_string(),
+        }
+    }
+
+    /// The siblings it counts among, if any.
+    fn group(&self) -> Option<Group<'a>> {
+        let e = self.e;
+        if e.owner_uid.is_none() && e.generate_name.is_none() {
+            return None;
+        }
+        let by = match e.owner_kind.as_deref() {
+            Some("DaemonSet") => By::Node(e.node.as_deref()?),
+            _ => By::Template(
+                e.generate_name.as_deref().unwrap_or_default(),
+                self.text(e.spec_hash).unwrap_or_default(),
+            ),
+        };
+        Some(Group {
+            namespace: e.namespace.as_deref().unwrap_or_default(),
+            resource: e.resource.as_deref().unwrap_or_default(),
+            owner_uid: self.text(e.owner_uid).unwrap_or_default(),
+            by,
+        })
+    }
+}
+
 /// Default window for siblings of owners with no known desired count.
 pub const DEFAULT_WINDOW_SECONDS: i64 = 60;
 
 /// Siblings that count toward one owner's desired number.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-struct Group {
-    namespace: String,
-    resource: String,
-    owner_uid: String,
-    /// generateName and spec hash at creation, or the node for DaemonSets.
-    identity: String,
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Group<'a> {
+    namespace: &'a str,
+    resource: &'a str,
+    owner_uid: &'a str,
+    by: By<'a>,
 }
 
-/// A live member.
-#[derive(Clone, Debug)]
-struct Member {
-    key: String,
-    name: String,
-    uid: Option<String>,
-    created_at: Option<String>,
-    create_revision: i64,
+/// What the siblings of a group share besides their owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum By<'a> {
+    /// A DaemonSet's pods: the node.
+    Node(&'a str),
+    /// generateName and spec hash (hex) at creation.
+    Template(&'a str, &'a str),
 }
 
-/// The sweep's state across the history, revision by revision.
-pub struct Sweep {
+impl Group<'_> {
+    /// How a finding names it.
+    fn identity(&self) -> String {
+        match self.by {
+            By::Node(node) => format!("node {node}"),
+            By::Template(generate_name, spec) => format!("{generate_name} {spec}"),
+        }
+    }
+}
+
+/// A group's live members (events that added them) and the event that
+/// names the group.
+struct Members {
+    named_by: u32,
+    live: Vec<u32>,
+}
+
+/// The sweep's state across the history, revision by revision. Members are
+/// the events that added them and groups are found by hashing what the
+/// events hold, so nothing is copied; a group is dropped once it has no
+/// member left.
+struct Sweep<'a> {
     window: i64,
-    desired: HashMap<String, (i64, String)>,
-    groups: BTreeMap<Group, Vec<Member>>,
-    member_of: HashMap<String, Group>,
-    findings: Vec<Finding>,
+    events: &'a Events,
+    hasher: std::collections::hash_map::RandomState,
+    /// Desired counts by owner UID.
+    desired: HashMap<&'a str, i64>,
+    groups: Chunked<Members>,
+    /// Group ids, by their group.
+    by_group: HashTable<u32>,
+    /// (member event, group id), by the member's key.
+    member_of: HashTable<(u32, u32)>,
 }
 
-fn is_live(r: &ObjectRevision) -> bool {
-    r.facts.deletion_timestamp.is_none()
-        && !matches!(r.facts.phase.as_deref(), Some("Succeeded") | Some("Failed"))
-}
-
-impl Sweep {
-    pub fn new(window_seconds: i64) -> Sweep {
+impl<'a> Sweep<'a> {
+    fn new(window_seconds: i64, events: &'a Events) -> Sweep<'a> {
         Sweep {
             window: window_seconds,
+            events,
+            hasher: Default::default(),
             desired: HashMap::new(),
-            groups: BTreeMap::new(),
-            member_of: HashMap::new(),
-            findings: Vec::new(),
+            groups: Chunked::default(),
+            by_group: HashTable::new(),
+            member_of: HashTable::new(),
         }
     }
 
-    fn group_of(r: &ObjectRevision) -> Option<Group> {
-        let daemon = r.facts.owner_kind.as_deref() == Some("DaemonSet");
-        if r.facts.owner_uid.is_none() && r.facts.generate_name.is_none() {
-            return None;
-        }
-        let identity = if daemon {
-            format!("node {}", r.facts.node.clone()?)
-        } else {
-            format!(
-                "{} {}",
-                r.facts.generate_name.clone().unwrap_or_default(),
-                hex(r.facts.spec_hash.as_deref().unwrap_or_default())
-            )
-        };
-        Some(Group {
-            namespace: r.namespace.clone().unwrap_or_default(),
-            resource: r.resource.clone().unwrap_or_default(),
-            owner_uid: r.facts.owner_uid.clone().unwrap_or_default(),
-            identity,
-        })
+    fn group_of(&self, id: u32) -> Group<'a> {
+        let named_by = self.groups.get(id).named_by;
+        self.events.get(named_by).group().expect("a group's events have one")
+    }
+
+    /// The id of `group`, when it has live members.
+    fn find_group(&self, group: &Group) -> Option<u32> {
+        self.by_group
+            .find(self.hasher.hash_one(group), |&id| self.group_of(id) == *group)
+            .copied()
+    }
+
+    /// The group `key` is a live member of.
+    fn membership(&self, key: &str) -> Option<(u32, u32)> {
+        let events = self.events;
+        self.member_of
+            .find(self.hasher.hash_one(key), |&(m, _)| events.get(m).key() == key)
+            .copied()
     }
 
     fn remove(&mut self, key: &str) {
-        if let Some(g) = self.member_of.remove(key) {
-            if let Some(members) = self.groups.get_mut(&g) {
-                members.retain(|m| m.key != key);
+        let events = self.events;
+        let Ok(entry) = self
+            .member_of
+            .find_entry(self.hasher.hash_one(key), |&(m, _)| events.get(m).key() == key)
+        else {
+            return;
+        };
+        let ((_, id), _) = entry.remove();
+        let members = self.groups.get_mut(id);
+        members.live.retain(|&m| events.get(m).key() != key);
+        if members.live.is_empty() {
+            members.live = Vec::new();
+            let group = self.group_of(id);
+            let hash = self.hasher.hash_one(group);
+            if let Ok(entry) = self.by_group.find_entry(hash, |&g| g == id) {
+                entry.remove();
             }
         }
     }
 
-    /// Feeds the next revision (in revision order across all keys).
-    pub fn push(&mut self, r: &ObjectRevision) {
-        if let (Some(d), Some(uid)) = (r.facts.desired, &r.uid) {
-            self.desired.insert(uid.clone(), (d, r.object()));
+    /// Feeds the next event (in revision order across all keys); a create
+    /// with too many live siblings is a finding, into `out`.
+    fn push(&mut self, i: u32, out: &mut Findings) {
+        let r = self.events.get(i);
+        if let (Some(d), Some(uid)) = (r.e.desired, r.text(r.e.uid)) {
+            self.desired.insert(uid, d);
         }
-        if r.deleted {
-            self.remove(&r.key);
+        if r.e.deleted {
+            self.remove(r.key());
             return;
         }
         if !r.is_create() {
-            if self.member_of.contains_key(&r.key) && !is_live(r) {
-                self.remove(&r.key);
-            } else if !self.member_of.contains_key(&r.key) && is_live(r) {
+            let member = self.membership(r.key()).is_some();
+            if member && !r.is_live() {
+                self.remove(r.key());
+            } else if !member && r.is_live() {
                 // History starts mid-generation: count it, judge nothing.
-                if let Some(g) = Self::group_of(r) {
-                    self.add(g, r);
+                if let Some(g) = r.group() {
+                    self.add(g, i);
                 }
             }
             return;
         }
-        let Some(group) = Self::group_of(r) else { return };
-        self.remove(&r.key);
-        let live = self.groups.get(&group).cloned().unwrap_or_default();
-        self.judge(&group, r, &live);
-        if is_live(r) {
-            self.add(group, r);
+        let Some(group) = r.group() else { return };
+        self.remove(r.key());
+        if let Some(id) = self.find_group(&group) {
+            if let Some(finding) = self.judge(&group, r, &self.groups.get(id).live) {
+                out.push(finding);
+            }
+        }
+        if r.is_live() {
+            self.add(group, i);
         }
     }
 
-    fn add(&mut self, group: Group, r: &ObjectRevision) {
-        self.groups.entry(group.clone()).or_default().push(Member {
-            key: r.key.clone(),
-            name: r.name.clone().unwrap_or_default(),
-            uid: r.uid.clone(),
-            created_at: r.facts.creation_timestamp.clone(),
-            create_revision: r.create_revision,
-        });
-        self.member_of.insert(r.key.clone(), group);
+    fn add(&mut self, group: Group<'a>, i: u32) {
+        let id = match self.find_group(&group) {
+            Some(id) => id,
+            None => {
+                let id = self.groups.push(Members {
+                    named_by: i,
+                    live: Vec::new(),
+                });
+                let (events, groups, hasher) = (self.events, &self.groups, &self.hasher);
+                self.by_group.insert_unique(hasher.hash_one(group), id, |&g| {
+                    let named_by = groups.get(g).named_by;
+                    hasher.hash_one(events.get(named_by).group().expect("a group's events have one"))
+                });
+                id
+            }
+        };
+        self.groups.get_mut(id).live.push(i);
+        let (events, hasher) = (self.events, &self.hasher);
+        let key = events.get(i).key();
+        self.member_of
+            .insert_unique(hasher.hash_one(key), (i, id), |&(m, _)| hasher.hash_one(events.get(m).key()));
     }
 
-    fn judge(&mut self, group: &Group, r: &ObjectRevision, live: &[Member]) {
+    fn judge(&self, group: &Group, r: Ev, live: &[u32]) -> Option<Finding> {
         if live.is_empty() {
-            return;
+            return None;
         }
-        let owner = match (&r.facts.owner_kind, &r.facts.owner_name) {
+        let e = r.e;
+        let owner = match (e.owner_kind.as_deref(), r.text(e.owner_name)) {
             (Some(k), Some(n)) => format!(
                 "{k} {}{n}",
-                r.namespace
-                    .as_deref()
-                    .map(|ns| format!("{ns}/"))
-                    .unwrap_or_default()
+                e.namespace.as_deref().map(|ns| format!("{ns}/")).unwrap_or_default()
             ),
             _ => "no owner".into(),
         };
-        let daemon = r.facts.owner_kind.as_deref() == Some("DaemonSet");
-        let desired = r
-            .facts
-            .owner_uid
-            .as_ref()
-            .and_then(|u| self.desired.get(u))
-            .map(|(d, _)| *d);
-        let (severity, why, siblings): (Severity, String, Vec<&Member>) = if daemon {
+        let daemon = e.owner_kind.as_deref() == Some("DaemonSet");
+        let desired = r.text(e.owner_uid).and_then(|u| self.desired.get(u)).copied();
+        let live: Vec<Ev> = live.iter().map(|&m| self.events.get(m)).collect();
+        let (severity, why, siblings): (Severity, String, Vec<Ev>) = if daemon {
             (
                 Severity::Medium,
-                format!(
-                    "{owner} already had a live pod on {}",
-                    r.facts.node.as_deref().unwrap_or("-")
-                ),
-                live.iter().collect(),
+                format!("{owner} already had a live pod on {}", e.node.as_deref().unwrap_or("-")),
+                live,
             )
         } else if let Some(d) = desired.filter(|_| {
             matches!(
-                r.facts.owner_kind.as_deref(),
+                e.owner_kind.as_deref(),
                 Some("ReplicaSet" | "ReplicationController" | "StatefulSet" | "Job")
             )
         }) {
             if (live.len() as i64) < d {
-                return;
+                return None;
             }
-            (
-                Severity::Medium,
-                format!("{owner} already had {} of {d} live", live.len()),
-                live.iter().collect(),
-            )
+            (Severity::Medium, format!("{owner} already had {} of {d} live", live.len()), live)
         } else {
-            let close: Vec<&Member> = live
-                .iter()
+            let created = r.text(e.creation_timestamp);
+            let close: Vec<Ev> = live
+                .into_iter()
                 .filter(|m| {
-                    seconds_between(m.created_at.as_deref(), r.facts.creation_timestamp.as_deref())
-                        .is_some_and(|s| s.abs() <= self.window)
+                    seconds_between(m.text(m.e.creation_timestamp), created).is_some_and(|s| s.abs() <= self.window)
                 })
                 .collect();
             if close.is_empty() {
-                return;
+                return None;
             }
             (
                 Severity::Low,
-                format!(
-                    "{} identical sibling(s) of {owner} created within {} s",
-                    close.len(),
-                    self.window
-                ),
+                format!("{} identical sibling(s) of {owner} created within {} s", close.len(), self.window),
                 close,
             )
         };
-        let names: Vec<&str> = siblings.iter().map(|m| m.name.as_str()).collect();
-        let mut keys = vec![r.key.clone()];
-        keys.extend(siblings.iter().map(|m| m.key.clone()));
-        self.findings.push(Finding {
+        let names: Vec<&str> = siblings.iter().map(|m| m.text(m.e.name).unwrap_or_default()).collect();
+        let mut keys = vec![r.key().to_string()];
+        keys.extend(siblings.iter().map(|m| m.key().to_string()));
+        Some(Finding {
             detector: NAME,
             severity,
             keys,
-            revisions: vec![r.create_revision],
+            revisions: vec![e.create_revision],
             summary: format!(
                 "{} created at revision {} while {} ({})",
                 r.object(),
-                r.create_revision,
+                e.create_revision,
                 why,
                 names.join(", ")
             ),
             details: serde_json::json!({
-                "object": r.object(), "uid": r.uid, "created_at": r.facts.creation_timestamp, "create_revision": r.create_revision,
-                "managers": r.facts.managers, "owner": {"kind": r.facts.owner_kind, "name": r.facts.owner_name, "uid": r.facts.owner_uid},
-                "desired": desired, "generate_name": r.facts.generate_name, "node": r.facts.node, "group": group.identity,
+                "object": r.object(), "uid": r.text(e.uid), "created_at": r.text(e.creation_timestamp), "create_revision": e.create_revision,
+                "managers": e.managers.as_deref(), "owner": {"kind": e.owner_kind.as_deref(), "name": r.text(e.owner_name), "uid": r.text(e.owner_uid)},
+                "desired": desired, "generate_name": e.generate_name.as_deref(), "node": e.node.as_deref(), "group": group.identity(),
                 "live_siblings": siblings.iter().map(|m| serde_json::json!({
-                    "key": m.key, "uid": m.uid, "created_at": m.created_at, "create_revision": m.create_revision})).collect::<Vec<_>>(),
+                    "key": m.key(), "uid": m.text(m.e.uid), "created_at": m.text(m.e.creation_timestamp), "create_revision": m.e.create_revision})).collect::<Vec<_>>(),
             }),
-        });
-    }
-
-    pub fn finish(self) -> Vec<Finding> {
-        self.findings
+        })
     }
 }
 
@@ -431,9 +517,9 @@ mod tests {
     }
 
     fn run(revs: &[ObjectRevision]) -> Vec<Finding> {
-        let mut s = Sweep::new(DEFAULT_WINDOW_SECONDS);
-        revs.iter().for_each(|r| s.push(r));
-        s.finish()
+        let mut events = Events::default();
+        revs.iter().for_each(|r| events.push(r));
+        Findings::of(|out| events.sweep(DEFAULT_WINDOW_SECONDS, out))
     }
 
     #[test]
