@@ -241,9 +241,11 @@ impl Store {
         }
     }
 
-    /// Streams every key's revisions of `cluster`, key by key and oldest
-    /// first, with their classes, field hashes and object facts: one pass
-    /// over the history, holding one key's revisions at a time.
+    /// Streams every key's revisions of `cluster`, key by key (in key order,
+    /// the order of the `(cluster_id, key)` index, so that SQLite needs no
+    /// temporary B-tree of every row) and oldest first, with their classes,
+    /// field hashes and object facts: one pass over the history, holding
+    /// one key's revisions at a time.
     pub(in crate::store) fn read_key_histories(
         &self,
         cluster: i64,
@@ -262,7 +264,7 @@ impl Store {
                  r.change_class, r.change_cause, r.changed_paths, r.changed_by, s.codec, s.fields, b.fields, k.api_group, r.finalizers, r.owner_refs, r.written_at \
                  FROM revisions r JOIN keys k ON k.id = r.key_id LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
                  LEFT JOIN semantic_values b ON b.id = s.base \
-                 WHERE k.cluster_id = ?1 ORDER BY r.key_id, r.mod_revision",
+                 WHERE k.cluster_id = ?1 ORDER BY k.key, r.mod_revision",
             )
             .map_err(err)?;
         // The content's codec, fields and its base's fields, read together.
