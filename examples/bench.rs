@@ -25,8 +25,10 @@
 //! database is `base.sqlite`), then on a copy `analyze`, `findings`,
 //! `stats`, `report` in every format, `history` of one key, `diff` between
 //! two revisions, a second live run with 1% of the objects changed, `diff`
-//! between the two runs and `prune`. Each runs with its process tree's RSS
-//! capped at `BENCH_MEM_CAP_GIB` (default 6) and killed after
+//! between the two runs and `prune`; then, on a database twice the size
+//! (the same file stored once more as a second cluster, `--cluster-id`),
+//! `analyze`, `findings`, `stats`, `report` and `prune`. Each runs with its
+//! process tree's RSS capped at `BENCH_MEM_CAP_GIB` (default 6) and killed after
 //! `BENCH_TIMEOUT` seconds (default 600), the table then saying so instead
 //! of a figure. `BENCH_DIR=PATH` works in PATH and keeps `etcd.db` and
 //! `base.sqlite` (with its `.key`) there; `BENCH_KEEP` keeps every
@@ -1142,6 +1144,70 @@ mod large {
                 ),
             ])?;
             work.discard_db("work.sqlite");
+            // A database twice the size: the file run's database with the
+            // same file stored once more as another cluster (`--cluster-id`),
+            // then every command that reads the whole database.
+            copy_db(&work.path("base.sqlite"), &work.path("double.sqlite"))?;
+            let db = work.arg("double.sqlite");
+            let on_double = |rest: &[&str]| -> Vec<String> {
+                ["--db", db.as_str()]
+                    .iter()
+                    .chain(rest)
+                    .map(|s| s.to_string())
+                    .collect()
+            };
+            let mut second_cluster = on_double(&[
+                "snapshot",
+                "--file",
+                &file_arg,
+                "--cluster-id",
+                "00000000000d0b1e",
+            ]);
+            second_cluster.extend(snapshot_flags.iter().map(|s| s.to_string()));
+            let mut plan = vec![
+                (
+                    "2× database: snapshot --file as a second cluster".to_string(),
+                    second_cluster,
+                    Some(revisions),
+                    Output::None,
+                ),
+                (
+                    "2× database: analyze (both clusters)".into(),
+                    on_double(&["analyze"]),
+                    Some(2 * revisions),
+                    Output::None,
+                ),
+                (
+                    "2× database: findings -o json".into(),
+                    on_double(&["findings", "-o", "json"]),
+                    None,
+                    Output::Stdout(out("double-findings.json")),
+                ),
+                (
+                    "2× database: stats -o json".into(),
+                    on_double(&["stats", "-o", "json"]),
+                    None,
+                    Output::Stdout(out("double-stats.json")),
+                ),
+            ];
+            for format in ["json", "html"] {
+                let o = out(&format!("double-report.{format}"));
+                let args = on_double(&["report", "--format", format, "-o", o.to_str().unwrap()]);
+                plan.push((
+                    format!("2× database: report --format {format}"),
+                    args,
+                    None,
+                    Output::File(o),
+                ));
+            }
+            plan.push((
+                "2× database: prune --keep-runs 1".into(),
+                on_double(&["prune", "--keep-runs", "1"]),
+                None,
+                Output::None,
+            ));
+            run_plan(plan)?;
+            work.discard_db("double.sqlite");
         }
         drop(etcd);
 
