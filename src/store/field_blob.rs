@@ -50,13 +50,36 @@ pub struct Damaged {
     len: usize,
 }
 
+/// The interned field paths by id, each with its rank in path order, so
+/// that a blob decodes into a map by sorting integers rather than by
+/// comparing paths (a fully filled Pod has hundreds of fields, and each
+/// revision is decoded when it is classified and again when it is read).
+#[derive(Debug, Default)]
+pub struct PathNames {
+    by_id: HashMap<i64, (u32, FieldPath)>,
+}
+
+impl PathNames {
+    pub fn new(paths: impl IntoIterator<Item = (i64, FieldPath)>) -> PathNames {
+        let mut all: Vec<(i64, FieldPath)> = paths.into_iter().collect();
+        all.sort_by(|a, b| a.1.cmp(&b.1));
+        let by_id = all
+            .into_iter()
+            .enumerate()
+            .map(|(rank, (id, path))| (id, (u32::try_from(rank).expect("fewer than 2^32 paths"), path)))
+            .collect();
+        PathNames { by_id }
+    }
+}
+
 /// Decodes a blob into field path → hash, naming paths by `paths` (ids no
-/// longer interned are left out).
+/// longer interned are left out; of an id repeated, the last hash counts).
 pub(super) fn decode(
     blob: &[u8],
-    paths: &HashMap<i64, FieldPath>,
+    paths: &PathNames,
 ) -> Result<BTreeMap<FieldPath, [u8; FIELD_HASH_LEN]>, Damaged> {
-    let mut out = BTreeMap::new();
+    let mut found: Vec<(u32, &FieldPath, [u8; FIELD_HASH_LEN])> =
+        Vec::with_capacity(blob.len() / (FIELD_HASH_LEN + 1));
     let mut pos = 0;
     while pos < blob.len() {
         let damaged = Damaged {
@@ -72,11 +95,18 @@ pub(super) fn decode(
                 len: blob.len(),
             })?;
         pos += FIELD_HASH_LEN;
-        if let Some(path) = paths.get(&(id as i64)) {
-            out.insert(path.clone(), hash);
+        if let Some((rank, path)) = paths.by_id.get(&(id as i64)) {
+            found.push((*rank, path, hash));
         }
     }
-    Ok(out)
+    // Stable, so that of a repeated id the last stays last; the map then
+    // keeps it and builds from the sorted run without comparing paths
+    // beyond neighbours.
+    found.sort_by_key(|(rank, _, _)| *rank);
+    Ok(found
+        .into_iter()
+        .map(|(_, path, hash)| (path.clone(), hash))
+        .collect())
 }
 
 #[cfg(test)]
@@ -88,13 +118,25 @@ mod tests {
         let a = [1u8; FIELD_HASH_LEN];
         let b = [2u8; FIELD_HASH_LEN];
         let blob = encode([(3, &a), (300, &b)]);
-        let paths = HashMap::from([
+        let paths = PathNames::new([
             (3, FieldPath::field("spec")),
             (300, FieldPath::fields(["data", "x"])),
+            (7, FieldPath::fields(["app.kubernetes.io/name"])),
         ]);
         let decoded = decode(&blob, &paths).unwrap();
         assert_eq!(decoded.len(), 2);
         assert_eq!((decoded["spec"], decoded["data.x"]), (a, b));
+        let repeated = encode([(300, &a), (7, &a), (3, &b), (300, &b)]);
+        let decoded = decode(&repeated, &paths).unwrap();
+        assert_eq!(
+            decoded.into_iter().collect::<Vec<_>>(),
+            vec![
+                (FieldPath::fields(["app.kubernetes.io/name"]), a),
+                (FieldPath::fields(["data", "x"]), b),
+                (FieldPath::field("spec"), b),
+            ],
+            "in path order, the last of a repeated id kept"
+        );
         assert!(decode(&blob[..blob.len() - 1], &paths).is_err());
         assert!(decode(&[0x80], &paths).is_err());
     }

@@ -11,12 +11,13 @@ use crate::decode::envelope::Encoding;
 use crate::decrypt::label::Label;
 use crate::ingest::revision::TEXT_ENCODING;
 use crate::store::blob::Packed;
+use crate::store::field_blob::PathNames;
 use crate::store::object::ObjectRevision;
 use crate::store::ClassifyStats;
 use crate::store::StoreError;
 use crate::unknown::UnknownName;
 use rusqlite::params;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// One revision as the classification pass sees it.
 struct Row {
@@ -48,7 +49,7 @@ impl Row {
 /// is an error naming the damage.
 pub(in crate::store) fn decode_fields(
     packed: &Packed,
-    paths: &HashMap<i64, FieldPath>,
+    paths: &PathNames,
     index: usize,
 ) -> rusqlite::Result<Option<BTreeMap<FieldPath, [u8; FIELD_HASH_LEN]>>> {
     let damaged = |e: Box<dyn std::error::Error + Send + Sync>| {
@@ -65,7 +66,7 @@ pub(in crate::store) fn decode_fields(
 
 impl Store {
     /// Interned field paths by id.
-    pub(in crate::store) fn field_path_names(&self) -> Result<HashMap<i64, FieldPath>, StoreError> {
+    pub(in crate::store) fn field_path_names(&self) -> Result<PathNames, StoreError> {
         let err = |e| self.err(e);
         let mut stmt = self
             .conn
@@ -74,13 +75,13 @@ impl Store {
         let rows = stmt
             .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
             .map_err(err)?;
-        let mut out = HashMap::new();
+        let mut out = Vec::new();
         for row in rows {
             let (id, text) = row.map_err(err)?;
             let path = FieldPath::parse(&text).map_err(|e| self.damaged("field_paths.path", e))?;
-            out.insert(id, path);
+            out.push((id, path));
         }
-        Ok(out)
+        Ok(PathNames::new(out))
     }
 
     /// Gives every revision without a change class one, comparing it with
@@ -205,6 +206,77 @@ impl Store {
     }
 }
 
+/// What `read_key_histories` selects, as (expression, name): rows are read
+/// by position ([`col!`]), since looking a column up by name compares it
+/// with every column name, on every row.
+const HISTORY_COLUMNS: &[(&str, &str)] = &[
+    ("k.key", "key"),
+    ("k.resource", "resource"),
+    ("k.api_group", "api_group"),
+    ("r.mod_revision", "mod_revision"),
+    ("r.create_revision", "create_revision"),
+    ("r.deleted", "deleted"),
+    ("r.kind", "kind"),
+    ("coalesce(r.namespace, k.namespace)", "namespace"),
+    ("coalesce(r.name, k.name)", "name"),
+    ("r.uid", "uid"),
+    ("r.owner_kind", "owner_kind"),
+    ("r.owner_name", "owner_name"),
+    ("r.owner_uid", "owner_uid"),
+    ("r.generate_name", "generate_name"),
+    ("r.spec_hash", "spec_hash"),
+    ("r.creation_timestamp", "creation_timestamp"),
+    ("r.deletion_timestamp", "deletion_timestamp"),
+    ("r.phase", "phase"),
+    ("r.node", "node"),
+    ("r.desired", "desired"),
+    ("r.managers", "managers"),
+    ("r.duplicates", "duplicates"),
+    ("r.semantic_sha256", "semantic_sha256"),
+    ("r.generation", "generation"),
+    ("r.observed_generation", "observed_generation"),
+    ("r.encoding", "encoding"),
+    ("r.api_version", "api_version"),
+    ("r.encryption", "encryption"),
+    ("r.change_class", "change_class"),
+    ("r.change_cause", "change_cause"),
+    ("r.changed_paths", "changed_paths"),
+    ("r.changed_by", "changed_by"),
+    ("r.finalizers", "finalizers"),
+    ("r.owner_refs", "owner_refs"),
+    ("r.written_at", "written_at"),
+    // The content's codec, fields and its base's fields, in this order.
+    ("s.codec", "codec"),
+    ("s.fields", "fields"),
+    ("b.fields", "base_fields"),
+];
+
+/// Where `name` is among [`HISTORY_COLUMNS`].
+const fn history_column(name: &str) -> usize {
+    let mut i = 0;
+    while i < HISTORY_COLUMNS.len() {
+        let (a, b) = (HISTORY_COLUMNS[i].1.as_bytes(), name.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return i;
+            }
+        }
+        i += 1;
+    }
+    panic!("not a column read_key_histories selects")
+}
+
+/// The position of a column of [`HISTORY_COLUMNS`], found at compile time.
+macro_rules! col {
+    ($name:literal) => {
+        const { history_column($name) }
+    };
+}
+
 impl Store {
     /// A stored change class or cause as its type: a name the type does not
     /// have means the database is damaged, not that the value is absent.
@@ -255,77 +327,77 @@ impl Store {
         let paths = self.field_path_names()?;
         let mut stmt = self
             .conn
-            .prepare(
-                "SELECT k.key, k.resource, r.mod_revision, r.create_revision, r.deleted, r.kind, \
-                 coalesce(r.namespace, k.namespace) AS namespace, coalesce(r.name, k.name) AS name, r.uid, \
-                 r.owner_kind, r.owner_name, r.owner_uid, r.generate_name, r.spec_hash, \
-                 r.creation_timestamp, r.deletion_timestamp, r.phase, r.node, r.desired, r.managers, r.duplicates, \
-                 r.semantic_sha256, r.generation, r.observed_generation, r.encoding, r.api_version, r.encryption, \
-                 r.change_class, r.change_cause, r.changed_paths, r.changed_by, s.codec, s.fields, b.fields, k.api_group, r.finalizers, r.owner_refs, r.written_at \
-                 FROM revisions r JOIN keys k ON k.id = r.key_id LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
-                 LEFT JOIN semantic_values b ON b.id = s.base \
-                 WHERE k.cluster_id = ?1 ORDER BY k.key, r.mod_revision",
-            )
+            .prepare(&format!(
+                "SELECT {} FROM revisions r JOIN keys k ON k.id = r.key_id \
+                     LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
+                     LEFT JOIN semantic_values b ON b.id = s.base \
+                     WHERE k.cluster_id = ?1 ORDER BY k.key, r.mod_revision",
+                HISTORY_COLUMNS
+                    .iter()
+                    .map(|(expr, name)| format!("{expr} AS {name}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
             .map_err(err)?;
         // The content's codec, fields and its base's fields, read together.
-        const FIELDS: usize = 31;
+        const FIELDS: usize = col!("codec");
         let mut rows = stmt.query([cluster]).map_err(err)?;
         let mut current: Vec<ObjectRevision> = Vec::new();
         while let Some(r) = rows.next().map_err(err)? {
-            let key: Vec<u8> = r.get("key").map_err(err)?;
-            let text = |name: &str| -> Result<Option<String>, StoreError> { r.get(name).map_err(err) };
+            let key: Vec<u8> = r.get(col!("key")).map_err(err)?;
+            let text = |at: usize| -> Result<Option<String>, StoreError> { r.get(at).map_err(err) };
             let fields = super::packed(r, FIELDS).map_err(err)?;
             let rev = ObjectRevision {
                 key: String::from_utf8_lossy(&key).into_owned(),
-                resource: r.get("resource").map_err(err)?,
-                group: r.get("api_group").map_err(err)?,
-                mod_revision: r.get("mod_revision").map_err(err)?,
-                create_revision: r.get("create_revision").map_err(err)?,
-                deleted: r.get("deleted").map_err(err)?,
-                kind: r.get("kind").map_err(err)?,
-                namespace: r.get("namespace").map_err(err)?,
-                name: r.get("name").map_err(err)?,
-                uid: r.get("uid").map_err(err)?,
+                resource: r.get(col!("resource")).map_err(err)?,
+                group: r.get(col!("api_group")).map_err(err)?,
+                mod_revision: r.get(col!("mod_revision")).map_err(err)?,
+                create_revision: r.get(col!("create_revision")).map_err(err)?,
+                deleted: r.get(col!("deleted")).map_err(err)?,
+                kind: r.get(col!("kind")).map_err(err)?,
+                namespace: r.get(col!("namespace")).map_err(err)?,
+                name: r.get(col!("name")).map_err(err)?,
+                uid: r.get(col!("uid")).map_err(err)?,
                 facts: ObjectFacts {
-                    owner_kind: r.get("owner_kind").map_err(err)?,
-                    owner_name: r.get("owner_name").map_err(err)?,
-                    owner_uid: r.get("owner_uid").map_err(err)?,
-                    generate_name: r.get("generate_name").map_err(err)?,
-                    spec_hash: r.get("spec_hash").map_err(err)?,
-                    creation_timestamp: r.get("creation_timestamp").map_err(err)?,
-                    deletion_timestamp: r.get("deletion_timestamp").map_err(err)?,
-                    phase: r.get("phase").map_err(err)?,
-                    node: r.get("node").map_err(err)?,
-                    desired: r.get("desired").map_err(err)?,
-                    managers: r.get("managers").map_err(err)?,
-                    observed_generation: r.get("observed_generation").map_err(err)?,
-                    finalizers: r.get("finalizers").map_err(err)?,
-                    owner_refs: r.get("owner_refs").map_err(err)?,
-                    written_at: r.get("written_at").map_err(err)?,
+                    owner_kind: r.get(col!("owner_kind")).map_err(err)?,
+                    owner_name: r.get(col!("owner_name")).map_err(err)?,
+                    owner_uid: r.get(col!("owner_uid")).map_err(err)?,
+                    generate_name: r.get(col!("generate_name")).map_err(err)?,
+                    spec_hash: r.get(col!("spec_hash")).map_err(err)?,
+                    creation_timestamp: r.get(col!("creation_timestamp")).map_err(err)?,
+                    deletion_timestamp: r.get(col!("deletion_timestamp")).map_err(err)?,
+                    phase: r.get(col!("phase")).map_err(err)?,
+                    node: r.get(col!("node")).map_err(err)?,
+                    desired: r.get(col!("desired")).map_err(err)?,
+                    managers: r.get(col!("managers")).map_err(err)?,
+                    observed_generation: r.get(col!("observed_generation")).map_err(err)?,
+                    finalizers: r.get(col!("finalizers")).map_err(err)?,
+                    owner_refs: r.get(col!("owner_refs")).map_err(err)?,
+                    written_at: r.get(col!("written_at")).map_err(err)?,
                 },
-                duplicates: r.get("duplicates").map_err(err)?,
-                semantic_sha256: r.get("semantic_sha256").map_err(err)?,
-                generation: r.get("generation").map_err(err)?,
-                encoding: text("encoding")?,
-                api_version: r.get("api_version").map_err(err)?,
-                encryption: r.get("encryption").map_err(err)?,
+                duplicates: r.get(col!("duplicates")).map_err(err)?,
+                semantic_sha256: r.get(col!("semantic_sha256")).map_err(err)?,
+                generation: r.get(col!("generation")).map_err(err)?,
+                encoding: text(col!("encoding"))?,
+                api_version: r.get(col!("api_version")).map_err(err)?,
+                encryption: r.get(col!("encryption")).map_err(err)?,
                 class: self.named(
-                    text("change_class")?,
+                    text(col!("change_class"))?,
                     "revisions.change_class",
                     ChangeClass::parse,
                 )?,
                 cause: self.named(
-                    text("change_cause")?,
+                    text(col!("change_cause"))?,
                     "revisions.change_cause",
                     ChangeCause::parse,
                 )?,
-                changed_paths: match text("changed_paths")? {
+                changed_paths: match text(col!("changed_paths"))? {
                     Some(t) => {
                         serde_json::from_str(&t).map_err(|e| self.damaged("revisions.changed_paths", e))?
                     }
                     None => Vec::new(),
                 },
-                changed_by: match text("changed_by")? {
+                changed_by: match text(col!("changed_by"))? {
                     Some(t) => {
                         serde_json::from_str(&t).map_err(|e| self.damaged("revisions.changed_by", e))?
                     }

@@ -13,7 +13,7 @@ struct LivePages<'s> {
     store: &'s Store,
     cluster: i64,
     revision: i64,
-    paths: std::collections::HashMap<i64, crate::canon::path::FieldPath>,
+    paths: crate::store::field_blob::PathNames,
     /// The key the next page starts after (`None`: from the first).
     after: Option<Vec<u8>>,
     page: std::collections::VecDeque<LiveObject>,
