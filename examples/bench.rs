@@ -15,6 +15,10 @@
 //! `etcd-inspector` binary's `snapshot --file` on the same file, side by
 //! side, and checks both stored the same contents. `BENCH_KEYSPACE=small` makes every object
 //! a small ConfigMap (the 10,000 × 10 case: `bench 10000 9 1`).
+//! Each case also times the floor of a file run beside `snapshot --file`:
+//! the file opened and read in key order by the tool's reader, each value
+//! hashed and one row per revision stored, nothing decoded
+//! (`BENCH_CASE=floor bench FILE` times it on any db file).
 //!
 //! `BENCH_CASE=large` is the large-cluster case of issue 28: `bench
 //! [OBJECTS] [UPDATES]` (defaults 150000 3: 600,000 revisions, an 8 GiB db
@@ -232,6 +236,59 @@ fn digest(db: &Path) -> Result<String> {
     Ok(etcd_inspector::hex::hex(&hash.finalize()))
 }
 
+/// One row per revision, as few columns as the tool's revisions table
+/// needs to tell revisions apart and say what they held.
+struct FloorRows {
+    conn: rusqlite::Connection,
+    in_batch: usize,
+}
+
+impl etcd_inspector::source::Sink for FloorRows {
+    type Error = rusqlite::Error;
+
+    fn record(&mut self, r: Record) -> Result<bool, rusqlite::Error> {
+        use sha2::Digest;
+        if self.in_batch == 0 {
+            self.conn.execute_batch("BEGIN")?;
+        }
+        let hash = (!r.deleted).then(|| sha2::Sha256::digest(&r.value).to_vec());
+        self.conn
+            .prepare_cached(
+                "INSERT OR IGNORE INTO revisions (key, mod_revision, create_revision, version, deleted, value_sha256) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(rusqlite::params![r.key, r.mod_revision, r.create_revision, r.version, r.deleted, hash])?;
+        self.in_batch += 1;
+        if self.in_batch == 2000 {
+            self.conn.execute_batch("COMMIT")?;
+            self.in_batch = 0;
+        }
+        Ok(true)
+    }
+}
+
+/// The floor of a file run (issue 28): the file opened and verified as the
+/// tool opens it, read in key order by its reader, each value hashed and one
+/// row per revision stored, and nothing decoded, canonicalised, hashed per
+/// field or compressed. What a faster decoder cannot save; seconds.
+fn floor_run(file: &Path, db: &Path) -> Result<f64> {
+    let t = Instant::now();
+    let bolt = BoltDb::open(file)?;
+    let conn = rusqlite::Connection::open(db)?;
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+         CREATE TABLE revisions (key BLOB NOT NULL, mod_revision INTEGER NOT NULL, create_revision INTEGER, \
+         version INTEGER, deleted INTEGER, value_sha256 BLOB, PRIMARY KEY (key, mod_revision)) WITHOUT ROWID",
+    )?;
+    let mut rows = FloorRows { conn, in_batch: 0 };
+    db_file::read_revisions(&bolt, b"/registry/", 0, 0, &mut rows).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if rows.in_batch > 0 {
+        rows.conn.execute_batch("COMMIT")?;
+    }
+    drop(rows);
+    Ok(t.elapsed().as_secs_f64())
+}
+
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(|a, b| a.partial_cmp(b).unwrap());
     xs[xs.len() / 2]
@@ -271,6 +328,14 @@ fn main() -> Result<()> {
     let mut words: Vec<String> = std::env::args().skip(1).collect();
     if std::env::var("BENCH_CASE").is_ok_and(|c| c == "large") {
         return large::run(&words);
+    }
+    if std::env::var("BENCH_CASE").is_ok_and(|c| c == "floor") {
+        // The floor of a file run on a db file of one's own.
+        let file = PathBuf::from(words.first().context("BENCH_CASE=floor needs a db file")?);
+        let work = tempfile::tempdir()?;
+        let seconds = floor_run(&file, &work.path().join("floor.sqlite"))?;
+        println!("floor of a file run on {}: {seconds:.2} s", file.display());
+        return Ok(());
     }
     let mut baseline_bin = std::env::var_os("BENCH_BASELINE").map(PathBuf::from);
     if let Some(at) = words.iter().position(|w| w == "--baseline") {
@@ -480,6 +545,10 @@ fn main() -> Result<()> {
         offline.push(s);
         offline_rss = offline_rss.max(rss);
     }
+    let mut floor = Vec::new();
+    for r in 0..repeats {
+        floor.push(floor_run(&file, &work.path().join(format!("floor-{r}.sqlite")))?);
+    }
     // A first live run as a user starts it: `--fetch auto`, which downloads
     // here, against the download plus a file run of the download.
     let mut auto_first = Vec::new();
@@ -564,6 +633,11 @@ fn main() -> Result<()> {
         std::fs::metadata(&file)?.len() as f64 / 1048576.0,
         off_s / plain_f.max(1e-9),
         mib(offline_rss)
+    );
+    let floor_s = median(floor);
+    println!(
+        "| floor: the file read, each value hashed, one row per revision, nothing decoded | {floor_s:.2} s | {:.0}% of snapshot --file | | |",
+        100.0 * floor_s / off_s.max(1e-9)
     );
     let auto_s = median(auto_first);
     println!("| download of the snapshot (Maintenance API, baseline) | {download:.2} s | | | |");
@@ -1051,6 +1125,9 @@ mod large {
             Output::None,
         )?;
         let base_size = size(&work.path("base.sqlite"));
+        let floor_s = super::floor_run(&file, &work.path("floor.sqlite"))?;
+        work.discard_db("floor.sqlite");
+        eprintln!("  floor (file read, values hashed, a row per revision, nothing decoded): {floor_s:.1} s");
         if file_ok {
             // Everything else on a copy, so base.sqlite stays as the file run left it.
             copy_db(&work.path("base.sqlite"), &work.path("work.sqlite"))?;
@@ -1218,6 +1295,9 @@ mod large {
             gib(raw),
             gib(size(&file)),
             gib(base_size)
+        );
+        println!(
+            "floor of the file run (the file read, each value hashed, one row per revision, nothing decoded): {floor_s:.1} s"
         );
         println!(
             "each command run once, capped at {} GiB RSS and {} s\n",
