@@ -125,7 +125,7 @@ async fn downloaded(
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from(format!("{}.snapshot.tmp", live.db.display())));
     let result = async {
-        let cluster_id = file::fetch(live.connection, &dest, bar).await?;
+        let cluster_id = file::fetch(store, run, live.connection, &dest, bar).await?;
         let read = file::FileRead {
             path: &dest,
             cluster_id: Some(&cluster_id),

@@ -6,7 +6,7 @@
 
 use super::fetch::{self, Fetch};
 use super::{RecordOptions, Settings, Summary};
-use crate::source::etcd::{Connection, Replay, Scope};
+use crate::source::etcd::{Connection, Etcd, Replay, Scope};
 use crate::source::filter::ResourceFilter;
 use crate::source::{Census, ReadError, Record, Sink};
 use crate::store::{Backend, RunFact};
@@ -35,6 +35,8 @@ pub struct FollowOptions {
 /// least every `commit_every`, once they agree with etcd's counters.
 struct Recorder<'w, 's> {
     writer: &'w mut RevisionWriter<'s>,
+    /// The members it reads from, reported at each commit.
+    etcd: &'w Etcd,
     store: &'s dyn Backend,
     run: RunId,
     cluster: i64,
@@ -68,6 +70,7 @@ impl Recorder<'_, '_> {
     /// how far everything is stored.
     fn commit(&mut self) -> Result<(), FollowError> {
         self.writer.flush()?;
+        super::members::report(self.store, self.run, self.etcd, &self.bar)?;
         let live = std::mem::take(&mut self.census).into_live();
         let recorded = |key: &[u8]| self.filter.records_key(key, self.prefix);
         if let Some(shortfall) =
@@ -163,6 +166,7 @@ pub(super) async fn follow(
                 let mut writer = settings.writer(store, summary.cluster, run, &options.prefix)?;
                 let mut recorder = Recorder {
                     writer: &mut writer,
+                    etcd: &etcd,
                     store,
                     run,
                     cluster: summary.cluster,
@@ -178,7 +182,7 @@ pub(super) async fn follow(
                 };
                 let from = summary.head + 1;
                 let ended = tokio::select! {
-                    r = etcd.replay(scope, from, i64::MAX, connection.command_timeout, &mut recorder) => Ended::Watch(r),
+                    r = etcd.replay(scope, from, i64::MAX, &mut recorder) => Ended::Watch(r),
                     _ = signalled.notified() => Ended::Signal,
                     _ = sleep_until(deadline) => Ended::Deadline,
                 };

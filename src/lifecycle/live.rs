@@ -62,18 +62,37 @@ pub(super) async fn read(
     bar: &ProgressBar,
 ) -> Result<Option<Summary>> {
     bar.set_message(format!("connecting to {}", connection.endpoints.join(",")));
+    let planned = match made {
+        Some(p) => p,
+        None => planned(store, connection, options, settings).await?,
+    };
+    super::members::report(store, run, &planned.etcd, bar)?;
+    let version = planned.etcd.version();
+    if !version.is_empty() {
+        store.record(run, RunFact::EtcdVersion(&version))?;
+    }
+    let read = read_planned(store, run, &planned, options, settings, bar).await;
+    // Whatever the outcome, the run says which members served it.
+    super::members::report(store, run, &planned.etcd, bar)?;
+    read
+}
+
+/// The reading part of [`read`], once connected and planned.
+async fn read_planned(
+    store: &dyn Backend,
+    run: RunId,
+    planned: &Planned,
+    options: &RecordOptions,
+    settings: &Settings,
+    bar: &ProgressBar,
+) -> Result<Option<Summary>> {
     let Planned {
         etcd,
         pinned,
         compact,
         plan,
-    } = match made {
-        Some(p) => p,
-        None => planned(store, connection, options, settings).await?,
-    };
-    if !etcd.version().is_empty() {
-        store.record(run, RunFact::EtcdVersion(etcd.version()))?;
-    }
+    } = planned;
+    let compact = *compact;
     let scope = Scope {
         prefix: options.prefix.as_bytes(),
     };
@@ -115,9 +134,7 @@ pub(super) async fn read(
         Unit::Revisions,
     );
     sink.position = Position::Revision(plan.from);
-    let idle = connection.command_timeout;
-    let Some(from) = replay_all(&etcd, scope, plan.from, pinned.head, idle, &mut sink, &mut gaps).await?
-    else {
+    let Some(from) = replay_all(etcd, scope, plan.from, pinned.head, &mut sink, &mut gaps).await? else {
         return Ok(None);
     };
     spinning(bar);

@@ -9,6 +9,7 @@ mod file;
 mod finish;
 mod follow;
 mod live;
+mod members;
 mod plan;
 mod progress;
 mod signal;
