@@ -7,7 +7,7 @@ use super::progress::{phase, spinning, Position, Progress, Unit};
 use super::{Settings, Summary};
 use crate::source::bolt::BoltDb;
 use crate::source::db_file;
-use crate::source::etcd::{Connection, Etcd};
+use crate::source::etcd::Etcd;
 use crate::source::{Census, Read};
 use crate::store::{Backend, RunFact};
 use crate::store::{Gap, RunId};
@@ -142,15 +142,13 @@ pub(super) fn read(
 pub(super) async fn fetch(
     store: &dyn Backend,
     run: RunId,
-    connection: &Connection,
+    etcd: &Etcd,
     dest: &Path,
     bar: &ProgressBar,
 ) -> Result<String> {
-    bar.set_message(format!("connecting to {}", connection.endpoints.join(",")));
-    let etcd = connection.connect().await?;
-    super::members::report(store, run, &etcd, bar)?;
-    let downloaded = download(&etcd, dest, bar).await;
-    super::members::report(store, run, &etcd, bar)?;
+    super::members::report(store, run, etcd, bar)?;
+    let downloaded = download(etcd, dest, bar).await;
+    super::members::report(store, run, etcd, bar)?;
     downloaded
 }
 

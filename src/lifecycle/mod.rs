@@ -218,8 +218,10 @@ async fn read(
             fetch,
             save,
         } => {
+            bar.set_message(format!("connecting to {}", connection.endpoints.join(",")));
+            let etcd = connection.connect().await?;
             let live = fetch::Live {
-                connection,
+                etcd: &etcd,
                 fetch: *fetch,
                 save: save.as_deref(),
                 db,

@@ -102,7 +102,11 @@ fn a_member_down_before_the_run_is_skipped_with_one_warning() {
     let out = ok(inspector(&db, &snapshot_args(&endpoints, &[])));
     let err = stderr(&out);
     let down = &cluster.members[0].endpoint;
-    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("warning:")).collect();
+    // (Old releases add a warning of their own about progress notifications.)
+    let warnings: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("warning:") && cluster.members.iter().any(|m| l.contains(&m.endpoint)))
+        .collect();
     assert_eq!(warnings.len(), 1, "{err}");
     assert!(
         warnings[0].contains(&format!("skipping etcd endpoint {down}")),
@@ -146,7 +150,7 @@ fn replay_through(cluster: &mut TestCluster, serving: usize, act: impl FnOnce(&m
     let endpoints = cluster.endpoints_of(&order);
     ok(inspector(&db, &snapshot_args(&endpoints, &[])));
     let baseline = stored_revisions(&db);
-    cluster.write(PREFIX, 200, 30_000);
+    cluster.write(PREFIX, 200, 12_000);
     let mut child = spawn_inspector(&db, &snapshot_args(&endpoints, &[]));
     pause_mid_run(&mut child, &db, baseline);
     act(cluster);
@@ -220,5 +224,56 @@ fn follow_goes_on_while_the_member_it_reads_restarts() {
     assert_eq!(served[0]["endpoint"], cluster.members[serving].endpoint.as_str());
     assert!(served[1]["moved_because"].is_string(), "{served:?}");
     assert_ne!(served[1]["endpoint"], served[0]["endpoint"]);
+    assert_stored_equals_written(&db, &cluster);
+}
+
+/// The value of the gauge `name` in the metrics file at `path`, once written.
+fn gauge(path: &Path, name: &str) -> Option<i64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("etcd_inspector_{name}{{")))?;
+    line.rsplit(' ').next()?.parse().ok()
+}
+
+/// Polls until `done` holds; a hang guard, not a timing assertion.
+fn poll(what: &str, mut done: impl FnMut() -> bool) {
+    let give_up = std::time::Instant::now() + Duration::from_secs(90);
+    while !done() {
+        assert!(std::time::Instant::now() < give_up, "never: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_member_cut_off_from_its_leader_ends_the_watch_and_follow_reports_the_stall() {
+    let mut cluster = TestCluster::start(3);
+    cluster.write(PREFIX, 20, 50);
+    let (dir, db) = temp_db();
+    let metrics = dir.path().join("follow.prom");
+    // Only the member that will be cut off: nothing else to move to.
+    let endpoint = cluster.members[2].endpoint.clone();
+    let mut args = vec!["follow", "--endpoints", &endpoint, "--commit-every", "200ms"];
+    args.extend(["--metrics-file", metrics.to_str().unwrap()]);
+    args.extend(TIMEOUTS);
+    let child = spawn_inspector(&db, &args);
+    poll("follow records", || gauge(&metrics, "follow_stalled") == Some(0));
+    // Its peers gone, the member keeps its client port open but has no
+    // leader: the watch must end ("no leader"), not stay open and silent.
+    cluster.kill(0);
+    cluster.kill(1);
+    poll("follow reports the stall", || {
+        gauge(&metrics, "follow_stalled") == Some(1)
+    });
+    cluster.restart(0);
+    cluster.restart(1);
+    cluster.write(PREFIX, 20, 50);
+    let written = cluster.history(PREFIX).len() as i64;
+    poll("follow records again", || {
+        gauge(&metrics, "follow_stalled") == Some(0) && stored_revisions(&db) >= written
+    });
+    let out = terminate(child);
+    assert!(stderr(&out).contains("no leader"), "{}", stderr(&out));
+    assert_eq!(runs(&db)[0]["status"], "interrupted");
     assert_stored_equals_written(&db, &cluster);
 }
