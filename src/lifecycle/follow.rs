@@ -272,6 +272,7 @@ pub(super) async fn follow(
                 summary.head = caught_up.head;
                 summary.covered_from = caught_up.covered_from;
                 store.record(run, RunFact::CompleteThrough(summary.head))?;
+                gauges.write(summary.head, false);
             }
             Ok(None) => return Ok(None),
             Err(e) if e.downcast_ref::<StoreError>().is_some() || e.downcast_ref::<Shortfall>().is_some() => {

@@ -229,10 +229,17 @@ impl Etcd {
         loop {
             let msg = match tokio::time::timeout(ask_after, stream.message()).await {
                 Err(_) => {
+                    // A quiet watch is normal (3.5 and later answer no
+                    // progress request on a watch with nothing to send):
+                    // a silent member is found out by asking it something.
                     if last_message.elapsed() > idle {
-                        return Ok(Stream::Cut(format!(
-                            "history replay stalled: nothing received for {idle:?}"
-                        )));
+                        if !self.answers(member).await {
+                            return Ok(Stream::Cut(format!(
+                                "history replay stalled: nothing received for {idle:?}, and the member does \
+                                 not answer"
+                            )));
+                        }
+                        last_message = tokio::time::Instant::now();
                     }
                     // The answer keeps a quiet watch alive and, where etcd
                     // orders it, says how far the watch got.
@@ -299,6 +306,22 @@ impl Etcd {
                 return Ok(Stream::Ended(Replay::Complete));
             }
         }
+    }
+}
+
+impl Etcd {
+    /// Whether `member` answers a cheap linearizable read (which, with
+    /// `hasleader`, also proves it has a leader) within the command timeout.
+    async fn answers(&self, member: &Member) -> bool {
+        let mut kv = member.client.kv_client();
+        let read = kv.get(
+            COMPACT_REV_KEY,
+            Some(etcd_client::GetOptions::new().with_count_only()),
+        );
+        matches!(
+            tokio::time::timeout(self.connection.command_timeout, read).await,
+            Ok(Ok(_))
+        )
     }
 }
 
