@@ -7,7 +7,8 @@
 //! fails every request while any of its endpoints refuses: etcd-client
 //! issue #39), and moves to another when that one fails.
 
-use super::{is_denied, reason, Connection, EtcdError};
+use super::http_version::version_over_http;
+use super::{is_denied, reason, Connection, EtcdError, Reading};
 use crate::decode::key::COMPACT_REV_KEY;
 use etcd_client::{Client, GetOptions};
 use std::sync::Arc;
@@ -62,12 +63,27 @@ impl MemberEvent {
     }
 }
 
+/// Why a probed endpoint will not serve.
+pub(super) enum Refused {
+    /// This member is down, slow, without a leader or a learner: another
+    /// may do.
+    Unhealthy(String),
+    /// Any member would refuse the same: the run cannot go on.
+    Fatal(EtcdError),
+}
+
+impl From<String> for Refused {
+    fn from(reason: String) -> Refused {
+        Refused::Unhealthy(reason)
+    }
+}
+
 /// Connects to `endpoint` alone and asks it how it is.
 async fn probe(
     connection: &Connection,
     options: &etcd_client::ConnectOptions,
     endpoint: &str,
-) -> Result<Member, String> {
+) -> Result<Member, Refused> {
     let dial = connection.dial_timeout;
     let no_answer = || format!("no answer within {dial:?}");
     let client = tokio::time::timeout(dial, Client::connect([endpoint], Some(options.clone())))
@@ -82,10 +98,11 @@ async fn probe(
             // Requests carry `hasleader`, so a member without a leader
             // refuses them; an older answer may still say so.
             if status.leader() == 0 {
-                return Err("reports no leader".into());
+                return Err(Refused::Unhealthy("reports no leader".into()));
             }
             if status.is_learner() {
-                return Err("is a learner (it serves no linearizable reads)".into());
+                let learner = "is a learner (it serves no linearizable reads)";
+                return Err(Refused::Unhealthy(learner.into()));
             }
             Ok(Member {
                 id: status.header().map_or(0, |h| h.member_id()),
@@ -95,8 +112,9 @@ async fn probe(
                 endpoint: endpoint.to_string(),
             })
         }
-        // Some releases reserve Status for administrators: a plain read
-        // proves the endpoint, TLS, credentials and leader then.
+        // Some releases (3.4.45) reserve Status for administrators: a plain
+        // read proves the endpoint, TLS, credentials and leader then, and
+        // the version comes from `/version` on the same port.
         Err(e) if is_denied(&e) => {
             let read = tokio::time::timeout(
                 dial,
@@ -105,17 +123,26 @@ async fn probe(
                     .get(COMPACT_REV_KEY, Some(GetOptions::new().with_count_only())),
             )
             .await
-            .map_err(|_| no_answer())?
-            .map_err(|e| reason(&e))?;
+            .map_err(|_| no_answer())?;
+            let read = match read {
+                Ok(read) => read,
+                Err(e) if is_denied(&e) => {
+                    let reading = Reading::Key(COMPACT_REV_KEY.as_bytes());
+                    return Err(Refused::Fatal(
+                        reading.denied(endpoint, connection.user.as_deref()),
+                    ));
+                }
+                Err(e) => return Err(Refused::Unhealthy(reason(&e))),
+            };
             Ok(Member {
                 id: read.header().map_or(0, |h| h.member_id()),
-                version: String::new(),
+                version: version_over_http(connection, endpoint).await.unwrap_or_default(),
                 db_size: None,
                 client,
                 endpoint: endpoint.to_string(),
             })
         }
-        Err(e) => Err(reason(&e)),
+        Err(e) => Err(Refused::Unhealthy(reason(&e))),
     }
 }
 
@@ -123,7 +150,7 @@ async fn probe(
 /// order given.
 pub(super) async fn probe_all(
     connection: &Connection,
-) -> Result<Vec<(String, Result<Member, String>)>, EtcdError> {
+) -> Result<Vec<(String, Result<Member, Refused>)>, EtcdError> {
     let options = connection.options()?;
     let probes = connection
         .endpoints
@@ -146,7 +173,8 @@ pub(super) async fn choose(connection: &Connection) -> Result<(Member, Vec<Membe
             Ok(member) if chosen.is_none() => chosen = Some(member),
             // A healthy member beyond the chosen one: a candidate later.
             Ok(_) => {}
-            Err(reason) => {
+            Err(Refused::Fatal(e)) => return Err(e),
+            Err(Refused::Unhealthy(reason)) => {
                 refused.push(format!("{endpoint}: {reason}"));
                 events.push(MemberEvent::Skipped { endpoint, reason });
             }

@@ -4,6 +4,7 @@
 //! writes to etcd.
 
 mod download;
+mod http_version;
 mod members;
 mod read;
 mod replay;
@@ -61,6 +62,20 @@ pub enum EtcdError {
     Request { endpoints: String, reason: String },
     #[error("saving the snapshot: {0}")]
     Save(std::io::Error),
+    /// A read the credentials may not make, with the permission to grant.
+    #[error(
+        "etcd at {endpoint}: permission denied reading {what}; a role of {who} needs it: etcdctl \
+         role grant-permission {grant}"
+    )]
+    Denied {
+        endpoint: String,
+        /// `key compact_rev_key`, `keys under /registry/`.
+        what: String,
+        /// `ROLE read compact_rev_key`, `--prefix=true ROLE read /registry/`.
+        grant: String,
+        /// `user NAME`, or `these credentials`.
+        who: String,
+    },
     /// The Maintenance snapshot was refused (it needs etcd's root role).
     #[error("etcd at {endpoints}: permission denied to download the snapshot")]
     SnapshotDenied { endpoints: String },
@@ -78,6 +93,39 @@ pub enum EtcdError {
         /// "is version 3.4.23, which may", or why the version is unknown.
         server: String,
     },
+}
+
+/// What a read asks for, so that a refusal can say which permission it
+/// lacks.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Reading<'a> {
+    Key(&'a [u8]),
+    Prefix(&'a [u8]),
+}
+
+impl Reading<'_> {
+    /// The refusal of this read by the member at `endpoint`.
+    fn denied(self, endpoint: &str, user: Option<&str>) -> EtcdError {
+        let (what, grant) = match self {
+            Reading::Key(key) => {
+                let key = String::from_utf8_lossy(key);
+                (format!("key {key}"), format!("ROLE read {key}"))
+            }
+            Reading::Prefix(prefix) => {
+                let prefix = String::from_utf8_lossy(prefix);
+                (
+                    format!("keys under {prefix}"),
+                    format!("--prefix=true ROLE read {prefix}"),
+                )
+            }
+        };
+        EtcdError::Denied {
+            endpoint: endpoint.to_string(),
+            what,
+            grant,
+            who: user.map_or("these credentials".into(), |u| format!("user {u}")),
+        }
+    }
 }
 
 /// One key as etcd returned it.
@@ -175,7 +223,7 @@ impl Etcd {
     /// Reads one key, at `revision` when given (0 = current).
     pub async fn get(&self, key: &[u8], revision: i64) -> Result<Option<KeyValue>, EtcdError> {
         let resp = self
-            .call(|client| async move {
+            .call(Reading::Key(key), |client| async move {
                 client
                     .kv_client()
                     .max_decoding_message_size(MAX_RESPONSE_BYTES)

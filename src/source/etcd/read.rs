@@ -3,7 +3,7 @@
 //! will see.
 
 use super::replay::Scope;
-use super::{is_compacted, is_denied, record_of, Etcd, EtcdError, MAX_RESPONSE_BYTES};
+use super::{is_compacted, is_denied, record_of, Etcd, EtcdError, Reading, MAX_RESPONSE_BYTES};
 use crate::decode::key::COMPACT_REV_KEY;
 use crate::source::server_version::ServerVersion;
 use crate::source::{LiveKey, Read, ReadError};
@@ -34,7 +34,7 @@ impl Etcd {
     /// Pins the current revision and names the cluster.
     pub async fn pin(&self) -> Result<Pinned, EtcdError> {
         let resp = self
-            .call(|client| async move {
+            .call(Reading::Key(COMPACT_REV_KEY.as_bytes()), |client| async move {
                 client
                     .kv_client()
                     .get(COMPACT_REV_KEY, Some(GetOptions::new().with_count_only()))
@@ -53,7 +53,7 @@ impl Etcd {
     /// Whether a read of `key` at `revision` is still possible (etcd
     /// refuses reads below its compaction revision).
     async fn readable_at(&self, key: &[u8], revision: i64) -> Result<bool, EtcdError> {
-        self.call(|client| async move {
+        self.call(Reading::Key(key), |client| async move {
             let read = client
                 .kv_client()
                 .get(
@@ -105,8 +105,13 @@ impl Etcd {
     where
         E: std::error::Error + 'static,
     {
-        let get = |key: Vec<u8>, opts: GetOptions| {
-            self.call(move |client| {
+        // A page under the prefix, or `compact_rev_key`.
+        let get = |page: bool, key: Vec<u8>, opts: GetOptions| {
+            let reading = match page {
+                true => Reading::Prefix(prefix),
+                false => Reading::Key(COMPACT_REV_KEY.as_bytes()),
+            };
+            self.call(reading, move |client| {
                 let (key, opts) = (key.clone(), opts.clone());
                 async move {
                     client
@@ -125,6 +130,7 @@ impl Etcd {
         let mut start = prefix.to_vec();
         loop {
             let mut resp = get(
+                true,
                 start.clone(),
                 options(
                     GetOptions::new()
@@ -150,6 +156,7 @@ impl Etcd {
             }
         }
         let mut resp = get(
+            false,
             COMPACT_REV_KEY.as_bytes().to_vec(),
             options(GetOptions::new().with_revision(head)),
         )
@@ -216,7 +223,7 @@ impl Etcd {
     /// the watch then decides.
     pub(super) async fn event_retained_at(&self, head: i64) -> Result<bool, EtcdError> {
         let written_at_head = self
-            .call(|client| async move {
+            .call(Reading::Prefix(b""), |client| async move {
                 let read = client
                     .kv_client()
                     .get(

@@ -4,7 +4,7 @@
 //! member where there is one, within `--command-timeout`.
 
 use super::members::{self, Member};
-use super::{reason, Etcd, EtcdError};
+use super::{is_denied, reason, Etcd, EtcdError, Reading};
 use etcd_client::Client;
 use std::future::Future;
 use std::sync::Arc;
@@ -101,8 +101,9 @@ impl Etcd {
     /// `--command-timeout`; a transient failure is retried with backoff,
     /// after moving to another healthy member where one is given, for up to
     /// `--command-timeout` more. Other failures, and the last transient one,
-    /// are returned as the request's error.
-    pub(super) async fn call<T, F, Fut>(&self, call: F) -> Result<T, EtcdError>
+    /// are returned as the request's error; a refusal says which permission
+    /// `reading` lacks.
+    pub(super) async fn call<T, F, Fut>(&self, reading: Reading<'_>, call: F) -> Result<T, EtcdError>
     where
         F: Fn(Client) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
@@ -115,6 +116,9 @@ impl Etcd {
                 match tokio::time::timeout_at(retries.attempt_until(), call(member.client.clone())).await {
                     Ok(Ok(answer)) => return Ok(answer),
                     Ok(Err(e)) if is_transient(&e) => reason(&e),
+                    Ok(Err(e)) if is_denied(&e) => {
+                        return Err(reading.denied(&member.endpoint, self.connection.user.as_deref()))
+                    }
                     Ok(Err(e)) => return Err(self.request_err(e)),
                     Err(_) => format!("no answer within {timeout:?}"),
                 };
