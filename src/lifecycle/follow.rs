@@ -170,7 +170,7 @@ pub(super) async fn follow(
     let settings = Settings::new(store, run, options, true)?;
     // One connection for the whole run: it moves to another member
     // whenever the serving one fails.
-    bar.set_message(format!("connecting to {}", connection.endpoints.join(",")));
+    bar.set_message(format!("connecting to {}", connection.describe()));
     let etcd = tokio::select! {
         r = connection.connect() => r?,
         _ = signalled.notified() => return Ok(None),

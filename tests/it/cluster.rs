@@ -139,19 +139,36 @@ fn no_usable_member_is_one_line_naming_each() {
     assert!(err.contains("no leader") || err.contains("no answer"), "{err}");
 }
 
+/// How a test names the members to the inspector.
+#[derive(Clone, Copy)]
+enum Given {
+    /// Every member, the one to serve first.
+    All,
+    /// Only the one to serve, with --endpoints-from-members.
+    OneAndMemberList,
+}
+
 /// A second run's long replay, during which `act` does something to the
 /// cluster while the inspector is frozen; the run must end complete with
 /// everything etcd holds, having moved away from `serving`.
-fn replay_through(cluster: &mut TestCluster, serving: usize, act: impl FnOnce(&mut TestCluster)) {
+fn replay_through(
+    cluster: &mut TestCluster,
+    serving: usize,
+    given: Given,
+    act: impl FnOnce(&mut TestCluster),
+) {
     let (_dir, db) = temp_db();
     cluster.write(PREFIX, 20, 200);
     let mut order = vec![serving];
     order.extend((0..3).filter(|&i| i != serving));
-    let endpoints = cluster.endpoints_of(&order);
-    ok(inspector(&db, &snapshot_args(&endpoints, &[])));
+    let (endpoints, extra) = match given {
+        Given::All => (cluster.endpoints_of(&order), vec![]),
+        Given::OneAndMemberList => (cluster.endpoints_of(&[serving]), vec!["--endpoints-from-members"]),
+    };
+    ok(inspector(&db, &snapshot_args(&endpoints, &extra)));
     let baseline = stored_revisions(&db);
     cluster.write(PREFIX, 200, 12_000);
-    let mut child = spawn_inspector(&db, &snapshot_args(&endpoints, &[]));
+    let mut child = spawn_inspector(&db, &snapshot_args(&endpoints, &extra));
     pause_mid_run(&mut child, &db, baseline);
     act(cluster);
     resume(&child);
@@ -173,7 +190,7 @@ fn replay_through(cluster: &mut TestCluster, serving: usize, act: impl FnOnce(&m
 fn the_leader_killed_during_a_long_replay_moves_the_run() {
     let mut cluster = TestCluster::start(3);
     let leader = cluster.leader();
-    replay_through(&mut cluster, leader, |c| {
+    replay_through(&mut cluster, leader, Given::All, |c| {
         c.kill(leader);
         c.wait_for_leader();
     });
@@ -183,14 +200,23 @@ fn the_leader_killed_during_a_long_replay_moves_the_run() {
 fn the_member_being_read_killed_moves_the_run() {
     let mut cluster = TestCluster::start(3);
     let follower = (cluster.leader() + 1) % 3;
-    replay_through(&mut cluster, follower, |c| c.kill(follower));
+    replay_through(&mut cluster, follower, Given::All, |c| c.kill(follower));
+}
+
+#[test]
+fn members_found_with_member_list_take_over_from_the_only_one_given() {
+    let mut cluster = TestCluster::start(3);
+    let follower = (cluster.leader() + 1) % 3;
+    replay_through(&mut cluster, follower, Given::OneAndMemberList, |c| {
+        c.kill(follower)
+    });
 }
 
 #[test]
 fn a_paused_member_is_left_for_one_that_answers() {
     let mut cluster = TestCluster::start(3);
     let follower = (cluster.leader() + 1) % 3;
-    replay_through(&mut cluster, follower, |c| c.pause(follower));
+    replay_through(&mut cluster, follower, Given::All, |c| c.pause(follower));
     cluster.resume(follower);
 }
 

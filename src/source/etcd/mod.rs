@@ -3,6 +3,7 @@
 //! (`replay`) and the server's snapshot (`download`). Nothing here
 //! writes to etcd.
 
+mod discovery;
 mod download;
 mod http_version;
 mod members;
@@ -10,6 +11,7 @@ mod read;
 mod replay;
 mod retry;
 
+pub use discovery::Discovery;
 pub use members::MemberEvent;
 pub use read::Pinned;
 pub use replay::{Replay, Scope};
@@ -36,6 +38,8 @@ pub struct Connection {
     pub password: Option<String>,
     pub dial_timeout: Duration,
     pub command_timeout: Duration,
+    /// Where the endpoints to choose from come from.
+    pub discovery: Discovery,
 }
 
 /// A failure to talk to etcd, phrased for the user.
@@ -53,6 +57,8 @@ pub enum EtcdError {
     MissingPassword,
     #[error("cannot connect to etcd at {endpoints}: {reason}")]
     Connect { endpoints: String, reason: String },
+    #[error("no etcd client URL found in DNS for {domain}: {reason}")]
+    Discovery { domain: String, reason: String },
     /// Every endpoint given failed its probe: each with why.
     #[error("no etcd member is usable: {0}")]
     NoMember(String),
@@ -207,12 +213,27 @@ impl Connection {
         Ok(opts)
     }
 
+    /// What the runs table and messages call this connection: the
+    /// endpoints, or where they are to be found.
+    pub fn describe(&self) -> String {
+        match &self.discovery {
+            Discovery::Given => self.endpoints.join(","),
+            Discovery::Members => format!("members-of:{}", self.endpoints.join(",")),
+            Discovery::Srv { domain, name: None } => format!("dns-srv:{domain}"),
+            Discovery::Srv {
+                domain,
+                name: Some(name),
+            } => format!("dns-srv:{domain}/{name}"),
+        }
+    }
+
     /// Probes every endpoint and connects to the first healthy member, in
     /// the order given; the others are kept as candidates to move to.
     pub async fn connect(&self) -> Result<Etcd, EtcdError> {
-        let (member, events) = members::choose(self).await?;
+        let connection = self.discovered().await?;
+        let (member, events) = members::choose(&connection).await?;
         Ok(Etcd {
-            connection: self.clone(),
+            connection,
             serving: Mutex::new(Arc::new(member)),
             events: Mutex::new(events),
         })
