@@ -310,3 +310,31 @@ fn a_member_cut_off_from_its_leader_ends_the_watch_and_follow_reports_the_stall(
     assert_eq!(runs(&db)[0]["status"], "interrupted");
     assert_stored_equals_written(&db, &cluster);
 }
+
+#[test]
+fn a_snapshot_download_cut_midway_starts_again_from_another_member() {
+    let cluster = TestCluster::start(3);
+    cluster.write(PREFIX, 200, 5_000);
+    // The first member is reached through a proxy that cuts every
+    // connection once the member has sent 200 kB: its answers to the probe
+    // and the pin are a few hundred bytes, its snapshot of 5,000 revisions
+    // some megabytes, so the cut comes in the middle of the download.
+    let proxy = crate::util::proxy::Proxy::new(&cluster.members[0].endpoint);
+    proxy.cut_after(200_000);
+    let endpoints = format!("{},{}", proxy.endpoint, cluster.endpoints_of(&[1, 2]));
+    let (_dir, db) = temp_db();
+    let mut args = snapshot_args(&endpoints, &[]);
+    args[4] = "snapshot";
+    let out = ok(inspector(&db, &args));
+    let run = runs(&db)[0].clone();
+    assert_eq!(
+        (run["status"].as_str(), run["fetched"].as_str()),
+        (Some("complete"), Some("snapshot")),
+        "{run}"
+    );
+    let served = served(&db);
+    assert_eq!(served.len(), 2, "{served:?}\n{}", stderr(&out));
+    assert_eq!(served[0]["endpoint"], proxy.endpoint.as_str());
+    assert_eq!(served[1]["endpoint"], cluster.members[1].endpoint.as_str());
+    assert_stored_equals_written(&db, &cluster);
+}
