@@ -167,7 +167,10 @@ fn replay_through(
     };
     ok(inspector(&db, &snapshot_args(&endpoints, &extra)));
     let baseline = stored_revisions(&db);
-    cluster.write(PREFIX, 200, 12_000);
+    // 2 kB values, sent twice (each event carries the value it replaced):
+    // some 50 MB, more than the connection's windows and socket buffers
+    // hold, so the member still has most of it to send when it fails.
+    cluster.write_padded(PREFIX, 200, 12_000, 2048);
     let mut child = spawn_inspector(&db, &snapshot_args(&endpoints, &extra));
     pause_mid_run(&mut child, &db, baseline);
     act(cluster);

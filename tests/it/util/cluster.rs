@@ -237,8 +237,14 @@ impl TestCluster {
     }
 
     /// Writes `count` revisions under `prefix` (keys `prefix<n % keys>`),
-    /// 64 in flight, each write retried until the cluster acknowledges it.
+    /// 64 in flight.
     pub fn write(&self, prefix: &str, keys: usize, count: usize) {
+        self.write_padded(prefix, keys, count, 0);
+    }
+
+    /// [`TestCluster::write`] with `pad` more bytes in each value.
+    pub fn write_padded(&self, prefix: &str, keys: usize, count: usize, pad: usize) {
+        let padding = "x".repeat(pad);
         let c = self.client().unwrap();
         self.runtime.block_on(async {
             for chunk in (0..count).collect::<Vec<_>>().chunks(64) {
@@ -246,7 +252,9 @@ impl TestCluster {
                 for &n in chunk {
                     let mut kv = c.kv_client();
                     let key = format!("{prefix}{}", n % keys.max(1));
-                    let value = super::k8s::config_map("default", &key, "uid", &[("n", &n.to_string())]);
+                    let n = n.to_string();
+                    let value =
+                        super::k8s::config_map("default", &key, "uid", &[("n", &n), ("pad", &padding)]);
                     writes.spawn(async move { kv.put(key, value, None).await.map(|_| ()) });
                 }
                 while let Some(done) = writes.join_next().await {
