@@ -418,7 +418,9 @@ pub struct HistoryArgs {
 /// How to reach etcd; flags and environment variables follow etcdctl.
 #[derive(clap::Args, Debug)]
 pub struct EtcdArgs {
-    /// Comma-separated etcd endpoints.
+    /// Comma-separated etcd endpoints: every member's client URL, as
+    /// kube-apiserver's --etcd-servers lists them. Each is probed and the
+    /// first healthy one serves; the run moves to another when it fails.
     #[arg(
         long,
         env = "ETCDCTL_ENDPOINTS",
@@ -444,9 +446,28 @@ pub struct EtcdArgs {
     /// Time allowed to connect, e.g. 5s, 500ms.
     #[arg(long, default_value = "5s", value_parser = crate::duration::parse)]
     pub dial_timeout: std::time::Duration,
-    /// Time allowed for each request.
+    /// Time allowed for each request, and again for retrying it (on another
+    /// member) after a transient failure.
     #[arg(long, default_value = "30s", value_parser = crate::duration::parse)]
     pub command_timeout: std::time::Duration,
+    /// Find the endpoints in DNS instead, as etcdctl does: the SRV records
+    /// `_etcd-client-ssl._tcp.DOMAIN` (https) and `_etcd-client._tcp.DOMAIN`
+    /// (http).
+    #[arg(long, env = "ETCDCTL_DISCOVERY_SRV", value_name = "DOMAIN")]
+    pub discovery_srv: Option<String>,
+    /// With --discovery-srv: look up `_etcd-client-ssl-NAME._tcp.DOMAIN` and
+    /// `_etcd-client-NAME._tcp.DOMAIN`.
+    #[arg(
+        long,
+        env = "ETCDCTL_DISCOVERY_SRV_NAME",
+        value_name = "NAME",
+        requires = "discovery_srv"
+    )]
+    pub discovery_srv_name: Option<String>,
+    /// Use every member's client URLs, read with MemberList from the first
+    /// of --endpoints that answers (one member's URL is enough to start).
+    #[arg(long, conflicts_with = "discovery_srv")]
+    pub endpoints_from_members: bool,
 }
 
 /// How to decrypt values kube-apiserver encrypted at rest.

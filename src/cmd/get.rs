@@ -14,7 +14,11 @@ pub fn run(args: &GetArgs) -> Result<Status> {
         .context("starting the async runtime")?;
     let kv = runtime.block_on(async {
         let etcd = Connection::from(&args.etcd).connect().await?;
-        etcd.get(args.etcd_key.as_bytes(), args.rev).await
+        let got = etcd.get(args.etcd_key.as_bytes(), args.rev).await;
+        for warning in etcd.take_events().iter().filter_map(|e| e.warning()) {
+            eprintln!("warning: {warning}");
+        }
+        got
     })?;
     let Some(kv) = kv else {
         let at = if args.rev > 0 {

@@ -16,7 +16,7 @@ pub mod snapshot;
 pub mod stats;
 
 use crate::cli::{Cli, Command, EtcdArgs};
-use crate::source::etcd::Connection;
+use crate::source::etcd::{Connection, Discovery};
 
 /// Connection settings from the command line.
 impl From<&EtcdArgs> for Connection {
@@ -30,6 +30,14 @@ impl From<&EtcdArgs> for Connection {
             password: a.password.clone(),
             dial_timeout: a.dial_timeout,
             command_timeout: a.command_timeout,
+            discovery: match (&a.discovery_srv, a.endpoints_from_members) {
+                (Some(domain), _) => Discovery::Srv {
+                    domain: domain.clone(),
+                    name: a.discovery_srv_name.clone(),
+                },
+                (None, true) => Discovery::Members,
+                (None, false) => Discovery::Given,
+            },
         }
     }
 }

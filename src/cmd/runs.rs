@@ -4,7 +4,7 @@ use super::output::{or_dash, print_list, text};
 use super::Status;
 use crate::cli::RunsArgs;
 use crate::store::HistoryReader;
-use crate::store::Store;
+use crate::store::{ServedBy, Store};
 use anyhow::Result;
 use std::path::Path;
 
@@ -21,6 +21,7 @@ pub fn run(db: &Path, args: &RunsArgs) -> Result<Status> {
             "source",
             "fetch",
             "etcd",
+            "member",
             "head",
             "compacted",
             "history from",
@@ -43,6 +44,7 @@ pub fn run(db: &Path, args: &RunsArgs) -> Result<Status> {
                 text(&r.source),
                 or_dash(r.fetched.as_deref()),
                 or_dash(r.etcd_version.as_deref()),
+                members(&r.members),
                 or_dash(r.head_revision),
                 or_dash(r.compact_revision),
                 or_dash(r.history_from),
@@ -58,4 +60,21 @@ pub fn run(db: &Path, args: &RunsArgs) -> Result<Status> {
         },
     )?;
     Ok(0)
+}
+
+/// The members that served a run: the first, then each move with its time
+/// and why (`a (id), at T moved to b (id): why`).
+fn members(served: &[ServedBy]) -> String {
+    let mut text = String::new();
+    for by in served {
+        match (&by.moved_because, text.is_empty()) {
+            (_, true) => text = by.to_string(),
+            (Some(why), false) => text += &format!("; at {} moved to {by}: {why}", by.at),
+            (None, false) => text += &format!("; at {} reconnected to {by}", by.at),
+        }
+    }
+    match text.is_empty() {
+        true => "-".into(),
+        false => text,
+    }
 }

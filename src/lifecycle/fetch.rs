@@ -3,7 +3,7 @@
 //! `auto` chooses per run from what it can know up front.
 
 use super::{file, live, RecordOptions, Settings, Summary};
-use crate::source::etcd::{Connection, EtcdError};
+use crate::source::etcd::{Etcd, EtcdError};
 use crate::store::RunId;
 use crate::store::{Backend, RunFact};
 use anyhow::Result;
@@ -52,14 +52,14 @@ fn download_pays(replay: i64, db_size: Option<i64>) -> bool {
 }
 
 /// Whether the planned run should download rather than replay.
-fn prefers_download(planned: &live::Planned) -> bool {
+fn prefers_download(etcd: &Etcd, planned: &live::Planned) -> bool {
     let replay = planned.pinned.head - planned.plan.from + 1;
-    download_pays(replay, planned.etcd.db_size())
+    download_pays(replay, etcd.db_size())
 }
 
 /// Where a live run reads.
 pub(super) struct Live<'a> {
-    pub connection: &'a Connection,
+    pub etcd: &'a Etcd,
     pub fetch: Fetch,
     /// Keep the downloaded snapshot here (else a temporary file next to the
     /// database, removed afterwards).
@@ -85,8 +85,8 @@ pub(super) async fn read(
         Fetch::Watch => false,
         Fetch::Snapshot => true,
         Fetch::Auto => {
-            let p = live::planned(store, live.connection, options, settings).await?;
-            let download = prefers_download(&p);
+            let p = live::planned(store, live.etcd, options, settings).await?;
+            let download = prefers_download(live.etcd, &p);
             planned = (!download).then_some(p);
             download
         }
@@ -102,7 +102,7 @@ pub(super) async fn read(
         }
     }
     store.record(run, RunFact::Fetched(Fetch::Watch.as_str()))?;
-    live::read(store, run, live.connection, planned, options, settings, bar).await
+    live::read(store, run, live.etcd, planned, options, settings, bar).await
 }
 
 /// The server's refusal to hand out its snapshot, if that is what `e` is.
@@ -125,7 +125,7 @@ async fn downloaded(
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from(format!("{}.snapshot.tmp", live.db.display())));
     let result = async {
-        let cluster_id = file::fetch(live.connection, &dest, bar).await?;
+        let cluster_id = file::fetch(store, run, live.etcd, &dest, bar).await?;
         let read = file::FileRead {
             path: &dest,
             cluster_id: Some(&cluster_id),

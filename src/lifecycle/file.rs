@@ -7,13 +7,13 @@ use super::progress::{phase, spinning, Position, Progress, Unit};
 use super::{Settings, Summary};
 use crate::source::bolt::BoltDb;
 use crate::source::db_file;
-use crate::source::etcd::Connection;
+use crate::source::etcd::Etcd;
 use crate::source::{Census, Read};
 use crate::store::{Backend, RunFact};
 use crate::store::{Gap, RunId};
 use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
-use std::io::Write;
+use std::io::{Seek, Write};
 use std::path::Path;
 
 /// Which data file a run reads, and how.
@@ -139,16 +139,32 @@ pub(super) fn read(
 }
 
 /// Streams the server's snapshot into `dest`; returns the cluster id.
-pub(super) async fn fetch(connection: &Connection, dest: &Path, bar: &ProgressBar) -> Result<String> {
-    bar.set_message(format!("connecting to {}", connection.endpoints.join(",")));
-    let etcd = connection.connect().await?;
+pub(super) async fn fetch(
+    store: &dyn Backend,
+    run: RunId,
+    etcd: &Etcd,
+    dest: &Path,
+    bar: &ProgressBar,
+) -> Result<String> {
+    super::members::report(store, run, etcd, bar)?;
+    let downloaded = download(etcd, dest, bar).await;
+    super::members::report(store, run, etcd, bar)?;
+    downloaded
+}
+
+/// The download part of [`fetch`], once connected.
+async fn download(etcd: &Etcd, dest: &Path, bar: &ProgressBar) -> Result<String> {
     let pinned = etcd.pin().await?;
     let mut file =
         std::fs::File::create(dest).with_context(|| format!("cannot create {}", dest.display()))?;
     let mut done = 0u64;
     let written = etcd
-        .download_snapshot(&mut |chunk, remaining| {
-            if done == 0 {
+        .download_snapshot(&mut |chunk, remaining, from_start| {
+            if from_start {
+                // A download cut off starts again, from another member.
+                file.set_len(0)?;
+                file.seek(std::io::SeekFrom::Start(0))?;
+                done = 0;
                 let total = chunk.len() as u64 + remaining;
                 phase(bar, "downloading the snapshot".into(), total, Unit::Bytes);
             }

@@ -6,7 +6,7 @@
 
 use super::fetch::{self, Fetch};
 use super::{RecordOptions, Settings, Summary};
-use crate::source::etcd::{Connection, Replay, Scope};
+use crate::source::etcd::{Connection, Etcd, Replay, Scope};
 use crate::source::filter::ResourceFilter;
 use crate::source::{Census, ReadError, Record, Sink};
 use crate::store::{Backend, RunFact};
@@ -35,6 +35,9 @@ pub struct FollowOptions {
 /// least every `commit_every`, once they agree with etcd's counters.
 struct Recorder<'w, 's> {
     writer: &'w mut RevisionWriter<'s>,
+    /// The members it reads from, reported at each commit.
+    etcd: &'w Etcd,
+    gauges: &'w Gauges,
     store: &'s dyn Backend,
     run: RunId,
     cluster: i64,
@@ -53,6 +56,30 @@ struct Recorder<'w, 's> {
     bar: ProgressBar,
 }
 
+/// What follow is doing, in the metrics file while it runs
+/// (`--metrics-file`): how far it stored, and whether it is stalled.
+struct Gauges {
+    path: Option<std::path::PathBuf>,
+    /// etcd's cluster id, the metrics' label.
+    cluster: String,
+    bar: ProgressBar,
+}
+
+impl Gauges {
+    fn write(&self, complete_through: i64, stalled: bool) {
+        let Some(path) = &self.path else { return };
+        let text = crate::report::metrics::render_following(&crate::report::metrics::Following {
+            cluster: &self.cluster,
+            complete_through,
+            stalled,
+        });
+        if let Err(e) = crate::report::metrics::write_atomically(path, &text) {
+            self.bar
+                .suspend(|| eprintln!("warning: cannot write the metrics file {}: {e}", path.display()));
+        }
+    }
+}
+
 /// Why following stopped on the database side.
 #[derive(Debug, thiserror::Error)]
 enum FollowError {
@@ -68,6 +95,7 @@ impl Recorder<'_, '_> {
     /// how far everything is stored.
     fn commit(&mut self) -> Result<(), FollowError> {
         self.writer.flush()?;
+        super::members::report(self.store, self.run, self.etcd, &self.bar)?;
         let live = std::mem::take(&mut self.census).into_live();
         let recorded = |key: &[u8]| self.filter.records_key(key, self.prefix);
         if let Some(shortfall) =
@@ -81,6 +109,7 @@ impl Recorder<'_, '_> {
                 .record(self.run, RunFact::CompleteThrough(self.through))?;
             self.committed = self.through;
         }
+        self.gauges.write(self.committed, false);
         self.last_commit = Instant::now();
         self.bar.set_message(format!(
             "following: {} revisions stored, everything through revision {}",
@@ -139,8 +168,15 @@ pub(super) async fn follow(
         .duration
         .map(|d| tokio::time::Instant::from_std(started + d));
     let settings = Settings::new(store, run, options, true)?;
+    // One connection for the whole run: it moves to another member
+    // whenever the serving one fails.
+    bar.set_message(format!("connecting to {}", connection.describe()));
+    let etcd = tokio::select! {
+        r = connection.connect() => r?,
+        _ = signalled.notified() => return Ok(None),
+    };
     let live = fetch::Live {
-        connection,
+        etcd: &etcd,
         fetch: follow.fetch,
         save: None,
         db,
@@ -153,41 +189,51 @@ pub(super) async fn follow(
         return Ok(None);
     };
     store.record(run, RunFact::CompleteThrough(summary.head))?;
+    let gauges = Gauges {
+        path: options.metrics_file.clone(),
+        cluster: store
+            .runs()?
+            .into_iter()
+            .find(|r| r.id == run)
+            .and_then(|r| r.cluster_id)
+            .unwrap_or_default(),
+        bar: bar.clone(),
+    };
+    gauges.write(summary.head, false);
     let scope = Scope {
         prefix: options.prefix.as_bytes(),
     };
     let mut backoff = Duration::from_secs(1);
     loop {
-        let ended = match connection.connect().await {
-            Ok(etcd) => {
-                let mut writer = settings.writer(store, summary.cluster, run, &options.prefix)?;
-                let mut recorder = Recorder {
-                    writer: &mut writer,
-                    store,
-                    run,
-                    cluster: summary.cluster,
-                    covered_from: summary.covered_from,
-                    prefix: &options.prefix,
-                    filter: &settings.filter,
-                    census: Census::default(),
-                    through: summary.head,
-                    committed: summary.head,
-                    last_commit: Instant::now(),
-                    commit_every: follow.commit_every,
-                    bar: bar.clone(),
-                };
-                let from = summary.head + 1;
-                let ended = tokio::select! {
-                    r = etcd.replay(scope, from, i64::MAX, connection.command_timeout, &mut recorder) => Ended::Watch(r),
-                    _ = signalled.notified() => Ended::Signal,
-                    _ = sleep_until(deadline) => Ended::Deadline,
-                };
-                // Whatever was received is complete: keep it.
-                recorder.commit()?;
-                summary.head = recorder.committed;
-                ended
-            }
-            Err(e) => Ended::Watch(Err(ReadError::Etcd(e))),
+        let ended = {
+            let mut writer = settings.writer(store, summary.cluster, run, &options.prefix)?;
+            let mut recorder = Recorder {
+                writer: &mut writer,
+                etcd: &etcd,
+                gauges: &gauges,
+                store,
+                run,
+                cluster: summary.cluster,
+                covered_from: summary.covered_from,
+                prefix: &options.prefix,
+                filter: &settings.filter,
+                census: Census::default(),
+                through: summary.head,
+                committed: summary.head,
+                last_commit: Instant::now(),
+                commit_every: follow.commit_every,
+                bar: bar.clone(),
+            };
+            let from = summary.head + 1;
+            let ended = tokio::select! {
+                r = etcd.replay(scope, from, i64::MAX, &mut recorder) => Ended::Watch(r),
+                _ = signalled.notified() => Ended::Signal,
+                _ = sleep_until(deadline) => Ended::Deadline,
+            };
+            // Whatever was received is complete: keep it.
+            recorder.commit()?;
+            summary.head = recorder.committed;
+            ended
         };
         match ended {
             Ended::Deadline => {
@@ -198,11 +244,14 @@ pub(super) async fn follow(
             Ended::Watch(Err(ReadError::Sink(FollowError::Store(e)))) => return Err(e.into()),
             Ended::Watch(Err(ReadError::Sink(FollowError::Incomplete(e)))) => return Err(e.into()),
             Ended::Watch(Err(e)) => {
-                eprintln!(
-                    "warning: watching stopped at revision {}: {e}; reconnecting in {}s",
-                    summary.head,
-                    backoff.as_secs()
-                );
+                gauges.write(summary.head, true);
+                bar.suspend(|| {
+                    eprintln!(
+                        "warning: watching stopped at revision {}: {e}; reconnecting in {}s",
+                        summary.head,
+                        backoff.as_secs()
+                    )
+                });
                 tokio::select! {
                     _ = tokio::time::sleep(backoff) => {}
                     _ = signalled.notified() => return Ok(None),
@@ -223,12 +272,16 @@ pub(super) async fn follow(
                 summary.head = caught_up.head;
                 summary.covered_from = caught_up.covered_from;
                 store.record(run, RunFact::CompleteThrough(summary.head))?;
+                gauges.write(summary.head, false);
             }
             Ok(None) => return Ok(None),
             Err(e) if e.downcast_ref::<StoreError>().is_some() || e.downcast_ref::<Shortfall>().is_some() => {
                 return Err(e)
             }
-            Err(e) => eprintln!("warning: catching up failed: {e:#}"),
+            Err(e) => {
+                gauges.write(summary.head, true);
+                eprintln!("warning: catching up failed: {e:#}");
+            }
         }
     }
 }

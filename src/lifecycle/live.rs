@@ -6,7 +6,7 @@
 use super::plan::{read_error, replay_all, Plan, Tail};
 use super::progress::{phase, spinning, Position, Progress, Unit};
 use super::{RecordOptions, Settings, Summary};
-use crate::source::etcd::{Connection, Etcd, Pinned, Scope};
+use crate::source::etcd::{Etcd, Pinned, Scope};
 use crate::source::{Census, Read};
 use crate::store::RunId;
 use crate::store::{Backend, RunFact};
@@ -16,20 +16,18 @@ use indicatif::ProgressBar;
 /// A connected etcd, the revision pinned for the run, etcd's compaction
 /// revision and where the run's history starts.
 pub(super) struct Planned {
-    pub etcd: Etcd,
     pub pinned: Pinned,
     pub compact: i64,
     pub plan: Plan,
 }
 
-/// Connects, pins the head and plans the run's history.
+/// Pins the head and plans the run's history.
 pub(super) async fn planned(
     store: &dyn Backend,
-    connection: &Connection,
+    etcd: &Etcd,
     options: &RecordOptions,
     settings: &Settings,
 ) -> Result<Planned> {
-    let etcd = connection.connect().await?;
     let scope = Scope {
         prefix: options.prefix.as_bytes(),
     };
@@ -43,37 +41,57 @@ pub(super) async fn planned(
         &settings.filter,
     )?;
     Ok(Planned {
-        etcd,
         pinned,
         compact,
         plan,
     })
 }
 
-/// Reads a live etcd into the run, with the connection and plan already
-/// made when given; `None` when a signal stopped it.
+/// Reads a live etcd into the run, with the plan already made when given;
+/// `None` when a signal stopped it.
 pub(super) async fn read(
     store: &dyn Backend,
     run: RunId,
-    connection: &Connection,
+    etcd: &Etcd,
     made: Option<Planned>,
     options: &RecordOptions,
     settings: &Settings,
     bar: &ProgressBar,
 ) -> Result<Option<Summary>> {
-    bar.set_message(format!("connecting to {}", connection.endpoints.join(",")));
+    super::members::report(store, run, etcd, bar)?;
+    let read = async {
+        let planned = match made {
+            Some(p) => p,
+            None => planned(store, etcd, options, settings).await?,
+        };
+        let version = etcd.version();
+        if !version.is_empty() {
+            store.record(run, RunFact::EtcdVersion(&version))?;
+        }
+        read_planned(store, run, etcd, &planned, options, settings, bar).await
+    }
+    .await;
+    // Whatever the outcome, the run says which members served it.
+    super::members::report(store, run, etcd, bar)?;
+    read
+}
+
+/// The reading part of [`read`], once connected and planned.
+async fn read_planned(
+    store: &dyn Backend,
+    run: RunId,
+    etcd: &Etcd,
+    planned: &Planned,
+    options: &RecordOptions,
+    settings: &Settings,
+    bar: &ProgressBar,
+) -> Result<Option<Summary>> {
     let Planned {
-        etcd,
         pinned,
         compact,
         plan,
-    } = match made {
-        Some(p) => p,
-        None => planned(store, connection, options, settings).await?,
-    };
-    if !etcd.version().is_empty() {
-        store.record(run, RunFact::EtcdVersion(etcd.version()))?;
-    }
+    } = planned;
+    let compact = *compact;
     let scope = Scope {
         prefix: options.prefix.as_bytes(),
     };
@@ -115,9 +133,7 @@ pub(super) async fn read(
         Unit::Revisions,
     );
     sink.position = Position::Revision(plan.from);
-    let idle = connection.command_timeout;
-    let Some(from) = replay_all(&etcd, scope, plan.from, pinned.head, idle, &mut sink, &mut gaps).await?
-    else {
+    let Some(from) = replay_all(etcd, scope, plan.from, pinned.head, &mut sink, &mut gaps).await? else {
         return Ok(None);
     };
     spinning(bar);

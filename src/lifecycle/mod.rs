@@ -9,6 +9,7 @@ mod file;
 mod finish;
 mod follow;
 mod live;
+mod members;
 mod plan;
 mod progress;
 mod signal;
@@ -82,8 +83,8 @@ impl Source {
                 connection,
                 fetch: Fetch::Snapshot,
                 ..
-            } => format!("fetch-snapshot:{}", connection.endpoints.join(",")),
-            Source::Live { connection, .. } => connection.endpoints.join(","),
+            } => format!("fetch-snapshot:{}", connection.describe()),
+            Source::Live { connection, .. } => connection.describe(),
             Source::File { path, .. } => format!("file:{}", path.display()),
         }
     }
@@ -187,7 +188,7 @@ pub fn follow(
     options: &RecordOptions,
     follow: &FollowOptions,
 ) -> Result<Finished> {
-    let source = format!("follow:{}", connection.endpoints.join(","));
+    let source = format!("follow:{}", connection.describe());
     let (store, run) = finish::begin(db, &source, options)?;
     let started = Instant::now();
     let bar = progress::bar();
@@ -217,8 +218,10 @@ async fn read(
             fetch,
             save,
         } => {
+            bar.set_message(format!("connecting to {}", connection.describe()));
+            let etcd = connection.connect().await?;
             let live = fetch::Live {
-                connection,
+                etcd: &etcd,
                 fetch: *fetch,
                 save: save.as_deref(),
                 db,

@@ -8,7 +8,6 @@ use crate::source::{LiveKey, ReadError};
 use crate::store::{Backend, RunFact};
 use crate::store::{Gap, Previous, RevisionWriter, RunId};
 use anyhow::Result;
-use std::time::Duration;
 
 /// A failed read as the error it carries, so callers can tell a database
 /// failure from a source's.
@@ -98,26 +97,24 @@ pub(super) async fn replay_all(
     scope: Scope<'_>,
     mut from: i64,
     head: i64,
-    idle: Duration,
     sink: &mut Progress<'_, '_>,
     gaps: &mut Vec<Gap>,
 ) -> Result<Option<i64>> {
     loop {
-        match etcd
-            .replay(scope, from, head, idle, sink)
-            .await
-            .map_err(read_error)?
-        {
+        match etcd.replay(scope, from, head, sink).await.map_err(read_error)? {
             Replay::Complete => return Ok(Some(from)),
             Replay::Stopped => return Ok(None),
-            Replay::Compacted(c) => {
-                if c > from {
+            Replay::Compacted {
+                missing_from,
+                retained_from,
+            } => {
+                if retained_from > missing_from {
                     gaps.push(Gap {
-                        from_revision: from,
-                        to_revision: c - 1,
+                        from_revision: missing_from,
+                        to_revision: retained_from - 1,
                     });
                 }
-                from = c;
+                from = retained_from;
             }
         }
     }

@@ -97,6 +97,46 @@ pub fn render(
     Ok(out)
 }
 
+/// What a `follow` run is doing, written while it runs (the metrics of the
+/// finished run replace it when it ends).
+#[derive(Clone, Copy, Debug)]
+pub struct Following<'a> {
+    /// etcd's cluster id.
+    pub cluster: &'a str,
+    /// Everything up to this revision is stored.
+    pub complete_through: i64,
+    /// No member delivers the watch: the run waits for one.
+    pub stalled: bool,
+}
+
+/// The metrics text of a `follow` run that is still running.
+pub fn render_following(f: &Following<'_>) -> String {
+    let c = format!("cluster=\"{}\"", label(f.cluster));
+    let mut out = String::new();
+    let now = jiff::Timestamp::now().as_second();
+    for (name, help, value) in [
+        (
+            "follow_stalled",
+            "1 while follow cannot watch (no etcd member delivers), 0 while it records.",
+            i64::from(f.stalled),
+        ),
+        (
+            "follow_complete_through_revision",
+            "etcd revision up to which follow has stored everything.",
+            f.complete_through,
+        ),
+        (
+            "follow_updated_timestamp_seconds",
+            "Unix time follow last wrote these metrics.",
+            now,
+        ),
+    ] {
+        family(&mut out, name, "gauge", help);
+        let _ = writeln!(out, "etcd_inspector_{name}{{{c}}} {value}");
+    }
+    out
+}
+
 /// Writes `text` to `path` atomically: a temporary file beside it, synced,
 /// then renamed over it, so a collector never reads half a file.
 pub fn write_atomically(path: &Path, text: &str) -> io::Result<()> {

@@ -37,7 +37,7 @@ pub use recorder::{RunFact, RunRecorder};
 pub trait Backend: HistoryReader + RunRecorder {}
 
 impl<T: HistoryReader + RunRecorder> Backend for T {}
-pub use run::{FileInfo, Gap, Previous, RunId, RunInfo, RunStatus, RunTime, Shortfall};
+pub use run::{FileInfo, Gap, Previous, RunId, RunInfo, RunStatus, RunTime, ServedBy, Shortfall};
 pub use scope::{ObjectFilter, Scope};
 pub use sqlite::Store;
 pub use usage::{BusiestKey, LargestKey, ManagerUsage, NamespaceUsage, ResourceUsage, Usage};

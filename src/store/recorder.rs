@@ -5,8 +5,8 @@
 
 use super::hash_key::{HashKeyOptions, KeyNotice};
 use super::{
-    ClassifyStats, FindingsWriter, Gap, Previous, Pruned, RevisionWriter, RunId, RunStatus, Shortfall,
-    StoreError,
+    ClassifyStats, FindingsWriter, Gap, Previous, Pruned, RevisionWriter, RunId, RunStatus, ServedBy,
+    Shortfall, StoreError,
 };
 use crate::canon::path::FieldPath;
 use crate::canon::semantic::FieldConfig;
@@ -53,6 +53,9 @@ pub enum RunFact<'a> {
     CompleteThrough(i64),
     /// Revisions of `cluster` the run found lost to compaction.
     Gap { cluster: i64, gap: Gap },
+    /// An etcd member started serving the run (a reconnection to the one
+    /// serving, without a reason, records nothing).
+    Served(&'a ServedBy),
 }
 
 /// What runs, `analyze` and `prune` write.

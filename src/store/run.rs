@@ -59,6 +59,27 @@ impl std::fmt::Display for Gap {
     }
 }
 
+/// An etcd member that served a live run, from `at` on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ServedBy {
+    /// When it started serving (RFC 3339).
+    pub at: String,
+    /// The client URL the run reached it at.
+    pub endpoint: String,
+    /// etcd's member id, hex.
+    pub member_id: String,
+    /// Why the member before it stopped serving; `None` for the first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moved_because: Option<String>,
+}
+
+impl std::fmt::Display for ServedBy {
+    /// `endpoint (member id)`, as `runs` shows a member.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.endpoint, self.member_id)
+    }
+}
+
 /// The run an incremental run continues from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Previous {
@@ -151,6 +172,10 @@ pub struct RunInfo {
     /// For a run that read a data file: its size, SHA-256 and revisions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<FileInfo>,
+    /// For a live run: the etcd members that served it, in order (more than
+    /// one when it moved because a member failed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<ServedBy>,
 }
 
 /// The data file a run read.

@@ -222,6 +222,7 @@ fn as_written_before_segments(db: &Path) {
            DROP INDEX findings_by_severity;
            DROP INDEX findings_by_cluster;
            DROP INDEX semantic_values_by_base;
+           DROP TABLE run_members;
            PRAGMA user_version = 13;"#,
     )
     .unwrap();

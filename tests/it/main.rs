@@ -6,6 +6,7 @@
 mod util;
 
 mod changes;
+mod cluster;
 mod decode_cli;
 mod decode_every_kind;
 mod decode_fixtures;

@@ -3,17 +3,24 @@
 //! (`replay`) and the server's snapshot (`download`). Nothing here
 //! writes to etcd.
 
+mod discovery;
 mod download;
+mod http_version;
+mod members;
 mod read;
 mod replay;
+mod retry;
 
+pub use discovery::Discovery;
+pub use members::MemberEvent;
 pub use read::Pinned;
 pub use replay::{Replay, Scope};
 
-use crate::decode::key::COMPACT_REV_KEY;
 use crate::source::server_version::ServerVersion;
-use etcd_client::{Certificate, Client, ConnectOptions, GetOptions, Identity, TlsOptions};
+use etcd_client::{Certificate, ConnectOptions, GetOptions, Identity, TlsOptions};
+use members::Member;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Largest response accepted; etcd's own limit for a request is 1.5 MiB but
@@ -31,6 +38,8 @@ pub struct Connection {
     pub password: Option<String>,
     pub dial_timeout: Duration,
     pub command_timeout: Duration,
+    /// Where the endpoints to choose from come from.
+    pub discovery: Discovery,
 }
 
 /// A failure to talk to etcd, phrased for the user.
@@ -48,10 +57,31 @@ pub enum EtcdError {
     MissingPassword,
     #[error("cannot connect to etcd at {endpoints}: {reason}")]
     Connect { endpoints: String, reason: String },
+    #[error("no etcd client URL found in DNS for {domain}: {reason}")]
+    Discovery { domain: String, reason: String },
+    /// Every endpoint given failed its probe: each with why.
+    #[error("no etcd member is usable: {0}")]
+    NoMember(String),
+    #[error("no etcd endpoint given")]
+    NoEndpoints,
     #[error("etcd at {endpoints}: {reason}")]
     Request { endpoints: String, reason: String },
     #[error("saving the snapshot: {0}")]
     Save(std::io::Error),
+    /// A read the credentials may not make, with the permission to grant.
+    #[error(
+        "etcd at {endpoint}: permission denied reading {what}; a role of {who} needs it: etcdctl \
+         role grant-permission {grant}"
+    )]
+    Denied {
+        endpoint: String,
+        /// `key compact_rev_key`, `keys under /registry/`.
+        what: String,
+        /// `ROLE read compact_rev_key`, `--prefix=true ROLE read /registry/`.
+        grant: String,
+        /// `user NAME`, or `these credentials`.
+        who: String,
+    },
     /// The Maintenance snapshot was refused (it needs etcd's root role).
     #[error("etcd at {endpoints}: permission denied to download the snapshot")]
     SnapshotDenied { endpoints: String },
@@ -71,6 +101,39 @@ pub enum EtcdError {
     },
 }
 
+/// What a read asks for, so that a refusal can say which permission it
+/// lacks.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Reading<'a> {
+    Key(&'a [u8]),
+    Prefix(&'a [u8]),
+}
+
+impl Reading<'_> {
+    /// The refusal of this read by the member at `endpoint`.
+    fn denied(self, endpoint: &str, user: Option<&str>) -> EtcdError {
+        let (what, grant) = match self {
+            Reading::Key(key) => {
+                let key = String::from_utf8_lossy(key);
+                (format!("key {key}"), format!("ROLE read {key}"))
+            }
+            Reading::Prefix(prefix) => {
+                let prefix = String::from_utf8_lossy(prefix);
+                (
+                    format!("keys under {prefix}"),
+                    format!("--prefix=true ROLE read {prefix}"),
+                )
+            }
+        };
+        EtcdError::Denied {
+            endpoint: endpoint.to_string(),
+            what,
+            grant,
+            who: user.map_or("these credentials".into(), |u| format!("user {u}")),
+        }
+    }
+}
+
 /// One key as etcd returned it.
 #[derive(Clone, Debug)]
 pub struct KeyValue {
@@ -82,15 +145,13 @@ pub struct KeyValue {
     pub lease: i64,
 }
 
-/// An open read-only connection.
+/// An open read-only connection to one member at a time: the first healthy
+/// one of the endpoints, then another whenever the serving one fails.
 pub struct Etcd {
-    client: Client,
-    endpoints: String,
-    /// The version the server reported, as it spelt it; empty when the
-    /// credentials may not ask.
-    version: String,
-    /// The size of its data file, from the same Status answer.
-    db_size: Option<i64>,
+    connection: Connection,
+    serving: Mutex<Arc<Member>>,
+    /// What happened to the choice of member since the run last asked.
+    events: Mutex<Vec<MemberEvent>>,
 }
 
 /// The most useful words of a client error: the innermost cause.
@@ -117,10 +178,14 @@ impl Connection {
     }
 
     fn options(&self) -> Result<ConnectOptions, EtcdError> {
+        // `hasleader` on every request, as clientv3's WithRequireLeader
+        // sends it: a member cut off from its leader refuses requests and
+        // ends watches, instead of serving a silent, stale stream.
         let mut opts = ConnectOptions::new()
             .with_connect_timeout(self.dial_timeout)
             .with_timeout(self.command_timeout)
-            .with_keep_alive(Duration::from_secs(10), self.command_timeout);
+            .with_keep_alive(Duration::from_secs(10), self.command_timeout)
+            .with_require_leader(true);
         if let Some(user) = &self.user {
             let password = self.password.clone().ok_or(EtcdError::MissingPassword)?;
             opts = opts.with_user(user.clone(), password);
@@ -148,58 +213,29 @@ impl Connection {
         Ok(opts)
     }
 
-    /// Connects and checks the server answers (etcd-client connects lazily).
+    /// What the runs table and messages call this connection: the
+    /// endpoints, or where they are to be found.
+    pub fn describe(&self) -> String {
+        match &self.discovery {
+            Discovery::Given => self.endpoints.join(","),
+            Discovery::Members => format!("members-of:{}", self.endpoints.join(",")),
+            Discovery::Srv { domain, name: None } => format!("dns-srv:{domain}"),
+            Discovery::Srv {
+                domain,
+                name: Some(name),
+            } => format!("dns-srv:{domain}/{name}"),
+        }
+    }
+
+    /// Probes every endpoint and connects to the first healthy member, in
+    /// the order given; the others are kept as candidates to move to.
     pub async fn connect(&self) -> Result<Etcd, EtcdError> {
-        let endpoints = self.endpoints.join(",");
-        let connect_err = |e: etcd_client::Error| EtcdError::Connect {
-            endpoints: endpoints.clone(),
-            reason: reason(&e),
-        };
-        let client = tokio::time::timeout(
-            self.dial_timeout,
-            Client::connect(&self.endpoints, Some(self.options()?)),
-        )
-        .await
-        .map_err(|_| EtcdError::Connect {
-            endpoints: endpoints.clone(),
-            reason: format!("no answer within {:?}", self.dial_timeout),
-        })?
-        .map_err(connect_err)?;
-        // A cheap read proves the endpoint, TLS and credentials all work,
-        // and names the server's version. Some releases reserve Status for
-        // administrators: a plain read proves the rest then.
-        let no_answer = || EtcdError::Connect {
-            endpoints: endpoints.clone(),
-            reason: format!("no answer within {:?}", self.dial_timeout),
-        };
-        let refused = |e: etcd_client::Error| EtcdError::Connect {
-            endpoints: endpoints.clone(),
-            reason: reason(&e),
-        };
-        let mut maintenance = client.maintenance_client();
-        let (version, db_size) = match tokio::time::timeout(self.dial_timeout, maintenance.status())
-            .await
-            .map_err(|_| no_answer())?
-        {
-            Ok(status) => (status.version().to_string(), Some(status.db_size())),
-            Err(e) if is_denied(&e) => {
-                let mut kv = client.kv_client();
-                tokio::time::timeout(
-                    self.dial_timeout,
-                    kv.get(COMPACT_REV_KEY, Some(GetOptions::new().with_count_only())),
-                )
-                .await
-                .map_err(|_| no_answer())?
-                .map_err(refused)?;
-                (String::new(), None)
-            }
-            Err(e) => return Err(refused(e)),
-        };
+        let connection = self.discovered().await?;
+        let (member, events) = members::choose(&connection).await?;
         Ok(Etcd {
-            version,
-            db_size,
-            client,
-            endpoints,
+            connection,
+            serving: Mutex::new(Arc::new(member)),
+            events: Mutex::new(events),
         })
     }
 }
@@ -207,17 +243,15 @@ impl Connection {
 impl Etcd {
     /// Reads one key, at `revision` when given (0 = current).
     pub async fn get(&self, key: &[u8], revision: i64) -> Result<Option<KeyValue>, EtcdError> {
-        let mut kv = self
-            .client
-            .kv_client()
-            .max_decoding_message_size(MAX_RESPONSE_BYTES);
-        let resp = kv
-            .get(key, Some(GetOptions::new().with_revision(revision)))
-            .await
-            .map_err(|e| EtcdError::Request {
-                endpoints: self.endpoints.clone(),
-                reason: reason(&e),
-            })?;
+        let resp = self
+            .call(Reading::Key(key), |client| async move {
+                client
+                    .kv_client()
+                    .max_decoding_message_size(MAX_RESPONSE_BYTES)
+                    .get(key, Some(GetOptions::new().with_revision(revision)))
+                    .await
+            })
+            .await?;
         Ok(resp.kvs().first().map(|kv| KeyValue {
             key: kv.key().to_vec(),
             value: kv.value().to_vec(),
@@ -226,6 +260,26 @@ impl Etcd {
             version: kv.version(),
             lease: kv.lease(),
         }))
+    }
+
+    /// The member serving now.
+    fn member(&self) -> Arc<Member> {
+        self.serving.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn note(&self, event: MemberEvent) {
+        self.events.lock().unwrap_or_else(|p| p.into_inner()).push(event);
+    }
+
+    /// What happened to the choice of member since the last call: endpoints
+    /// skipped, the member that serves and each move to another.
+    pub fn take_events(&self) -> Vec<MemberEvent> {
+        std::mem::take(&mut *self.events.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// The endpoint of the member serving now.
+    pub fn endpoint(&self) -> String {
+        self.member().endpoint.clone()
     }
 }
 
@@ -247,33 +301,31 @@ fn is_denied(e: &etcd_client::Error) -> bool {
 
 impl Etcd {
     fn request_err(&self, e: etcd_client::Error) -> EtcdError {
-        EtcdError::Request {
-            endpoints: self.endpoints.clone(),
-            reason: reason(&e),
-        }
+        self.failure(reason(&e))
     }
 
     fn failure(&self, reason: String) -> EtcdError {
         EtcdError::Request {
-            endpoints: self.endpoints.clone(),
+            endpoints: self.endpoint(),
             reason,
         }
     }
 
-    /// The version the server reported, as it spelt it; empty when the
-    /// credentials may not ask.
-    pub fn version(&self) -> &str {
-        &self.version
+    /// The version the serving member reported, as it spelt it; empty when
+    /// the credentials may not ask.
+    pub fn version(&self) -> String {
+        self.member().version.clone()
     }
 
-    /// The size of the server's data file, when the credentials may ask.
+    /// The size of the serving member's data file, when the credentials may
+    /// ask.
     pub fn db_size(&self) -> Option<i64> {
-        self.db_size
+        self.member().db_size
     }
 
-    /// The server's version, when it is one this tool can read.
+    /// The serving member's version, when it is one this tool can read.
     pub fn server_version(&self) -> Option<ServerVersion> {
-        ServerVersion::parse(&self.version)
+        ServerVersion::parse(&self.member().version)
     }
 }
 

@@ -3,7 +3,7 @@
 //! will see.
 
 use super::replay::Scope;
-use super::{is_compacted, is_denied, record_of, Etcd, EtcdError, MAX_RESPONSE_BYTES};
+use super::{is_compacted, is_denied, record_of, Etcd, EtcdError, Reading, MAX_RESPONSE_BYTES};
 use crate::decode::key::COMPACT_REV_KEY;
 use crate::source::server_version::ServerVersion;
 use crate::source::{LiveKey, Read, ReadError};
@@ -34,11 +34,13 @@ impl Etcd {
     /// Pins the current revision and names the cluster.
     pub async fn pin(&self) -> Result<Pinned, EtcdError> {
         let resp = self
-            .client
-            .kv_client()
-            .get(COMPACT_REV_KEY, Some(GetOptions::new().with_count_only()))
-            .await
-            .map_err(|e| self.request_err(e))?;
+            .call(Reading::Key(COMPACT_REV_KEY.as_bytes()), |client| async move {
+                client
+                    .kv_client()
+                    .get(COMPACT_REV_KEY, Some(GetOptions::new().with_count_only()))
+                    .await
+            })
+            .await?;
         let header = resp
             .header()
             .ok_or_else(|| self.failure("response without a header".into()))?;
@@ -51,19 +53,21 @@ impl Etcd {
     /// Whether a read of `key` at `revision` is still possible (etcd
     /// refuses reads below its compaction revision).
     async fn readable_at(&self, key: &[u8], revision: i64) -> Result<bool, EtcdError> {
-        let read = self
-            .client
-            .kv_client()
-            .get(
-                key,
-                Some(GetOptions::new().with_revision(revision).with_count_only()),
-            )
-            .await;
-        match read {
-            Ok(_) => Ok(true),
-            Err(e) if is_compacted(&e) => Ok(false),
-            Err(e) => Err(self.request_err(e)),
-        }
+        self.call(Reading::Key(key), |client| async move {
+            let read = client
+                .kv_client()
+                .get(
+                    key,
+                    Some(GetOptions::new().with_revision(revision).with_count_only()),
+                )
+                .await;
+            match read {
+                Ok(_) => Ok(true),
+                Err(e) if is_compacted(&e) => Ok(false),
+                Err(e) => Err(e),
+            }
+        })
+        .await
     }
 
     /// The server's compaction revision (0 if nothing was ever compacted),
@@ -101,10 +105,23 @@ impl Etcd {
     where
         E: std::error::Error + 'static,
     {
-        let mut kv = self
-            .client
-            .kv_client()
-            .max_decoding_message_size(MAX_RESPONSE_BYTES);
+        // A page under the prefix, or `compact_rev_key`.
+        let get = |page: bool, key: Vec<u8>, opts: GetOptions| {
+            let reading = match page {
+                true => Reading::Prefix(prefix),
+                false => Reading::Key(COMPACT_REV_KEY.as_bytes()),
+            };
+            self.call(reading, move |client| {
+                let (key, opts) = (key.clone(), opts.clone());
+                async move {
+                    client
+                        .kv_client()
+                        .max_decoding_message_size(MAX_RESPONSE_BYTES)
+                        .get(key, Some(opts))
+                        .await
+                }
+            })
+        };
         let options = |opts: GetOptions| match keys_only {
             true => opts.with_keys_only(),
             false => opts,
@@ -112,18 +129,17 @@ impl Etcd {
         let end = prefix_end(prefix);
         let mut start = prefix.to_vec();
         loop {
-            let mut resp = kv
-                .get(
-                    start.clone(),
-                    Some(options(
-                        GetOptions::new()
-                            .with_range(end.clone())
-                            .with_revision(head)
-                            .with_limit(page),
-                    )),
-                )
-                .await
-                .map_err(|e| self.request_err(e))?;
+            let mut resp = get(
+                true,
+                start.clone(),
+                options(
+                    GetOptions::new()
+                        .with_range(end.clone())
+                        .with_revision(head)
+                        .with_limit(page),
+                ),
+            )
+            .await?;
             let more = resp.more();
             let kvs = resp.take_kvs();
             if let Some(last) = kvs.last() {
@@ -139,13 +155,12 @@ impl Etcd {
                 break;
             }
         }
-        let mut resp = kv
-            .get(
-                COMPACT_REV_KEY,
-                Some(options(GetOptions::new().with_revision(head))),
-            )
-            .await
-            .map_err(|e| self.request_err(e))?;
+        let mut resp = get(
+            false,
+            COMPACT_REV_KEY.as_bytes().to_vec(),
+            options(GetOptions::new().with_revision(head)),
+        )
+        .await?;
         for item in resp.take_kvs() {
             if !each(item).map_err(ReadError::Sink)? {
                 return Ok(Read::Stopped);
@@ -208,24 +223,29 @@ impl Etcd {
     /// the watch then decides.
     pub(super) async fn event_retained_at(&self, head: i64) -> Result<bool, EtcdError> {
         let written_at_head = self
-            .client
-            .kv_client()
-            .get(
-                [0u8],
-                Some(
-                    GetOptions::new()
-                        .with_all_keys()
-                        .with_revision(head)
-                        .with_min_mod_revision(head)
-                        .with_keys_only(),
-                ),
-            )
-            .await;
-        match written_at_head {
-            Ok(resp) if !resp.kvs().is_empty() => return Ok(true),
-            Ok(_) => {}
-            Err(e) if is_compacted(&e) || is_denied(&e) => return Ok(true),
-            Err(e) => return Err(self.request_err(e)),
+            .call(Reading::Prefix(b""), |client| async move {
+                let read = client
+                    .kv_client()
+                    .get(
+                        [0u8],
+                        Some(
+                            GetOptions::new()
+                                .with_all_keys()
+                                .with_revision(head)
+                                .with_min_mod_revision(head)
+                                .with_keys_only(),
+                        ),
+                    )
+                    .await;
+                match read {
+                    Ok(resp) => Ok(!resp.kvs().is_empty()),
+                    Err(e) if is_compacted(&e) || is_denied(&e) => Ok(true),
+                    Err(e) => Err(e),
+                }
+            })
+            .await?;
+        if written_at_head {
+            return Ok(true);
         }
         // Only deletes at `head`; their tombstones stay unless compacted at
         // exactly `head`.

@@ -1,8 +1,10 @@
 //! History by Watch: every revision of a scope from a start revision up to
 //! the head (or onwards, for `follow`), ended on evidence.
 
+use super::members::Member;
 use super::record_of;
-use super::{Etcd, EtcdError, MAX_RESPONSE_BYTES};
+use super::retry::{is_transient, words_are_transient, Retries};
+use super::{reason, Etcd, EtcdError, MAX_RESPONSE_BYTES};
 use crate::decode::key::COMPACT_REV_KEY;
 use crate::source::server_version::ServerVersion;
 use crate::source::ReadError;
@@ -27,11 +29,20 @@ impl Scope<'_> {
 pub enum Replay {
     /// Every revision from the start up to the head was delivered.
     Complete,
-    /// The start revision had been compacted; history is retained from this
-    /// revision on.
-    Compacted(i64),
+    /// Compaction overtook the replay: revisions from `missing_from` (the
+    /// first not delivered) were compacted; history is retained from
+    /// `retained_from` on.
+    Compacted { missing_from: i64, retained_from: i64 },
     /// The sink asked to stop.
     Stopped,
+}
+
+/// How one watch stream ended.
+enum Stream {
+    Ended(Replay),
+    /// The member failed, stalled or lost its leader: worth watching again
+    /// from the first revision not delivered, on any member.
+    Cut(String),
 }
 
 /// The key range one watch covers.
@@ -62,7 +73,6 @@ impl Etcd {
         scope: Scope<'_>,
         from: i64,
         head: i64,
-        idle: Duration,
         sink: &mut S,
     ) -> Result<Replay, ReadError<S::Error>>
     where
@@ -72,10 +82,7 @@ impl Etcd {
         if from > head || (from == head && !self.event_retained_at(head).await?) {
             return Ok(Replay::Complete);
         }
-        match self
-            .watch(Watched::Everything, scope, from, head, idle, sink)
-            .await
-        {
+        match self.watch(Watched::Everything, scope, from, head, sink).await {
             Err(ReadError::Etcd(EtcdError::WatchDenied)) => {}
             done => return done,
         }
@@ -83,18 +90,19 @@ impl Etcd {
             .server_version()
             .is_some_and(ServerVersion::progress_is_ordered);
         if !ordered {
-            let server = match self.version.is_empty() {
+            let version = self.version();
+            let server = match version.is_empty() {
                 true => "did not tell its version to these credentials, so it may be one that may".into(),
-                false => format!("is version {}, which may", self.version),
+                false => format!("is version {version}, which may",),
             };
             return Err(EtcdError::Unconfirmable {
-                endpoints: self.endpoints.clone(),
+                endpoints: self.endpoint(),
                 server,
             }
             .into());
         }
         match self
-            .watch(Watched::Prefix(scope.prefix), scope, from, head, idle, sink)
+            .watch(Watched::Prefix(scope.prefix), scope, from, head, sink)
             .await?
         {
             Replay::Complete => {}
@@ -105,29 +113,76 @@ impl Etcd {
             scope,
             from,
             head,
-            idle,
             sink,
         )
         .await
     }
 
-    /// One watch of `watched` from `from`, recording what `scope` keeps, up
-    /// to `head`.
+    /// Watches `watched` from `from`, recording what `scope` keeps, up to
+    /// `head`. A stream that is cut (its member failed, stalled or lost its
+    /// leader) is watched again from the first revision it did not deliver,
+    /// on another member where one is given, so no revision is lost or
+    /// delivered twice; only compaction in between loses any, and says so.
     async fn watch<S>(
         &self,
         watched: Watched<'_>,
         scope: Scope<'_>,
         from: i64,
         head: i64,
-        idle: Duration,
         sink: &mut S,
     ) -> Result<Replay, ReadError<S::Error>>
     where
         S: crate::source::Sink,
         S::Error: std::error::Error + 'static,
     {
+        // Everything up to here has arrived, as the events prove.
+        let mut proven = from - 1;
+        let mut retries = Retries::new(self.connection.command_timeout);
+        loop {
+            let member = self.member();
+            let before = proven;
+            match self
+                .watch_stream(&member, watched, scope, &mut proven, head, sink)
+                .await?
+            {
+                Stream::Ended(replay) => return Ok(replay),
+                Stream::Cut(why) => {
+                    if proven > before {
+                        retries.reset();
+                    }
+                    if !retries.wait().await {
+                        return Err(self.failure(why).into());
+                    }
+                    self.fail_over(&member, why).await;
+                }
+            }
+        }
+    }
+
+    /// One watch stream on `member` from `proven + 1`, moving `proven` as
+    /// events arrive.
+    #[allow(clippy::too_many_arguments)]
+    async fn watch_stream<S>(
+        &self,
+        member: &Member,
+        watched: Watched<'_>,
+        scope: Scope<'_>,
+        proven: &mut i64,
+        head: i64,
+        sink: &mut S,
+    ) -> Result<Stream, ReadError<S::Error>>
+    where
+        S: crate::source::Sink,
+        S::Error: std::error::Error + 'static,
+    {
+        let failed = |e: etcd_client::Error| -> Result<Stream, ReadError<S::Error>> {
+            match is_transient(&e) {
+                true => Ok(Stream::Cut(reason(&e))),
+                false => Err(self.request_err(e).into()),
+            }
+        };
         let mut opts = etcd_client::WatchOptions::new()
-            .with_start_revision(from)
+            .with_start_revision(*proven + 1)
             .with_prev_key();
         let key: &[u8] = match watched {
             Watched::Everything => {
@@ -140,7 +195,10 @@ impl Etcd {
             }
             Watched::Exact(k) => k,
         };
-        let version = self.server_version();
+        // A stream silent this long (no event, no answer to a progress
+        // request) has a member that stopped answering.
+        let idle = self.connection.command_timeout;
+        let version = ServerVersion::parse(&member.version);
         // Progress notifications count only where etcd sends them after the
         // events they cover (etcd issue 15220); they end a replay only when
         // no event at the head can be expected, i.e. not watching everything.
@@ -153,41 +211,64 @@ impl Etcd {
             true => Duration::from_secs(1),
             false => Duration::from_millis(100),
         };
-        let mut stream = self
-            .client
-            .watch_client()
-            .max_decoding_message_size(MAX_RESPONSE_BYTES)
-            .watch(key, Some(opts))
-            .await
-            .map_err(|e| self.request_err(e))?;
+        let opened = tokio::time::timeout(
+            self.connection.command_timeout,
+            member
+                .client
+                .watch_client()
+                .max_decoding_message_size(MAX_RESPONSE_BYTES)
+                .watch(key, Some(opts)),
+        )
+        .await;
+        let mut stream = match opened {
+            Err(_) => return Ok(Stream::Cut("the watch was not opened in time".into())),
+            Ok(Err(e)) => return failed(e),
+            Ok(Ok(stream)) => stream,
+        };
         let mut last_message = tokio::time::Instant::now();
-        // Everything up to here has arrived, as the events prove.
-        let mut proven = from - 1;
         loop {
             let msg = match tokio::time::timeout(ask_after, stream.message()).await {
                 Err(_) => {
+                    // A quiet watch is normal (3.5 and later answer no
+                    // progress request on a watch with nothing to send):
+                    // a silent member is found out by asking it something.
                     if last_message.elapsed() > idle {
-                        return Err(self
-                            .failure(format!("history replay stalled: nothing received for {idle:?}"))
-                            .into());
+                        if !self.answers(member).await {
+                            return Ok(Stream::Cut(format!(
+                                "history replay stalled: nothing received for {idle:?}, and the member does \
+                                 not answer"
+                            )));
+                        }
+                        last_message = tokio::time::Instant::now();
                     }
                     // The answer keeps a quiet watch alive and, where etcd
                     // orders it, says how far the watch got.
-                    stream.request_progress().await.map_err(|e| self.request_err(e))?;
+                    if let Err(e) = stream.request_progress().await {
+                        return failed(e);
+                    }
                     continue;
                 }
-                Ok(msg) => msg.map_err(|e| self.request_err(e))?,
+                Ok(Err(e)) => return failed(e),
+                Ok(Ok(msg)) => msg,
             };
             last_message = tokio::time::Instant::now();
             let Some(resp) = msg else {
-                return Err(self.failure("watch stream closed".into()).into());
+                return Ok(Stream::Cut("watch stream closed".into()));
             };
             if resp.canceled() {
                 if resp.compact_revision() > 0 {
-                    return Ok(Replay::Compacted(resp.compact_revision()));
+                    return Ok(Stream::Ended(Replay::Compacted {
+                        missing_from: *proven + 1,
+                        retained_from: resp.compact_revision(),
+                    }));
                 }
                 if resp.cancel_reason().contains("permission denied") {
                     return Err(EtcdError::WatchDenied.into());
+                }
+                // A member that lost its leader cancels watches that require
+                // one ("etcdserver: no leader").
+                if words_are_transient(resp.cancel_reason()) {
+                    return Ok(Stream::Cut(format!("watch cancelled: {}", resp.cancel_reason())));
                 }
                 return Err(self
                     .failure(format!("watch cancelled: {}", resp.cancel_reason()))
@@ -202,29 +283,45 @@ impl Etcd {
                 // act (commit) on what they proved.
                 let through = match ordered {
                     true => resp.header().map_or(0, |h| h.revision()),
-                    false => proven,
+                    false => *proven,
                 };
                 if !sink.progress(through.min(head)).map_err(ReadError::Sink)? {
-                    return Ok(Replay::Stopped);
+                    return Ok(Stream::Ended(Replay::Stopped));
                 }
                 if ends_on_progress && through >= head {
-                    return Ok(Replay::Complete);
+                    return Ok(Stream::Ended(Replay::Complete));
                 }
                 continue;
             }
             let Some(newest) = push_events(&resp, scope, head, sink)? else {
-                return Ok(Replay::Stopped);
+                return Ok(Stream::Ended(Replay::Stopped));
             };
             // A watch delivers revisions in order and never splits one
             // across responses: everything up to `newest` has arrived.
-            proven = proven.max(newest);
+            *proven = (*proven).max(newest);
             if !sink.progress(newest.min(head)).map_err(ReadError::Sink)? {
-                return Ok(Replay::Stopped);
+                return Ok(Stream::Ended(Replay::Stopped));
             }
             if newest >= head {
-                return Ok(Replay::Complete);
+                return Ok(Stream::Ended(Replay::Complete));
             }
         }
+    }
+}
+
+impl Etcd {
+    /// Whether `member` answers a cheap linearizable read (which, with
+    /// `hasleader`, also proves it has a leader) within the command timeout.
+    async fn answers(&self, member: &Member) -> bool {
+        let mut kv = member.client.kv_client();
+        let read = kv.get(
+            COMPACT_REV_KEY,
+            Some(etcd_client::GetOptions::new().with_count_only()),
+        );
+        matches!(
+            tokio::time::timeout(self.connection.command_timeout, read).await,
+            Ok(Ok(_))
+        )
     }
 }
 

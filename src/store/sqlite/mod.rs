@@ -40,7 +40,7 @@ fn missing(path: &Path) -> StoreError {
 /// The migrations, applied in order when a database is opened.
 /// How many migrations [`migrations`] holds.
 #[cfg(test)]
-const MIGRATION_COUNT: usize = 17;
+const MIGRATION_COUNT: usize = 18;
 
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
@@ -72,6 +72,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!(
             "../../../migrations/0017_semantic_values_by_base.sql"
         )),
+        M::up(include_str!("../../../migrations/0018_run_members.sql")),
     ])
 }
 

@@ -73,10 +73,12 @@ impl Store {
                     )?,
                 } as i64;
             }
-            conn.execute(
-                "DELETE FROM history_gaps WHERE run_id IN (SELECT id FROM doomed)",
-                [],
-            )?;
+            for table in ["history_gaps", "run_members"] {
+                conn.execute(
+                    &format!("DELETE FROM {table} WHERE run_id IN (SELECT id FROM doomed)"),
+                    [],
+                )?;
+            }
             conn.execute("DELETE FROM runs WHERE id IN (SELECT id FROM doomed)", [])?;
             pruned.keys = conn.execute(
                 "DELETE FROM keys WHERE NOT EXISTS (SELECT 1 FROM revisions WHERE key_id = keys.id)",

@@ -6,7 +6,7 @@ use crate::decrypt::policy::Policy;
 use crate::source::LiveKey;
 use crate::store::RunFact;
 use crate::store::StoreError;
-use crate::store::{FileInfo, Gap, Previous, RunId, RunInfo, RunStatus, RunTime, Shortfall};
+use crate::store::{FileInfo, Gap, Previous, RunId, RunInfo, RunStatus, RunTime, ServedBy, Shortfall};
 use rusqlite::{params, OptionalExtension};
 
 impl Store {
@@ -266,6 +266,18 @@ impl Store {
                 "INSERT INTO history_gaps (run_id, cluster_id, from_revision, to_revision) VALUES (?1, ?2, ?3, ?4)",
                 vec![Box::new(cluster), Box::new(gap.from_revision), Box::new(gap.to_revision)],
             ),
+            // Connecting again to the member that serves is no move.
+            RunFact::Served(by) => (
+                "INSERT INTO run_members (run_id, at, endpoint, member_id, moved_because) SELECT ?1, ?2, ?3, ?4, ?5 \
+                 WHERE ?5 IS NOT NULL OR NOT EXISTS (SELECT 1 FROM run_members WHERE id = \
+                 (SELECT max(id) FROM run_members WHERE run_id = ?1) AND endpoint = ?3 AND member_id = ?4)",
+                vec![
+                    Box::new(by.at.clone()),
+                    Box::new(by.endpoint.clone()),
+                    Box::new(by.member_id.clone()),
+                    Box::new(by.moved_because.clone()),
+                ],
+            ),
         };
         let mut bound: Vec<&dyn rusqlite::ToSql> = vec![&run.0];
         bound.extend(values.iter().map(|v| v.as_ref()));
@@ -353,31 +365,57 @@ impl Store {
                     }),
                     _ => None,
                 },
+                members: Vec::new(),
             });
         }
         drop(rows);
-        let mut gaps = self
-            .conn
-            .prepare("SELECT run_id, from_revision, to_revision FROM history_gaps ORDER BY from_revision")
+        self.per_run(
+            &mut runs,
+            "SELECT run_id, at, endpoint, member_id, moved_because FROM run_members ORDER BY id",
+            |r| {
+                Ok(ServedBy {
+                    at: r.get(1)?,
+                    endpoint: r.get(2)?,
+                    member_id: r.get(3)?,
+                    moved_because: r.get(4)?,
+                })
+            },
+            |info, by| info.members.push(by),
+        )?;
+        self.per_run(
+            &mut runs,
+            "SELECT run_id, from_revision, to_revision FROM history_gaps ORDER BY from_revision",
+            |r| {
+                Ok(Gap {
+                    from_revision: r.get(1)?,
+                    to_revision: r.get(2)?,
+                })
+            },
+            |info, gap| info.gaps.push(gap),
+        )?;
+        Ok(runs)
+    }
+
+    /// Adds to `runs` what `sql` selects per run (its first column the run
+    /// id, the rest read by `row`), in the order selected.
+    fn per_run<T>(
+        &self,
+        runs: &mut [RunInfo],
+        sql: &str,
+        row: impl Fn(&rusqlite::Row) -> rusqlite::Result<T>,
+        mut add: impl FnMut(&mut RunInfo, T),
+    ) -> Result<(), StoreError> {
+        let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, row(r)?)))
             .map_err(|e| self.err(e))?;
-        let gap_rows = gaps
-            .query_map([], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    Gap {
-                        from_revision: r.get(1)?,
-                        to_revision: r.get(2)?,
-                    },
-                ))
-            })
-            .map_err(|e| self.err(e))?;
-        for g in gap_rows {
-            let (run, gap) = g.map_err(|e| self.err(e))?;
+        for found in rows {
+            let (run, item) = found.map_err(|e| self.err(e))?;
             if let Some(info) = runs.iter_mut().find(|i| i.id.0 == run) {
-                info.gaps.push(gap);
+                add(info, item);
             }
         }
-        Ok(runs)
+        Ok(())
     }
 }
 

@@ -269,6 +269,18 @@ impl TestEtcd {
         });
     }
 
+    /// Whether the server answers `Status` to `user` (3.4.45 answers it to
+    /// root only).
+    pub fn status_answers(&self, user: &str, password: &str) -> bool {
+        let opts = etcd_client::ConnectOptions::new().with_user(user, password);
+        self.runtime.block_on(async {
+            match etcd_client::Client::connect([&self.endpoint], Some(opts)).await {
+                Ok(mut c) => c.status().await.is_ok(),
+                Err(_) => false,
+            }
+        })
+    }
+
     /// Compacts etcd's history at `revision`, as kube-apiserver does.
     pub fn compact(&self, revision: i64) {
         let mut c = self.client_result().unwrap();

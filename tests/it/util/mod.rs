@@ -2,6 +2,7 @@
 //! a browser), running the binary and reading its answers, the database's
 //! revisions, and the check that a secret is nowhere in a database.
 
+pub mod cluster;
 pub mod encrypt;
 pub mod etcd;
 pub mod k8s;
