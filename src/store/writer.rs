@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 /// Records decoded together on the worker threads (a chunk ends at the
 /// end of a key's revisions past this).
-const CHUNK: usize = 256;
+const CHUNK: usize = 128;
 /// Revisions written per transaction: at least [`BATCH`], more while the
 /// transaction is younger than [`BATCH_TIME`] (a bulk read commits less
 /// often: on a 714 MiB file, 8.7 s took 7.5 s), at most [`BATCH_MAX`].
