@@ -178,7 +178,7 @@ fn cluster_id(members: &[u64]) -> Option<String> {
 }
 
 /// Records read between releases of the file's resident pages.
-const RELEASE_EVERY: i64 = 8192;
+const RELEASE_EVERY: i64 = 1024;
 
 /// Revisions gathered before they are sorted by key and pushed: bounds the
 /// index of them (an [`Entry`] of 32 bytes each).
