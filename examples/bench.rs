@@ -928,6 +928,11 @@ mod large {
         }
     }
 
+    /// The arguments of a command on database `db`.
+    fn on_database(db: &str, rest: &[&str]) -> Vec<String> {
+        ["--db", db].iter().chain(rest).map(|s| s.to_string()).collect()
+    }
+
     /// Copies a database with its key file (and WAL, if one was left).
     fn copy_db(from: &Path, to: &Path) -> Result<()> {
         for suffix in ["", ".key", "-wal"] {
@@ -1133,13 +1138,7 @@ mod large {
             copy_db(&work.path("base.sqlite"), &work.path("work.sqlite"))?;
             let db = work.arg("work.sqlite");
             let out = |name: &str| work.path(name);
-            let on_db = |rest: &[&str]| -> Vec<String> {
-                ["--db", db.as_str()]
-                    .iter()
-                    .chain(rest)
-                    .map(|s| s.to_string())
-                    .collect()
-            };
+            let on_db = |rest: &[&str]| on_database(&db, rest);
             let mut plan = vec![
                 (
                     "analyze".to_string(),
@@ -1226,13 +1225,7 @@ mod large {
             // then every command that reads the whole database.
             copy_db(&work.path("base.sqlite"), &work.path("double.sqlite"))?;
             let db = work.arg("double.sqlite");
-            let on_double = |rest: &[&str]| -> Vec<String> {
-                ["--db", db.as_str()]
-                    .iter()
-                    .chain(rest)
-                    .map(|s| s.to_string())
-                    .collect()
-            };
+            let on_double = |rest: &[&str]| on_database(&db, rest);
             let mut second_cluster = on_double(&[
                 "snapshot",
                 "--file",
