@@ -9,8 +9,14 @@ use rusqlite::params;
 /// A [`crate::store::Scope`] as SQL conditions over `r` (revisions) and `k`
 /// (keys), with its values bound to ?1..?5: the revision range, then the
 /// object filter's namespace, resource and key prefix.
+///
+/// It opens with `r.key_id > 0`, true of every row: without it SQLite scans
+/// `revisions` through `revisions_by_revision` and looks every row up in
+/// the table, whose rows lie in key order; that is a page read per row once
+/// the table outgrows the page cache (12× slower on 240,000 revisions). The
+/// term makes the table's own key order the scan.
 pub(super) const SCOPE: &str =
-    "(?1 IS NULL OR r.mod_revision >= ?1) AND (?2 IS NULL OR r.mod_revision <= ?2) \
+    "r.key_id > 0 AND (?1 IS NULL OR r.mod_revision >= ?1) AND (?2 IS NULL OR r.mod_revision <= ?2) \
      AND (?3 IS NULL OR k.namespace = ?3) AND (?4 IS NULL OR k.resource = ?4) \
      AND (?5 IS NULL OR substr(k.key, 1, length(?5)) = CAST(?5 AS BLOB))";
 
