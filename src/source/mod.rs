@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+pub mod audit;
 pub mod bolt;
 pub mod db_file;
 pub mod etcd;
