@@ -110,6 +110,13 @@ pub enum Command {
     /// objects, with each changed field's old → new value (sensitive values
     /// redacted) and the managers that wrote it.
     Diff(DiffArgs),
+    /// Join kube-apiserver audit logs to the stored revisions: who wrote
+    /// each revision (user, groups, user agent, source IPs, verb) and when.
+    /// Exact where the log has the response (level RequestResponse), by
+    /// order per object where it has only metadata; a revision the order
+    /// cannot tell stays unattributed and is counted. Reads logs as often
+    /// as given: each request is stored once. Never stores a body.
+    Attribute(AttributeArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -389,6 +396,28 @@ pub struct PruneArgs {
 pub enum ListFormat {
     Table,
     Json,
+}
+
+/// The audit logs a command reads.
+#[derive(clap::Args, Debug, Clone)]
+pub struct AuditArgs {
+    /// A kube-apiserver audit log: a file (JSON lines, an EventList, a GKE
+    /// or CloudWatch export; gzip too), a folder of rotated files, or `-`
+    /// for standard input. Repeatable.
+    #[arg(long = "audit-log", value_name = "PATH")]
+    pub audit_log: Vec<crate::source::audit::AuditInput>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct AttributeArgs {
+    #[command(flatten)]
+    pub audit: AuditArgs,
+    /// The cluster the logs are of (etcd's cluster id in hex, as `runs`
+    /// shows it); needed when the database holds several.
+    #[arg(long, value_name = "HEX")]
+    pub cluster_id: Option<String>,
+    #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
+    pub output: ListFormat,
 }
 
 #[derive(clap::Args, Debug)]

@@ -6,6 +6,7 @@
 use super::clock::Clock;
 use super::objects::Objects;
 use super::Options;
+use crate::store::audit::{AuditedObject, AuditedRequest};
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
 use crate::store::{FindingsWriter, Gap, HistoryReader, StoreError, ValueReader};
@@ -131,6 +132,8 @@ pub enum Reads {
     /// The object set at the head (owners, finalizers, deletions) and the
     /// clock built from the cluster's own timestamps, after every key.
     ObjectsAndClock,
+    /// Each object's audited write requests (`attribute`), after every key.
+    AuditRequests,
 }
 
 /// The cluster a detector is set up for.
@@ -167,6 +170,12 @@ pub trait Detector {
         Ok(())
     }
 
+    /// Looks at one object's audited write requests, in the order they
+    /// were answered.
+    fn audited(&mut self, object: &AuditedObject, requests: &[AuditedRequest], out: &mut Findings) {
+        let _ = (object, requests, out);
+    }
+
     /// Once every key has been seen.
     fn finish(self: Box<Self>, whole: &Whole<'_>, out: &mut Findings) {
         let _ = (whole, out);
@@ -194,6 +203,8 @@ pub enum Make {
     /// Judges the object set at the head by the clock, given how long is
     /// too long (`--stuck-after`).
     AtHead(fn(&Objects, &Clock, Duration, &mut Findings)),
+    /// Judges each object's audited write requests on their own.
+    Audited(fn(&AuditedObject, &[AuditedRequest], &mut Findings)),
     /// Anything else: the detector, set up.
     With(for<'s> fn(&Setup<'s>) -> Result<Box<dyn Detector + 's>, StoreError>),
 }
@@ -230,6 +241,21 @@ impl Registration {
         }
     }
 
+    /// A detector of each object's audited write requests.
+    pub const fn audited(
+        name: &'static str,
+        severity: Severity,
+        detect: fn(&AuditedObject, &[AuditedRequest], &mut Findings),
+    ) -> Registration {
+        Registration {
+            name,
+            reads: Reads::AuditRequests,
+            severity,
+            topic: None,
+            make: Make::Audited(detect),
+        }
+    }
+
     /// The detector, set up for one cluster.
     pub fn start<'s>(&self, setup: &Setup<'s>) -> Result<Box<dyn Detector + 's>, StoreError> {
         match self.make {
@@ -238,8 +264,17 @@ impl Registration {
                 detect,
                 after: setup.options.stuck_after,
             })),
+            Make::Audited(detect) => Ok(Box::new(Audited(detect))),
             Make::With(make) => make(setup),
         }
+    }
+}
+
+struct Audited(fn(&AuditedObject, &[AuditedRequest], &mut Findings));
+
+impl Detector for Audited {
+    fn audited(&mut self, object: &AuditedObject, requests: &[AuditedRequest], out: &mut Findings) {
+        (self.0)(object, requests, out);
     }
 }
 

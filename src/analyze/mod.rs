@@ -5,6 +5,7 @@
 //! excess-siblings sweep needs are kept aside and swept in revision order.
 
 pub mod arena;
+pub mod attribution;
 pub mod clock;
 pub mod detector;
 pub mod drift;
@@ -131,6 +132,13 @@ fn detect_cluster(
     })?;
     if let Some(e) = failure {
         return Err(e);
+    }
+    if REGISTRY.iter().any(|r| r.reads == Reads::AuditRequests) {
+        store.audited_requests(cluster, &mut |object, requests| {
+            for d in &mut detectors {
+                d.audited(object, requests, findings);
+            }
+        })?;
     }
     clock.finish();
     let whole = Whole {

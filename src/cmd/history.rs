@@ -5,6 +5,7 @@ use super::Status;
 use crate::canon::path::{FieldPath, MANAGED_FIELDS};
 use crate::cli::{HistoryArgs, ListFormat};
 use crate::report::escape::terminal;
+use crate::store::audit::{Match, WrittenBy};
 use crate::store::HistoryReader;
 use crate::store::Store;
 use anyhow::{bail, Result};
@@ -15,6 +16,30 @@ use std::path::Path;
 /// escaped.
 fn short(v: &serde_json::Value) -> String {
     text(&crate::report::short(v, 80))
+}
+
+/// Who wrote a revision, on one line: `alice (kubectl/v1.31.0) update`,
+/// `by order` when the order told it.
+fn writer(w: &WrittenBy) -> String {
+    let agent = w
+        .user_agent
+        .as_deref()
+        .map(|a| format!(" ({})", short_agent(a)))
+        .unwrap_or_default();
+    let verb = match &w.subresource {
+        Some(s) => format!("{} {s}", w.verb),
+        None => w.verb.clone(),
+    };
+    let how = match w.match_kind {
+        Match::Exact => "",
+        Match::ByOrder => ", by order",
+    };
+    text(&format!("{}{agent} {verb}{how}", w.user))
+}
+
+/// A user agent's first word (`kubectl/v1.31.0`), as tables show it.
+fn short_agent(agent: &str) -> &str {
+    agent.split_whitespace().next().unwrap_or(agent)
 }
 
 pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
@@ -55,6 +80,8 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
             "size",
             "change",
             "changed fields",
+            "written by",
+            "written at",
             "error",
         ],
         |r| {
@@ -77,6 +104,8 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
                 r.value_size.to_string(),
                 change,
                 lines(&r.changed_paths),
+                r.written_by.as_ref().map_or("-".into(), writer),
+                or_dash(r.written_at.as_deref().map(text)),
                 or_dash(r.decode_error.as_deref()),
             ]
         },
@@ -87,9 +116,13 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
             let Some(diff) = r.diff.as_ref().filter(|d| !d.is_empty()) else {
                 continue;
             };
+            let by = match (&r.written_by, &r.written_at) {
+                (Some(w), Some(at)) => format!(", {} at {}", writer(w), text(at)),
+                _ => String::new(),
+            };
             writeln!(
                 out,
-                "revision {} ({}):",
+                "revision {} ({}{by}):",
                 r.mod_revision,
                 terminal(r.change_class.as_deref().unwrap_or("-"))
             )?;

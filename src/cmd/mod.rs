@@ -1,6 +1,7 @@
 //! One module per subcommand, each with a `run` that returns the exit status.
 
 pub mod analyze;
+pub mod attribute;
 mod common;
 pub mod decode;
 pub mod diff;
@@ -61,5 +62,6 @@ pub fn dispatch(cli: &Cli) -> anyhow::Result<Status> {
         Command::Diff(args) => diff::run(&cli.db, args),
         Command::Report(args) => report::run(&cli.db, args),
         Command::Stats(args) => stats::run(&cli.db, args),
+        Command::Attribute(args) => attribute::run(&cli.db, args),
     }
 }

@@ -4,6 +4,7 @@
 //! metrics file). Commands turn their arguments into these plain options
 //! and print the [`Finished`] run; examples and tests call the same API.
 
+mod attribute;
 mod fetch;
 mod file;
 mod finish;
@@ -14,6 +15,7 @@ mod plan;
 mod progress;
 mod signal;
 
+pub use attribute::{attribute, Attributed};
 pub use fetch::Fetch;
 pub use finish::Finished;
 pub use follow::FollowOptions;

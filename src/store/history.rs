@@ -35,6 +35,10 @@ pub struct HistoryRow {
     pub changed_paths: Vec<FieldPath>,
     /// Changed path → the field managers that wrote it.
     pub changed_by: std::collections::BTreeMap<FieldPath, Vec<String>>,
+    /// The audited request that wrote this revision, when one is known.
+    pub written_by: Option<crate::store::audit::WrittenBy>,
+    /// When it was written, when known: the writer's `stageTimestamp`.
+    pub written_at: Option<String>,
     /// Changed paths with old and new values, when asked for (`--diff`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<Vec<FieldChange>>,

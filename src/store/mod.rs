@@ -3,6 +3,7 @@
 //! write side a run and `analyze` use, with SQLite ([`sqlite`]) as the
 //! backend. SQL and every backend type stay inside the backend's module.
 
+pub mod audit;
 mod base;
 mod blob;
 pub mod classify;
@@ -39,7 +40,7 @@ pub trait Backend: HistoryReader + RunRecorder {}
 impl<T: HistoryReader + RunRecorder> Backend for T {}
 pub use run::{FileInfo, Gap, Previous, RunId, RunInfo, RunStatus, RunTime, ServedBy, Shortfall};
 pub use scope::{ObjectFilter, Scope};
-pub use sqlite::Store;
+pub use sqlite::{AuditStaging, Store};
 pub use usage::{BusiestKey, LargestKey, ManagerUsage, NamespaceUsage, ResourceUsage, Usage};
 pub use values::{Contents, Looked, ValueReader};
 pub use writer::RevisionWriter;

@@ -7,6 +7,7 @@
 //! implements the same trait.
 
 use crate::decrypt::policy::Policy;
+use crate::store::audit::{AuditedObject, AuditedRequest};
 use crate::store::object::ObjectRevision;
 use crate::store::values::Contents;
 use crate::store::{
@@ -86,6 +87,14 @@ pub trait HistoryReader {
 
     /// Writes per resource.
     fn writes_by_resource(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError>;
+
+    /// Calls `visit` with each object's audited write requests of
+    /// `cluster`, object by object, in the order they were answered.
+    fn audited_requests(
+        &self,
+        cluster: i64,
+        visit: &mut dyn FnMut(&AuditedObject, &[AuditedRequest]),
+    ) -> Result<(), StoreError>;
 
     /// The keys written most, at most `limit`.
     fn busiest_keys(&self, scope: &Scope, limit: i64) -> Result<Vec<(String, i64)>, StoreError>;

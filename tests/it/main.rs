@@ -5,6 +5,7 @@
 
 mod util;
 
+mod attribute;
 mod changes;
 mod cluster;
 mod decode_cli;

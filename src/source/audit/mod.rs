@@ -85,7 +85,7 @@ pub enum AuditError {
 pub const MALFORMED_QUOTED: usize = 10;
 
 /// What a read saw.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ReadSummary {
     /// Files read (stdin counts as one).
     pub files: u64,

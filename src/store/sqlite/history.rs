@@ -25,17 +25,22 @@ impl Store {
     pub(in crate::store) fn read_history(&self, key: &[u8]) -> Result<Vec<HistoryRow>, StoreError> {
         let mut stmt = self
             .conn
-            .prepare(
+            .prepare(&format!(
                 "SELECT c.etcd_cluster_id, r.mod_revision, r.create_revision, r.version, r.deleted, r.lease, r.value_size, \
                  r.value_sha256, r.value_hash, r.encoding, r.encryption, r.api_version, r.kind, r.namespace, r.name, r.uid, r.generation, \
-                 r.decode_error, r.run_id, r.semantic_sha256, r.change_class, r.change_cause, r.changed_paths, r.changed_by \
+                 r.decode_error, r.run_id, r.semantic_sha256, r.change_class, r.change_cause, r.changed_paths, r.changed_by, {} \
                  FROM revisions r JOIN keys k ON k.id = r.key_id JOIN clusters c ON c.id = k.cluster_id \
+                 LEFT JOIN revision_writers w ON w.key_id = r.key_id AND w.mod_revision = r.mod_revision \
+                 LEFT JOIN audit_requests a ON a.id = w.request_id \
                  WHERE k.key = ?1 ORDER BY c.id, r.mod_revision",
-            )
+                super::audit::WRITTEN_BY_COLUMNS
+            ))
             .map_err(|e| self.err(e))?;
         let rows = stmt
             .query_map([key], |r| {
+                let written_by = super::audit::written_by(r)?;
                 Ok(HistoryRow {
+                    written_at: written_by.as_ref().map(|w| w.time.clone()),
                     cluster_id: r.get("etcd_cluster_id")?,
                     mod_revision: r.get("mod_revision")?,
                     create_revision: r.get("create_revision")?,
@@ -60,6 +65,7 @@ impl Store {
                     change_cause: r.get("change_cause")?,
                     changed_paths: json_column(r, "changed_paths")?.unwrap_or_default(),
                     changed_by: json_column(r, "changed_by")?.unwrap_or_default(),
+                    written_by,
                     diff: None,
                 })
             })

@@ -2,6 +2,8 @@
 //! of clusters; the schema changes only through `migrations/`. Every SQL
 //! statement, PRAGMA and rusqlite type of the store lives in this module.
 
+mod audit;
+pub use audit::AuditStaging;
 mod changes;
 mod findings;
 mod hash_key;
@@ -40,7 +42,7 @@ fn missing(path: &Path) -> StoreError {
 /// The migrations, applied in order when a database is opened.
 /// How many migrations [`migrations`] holds.
 #[cfg(test)]
-const MIGRATION_COUNT: usize = 18;
+const MIGRATION_COUNT: usize = 19;
 
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
@@ -73,6 +75,7 @@ fn migrations() -> Migrations<'static> {
             "../../../migrations/0017_semantic_values_by_base.sql"
         )),
         M::up(include_str!("../../../migrations/0018_run_members.sql")),
+        M::up(include_str!("../../../migrations/0019_audit_attribution.sql")),
     ])
 }
 

@@ -80,6 +80,14 @@ impl Store {
                 )?;
             }
             conn.execute("DELETE FROM runs WHERE id IN (SELECT id FROM doomed)", [])?;
+            // Who wrote a revision goes with it; a request keeps its row
+            // (the audit log said it) but no longer names a removed key.
+            conn.execute_batch(
+                "DELETE FROM revision_writers WHERE NOT EXISTS (SELECT 1 FROM revisions r \
+                   WHERE r.key_id = revision_writers.key_id AND r.mod_revision = revision_writers.mod_revision); \
+                 UPDATE audit_requests SET key_id = NULL WHERE key_id IS NOT NULL \
+                   AND NOT EXISTS (SELECT 1 FROM revisions WHERE key_id = audit_requests.key_id);",
+            )?;
             pruned.keys = conn.execute(
                 "DELETE FROM keys WHERE NOT EXISTS (SELECT 1 FROM revisions WHERE key_id = keys.id)",
                 [],

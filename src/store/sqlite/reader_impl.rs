@@ -2,6 +2,7 @@
 
 use super::Store;
 use crate::decrypt::policy::Policy;
+use crate::store::audit::{AuditedObject, AuditedRequest};
 use crate::store::object::ObjectRevision;
 use crate::store::{
     Contents, FindingIter, FindingQuery, Gap, HistoryReader, HistoryRow, LiveIter, ResourceUsage, RunInfo,
@@ -92,6 +93,14 @@ impl HistoryReader for Store {
 
     fn writes_by_resource(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError> {
         Store::read_writes_by_resource(self, scope)
+    }
+
+    fn audited_requests(
+        &self,
+        cluster: i64,
+        visit: &mut dyn FnMut(&AuditedObject, &[AuditedRequest]),
+    ) -> Result<(), StoreError> {
+        Store::read_audited_requests(self, cluster, visit)
     }
 
     fn busiest_keys(&self, scope: &Scope, limit: i64) -> Result<Vec<(String, i64)>, StoreError> {

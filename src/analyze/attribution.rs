@@ -1,0 +1,376 @@
+//! Which audited request wrote which stored revision of one key.
+//!
+//! 1. **Exact**: a successful write whose response carried the object has
+//!    its revision (`responseObject.metadata.resourceVersion`). A second
+//!    request answered with a revision an earlier one wrote, or a PUT
+//!    answered with its own precondition, wrote nothing: a no-op.
+//! 2. **Creates by time**: at `Metadata` level a create pairs with the one
+//!    create revision whose `creationTimestamp` (whole seconds) is the
+//!    second of the request or the one before, when no other create fits.
+//! 3. **By order**: between two attributed revisions, the requests sent
+//!    between their writers pair one to one with the revisions in between,
+//!    when the counts are equal and each pair fits (a create wrote a
+//!    create, an update an update, a delete an update or a tombstone). With
+//!    no revision in between and attributed writes on both sides, every
+//!    update there wrote nothing. After the last attributed revision the
+//!    same holds when every request there came before the run that read
+//!    the history began. Anything else stays unattributed and is counted:
+//!    a write is never given to the wrong request on a guess.
+
+use crate::store::audit::{KeyAttribution, KeyRequest, KeyRevision, Match, Outcome};
+use jiff::{SignedDuration, Timestamp};
+
+/// What a request can have written, by its verb and subresource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Writes {
+    Create,
+    Update,
+    Delete,
+}
+
+fn writes(r: &KeyRequest) -> Option<Writes> {
+    Some(match (r.verb.as_str(), r.subresource.as_deref()) {
+        ("create", None) => Writes::Create,
+        // A binding sets the Pod's node; an eviction deletes the Pod.
+        ("create", Some("binding")) => Writes::Update,
+        ("create", Some("eviction")) => Writes::Delete,
+        ("update" | "patch", _) => Writes::Update,
+        ("delete", _) => Writes::Delete,
+        _ => return None,
+    })
+}
+
+fn succeeded(r: &KeyRequest) -> bool {
+    matches!(r.code, Some(200..=299))
+}
+
+/// Whether `w` can have written `rev`. `exact` allows an update or patch
+/// that created the object (server-side apply, create on update).
+fn fits(w: Writes, rev: &KeyRevision, exact: bool) -> bool {
+    let create = !rev.deleted && rev.version == 1;
+    match w {
+        Writes::Create => create,
+        Writes::Update => !rev.deleted && (rev.version > 1 || exact),
+        Writes::Delete => rev.deleted || rev.version > 1,
+    }
+}
+
+/// Whether a create sent at `at` can have stored `creation` (whole seconds,
+/// set before the write, the response after it).
+fn created_at(creation: Option<&str>, at: Timestamp) -> bool {
+    let Some(ct) = creation.and_then(|c| c.parse::<Timestamp>().ok()) else {
+        return false;
+    };
+    let after = at.duration_since(ct);
+    after >= SignedDuration::ZERO && after < SignedDuration::from_secs(2)
+}
+
+/// Joins one key's requests (ordered by time) to its revisions (oldest
+/// first). `history_read_at` is when the newest run that read this history
+/// began: a request before it wrote nothing the history lacks.
+pub fn join(
+    revisions: &[KeyRevision],
+    requests: &[KeyRequest],
+    history_read_at: Option<Timestamp>,
+) -> KeyAttribution {
+    let mut outcome: Vec<Option<Outcome>> = vec![None; requests.len()];
+    // Revision index → (request index, match).
+    let mut writer: Vec<Option<(usize, Match)>> = vec![None; revisions.len()];
+    for (i, r) in requests.iter().enumerate() {
+        if writes(r).is_none() {
+            outcome[i] = Some(Outcome::Unmatched);
+        } else if !succeeded(r) {
+            outcome[i] = Some(Outcome::Failed);
+        }
+    }
+    exact(revisions, requests, &mut outcome, &mut writer);
+    creates(revisions, requests, &mut outcome, &mut writer);
+    by_order(revisions, requests, history_read_at, &mut outcome, &mut writer);
+    KeyAttribution {
+        outcomes: requests
+            .iter()
+            .zip(outcome)
+            .map(|(r, o)| (r.id, o.unwrap_or(Outcome::Ambiguous)))
+            .collect(),
+        writers: revisions
+            .iter()
+            .zip(writer)
+            .filter_map(|(rev, w)| w.map(|(i, m)| (rev.mod_revision, requests[i].id, m)))
+            .collect(),
+    }
+}
+
+fn exact(
+    revisions: &[KeyRevision],
+    requests: &[KeyRequest],
+    outcome: &mut [Option<Outcome>],
+    writer: &mut [Option<(usize, Match)>],
+) {
+    for (i, r) in requests.iter().enumerate() {
+        let (None, Some(at), Some(w)) = (outcome[i], r.response_revision, writes(r)) else {
+            continue;
+        };
+        outcome[i] = Some(if r.verb == "update" && r.precondition_revision == Some(at) {
+            Outcome::NoOp
+        } else {
+            match revisions.binary_search_by_key(&at, |rev| rev.mod_revision) {
+                Err(_) => Outcome::Unmatched,
+                Ok(j) if writer[j].is_some() && w == Writes::Update => Outcome::NoOp,
+                Ok(j) if writer[j].is_some() => Outcome::Unmatched,
+                Ok(j) if fits(w, &revisions[j], true) => {
+                    writer[j] = Some((i, Match::Exact));
+                    Outcome::Wrote
+                }
+                Ok(_) => Outcome::Unmatched,
+            }
+        });
+    }
+}
+
+fn creates(
+    revisions: &[KeyRevision],
+    requests: &[KeyRequest],
+    outcome: &mut [Option<Outcome>],
+    writer: &mut [Option<(usize, Match)>],
+) {
+    let open = |i: usize, outcome: &[Option<Outcome>]| {
+        outcome[i].is_none() && writes(&requests[i]) == Some(Writes::Create)
+    };
+    for i in 0..requests.len() {
+        if !open(i, outcome) {
+            continue;
+        }
+        let fitting = |i: usize, j: usize| {
+            fits(Writes::Create, &revisions[j], false)
+                && created_at(revisions[j].creation_timestamp.as_deref(), requests[i].time)
+        };
+        let candidates: Vec<usize> = (0..revisions.len())
+            .filter(|&j| writer[j].is_none() && fitting(i, j))
+            .collect();
+        let [j] = candidates[..] else { continue };
+        let rivals = (0..requests.len()).filter(|&k| k != i && open(k, outcome) && fitting(k, j));
+        if rivals.count() == 0 {
+            writer[j] = Some((i, Match::ByOrder));
+            outcome[i] = Some(Outcome::Wrote);
+        }
+    }
+}
+
+fn by_order(
+    revisions: &[KeyRevision],
+    requests: &[KeyRequest],
+    history_read_at: Option<Timestamp>,
+    outcome: &mut [Option<Outcome>],
+    writer: &mut [Option<(usize, Match)>],
+) {
+    // Attributed revisions, oldest first, with their requests' positions.
+    let anchors: Vec<(usize, usize)> = writer
+        .iter()
+        .enumerate()
+        .filter_map(|(j, w)| w.map(|(i, _)| (j, i)))
+        .collect();
+    // Writers must have been answered in the order they wrote; if not, the
+    // clocks of the logs disagree and order tells nothing.
+    if anchors.windows(2).any(|w| w[0].1 >= w[1].1) {
+        return;
+    }
+    for (k, &(j, i)) in anchors.iter().enumerate() {
+        let (next_j, next_i, bounded) = match anchors.get(k + 1) {
+            Some(&(nj, ni)) => (nj, ni, true),
+            None => (revisions.len(), requests.len(), false),
+        };
+        let queued: Vec<usize> = (i + 1..next_i).filter(|&q| outcome[q].is_none()).collect();
+        if queued.is_empty() {
+            continue;
+        }
+        let settled =
+            bounded || history_read_at.is_some_and(|read| queued.iter().all(|&q| requests[q].time < read));
+        if !settled {
+            continue;
+        }
+        let between: Vec<usize> = (j + 1..next_j).collect();
+        if between.is_empty() {
+            if queued
+                .iter()
+                .all(|&q| writes(&requests[q]) == Some(Writes::Update))
+            {
+                queued.iter().for_each(|&q| outcome[q] = Some(Outcome::NoOp));
+            }
+            continue;
+        }
+        let pairs_fit = between.len() == queued.len()
+            && queued.iter().zip(&between).all(|(&q, &r)| {
+                let request = &requests[q];
+                let follows = request
+                    .precondition_revision
+                    .is_none_or(|p| revisions[r - 1].mod_revision == p);
+                writes(request).is_some_and(|w| fits(w, &revisions[r], false)) && follows
+            });
+        if pairs_fit {
+            for (&q, &r) in queued.iter().zip(&between) {
+                writer[r] = Some((q, Match::ByOrder));
+                outcome[q] = Some(Outcome::Wrote);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rev(mod_revision: i64, version: i64) -> KeyRevision {
+        KeyRevision {
+            mod_revision,
+            version,
+            deleted: version == 0,
+            creation_timestamp: (version == 1).then(|| "2026-11-29T09:00:00Z".into()),
+        }
+    }
+
+    fn req(id: i64, verb: &str, code: u16, secs: i64, response: Option<i64>) -> KeyRequest {
+        KeyRequest {
+            id,
+            verb: verb.into(),
+            subresource: None,
+            code: Some(code),
+            response_revision: response,
+            precondition_revision: None,
+            time: "2026-11-29T09:00:00.5Z".parse::<Timestamp>().unwrap() + SignedDuration::from_secs(secs),
+        }
+    }
+
+    fn later() -> Option<Timestamp> {
+        Some("2026-11-30T00:00:00Z".parse().unwrap())
+    }
+
+    #[test]
+    fn exact_responses_attribute_and_repeats_are_no_ops() {
+        let revs = [rev(5, 1), rev(9, 2)];
+        let reqs = [
+            req(1, "create", 201, 0, Some(5)),
+            req(2, "patch", 200, 1, Some(9)),
+            req(3, "patch", 200, 2, Some(9)),
+            req(4, "update", 409, 3, None),
+            req(5, "get", 200, 4, None),
+        ];
+        let a = join(&revs, &reqs, later());
+        assert_eq!(a.writers, vec![(5, 1, Match::Exact), (9, 2, Match::Exact)]);
+        assert_eq!(
+            a.outcomes,
+            vec![
+                (1, Outcome::Wrote),
+                (2, Outcome::Wrote),
+                (3, Outcome::NoOp),
+                (4, Outcome::Failed),
+                (5, Outcome::Unmatched)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_put_answered_with_its_precondition_wrote_nothing() {
+        let mut r = req(1, "update", 200, 1, Some(5));
+        r.precondition_revision = Some(5);
+        let a = join(&[rev(5, 1)], &[r], later());
+        assert_eq!(a.outcomes, vec![(1, Outcome::NoOp)]);
+        assert!(a.writers.is_empty());
+    }
+
+    #[test]
+    fn a_revision_not_stored_is_unmatched() {
+        let a = join(&[rev(5, 1)], &[req(1, "patch", 200, 1, Some(7))], later());
+        assert_eq!(a.outcomes, vec![(1, Outcome::Unmatched)]);
+    }
+
+    #[test]
+    fn metadata_level_pairs_by_order_after_the_create() {
+        let revs = [rev(5, 1), rev(9, 2), rev(12, 3), rev(15, 0)];
+        let reqs = [
+            req(1, "create", 201, 0, None),
+            req(2, "update", 200, 1, None),
+            req(3, "patch", 200, 2, None),
+            req(4, "delete", 200, 3, None),
+        ];
+        let a = join(&revs, &reqs, later());
+        assert_eq!(
+            a.writers,
+            vec![
+                (5, 1, Match::ByOrder),
+                (9, 2, Match::ByOrder),
+                (12, 3, Match::ByOrder),
+                (15, 4, Match::ByOrder)
+            ]
+        );
+    }
+
+    #[test]
+    fn counts_that_differ_leave_everything_unattributed() {
+        // Three updates, two revisions: one was a no-op, but which?
+        let revs = [rev(5, 1), rev(9, 2), rev(12, 3)];
+        let reqs = [
+            req(1, "create", 201, 0, None),
+            req(2, "update", 200, 1, None),
+            req(3, "update", 200, 2, None),
+            req(4, "update", 200, 3, None),
+        ];
+        let a = join(&revs, &reqs, later());
+        assert_eq!(a.writers, vec![(5, 1, Match::ByOrder)]);
+        assert!(a.outcomes[1..].iter().all(|(_, o)| *o == Outcome::Ambiguous));
+    }
+
+    #[test]
+    fn requests_after_the_history_was_read_stay_open() {
+        let revs = [rev(5, 1), rev(9, 2)];
+        let reqs = [req(1, "create", 201, 0, None), req(2, "update", 200, 1, None)];
+        let read = Some(reqs[1].time - SignedDuration::from_millis(1));
+        let a = join(&revs, &reqs, read);
+        assert_eq!(a.writers, vec![(5, 1, Match::ByOrder)]);
+        assert_eq!(a.outcomes[1], (2, Outcome::Ambiguous));
+    }
+
+    #[test]
+    fn updates_between_two_known_writes_with_no_revision_are_no_ops() {
+        let revs = [rev(5, 1), rev(9, 2)];
+        let reqs = [
+            req(1, "create", 201, 0, Some(5)),
+            req(2, "update", 200, 1, None),
+            req(3, "update", 200, 2, None),
+            req(4, "patch", 200, 3, Some(9)),
+        ];
+        let a = join(&revs, &reqs, None);
+        assert_eq!(a.outcomes[1], (2, Outcome::NoOp));
+        assert_eq!(a.outcomes[2], (3, Outcome::NoOp));
+    }
+
+    #[test]
+    fn a_precondition_that_does_not_follow_breaks_the_pairing() {
+        let revs = [rev(5, 1), rev(9, 2)];
+        let mut update = req(2, "update", 200, 1, None);
+        update.precondition_revision = Some(7);
+        let a = join(&revs, &[req(1, "create", 201, 0, None), update], later());
+        assert_eq!(a.outcomes[1], (2, Outcome::Ambiguous));
+    }
+
+    #[test]
+    fn two_creates_in_one_second_are_not_guessed() {
+        // Recreated within the second: both creates fit both generations.
+        let revs = [rev(5, 1), rev(6, 0), rev(7, 1)];
+        let reqs = [
+            req(1, "create", 201, 0, None),
+            req(2, "delete", 200, 0, None),
+            req(3, "create", 201, 0, None),
+        ];
+        let a = join(&revs, &reqs, later());
+        assert!(a.writers.is_empty());
+    }
+
+    #[test]
+    fn history_before_the_first_known_write_is_not_guessed() {
+        let mut old = rev(5, 1);
+        old.creation_timestamp = Some("2026-01-01T00:00:00Z".into());
+        let a = join(&[old, rev(9, 2)], &[req(1, "update", 200, 1, None)], later());
+        assert!(a.writers.is_empty());
+        assert_eq!(a.outcomes, vec![(1, Outcome::Ambiguous)]);
+    }
+}

@@ -1,0 +1,153 @@
+//! Who wrote each stored revision: read kube-apiserver audit logs, stage
+//! every write request they record (once per auditID, never a body), then
+//! join all staged requests to the stored revisions again.
+
+use crate::analyze::attribution;
+use crate::source::audit::{self, AuditEvent, AuditInput, ReadSummary, Stage};
+use crate::store::audit::{AuditRequest, JoinSummary};
+use crate::store::{HistoryReader, Store};
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+/// Verbs that write an object.
+const WRITE_VERBS: [&str; 5] = ["create", "update", "patch", "delete", "deletecollection"];
+
+/// Subresources whose writes land on the parent object's key.
+const PARENT_SUBRESOURCES: [&str; 8] = [
+    "status",
+    "scale",
+    "binding",
+    "finalize",
+    "approval",
+    "ephemeralcontainers",
+    "resize",
+    "eviction",
+];
+
+/// What one `attribute` read and found.
+#[derive(Debug, Serialize)]
+pub struct Attributed {
+    /// etcd's cluster id (hex) the requests were joined to.
+    pub cluster: String,
+    pub read: ReadSummary,
+    /// Completed write requests the logs hold (reads, other stages and
+    /// subresources that write no object are not).
+    pub writes: u64,
+    /// Of those, requests new to the database.
+    pub staged: u64,
+    /// Every staged request of the cluster, joined again.
+    pub joined: JoinSummary,
+}
+
+/// The request an event completes, when it is a write to an object.
+fn write_request(event: AuditEvent) -> Option<AuditRequest> {
+    if !matches!(event.stage, Stage::ResponseComplete | Stage::Panic)
+        || !WRITE_VERBS.contains(&event.verb.as_str())
+    {
+        return None;
+    }
+    let object = event.object?;
+    if object
+        .subresource
+        .as_deref()
+        .is_some_and(|s| !PARENT_SUBRESOURCES.contains(&s))
+    {
+        return None;
+    }
+    // A panic is answered with 500 whatever the event says.
+    let code = match event.stage {
+        Stage::Panic => Some(500),
+        _ => event.code,
+    };
+    Some(AuditRequest {
+        audit_id: event.audit_id,
+        verb: event.verb,
+        api_group: object.api_group,
+        resource: object.resource,
+        namespace: object.namespace,
+        name: object.name,
+        subresource: object.subresource,
+        user: event.user,
+        groups: event.groups,
+        impersonated_user: event.impersonated_user,
+        user_agent: event.user_agent,
+        source_ips: event.source_ips,
+        code,
+        level: event.level.to_string(),
+        response_revision: event.response_revision,
+        precondition_revision: event.precondition_revision,
+        time: event.stage_timestamp,
+    })
+}
+
+/// The cluster `wanted` names (etcd's cluster id, hex), or the only one the
+/// database holds.
+fn cluster(store: &Store, wanted: Option<&str>) -> Result<(i64, String)> {
+    let clusters = store.cluster_names()?;
+    let names = || {
+        clusters
+            .iter()
+            .map(|c| c.1.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match wanted {
+        Some(w) => match clusters.iter().find(|c| c.1.eq_ignore_ascii_case(w)) {
+            Some(c) => Ok(c.clone()),
+            None => bail!(
+                "{} holds no cluster {w} (it holds: {})",
+                store.path().display(),
+                names()
+            ),
+        },
+        None => match &clusters[..] {
+            [one] => Ok(one.clone()),
+            [] => bail!(
+                "{} holds no run yet: snapshot the cluster first",
+                store.path().display()
+            ),
+            _ => bail!(
+                "{} holds several clusters ({}): say which the audit logs are of with --cluster-id",
+                store.path().display(),
+                names()
+            ),
+        },
+    }
+}
+
+/// Reads `inputs` into `store` and joins every staged request of the
+/// cluster to its stored revisions.
+pub fn attribute(store: &Store, inputs: &[AuditInput], cluster_id: Option<&str>) -> Result<Attributed> {
+    let (cluster, name) = cluster(store, cluster_id)?;
+    let mut staging = store.stage_audit(cluster)?;
+    let mut writes = 0;
+    let read = audit::read(inputs, |event| {
+        if let Some(request) = write_request(event) {
+            writes += 1;
+            staging.push(&request)?;
+        }
+        Ok(())
+    })?;
+    let staged = staging.staged;
+    staging.finish()?;
+    // Requests answered before the newest live run began wrote nothing
+    // that run could not see.
+    let history_read_at = store
+        .run_times(cluster)?
+        .iter()
+        .filter(|r| !r.file)
+        .filter_map(|r| r.started_at.parse().ok())
+        .max();
+    let joined = store
+        .join_audit(cluster, &|revisions, requests| {
+            attribution::join(revisions, requests, history_read_at)
+        })
+        .context("joining audit requests to stored revisions")?;
+    Ok(Attributed {
+        cluster: name,
+        read,
+        writes,
+        staged,
+        joined,
+    })
+}

@@ -1,0 +1,204 @@
+//! Who wrote a revision, as the store keeps it: the write requests an audit
+//! log recorded (never their bodies), what joining them to the stored
+//! revisions found, and what `history` shows of the writer.
+
+use crate::unknown::{find, UnknownName};
+use serde::Serialize;
+
+/// One write request, as `attribute` stages it: who, what, when and how it
+/// ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditRequest {
+    pub audit_id: String,
+    pub verb: String,
+    /// `""` for the core group.
+    pub api_group: String,
+    pub resource: String,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub subresource: Option<String>,
+    pub user: String,
+    pub groups: Vec<String>,
+    pub impersonated_user: Option<String>,
+    pub user_agent: Option<String>,
+    pub source_ips: Vec<String>,
+    pub code: Option<u16>,
+    /// The audit level the event was logged at (`Metadata`, ...).
+    pub level: String,
+    pub response_revision: Option<i64>,
+    pub precondition_revision: Option<i64>,
+    /// `stageTimestamp` exactly as the event wrote it.
+    pub time: String,
+}
+
+/// What the join found for a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// A stored revision is this request's.
+    Wrote,
+    /// It succeeded and wrote nothing: the apiserver found nothing to change.
+    NoOp,
+    /// It failed (4xx, 5xx): no write.
+    Failed,
+    /// It succeeded, but the order cannot tell which revision it wrote.
+    Ambiguous,
+    /// No stored key or revision it could have written.
+    Unmatched,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 5] = [
+        Outcome::Wrote,
+        Outcome::NoOp,
+        Outcome::Failed,
+        Outcome::Ambiguous,
+        Outcome::Unmatched,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Wrote => "wrote",
+            Outcome::NoOp => "no-op",
+            Outcome::Failed => "failed",
+            Outcome::Ambiguous => "ambiguous",
+            Outcome::Unmatched => "unmatched",
+        }
+    }
+
+    /// The outcome [`Outcome::as_str`] names.
+    pub fn parse(name: &str) -> Result<Outcome, UnknownName> {
+        find(&Outcome::ALL, Outcome::as_str, "an attribution outcome", name)
+    }
+}
+
+/// How a revision's writer is known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Match {
+    /// The response carried the revision.
+    Exact,
+    /// The object's requests and revisions, in order, pair up one to one.
+    ByOrder,
+}
+
+impl Match {
+    pub const ALL: [Match; 2] = [Match::Exact, Match::ByOrder];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Match::Exact => "exact",
+            Match::ByOrder => "by-order",
+        }
+    }
+
+    /// The match kind [`Match::as_str`] names.
+    pub fn parse(name: &str) -> Result<Match, UnknownName> {
+        find(&Match::ALL, Match::as_str, "an attribution match", name)
+    }
+}
+
+/// A staged request of one key, as the join reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyRequest {
+    pub id: i64,
+    pub verb: String,
+    pub subresource: Option<String>,
+    pub code: Option<u16>,
+    pub response_revision: Option<i64>,
+    pub precondition_revision: Option<i64>,
+    pub time: jiff::Timestamp,
+}
+
+/// A stored revision of one key, as the join reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyRevision {
+    pub mod_revision: i64,
+    pub version: i64,
+    pub deleted: bool,
+    /// The object's creationTimestamp, when stored.
+    pub creation_timestamp: Option<String>,
+}
+
+/// What the join decided for one key.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeyAttribution {
+    /// (request id, outcome) for every request of the key.
+    pub outcomes: Vec<(i64, Outcome)>,
+    /// (mod_revision, request id, match) for every attributed revision.
+    pub writers: Vec<(i64, i64, Match)>,
+}
+
+/// Who wrote a revision and when, as `history` shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WrittenBy {
+    pub user: String,
+    pub groups: Vec<String>,
+    pub impersonated_user: Option<String>,
+    pub user_agent: Option<String>,
+    pub source_ips: Vec<String>,
+    pub verb: String,
+    pub subresource: Option<String>,
+    pub audit_id: String,
+    /// The event's `stageTimestamp`, as it wrote it.
+    pub time: String,
+    #[serde(rename = "match")]
+    pub match_kind: Match,
+}
+
+/// What a join of the staged requests to the stored revisions found.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct JoinSummary {
+    /// Requests staged for the cluster, all logs read so far.
+    pub requests: u64,
+    pub exact: u64,
+    pub by_order: u64,
+    pub no_op: u64,
+    pub failed: u64,
+    pub ambiguous: u64,
+    /// Requests for which no stored key or revision matched.
+    pub unmatched: u64,
+    /// Requests that named a stored key.
+    pub keyed: u64,
+}
+
+/// The object a request addressed, as the audit log named it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AuditedObject {
+    /// `""` for the core group.
+    pub api_group: String,
+    pub resource: String,
+    pub namespace: Option<String>,
+    pub name: String,
+    /// The stored key it names, when the database holds one.
+    pub key: Option<String>,
+}
+
+impl std::fmt::Display for AuditedObject {
+    /// `configmaps team-a/app.config`, `deployments.apps web`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let resource = crate::decode::key::qualified(&self.resource, &self.api_group);
+        match &self.namespace {
+            Some(ns) => write!(f, "{resource} {ns}/{}", self.name),
+            None => write!(f, "{resource} {}", self.name),
+        }
+    }
+}
+
+/// One staged request of an object with what the join found, as
+/// detectors read it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditedRequest {
+    pub audit_id: String,
+    pub user: String,
+    pub user_agent: Option<String>,
+    pub verb: String,
+    pub subresource: Option<String>,
+    pub code: Option<u16>,
+    pub outcome: Outcome,
+    pub time: jiff::Timestamp,
+    /// `stageTimestamp` as the event wrote it.
+    pub time_text: String,
+    /// The (first) revision it wrote, when attributed.
+    pub revision: Option<i64>,
+}

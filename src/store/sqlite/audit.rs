@@ -1,0 +1,427 @@
+//! Audit requests and who wrote each revision: staging what the logs say,
+//! joining it to the stored revisions, reading the writers back.
+
+use super::Store;
+use crate::store::audit::{
+    AuditRequest, AuditedObject, AuditedRequest, JoinSummary, KeyAttribution, KeyRequest, KeyRevision,
+    Outcome, WrittenBy,
+};
+use crate::store::StoreError;
+use rusqlite::params;
+
+/// Requests staged per transaction: a log of millions of events commits as
+/// it goes instead of growing one write-ahead log.
+const STAGE_BATCH: u64 = 20_000;
+
+/// Groups built-in resources are served from while stored under one of
+/// them (`events` under core for `events.k8s.io`, `deployments` under `apps`
+/// for `extensions`): a request in one names a key stored under another.
+const COHABITING_GROUPS: &str = "('', 'apps', 'extensions', 'events.k8s.io', 'networking.k8s.io', 'policy')";
+
+/// Stages write requests of one cluster; each `auditID` once, however often
+/// the logs are read.
+pub struct AuditStaging<'a> {
+    store: &'a Store,
+    cluster: i64,
+    in_batch: u64,
+    /// Requests new to the database.
+    pub staged: u64,
+    /// Requests it held already.
+    pub known: u64,
+    open: bool,
+}
+
+impl Store {
+    /// Every cluster the database holds: row id and etcd's cluster id.
+    pub fn cluster_names(&self) -> Result<Vec<(i64, String)>, StoreError> {
+        let err = |e| self.err(e);
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, etcd_cluster_id FROM clusters ORDER BY id")
+            .map_err(err)?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(err)?;
+        rows.collect::<Result<_, _>>().map_err(err)
+    }
+
+    /// Starts staging requests of `cluster`.
+    pub fn stage_audit(&self, cluster: i64) -> Result<AuditStaging<'_>, StoreError> {
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(|e| self.err(e))?;
+        Ok(AuditStaging {
+            store: self,
+            cluster,
+            in_batch: 0,
+            staged: 0,
+            known: 0,
+            open: true,
+        })
+    }
+
+    /// Joins every staged request of `cluster` to its stored revisions
+    /// again, key by key, with `join`, replacing what an earlier join found;
+    /// all of it or nothing.
+    pub fn join_audit(
+        &self,
+        cluster: i64,
+        join: &dyn Fn(&[KeyRevision], &[KeyRequest]) -> KeyAttribution,
+    ) -> Result<JoinSummary, StoreError> {
+        self.in_transaction(|| {
+            let err = |e| self.err(e);
+            // The key of the request's group, else of a cohabiting one.
+            for group_match in [
+                "k.api_group = audit_requests.api_group".to_string(),
+                format!("k.api_group IN {COHABITING_GROUPS} AND audit_requests.api_group IN {COHABITING_GROUPS}"),
+            ] {
+                self.conn
+                    .execute(
+                        &format!(
+                            "UPDATE audit_requests SET key_id = (SELECT min(k.id) FROM keys k \
+                               WHERE k.cluster_id = audit_requests.cluster_id AND k.resource = audit_requests.resource \
+                               AND k.namespace IS audit_requests.namespace AND k.name = audit_requests.name \
+                               AND {group_match}) \
+                             WHERE cluster_id = ?1 AND key_id IS NULL AND name IS NOT NULL"
+                        ),
+                        [cluster],
+                    )
+                    .map_err(err)?;
+            }
+            // A create named by generateName: the key its response's
+            // revision wrote.
+            self.conn
+                .execute(
+                    "UPDATE audit_requests SET key_id = (SELECT r.key_id FROM revisions r JOIN keys k ON k.id = r.key_id \
+                       WHERE r.mod_revision = audit_requests.response_revision AND k.cluster_id = audit_requests.cluster_id \
+                       AND k.resource = audit_requests.resource AND k.namespace IS audit_requests.namespace) \
+                     WHERE cluster_id = ?1 AND key_id IS NULL AND name IS NULL AND response_revision IS NOT NULL",
+                    [cluster],
+                )
+                .map_err(err)?;
+            self.conn
+                .execute(
+                    "DELETE FROM revision_writers WHERE request_id IN (SELECT id FROM audit_requests WHERE cluster_id = ?1)",
+                    [cluster],
+                )
+                .map_err(err)?;
+            self.conn
+                .execute(
+                    "UPDATE audit_requests SET outcome = 'unmatched' WHERE cluster_id = ?1",
+                    [cluster],
+                )
+                .map_err(err)?;
+            let keys: Vec<i64> = {
+                let mut stmt = self
+                    .conn
+                    .prepare(
+                        "SELECT DISTINCT key_id FROM audit_requests WHERE cluster_id = ?1 AND key_id IS NOT NULL ORDER BY key_id",
+                    )
+                    .map_err(err)?;
+                let rows = stmt.query_map([cluster], |r| r.get(0)).map_err(err)?;
+                rows.collect::<Result<_, _>>().map_err(err)?
+            };
+            for key in keys {
+                let revisions = self.key_revisions(key)?;
+                let requests = self.key_requests(key)?;
+                let found = join(&revisions, &requests);
+                self.save_attribution(key, &found)?;
+            }
+            self.join_summary(cluster)
+        })
+    }
+
+    fn key_revisions(&self, key: i64) -> Result<Vec<KeyRevision>, StoreError> {
+        let err = |e| self.err(e);
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT mod_revision, version, deleted, creation_timestamp FROM revisions WHERE key_id = ?1 ORDER BY mod_revision",
+            )
+            .map_err(err)?;
+        let rows = stmt
+            .query_map([key], |r| {
+                Ok(KeyRevision {
+                    mod_revision: r.get(0)?,
+                    version: r.get(1)?,
+                    deleted: r.get(2)?,
+                    creation_timestamp: r.get(3)?,
+                })
+            })
+            .map_err(err)?;
+        rows.collect::<Result<_, _>>().map_err(err)
+    }
+
+    /// A key's staged requests in the order they were answered.
+    fn key_requests(&self, key: i64) -> Result<Vec<KeyRequest>, StoreError> {
+        let err = |e| self.err(e);
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT id, verb, subresource, code, response_revision, precondition_revision, time \
+                 FROM audit_requests WHERE key_id = ?1",
+            )
+            .map_err(err)?;
+        let rows = stmt
+            .query_map([key], |r| {
+                Ok((
+                    KeyRequest {
+                        id: r.get(0)?,
+                        verb: r.get(1)?,
+                        subresource: r.get(2)?,
+                        code: r.get(3)?,
+                        response_revision: r.get(4)?,
+                        precondition_revision: r.get(5)?,
+                        time: jiff::Timestamp::UNIX_EPOCH,
+                    },
+                    r.get::<_, String>(6)?,
+                ))
+            })
+            .map_err(err)?;
+        let mut requests = Vec::new();
+        for row in rows {
+            let (mut request, time) = row.map_err(err)?;
+            request.time = time
+                .parse()
+                .map_err(|e| self.damaged("audit_requests.time", format!("{time:?}: {e}")))?;
+            requests.push(request);
+        }
+        requests.sort_by_key(|r| (r.time, r.id));
+        Ok(requests)
+    }
+
+    fn save_attribution(&self, key: i64, found: &KeyAttribution) -> Result<(), StoreError> {
+        let err = |e| self.err(e);
+        let mut outcome = self
+            .conn
+            .prepare_cached("UPDATE audit_requests SET outcome = ?2 WHERE id = ?1")
+            .map_err(err)?;
+        for (id, o) in &found.outcomes {
+            outcome.execute(params![id, o.as_str()]).map_err(err)?;
+        }
+        let mut writer = self
+            .conn
+            .prepare_cached("INSERT INTO revision_writers (key_id, mod_revision, request_id, match) VALUES (?1, ?2, ?3, ?4)")
+            .map_err(err)?;
+        for (revision, id, m) in &found.writers {
+            writer
+                .execute(params![key, revision, id, m.as_str()])
+                .map_err(err)?;
+        }
+        Ok(())
+    }
+
+    fn join_summary(&self, cluster: i64) -> Result<JoinSummary, StoreError> {
+        let err = |e| self.err(e);
+        let mut summary = JoinSummary::default();
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT outcome, count(*), count(key_id) FROM audit_requests WHERE cluster_id = ?1 GROUP BY outcome",
+            )
+            .map_err(err)?;
+        let mut rows = stmt.query([cluster]).map_err(err)?;
+        while let Some(r) = rows.next().map_err(err)? {
+            let name: String = r.get(0).map_err(err)?;
+            let (n, keyed): (u64, u64) = (r.get(1).map_err(err)?, r.get(2).map_err(err)?);
+            summary.requests += n;
+            summary.keyed += keyed;
+            match Outcome::parse(&name).map_err(|e| self.damaged("audit_requests.outcome", e))? {
+                Outcome::Wrote => {}
+                Outcome::NoOp => summary.no_op = n,
+                Outcome::Failed => summary.failed = n,
+                Outcome::Ambiguous => summary.ambiguous = n,
+                Outcome::Unmatched => summary.unmatched = n,
+            }
+        }
+        let (exact, by_order) = self
+            .conn
+            .query_row(
+                "SELECT count(*) FILTER (WHERE w.match = 'exact'), count(*) FILTER (WHERE w.match = 'by-order') \
+                 FROM revision_writers w JOIN audit_requests a ON a.id = w.request_id WHERE a.cluster_id = ?1",
+                [cluster],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(err)?;
+        summary.exact = exact;
+        summary.by_order = by_order;
+        Ok(summary)
+    }
+}
+
+impl Store {
+    /// Calls `visit` with each named object's staged requests of `cluster`
+    /// (those without a name, `deletecollection`, are not), object by
+    /// object, in the order they were answered.
+    pub(in crate::store) fn read_audited_requests(
+        &self,
+        cluster: i64,
+        visit: &mut dyn FnMut(&AuditedObject, &[AuditedRequest]),
+    ) -> Result<(), StoreError> {
+        let err = |e| self.err(e);
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT a.api_group, a.resource, a.namespace, a.name, k.key, a.audit_id, a.username, a.user_agent, \
+                 a.verb, a.subresource, a.code, a.outcome, a.time, \
+                 (SELECT min(w.mod_revision) FROM revision_writers w WHERE w.request_id = a.id) \
+                 FROM audit_requests a LEFT JOIN keys k ON k.id = a.key_id \
+                 WHERE a.cluster_id = ?1 AND a.name IS NOT NULL \
+                 ORDER BY a.api_group, a.resource, a.namespace, a.name",
+            )
+            .map_err(err)?;
+        let mut rows = stmt.query([cluster]).map_err(err)?;
+        let mut object: Option<AuditedObject> = None;
+        let mut requests: Vec<AuditedRequest> = Vec::new();
+        let mut flush = |object: &Option<AuditedObject>, requests: &mut Vec<AuditedRequest>| {
+            if let Some(o) = object {
+                requests.sort_by(|a, b| (a.time, &a.audit_id).cmp(&(b.time, &b.audit_id)));
+                visit(o, requests);
+            }
+            requests.clear();
+        };
+        while let Some(r) = rows.next().map_err(err)? {
+            let this = AuditedObject {
+                api_group: r.get(0).map_err(err)?,
+                resource: r.get(1).map_err(err)?,
+                namespace: r.get(2).map_err(err)?,
+                name: r.get(3).map_err(err)?,
+                key: r
+                    .get::<_, Option<Vec<u8>>>(4)
+                    .map_err(err)?
+                    .map(|k| String::from_utf8_lossy(&k).into_owned()),
+            };
+            let same = object.as_ref().is_some_and(|o| {
+                (&o.api_group, &o.resource, &o.namespace, &o.name)
+                    == (&this.api_group, &this.resource, &this.namespace, &this.name)
+            });
+            if !same {
+                flush(&object, &mut requests);
+                object = Some(this);
+            }
+            let outcome: String = r.get(11).map_err(err)?;
+            let time_text: String = r.get(12).map_err(err)?;
+            requests.push(AuditedRequest {
+                audit_id: r.get(5).map_err(err)?,
+                user: r.get(6).map_err(err)?,
+                user_agent: r.get(7).map_err(err)?,
+                verb: r.get(8).map_err(err)?,
+                subresource: r.get(9).map_err(err)?,
+                code: r.get(10).map_err(err)?,
+                outcome: Outcome::parse(&outcome).map_err(|e| self.damaged("audit_requests.outcome", e))?,
+                time: time_text
+                    .parse()
+                    .map_err(|e| self.damaged("audit_requests.time", format!("{time_text:?}: {e}")))?,
+                time_text,
+                revision: r.get(13).map_err(err)?,
+            });
+        }
+        flush(&object, &mut requests);
+        Ok(())
+    }
+}
+
+/// Who wrote the revision a row holds, from [`WRITTEN_BY_COLUMNS`].
+pub(in crate::store) fn written_by(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<WrittenBy>> {
+    let Some(audit_id) = r.get::<_, Option<String>>("w_audit_id")? else {
+        return Ok(None);
+    };
+    let json = |name: &str| -> rusqlite::Result<Vec<String>> {
+        let text: String = r.get(name)?;
+        serde_json::from_str(&text).map_err(|e| {
+            let index = r.as_ref().column_index(name).unwrap_or(0);
+            rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
+        })
+    };
+    let match_name: String = r.get("w_match")?;
+    let match_kind = crate::store::audit::Match::parse(&match_name).map_err(|e| {
+        let index = r.as_ref().column_index("w_match").unwrap_or(0);
+        rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
+    })?;
+    Ok(Some(WrittenBy {
+        user: r.get("w_user")?,
+        groups: json("w_groups")?,
+        impersonated_user: r.get("w_impersonated_user")?,
+        user_agent: r.get("w_user_agent")?,
+        source_ips: json("w_source_ips")?,
+        verb: r.get("w_verb")?,
+        subresource: r.get("w_subresource")?,
+        audit_id,
+        time: r.get("w_time")?,
+        match_kind,
+    }))
+}
+
+/// The columns [`written_by`] reads, for a query that joins
+/// `revision_writers w` and `audit_requests a`.
+pub(in crate::store) const WRITTEN_BY_COLUMNS: &str = "a.audit_id AS w_audit_id, w.match AS w_match, \
+     a.username AS w_user, a.groups AS w_groups, a.impersonated_user AS w_impersonated_user, \
+     a.user_agent AS w_user_agent, a.source_ips AS w_source_ips, a.verb AS w_verb, \
+     a.subresource AS w_subresource, a.time AS w_time";
+
+impl AuditStaging<'_> {
+    /// Stages one request; false when the database held it already.
+    pub fn push(&mut self, r: &AuditRequest) -> Result<bool, StoreError> {
+        let store = self.store;
+        let err = |e| store.err(e);
+        let json = |v: &[String]| serde_json::Value::from(v.to_vec()).to_string();
+        let added = store
+            .conn
+            .prepare_cached(
+                "INSERT OR IGNORE INTO audit_requests (cluster_id, audit_id, verb, api_group, resource, namespace, name, \
+                 subresource, username, groups, impersonated_user, user_agent, source_ips, code, level, \
+                 response_revision, precondition_revision, time) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+            )
+            .map_err(err)?
+            .execute(params![
+                self.cluster,
+                r.audit_id,
+                r.verb,
+                r.api_group,
+                r.resource,
+                r.namespace,
+                r.name,
+                r.subresource,
+                r.user,
+                json(&r.groups),
+                r.impersonated_user,
+                r.user_agent,
+                json(&r.source_ips),
+                r.code,
+                r.level,
+                r.response_revision,
+                r.precondition_revision,
+                r.time,
+            ])
+            .map_err(err)?
+            == 1;
+        match added {
+            true => self.staged += 1,
+            false => self.known += 1,
+        }
+        self.in_batch += 1;
+        if self.in_batch >= STAGE_BATCH {
+            store.conn.execute_batch("COMMIT; BEGIN IMMEDIATE").map_err(err)?;
+            self.in_batch = 0;
+        }
+        Ok(added)
+    }
+
+    /// Commits what is staged.
+    pub fn finish(mut self) -> Result<(), StoreError> {
+        self.open = false;
+        self.store
+            .conn
+            .execute_batch("COMMIT")
+            .map_err(|e| self.store.err(e))
+    }
+}
+
+impl Drop for AuditStaging<'_> {
+    /// Staging that failed keeps the batches it committed (each a true
+    /// record of the log, staged again harmlessly) and drops the rest.
+    fn drop(&mut self) {
+        if self.open {
+            let _ = self.store.conn.execute_batch("ROLLBACK");
+        }
+    }
+}

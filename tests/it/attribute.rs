@@ -1,0 +1,457 @@
+//! `attribute`: a real etcd written as kube-apiserver writes it, with the
+//! audit log the apiserver would have written for the same requests, at
+//! `RequestResponse` and at `Metadata` level, with repeated stages,
+//! conflicts, no-op updates, a write from outside the apiserver, rotated and
+//! compressed files and a truncated last line. Every attribution is checked
+//! against the truth.
+
+use crate::util::etcd::TestEtcd;
+use crate::util::*;
+use etcd_inspector::decode::encode::encode_protobuf;
+use serde_json::{json as j, Value};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+/// A body marker that must never reach the database.
+const BODY_SECRET: &str = "s3cr3t-in-the-request-body";
+
+/// The apiserver as the test plays it: writes etcd, logs each request.
+struct Apiserver<'a> {
+    etcd: &'a TestEtcd,
+    /// Lines of the audit log, in the order they were written.
+    lines: Vec<String>,
+    /// (key, revision) → auditID of the request that wrote it.
+    truth: BTreeMap<(String, i64), String>,
+    /// auditID of requests that succeeded without writing.
+    no_ops: Vec<String>,
+    /// Seconds since 09:00:00 of the next request.
+    clock: u32,
+    requests: u32,
+}
+
+/// What a request does.
+#[derive(Clone, Copy, PartialEq)]
+enum Effect {
+    Writes,
+    NoOp,
+    Conflict,
+}
+
+fn time(seconds: u32, micros: u32) -> String {
+    format!(
+        "2026-11-29T09:{:02}:{:02}.{micros:06}Z",
+        seconds / 60,
+        seconds % 60
+    )
+}
+
+fn key(ns: &str, name: &str) -> String {
+    format!("/registry/configmaps/{ns}/{name}")
+}
+
+fn config_map(ns: &str, name: &str, created: &str, value: &str) -> Vec<u8> {
+    encode_protobuf(&j!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": ns, "uid": format!("uid-{name}"), "creationTimestamp": created,
+            "labels": {"app.kubernetes.io/name": name}},
+        "data": {"app.properties": value}}))
+    .unwrap()
+}
+
+impl<'a> Apiserver<'a> {
+    fn new(etcd: &'a TestEtcd) -> Self {
+        Apiserver {
+            etcd,
+            lines: Vec::new(),
+            truth: BTreeMap::new(),
+            no_ops: Vec::new(),
+            clock: 0,
+            requests: 0,
+        }
+    }
+
+    /// One request by `user` on configmap `ns/name`, at `level`.
+    #[allow(clippy::too_many_arguments)]
+    fn request(
+        &mut self,
+        level: &str,
+        user: &str,
+        agent: &str,
+        verb: &str,
+        ns: &str,
+        name: &str,
+        value: Option<&str>,
+        effect: Effect,
+    ) -> String {
+        self.requests += 1;
+        self.clock += 2;
+        let id = format!("00000000-0000-0000-0000-{:012}", self.requests);
+        let received = time(self.clock, 100);
+        let completed = time(self.clock, 345_678);
+        let k = key(ns, name);
+        // The key's newest revision before this request: what a PUT read.
+        let head = self.newest(&k);
+        let revision = match (effect, verb) {
+            (Effect::Writes, "delete") => Some(self.etcd.delete(&k)),
+            (Effect::Writes, _) => {
+                let created = format!("2026-11-29T09:{:02}:{:02}Z", self.clock / 60, self.clock % 60);
+                Some(self.etcd.put(&k, &config_map(ns, name, &created, value.unwrap())))
+            }
+            _ => None,
+        };
+        if let Some(rev) = revision {
+            self.truth.insert((k.clone(), rev), id.clone());
+        }
+        if effect == Effect::NoOp {
+            self.no_ops.push(id.clone());
+        }
+        let mut event = j!({
+            "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": level, "auditID": id,
+            "stage": "RequestReceived", "verb": verb,
+            "requestURI": format!("/api/v1/namespaces/{ns}/configmaps/{name}"),
+            "user": {"username": user, "uid": "u-1", "groups": ["system:authenticated", "dev.example.com/team-a"]},
+            "sourceIPs": ["192.0.2.7"], "userAgent": agent,
+            "objectRef": {"resource": "configmaps", "namespace": ns, "name": name, "apiVersion": "v1"},
+            "requestReceivedTimestamp": received, "stageTimestamp": received,
+        });
+        if verb == "update" {
+            // A PUT carries the revision it read: the precondition.
+            event["objectRef"]["resourceVersion"] = j!(head.to_string());
+        }
+        self.lines.push(event.to_string());
+        event["stage"] = j!("ResponseComplete");
+        event["stageTimestamp"] = j!(completed);
+        let code = match effect {
+            Effect::Conflict => 409,
+            _ if verb == "create" => 201,
+            _ => 200,
+        };
+        event["responseStatus"] = j!({"metadata": {}, "code": code});
+        if level == "RequestResponse" {
+            event["requestObject"] = j!({"kind": "ConfigMap", "data": {"password": BODY_SECRET}});
+            if effect != Effect::Conflict {
+                let rv = revision.unwrap_or(head);
+                event["responseObject"] = j!({"kind": "ConfigMap", "apiVersion": "v1",
+                    "metadata": {"name": name, "namespace": ns, "resourceVersion": rv.to_string()},
+                    "data": {"password": BODY_SECRET, "pad": "x".repeat(4096)}});
+            }
+        }
+        self.lines.push(event.to_string());
+        id
+    }
+
+    /// The newest revision of `k` the apiserver wrote.
+    fn newest(&self, k: &str) -> i64 {
+        let revs = self.truth.keys().filter(|(key, _)| key == k);
+        revs.map(|(_, r)| *r).max().unwrap_or(0)
+    }
+}
+
+/// Writes `lines` as the log backend would have, rotated twice: two
+/// backups (the older gzipped) and the active file, whose last line was cut
+/// mid-write.
+fn write_rotated(dir: &Path, lines: &[String]) {
+    let third = lines.len() / 3;
+    let gz = std::fs::File::create(dir.join("audit-2026-11-29T09-00-20.000.log.gz")).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(gz, flate2::Compression::default());
+    for l in &lines[..third] {
+        writeln!(gz, "{l}").unwrap();
+    }
+    gz.finish().unwrap();
+    let plain: String = lines[third..2 * third].iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.join("audit-2026-11-29T09-01-00.000.log"), plain).unwrap();
+    let mut active: String = lines[2 * third..].iter().map(|l| format!("{l}\n")).collect();
+    active.push_str(r#"{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"cut"#);
+    std::fs::write(dir.join("audit.log"), active).unwrap();
+    std::fs::write(dir.join("README.txt"), "not a log").unwrap();
+}
+
+/// Every revision of `k` with the auditID history says wrote it.
+fn writers(db: &Path, k: &str) -> Vec<(i64, Option<String>, Option<String>, Value)> {
+    history(db, k)
+        .iter()
+        .map(|r| {
+            (
+                r["mod_revision"].as_i64().unwrap(),
+                r["written_by"]["audit_id"].as_str().map(String::from),
+                r["written_by"]["match"].as_str().map(String::from),
+                r.clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn attribute_joins_audit_logs_to_revisions_exactly_and_by_order() {
+    let etcd = TestEtcd::start();
+    let (dir, db) = temp_db();
+    let mut api = Apiserver::new(&etcd);
+    let kubectl = "kubectl/v1.31.0 (linux/amd64) kubernetes/abcdef";
+    let operator = "settings-operator/2.1 (linux/amd64)";
+    // RequestResponse: alice creates and edits, an operator rewrites
+    // blindly (no-ops) and conflicts, then a delete.
+    let rr = "RequestResponse";
+    api.request(
+        rr,
+        "alice@example.com",
+        kubectl,
+        "create",
+        "team-a",
+        "app.config",
+        Some("v=1"),
+        Effect::Writes,
+    );
+    api.request(
+        rr,
+        "alice@example.com",
+        kubectl,
+        "update",
+        "team-a",
+        "app.config",
+        Some("v=2"),
+        Effect::Writes,
+    );
+    for _ in 0..3 {
+        api.request(
+            rr,
+            "system:serviceaccount:ops:settings",
+            operator,
+            "update",
+            "team-a",
+            "app.config",
+            None,
+            Effect::NoOp,
+        );
+        api.request(
+            rr,
+            "system:serviceaccount:ops:settings",
+            operator,
+            "update",
+            "team-a",
+            "app.config",
+            None,
+            Effect::Conflict,
+        );
+    }
+    api.request(
+        rr,
+        "alice@example.com",
+        kubectl,
+        "patch",
+        "team-a",
+        "app.config",
+        Some("v=3"),
+        Effect::Writes,
+    );
+    api.request(
+        rr,
+        "bob@example.com",
+        kubectl,
+        "delete",
+        "team-a",
+        "app.config",
+        None,
+        Effect::Writes,
+    );
+    // Metadata: a create and updates, attributed by order.
+    let md = "Metadata";
+    api.request(
+        md,
+        "carol@example.com",
+        kubectl,
+        "create",
+        "team-b",
+        "web.settings",
+        Some("a"),
+        Effect::Writes,
+    );
+    api.request(
+        md,
+        "carol@example.com",
+        kubectl,
+        "update",
+        "team-b",
+        "web.settings",
+        Some("b"),
+        Effect::Writes,
+    );
+    api.request(
+        md,
+        "carol@example.com",
+        kubectl,
+        "patch",
+        "team-b",
+        "web.settings",
+        Some("c"),
+        Effect::Writes,
+    );
+    api.request(
+        md,
+        "dave@example.com",
+        kubectl,
+        "patch",
+        "team-b",
+        "web.settings",
+        None,
+        Effect::Conflict,
+    );
+    // Metadata with a write from outside the apiserver (etcdctl) after the
+    // patch: two revisions, one request; the order cannot tell which.
+    api.request(
+        md,
+        "erin@example.com",
+        kubectl,
+        "create",
+        "team-b",
+        "db.settings",
+        Some("1"),
+        Effect::Writes,
+    );
+    api.request(
+        md,
+        "erin@example.com",
+        kubectl,
+        "patch",
+        "team-b",
+        "db.settings",
+        Some("2"),
+        Effect::Writes,
+    );
+    etcd.put(
+        &key("team-b", "db.settings"),
+        &config_map("team-b", "db.settings", "2026-11-29T09:00:00Z", "etcdctl"),
+    );
+    ok(snapshot(&etcd, &db, &[]));
+
+    let logs = dir.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    write_rotated(&logs, &api.lines);
+    let first = json(inspector(
+        &db,
+        &["attribute", "--audit-log", logs.to_str().unwrap(), "-o", "json"],
+    ));
+    let read = &first["read"];
+    assert_eq!(read["files"], 3, "{first:#}");
+    assert_eq!(read["events"], api.lines.len(), "{first:#}");
+    assert_eq!(read["malformed"], 1, "{first:#}");
+    let named = read["first_malformed"][0].as_str().unwrap();
+    assert!(named.contains("audit.log:"), "{named}");
+    let joined = &first["joined"];
+    // Exact: alice's create, update, patch and bob's delete.
+    assert_eq!(joined["exact"], 4, "{first:#}");
+    // By order: carol's three writes and erin's create.
+    assert_eq!(joined["by_order"], 4, "{first:#}");
+    assert_eq!(joined["no_op"], api.no_ops.len(), "{first:#}");
+    assert_eq!(joined["failed"], 4, "{first:#}");
+    // erin's patch: two revisions after the create, one request.
+    assert_eq!(joined["ambiguous"], 1, "{first:#}");
+
+    // Every attributed revision is the truth, and every revision the truth
+    // knows of the first two objects is attributed.
+    for (k, must_all) in [
+        (key("team-a", "app.config"), true),
+        (key("team-b", "web.settings"), true),
+        (key("team-b", "db.settings"), false),
+    ] {
+        for (rev, audit_id, matched, row) in writers(&db, &k) {
+            let truth = api.truth.get(&(k.clone(), rev));
+            match &audit_id {
+                Some(id) => assert_eq!(
+                    Some(id),
+                    truth,
+                    "{k}@{rev} attributed to the wrong request: {row:#}"
+                ),
+                None => assert!(!must_all, "{k}@{rev} unattributed: {row:#}"),
+            }
+            if let Some(m) = matched {
+                let level_exact = k.contains("team-a");
+                assert_eq!(m, if level_exact { "exact" } else { "by-order" }, "{row:#}");
+                assert!(
+                    row["written_at"].as_str().unwrap().ends_with(".345678Z"),
+                    "{row:#}"
+                );
+                assert_eq!(row["written_by"]["source_ips"], j!(["192.0.2.7"]));
+                assert_eq!(row["written_by"]["groups"][1], "dev.example.com/team-a");
+            }
+        }
+    }
+    let app = history(&db, &key("team-a", "app.config"));
+    assert_eq!(app[0]["written_by"]["user"], "alice@example.com");
+    assert_eq!(app[0]["written_by"]["verb"], "create");
+    assert_eq!(app[0]["written_by"]["user_agent"], kubectl);
+    assert_eq!(app.last().unwrap()["written_by"]["user"], "bob@example.com");
+
+    // Reading the same logs again (here the active file through standard
+    // input) changes nothing.
+    let before: Vec<_> = [key("team-a", "app.config"), key("team-b", "web.settings")]
+        .iter()
+        .map(|k| history(&db, k))
+        .collect();
+    let active = std::fs::read(logs.join("audit.log")).unwrap();
+    let again = run_inspector(
+        &[
+            "--db",
+            db.to_str().unwrap(),
+            "attribute",
+            "--audit-log",
+            "-",
+            "-o",
+            "json",
+        ],
+        Some(&active),
+    );
+    let again = json(again);
+    assert_eq!(again["staged"], 0, "{again:#}");
+    assert_eq!(again["joined"], first["joined"], "{again:#}");
+    let after: Vec<_> = [key("team-a", "app.config"), key("team-b", "web.settings")]
+        .iter()
+        .map(|k| history(&db, k))
+        .collect();
+    assert_eq!(before, after);
+
+    // The table names who and when.
+    let table =
+        String::from_utf8(ok(inspector(&db, &["history", &key("team-a", "app.config")])).stdout).unwrap();
+    assert!(
+        table.contains("alice@example.com (kubectl/v1.31.0) create"),
+        "{table}"
+    );
+    let summary = String::from_utf8(
+        ok(inspector(
+            &db,
+            &["attribute", "--audit-log", logs.to_str().unwrap()],
+        ))
+        .stdout,
+    )
+    .unwrap();
+    assert!(summary.contains("revisions attributed exactly"), "{summary}");
+
+    // Bodies are never stored.
+    assert_secrets_nowhere(&db, &[BODY_SECRET]);
+}
+
+#[test]
+fn attribute_names_bad_input_in_one_line() {
+    let etcd = TestEtcd::start();
+    let (dir, db) = temp_db();
+    let no_db = inspector(&db, &["attribute", "--audit-log", "/nonexistent/audit.log"]);
+    assert_exit(&no_db, 1);
+    etcd.put(&key("a", "b"), &config_map("a", "b", "2026-11-29T09:00:00Z", "x"));
+    ok(snapshot(&etcd, &db, &[]));
+    let missing = inspector(&db, &["attribute", "--audit-log", "/nonexistent/audit.log"]);
+    assert!(
+        one_line_error(&missing).contains("/nonexistent/audit.log"),
+        "{}",
+        stderr(&missing)
+    );
+    let bad_gz = dir.path().join("audit.log.gz");
+    std::fs::write(&bad_gz, [0x1f, 0x8b, 0x08, 0x00, 0x01]).unwrap();
+    let broken = inspector(&db, &["attribute", "--audit-log", bad_gz.to_str().unwrap()]);
+    assert!(
+        one_line_error(&broken).contains("audit.log.gz"),
+        "{}",
+        stderr(&broken)
+    );
+    let none = inspector(&db, &["attribute"]);
+    assert!(one_line_error(&none).contains("--audit-log"), "{}", stderr(&none));
+}
