@@ -416,6 +416,12 @@ pub struct AttributeArgs {
     /// shows it); needed when the database holds several.
     #[arg(long, value_name = "HEX")]
     pub cluster_id: Option<String>,
+    /// Do not run `analyze` afterwards (the `no-op-writes` and
+    /// `conflict-storms` detectors read what attribution found).
+    #[arg(long)]
+    pub no_analyze: bool,
+    #[command(flatten)]
+    pub detectors: DetectorArgs,
     #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
     pub output: ListFormat,
 }

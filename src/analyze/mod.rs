@@ -42,6 +42,8 @@ registry![
     dangling_owner,
     owner_cycle,
     prunable_fields,
+    no_op_writes,
+    conflict_storms,
 ];
 
 /// The registered detector named `name`.

@@ -1,6 +1,7 @@
 //! `etcd-inspector attribute --audit-log PATH...`: who wrote each stored
 //! revision, from kube-apiserver audit logs.
 
+use super::common::analysis_summary;
 use super::output::print_table;
 use super::Status;
 use crate::cli::{AttributeArgs, ListFormat};
@@ -16,7 +17,16 @@ pub fn run(db: &Path, args: &AttributeArgs) -> Result<Status> {
         bail!("attribute needs at least one --audit-log PATH (a file, a folder of rotated logs, or - for standard input)");
     }
     let store = Store::open_existing_for_writing(db)?;
-    let found = attribute(&store, &args.audit.audit_log, args.cluster_id.as_deref())?;
+    let detectors = (!args.no_analyze).then(|| (&args.detectors).into());
+    let found = attribute(
+        &store,
+        &args.audit.audit_log,
+        args.cluster_id.as_deref(),
+        detectors.as_ref(),
+    )?;
+    if let Some(analysis) = &found.analysis {
+        eprintln!("{}", terminal(&analysis_summary(analysis)));
+    }
     match args.output {
         ListFormat::Json => {
             let mut out = std::io::stdout().lock();

@@ -2,7 +2,7 @@
 //! every write request they record (once per auditID, never a body), then
 //! join all staged requests to the stored revisions again.
 
-use crate::analyze::attribution;
+use crate::analyze::{attribution, Analysis};
 use crate::source::audit::{self, AuditEvent, AuditInput, ReadSummary, Stage};
 use crate::store::audit::{AuditRequest, JoinSummary};
 use crate::store::{HistoryReader, Store};
@@ -37,6 +37,9 @@ pub struct Attributed {
     pub staged: u64,
     /// Every staged request of the cluster, joined again.
     pub joined: JoinSummary,
+    /// The detectors run again on the cluster, when asked.
+    #[serde(skip)]
+    pub analysis: Option<Analysis>,
 }
 
 /// The request an event completes, when it is a write to an object.
@@ -115,9 +118,15 @@ fn cluster(store: &Store, wanted: Option<&str>) -> Result<(i64, String)> {
     }
 }
 
-/// Reads `inputs` into `store` and joins every staged request of the
-/// cluster to its stored revisions.
-pub fn attribute(store: &Store, inputs: &[AuditInput], cluster_id: Option<&str>) -> Result<Attributed> {
+/// Reads `inputs` into `store`, joins every staged request of the cluster
+/// to its stored revisions and, given `detectors`, analyzes the cluster
+/// again (the audit detectors read what the join found).
+pub fn attribute(
+    store: &Store,
+    inputs: &[AuditInput],
+    cluster_id: Option<&str>,
+    detectors: Option<&crate::analyze::Options>,
+) -> Result<Attributed> {
     let (cluster, name) = cluster(store, cluster_id)?;
     let mut staging = store.stage_audit(cluster)?;
     let mut writes = 0;
@@ -143,11 +152,16 @@ pub fn attribute(store: &Store, inputs: &[AuditInput], cluster_id: Option<&str>)
             attribution::join(revisions, requests, history_read_at)
         })
         .context("joining audit requests to stored revisions")?;
+    let analysis = match detectors {
+        Some(options) => Some(crate::analyze::analyze(store, Some(cluster), options)?),
+        None => None,
+    };
     Ok(Attributed {
         cluster: name,
         read,
         writes,
         staged,
         joined,
+        analysis,
     })
 }

@@ -30,6 +30,10 @@ struct Apiserver<'a> {
     requests: u32,
 }
 
+/// Who sends a request: a user and its client's user agent.
+#[derive(Clone, Copy)]
+struct Who(&'static str, &'static str);
+
 /// What a request does.
 #[derive(Clone, Copy, PartialEq)]
 enum Effect {
@@ -70,19 +74,18 @@ impl<'a> Apiserver<'a> {
         }
     }
 
-    /// One request by `user` on configmap `ns/name`, at `level`.
-    #[allow(clippy::too_many_arguments)]
+    /// One request by `who` on configmap `ns/name`, at `level`, writing
+    /// `value` when it writes.
     fn request(
         &mut self,
         level: &str,
-        user: &str,
-        agent: &str,
+        who: Who,
         verb: &str,
-        ns: &str,
-        name: &str,
-        value: Option<&str>,
+        object: (&str, &str),
+        value: &str,
         effect: Effect,
-    ) -> String {
+    ) {
+        let (Who(user, agent), (ns, name)) = (who, object);
         self.requests += 1;
         self.clock += 2;
         let id = format!("00000000-0000-0000-0000-{:012}", self.requests);
@@ -95,7 +98,7 @@ impl<'a> Apiserver<'a> {
             (Effect::Writes, "delete") => Some(self.etcd.delete(&k)),
             (Effect::Writes, _) => {
                 let created = format!("2026-11-29T09:{:02}:{:02}Z", self.clock / 60, self.clock % 60);
-                Some(self.etcd.put(&k, &config_map(ns, name, &created, value.unwrap())))
+                Some(self.etcd.put(&k, &config_map(ns, name, &created, value)))
             }
             _ => None,
         };
@@ -137,7 +140,6 @@ impl<'a> Apiserver<'a> {
             }
         }
         self.lines.push(event.to_string());
-        id
     }
 
     /// The newest revision of `k` the apiserver wrote.
@@ -188,139 +190,44 @@ fn attribute_joins_audit_logs_to_revisions_exactly_and_by_order() {
     let mut api = Apiserver::new(&etcd);
     let kubectl = "kubectl/v1.31.0 (linux/amd64) kubernetes/abcdef";
     let operator = "settings-operator/2.1 (linux/amd64)";
-    // RequestResponse: alice creates and edits, an operator rewrites
-    // blindly (no-ops) and conflicts, then a delete.
+    let op = "system:serviceaccount:ops:settings";
+    let (alice, bob) = (Who("alice@example.com", kubectl), Who("bob@example.com", kubectl));
+    let (carol, dave, erin) = (
+        Who("carol@example.com", kubectl),
+        Who("dave@example.com", kubectl),
+        Who("erin@example.com", kubectl),
+    );
+    let settings = Who(op, operator);
+    let (app, web, db_settings) = (
+        ("team-a", "app.config"),
+        ("team-b", "web.settings"),
+        ("team-b", "db.settings"),
+    );
+    // RequestResponse: alice creates and edits; an operator rewrites
+    // blindly (no-ops) and conflicts while alice's patch wins; bob deletes.
     let rr = "RequestResponse";
-    api.request(
-        rr,
-        "alice@example.com",
-        kubectl,
-        "create",
-        "team-a",
-        "app.config",
-        Some("v=1"),
-        Effect::Writes,
-    );
-    api.request(
-        rr,
-        "alice@example.com",
-        kubectl,
-        "update",
-        "team-a",
-        "app.config",
-        Some("v=2"),
-        Effect::Writes,
-    );
-    for _ in 0..3 {
-        api.request(
-            rr,
-            "system:serviceaccount:ops:settings",
-            operator,
-            "update",
-            "team-a",
-            "app.config",
-            None,
-            Effect::NoOp,
-        );
-        api.request(
-            rr,
-            "system:serviceaccount:ops:settings",
-            operator,
-            "update",
-            "team-a",
-            "app.config",
-            None,
-            Effect::Conflict,
-        );
+    api.request(rr, alice, "create", app, "v=1", Effect::Writes);
+    api.request(rr, alice, "update", app, "v=2", Effect::Writes);
+    for round in 0..3 {
+        api.request(rr, settings, "update", app, "", Effect::NoOp);
+        api.request(rr, settings, "update", app, "", Effect::Conflict);
+        if round == 1 {
+            api.request(rr, alice, "patch", app, "v=3", Effect::Writes);
+        }
     }
-    api.request(
-        rr,
-        "alice@example.com",
-        kubectl,
-        "patch",
-        "team-a",
-        "app.config",
-        Some("v=3"),
-        Effect::Writes,
-    );
-    api.request(
-        rr,
-        "bob@example.com",
-        kubectl,
-        "delete",
-        "team-a",
-        "app.config",
-        None,
-        Effect::Writes,
-    );
+    api.request(rr, bob, "delete", app, "", Effect::Writes);
     // Metadata: a create and updates, attributed by order.
     let md = "Metadata";
-    api.request(
-        md,
-        "carol@example.com",
-        kubectl,
-        "create",
-        "team-b",
-        "web.settings",
-        Some("a"),
-        Effect::Writes,
-    );
-    api.request(
-        md,
-        "carol@example.com",
-        kubectl,
-        "update",
-        "team-b",
-        "web.settings",
-        Some("b"),
-        Effect::Writes,
-    );
-    api.request(
-        md,
-        "carol@example.com",
-        kubectl,
-        "patch",
-        "team-b",
-        "web.settings",
-        Some("c"),
-        Effect::Writes,
-    );
-    api.request(
-        md,
-        "dave@example.com",
-        kubectl,
-        "patch",
-        "team-b",
-        "web.settings",
-        None,
-        Effect::Conflict,
-    );
+    api.request(md, carol, "create", web, "a", Effect::Writes);
+    api.request(md, carol, "update", web, "b", Effect::Writes);
+    api.request(md, carol, "patch", web, "c", Effect::Writes);
+    api.request(md, dave, "patch", web, "", Effect::Conflict);
     // Metadata with a write from outside the apiserver (etcdctl) after the
     // patch: two revisions, one request; the order cannot tell which.
-    api.request(
-        md,
-        "erin@example.com",
-        kubectl,
-        "create",
-        "team-b",
-        "db.settings",
-        Some("1"),
-        Effect::Writes,
-    );
-    api.request(
-        md,
-        "erin@example.com",
-        kubectl,
-        "patch",
-        "team-b",
-        "db.settings",
-        Some("2"),
-        Effect::Writes,
-    );
-    etcd.put(
-        &key("team-b", "db.settings"),
-        &config_map("team-b", "db.settings", "2026-11-29T09:00:00Z", "etcdctl"),
-    );
+    api.request(md, erin, "create", db_settings, "1", Effect::Writes);
+    api.request(md, erin, "patch", db_settings, "2", Effect::Writes);
+    let outside = config_map("team-b", "db.settings", "2026-11-29T09:00:00Z", "etcdctl");
+    etcd.put(&key("team-b", "db.settings"), &outside);
     ok(snapshot(&etcd, &db, &[]));
 
     let logs = dir.path().join("logs");
@@ -425,6 +332,32 @@ fn attribute_joins_audit_logs_to_revisions_exactly_and_by_order() {
     )
     .unwrap();
     assert!(summary.contains("revisions attributed exactly"), "{summary}");
+
+    // The detectors, run again by attribute, name the operator.
+    let no_ops = findings(&db, "no-op-writes");
+    assert_eq!(no_ops.len(), 1, "{no_ops:#?}");
+    let f = &no_ops[0]["details"];
+    assert_eq!(
+        (f["user"].as_str(), f["user_agent"].as_str(), f["count"].as_i64()),
+        (Some(op), Some(operator), Some(3))
+    );
+    assert_eq!(f["object"]["name"], "app.config");
+    assert_eq!(no_ops[0]["keys"], j!([key("team-a", "app.config")]));
+    let storms = findings(&db, "conflict-storms");
+    assert_eq!(storms.len(), 1, "{storms:#?}");
+    let f = &storms[0]["details"];
+    assert_eq!(
+        (f["count"].as_i64(), f["writes_won"].as_i64()),
+        (Some(3), Some(1)),
+        "{f:#}"
+    );
+    assert_eq!(f["won"][0]["user"], "alice@example.com");
+    let patch = api
+        .truth
+        .iter()
+        .find(|(_, id)| id.ends_with("000000000007"))
+        .unwrap();
+    assert_eq!(storms[0]["revisions"], j!([(patch.0).1]), "{storms:#?}");
 
     // Bodies are never stored.
     assert_secrets_nowhere(&db, &[BODY_SECRET]);
