@@ -492,8 +492,14 @@ fn gzip_is_recognised_by_its_bytes_and_members_are_concatenated() {
         lines(&[event("z2", "ResponseComplete", json!({}))]).as_bytes(),
     ));
     let path = write(dir.path(), "audit-export", &two);
-    let (events, _) = collect(&[path]);
-    assert_eq!(ids(&events), ["z1", "z2"]);
+    let with_bom = [
+        b"\xEF\xBB\xBF".as_slice(),
+        lines(&[event("z3", "ResponseComplete", json!({}))]).as_bytes(),
+    ]
+    .concat();
+    let bom = write(dir.path(), "exported.jsonl", &with_bom);
+    let (events, _) = collect(&[path, bom]);
+    assert_eq!(ids(&events), ["z1", "z2", "z3"]);
 }
 
 #[test]
