@@ -193,5 +193,51 @@ fn fixture_pod(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(hot_paths, benches);
+/// The audit log reader over 20k RequestResponse updates whose request and
+/// response bodies are each the Pod above (3.4 KiB as compact JSON, so about
+/// 7 KiB of bodies and 8 KiB a line), from a file in the page cache.
+fn audit_read(c: &mut Criterion) {
+    use etcd_inspector::source::audit::{read, AuditInput};
+    use std::io::Write;
+    const EVENTS: u64 = 20_000;
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    let mut out = std::io::BufWriter::new(file.as_file_mut());
+    for i in 0..EVENTS as usize {
+        let mut body = pod(i);
+        body["metadata"]["resourceVersion"] = json!((1000 + i).to_string());
+        let event = json!({"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "RequestResponse",
+            "auditID": format!("5c3e0d7a-1b2c-4d5e-8f90-{i:012}"), "stage": "ResponseComplete",
+            "requestURI": format!("/api/v1/namespaces/team/pods/app-{i}"), "verb": "update",
+            "user": {"username": "system:serviceaccount:kube-system:replicaset-controller", "uid": "u",
+                     "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"]},
+            "sourceIPs": ["10.0.0.7"], "userAgent": "kube-controller-manager/v1.31.0 (linux/amd64) kubernetes/abcdef",
+            "objectRef": {"resource": "pods", "namespace": "team", "name": format!("app-{i}"), "apiVersion": "v1",
+                          "resourceVersion": (999 + i).to_string()},
+            "responseStatus": {"metadata": {}, "code": 200},
+            "requestObject": pod(i), "responseObject": body,
+            "requestReceivedTimestamp": "2026-11-29T09:02:00.100000Z", "stageTimestamp": "2026-11-29T09:02:00.123456Z",
+            "annotations": {"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason": "RBAC"}});
+        writeln!(out, "{event}").unwrap();
+    }
+    drop(out);
+    let inputs = [AuditInput::Path(file.path().to_path_buf())];
+    let mut g = c.benchmark_group("audit read");
+    g.throughput(Throughput::Elements(EVENTS));
+    g.sample_size(10);
+    g.bench_function("20k updates with 7 KiB of bodies", |b| {
+        b.iter(|| {
+            let mut revisions = 0i64;
+            let summary = read(&inputs, |e| {
+                revisions += e.response_revision.unwrap_or(0);
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(summary.events, EVENTS);
+            black_box(revisions)
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(hot_paths, benches, audit_read);
 criterion_main!(hot_paths);

@@ -40,7 +40,10 @@ fn scan(b: &[u8], items: &mut Vec<Range<usize>>) -> Result<(), Broken> {
                     let key = &b[i..key_end];
                     i = ws(b, key_end);
                     if b.get(i) != Some(&b':') {
-                        return Err(Broken { offset: i, reason: "expected ':' after a key" });
+                        return Err(Broken {
+                            offset: i,
+                            reason: "expected ':' after a key",
+                        });
                     }
                     i = ws(b, i + 1);
                     if matches!(key, b"\"items\"" | b"\"events\"") && b.get(i) == Some(&b'[') {
@@ -53,7 +56,12 @@ fn scan(b: &[u8], items: &mut Vec<Range<usize>>) -> Result<(), Broken> {
                     match b.get(i) {
                         Some(b',') => i = ws(b, i + 1),
                         Some(b'}') => break i += 1,
-                        _ => return Err(Broken { offset: i, reason: "expected ',' or '}' in the document's object" }),
+                        _ => {
+                            return Err(Broken {
+                                offset: i,
+                                reason: "expected ',' or '}' in the document's object",
+                            })
+                        }
                     }
                 }
             }
@@ -63,11 +71,19 @@ fn scan(b: &[u8], items: &mut Vec<Range<usize>>) -> Result<(), Broken> {
             i
         }
         None => return Ok(()),
-        Some(_) => return Err(Broken { offset: start, reason: "not a JSON object or array" }),
+        Some(_) => {
+            return Err(Broken {
+                offset: start,
+                reason: "not a JSON object or array",
+            })
+        }
     };
     let rest = ws(b, end);
     if rest < b.len() {
-        return Err(Broken { offset: rest, reason: "data after the end of the document" });
+        return Err(Broken {
+            offset: rest,
+            reason: "data after the end of the document",
+        });
     }
     Ok(())
 }
@@ -86,7 +102,12 @@ fn elements(b: &[u8], i: usize, items: &mut Vec<Range<usize>>) -> Result<usize, 
         match b.get(i) {
             Some(b',') => i = ws(b, i + 1),
             Some(b']') => return Ok(i + 1),
-            _ => return Err(Broken { offset: i, reason: "expected ',' or ']' in an array" }),
+            _ => {
+                return Err(Broken {
+                    offset: i,
+                    reason: "expected ',' or ']' in an array",
+                })
+            }
         }
     }
 }
@@ -101,7 +122,10 @@ fn ws(b: &[u8], mut i: usize) -> usize {
 /// The string at `b[i] == '"'`: returns the offset after its closing quote.
 fn string(b: &[u8], i: usize) -> Result<usize, Broken> {
     if b.get(i) != Some(&b'"') {
-        return Err(Broken { offset: i, reason: "expected a string" });
+        return Err(Broken {
+            offset: i,
+            reason: "expected a string",
+        });
     }
     let mut j = i + 1;
     while j < b.len() {
@@ -111,7 +135,10 @@ fn string(b: &[u8], i: usize) -> Result<usize, Broken> {
             _ => j += 1,
         }
     }
-    Err(Broken { offset: b.len(), reason: "truncated: the document ends inside a string" })
+    Err(Broken {
+        offset: b.len(),
+        reason: "truncated: the document ends inside a string",
+    })
 }
 
 /// Any value at `i`: returns the offset after it.
@@ -138,16 +165,25 @@ fn value(b: &[u8], i: usize) -> Result<usize, Broken> {
                 }
                 j += 1;
             }
-            Err(Broken { offset: b.len(), reason: "truncated: the document ends inside a value" })
+            Err(Broken {
+                offset: b.len(),
+                reason: "truncated: the document ends inside a value",
+            })
         }
-        None => Err(Broken { offset: i, reason: "truncated: the document ends where a value was expected" }),
+        None => Err(Broken {
+            offset: i,
+            reason: "truncated: the document ends where a value was expected",
+        }),
         Some(_) => {
             let mut j = i;
             while j < b.len() && !matches!(b[j], b' ' | b'\t' | b'\r' | b'\n' | b',' | b']' | b'}') {
                 j += 1;
             }
             if j == i {
-                return Err(Broken { offset: i, reason: "expected a value" });
+                return Err(Broken {
+                    offset: i,
+                    reason: "expected a value",
+                });
             }
             Ok(j)
         }
@@ -165,11 +201,21 @@ mod tests {
 
     #[test]
     fn items_of_arrays_lists_and_single_objects() {
-        assert_eq!(texts(" [ {\"a\":\"]}\\\"\"}, {\"b\":[1,{}]} ]\n").0, [r#"{"a":"]}\""}"#, r#"{"b":[1,{}]}"#]);
-        let list = "{\"kind\":\"EventList\",\"metadata\":{},\n \"items\":[\n  {\"x\":1},\n  {\"y\":2}\n ]\n}\n";
+        assert_eq!(
+            texts(" [ {\"a\":\"]}\\\"\"}, {\"b\":[1,{}]} ]\n").0,
+            [r#"{"a":"]}\""}"#, r#"{"b":[1,{}]}"#]
+        );
+        let list =
+            "{\"kind\":\"EventList\",\"metadata\":{},\n \"items\":[\n  {\"x\":1},\n  {\"y\":2}\n ]\n}\n";
         assert_eq!(texts(list), (vec![r#"{"x":1}"#, r#"{"y":2}"#], None));
-        assert_eq!(texts("{\"events\":[{\"message\":\"m\"}],\"searchedLogStreams\":[]}").0, [r#"{"message":"m"}"#]);
-        assert_eq!(texts("{\n \"auditID\": \"a\"\n}\n"), (vec!["{\n \"auditID\": \"a\"\n}"], None));
+        assert_eq!(
+            texts("{\"events\":[{\"message\":\"m\"}],\"searchedLogStreams\":[]}").0,
+            [r#"{"message":"m"}"#]
+        );
+        assert_eq!(
+            texts("{\n \"auditID\": \"a\"\n}\n"),
+            (vec!["{\n \"auditID\": \"a\"\n}"], None)
+        );
         assert_eq!(texts("[]").0, Vec::<&str>::new());
     }
 
@@ -177,7 +223,10 @@ mod tests {
     fn a_cut_document_keeps_the_items_before_the_cut() {
         let (items, broken) = texts("[{\"a\":1},\n{\"b\":\"cut");
         assert_eq!(items, [r#"{"a":1}"#]);
-        assert_eq!(broken.unwrap().reason, "truncated: the document ends inside a string");
+        assert_eq!(
+            broken.unwrap().reason,
+            "truncated: the document ends inside a string"
+        );
         assert!(texts("[{}] x").1.is_some());
         assert!(texts("x").1.is_some());
     }

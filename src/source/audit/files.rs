@@ -46,7 +46,12 @@ fn audit_name(name: &str) -> Option<AuditName<'_>> {
     if stem.is_empty() {
         return None;
     }
-    Some(AuditName { stem, ext, rotated, gz })
+    Some(AuditName {
+        stem,
+        ext,
+        rotated,
+        gz,
+    })
 }
 
 /// Lumberjack's backup time, `2006-01-02T15-04-05.000` (UTC).
@@ -57,7 +62,11 @@ fn rotation_time(s: &str) -> Option<jiff::civil::DateTime> {
         return None;
     }
     for (&c, &want) in b.iter().zip(shape) {
-        let ok = if want == b'0' { c.is_ascii_digit() } else { c == want };
+        let ok = if want == b'0' {
+            c.is_ascii_digit()
+        } else {
+            c == want
+        };
         if !ok {
             return None;
         }
@@ -122,9 +131,7 @@ pub(super) fn folder_files(dir: &Path) -> Result<Vec<PathBuf>, AuditError> {
 
 /// Wraps `raw` so that gzip data (recognised by its magic bytes, whatever
 /// the name) is read decompressed.
-pub(super) fn decompressed<'r>(
-    mut raw: BufReader<Box<dyn Read + 'r>>,
-) -> io::Result<Box<dyn BufRead + 'r>> {
+pub(super) fn decompressed<'r>(mut raw: BufReader<Box<dyn Read + 'r>>) -> io::Result<Box<dyn BufRead + 'r>> {
     let head = raw.fill_buf()?;
     if head.starts_with(&[0x1f, 0x8b]) {
         Ok(Box::new(BufReader::with_capacity(
@@ -146,7 +153,10 @@ mod tests {
         assert_eq!((b.stem, b.ext, b.gz), ("audit", ".log", true));
         assert_eq!(b.rotated.unwrap().to_string(), "2026-11-29T09:02:00");
         let a = audit_name("kube-apiserver-audit.jsonl").unwrap();
-        assert_eq!((a.stem, a.ext, a.rotated, a.gz), ("kube-apiserver-audit", ".jsonl", None, false));
+        assert_eq!(
+            (a.stem, a.ext, a.rotated, a.gz),
+            ("kube-apiserver-audit", ".jsonl", None, false)
+        );
         // Not a valid time: an active file whose stem holds the digits.
         let odd = audit_name("audit-2026-13-29T09-02-00.000.log").unwrap();
         assert_eq!((odd.stem, odd.rotated), ("audit-2026-13-29T09-02-00.000", None));

@@ -146,9 +146,16 @@ impl Entry<'_> {
         Ok(AuditEvent {
             audit_id,
             stage,
-            level: if p.response.is_some() { Level::RequestResponse } else { Level::Metadata },
+            level: if p.response.is_some() {
+                Level::RequestResponse
+            } else {
+                Level::Metadata
+            },
             verb,
-            user: p.authentication_info.and_then(|a| a.principal_email).unwrap_or_default(),
+            user: p
+                .authentication_info
+                .and_then(|a| a.principal_email)
+                .unwrap_or_default(),
             groups: Vec::new(),
             impersonated_user: None,
             user_agent,
@@ -202,7 +209,11 @@ fn resource_name(name: &str) -> Result<ObjectRef, String> {
         _ => return Err(bad("more segments than RESOURCE/NAME/SUBRESOURCE")),
     };
     Ok(ObjectRef {
-        api_group: if *group == "core" { String::new() } else { group.to_string() },
+        api_group: if *group == "core" {
+            String::new()
+        } else {
+            group.to_string()
+        },
         api_version: version.to_string(),
         resource: resource.to_string(),
         namespace,
@@ -238,12 +249,21 @@ mod tests {
         assert_eq!(r.subresource.as_deref(), Some("status"));
 
         let ns = resource_name("core/v1/namespaces/team").unwrap();
-        assert_eq!((ns.resource.as_str(), ns.name.as_deref(), ns.namespace.as_deref()), ("namespaces", Some("team"), Some("team")));
+        assert_eq!(
+            (ns.resource.as_str(), ns.name.as_deref(), ns.namespace.as_deref()),
+            ("namespaces", Some("team"), Some("team"))
+        );
         let fin = resource_name("core/v1/namespaces/team/finalize").unwrap();
-        assert_eq!((fin.resource.as_str(), fin.subresource.as_deref()), ("namespaces", Some("finalize")));
+        assert_eq!(
+            (fin.resource.as_str(), fin.subresource.as_deref()),
+            ("namespaces", Some("finalize"))
+        );
 
         let crb = resource_name("rbac.authorization.k8s.io/v1/clusterrolebindings/admin").unwrap();
-        assert_eq!((crb.api_group.as_str(), crb.namespace, crb.name.as_deref()), ("rbac.authorization.k8s.io", None, Some("admin")));
+        assert_eq!(
+            (crb.api_group.as_str(), crb.namespace, crb.name.as_deref()),
+            ("rbac.authorization.k8s.io", None, Some("admin"))
+        );
 
         assert!(resource_name("core/v1").is_err());
         assert!(resource_name("core//pods").is_err());

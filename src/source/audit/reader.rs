@@ -9,6 +9,9 @@ use super::{AuditError, ReadSummary, MALFORMED_QUOTED};
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
+/// A UTF-8 byte order mark, which some exports write at the start.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// Read buffer of a file (before decompression).
 const BUFFER: usize = 256 * 1024;
 
@@ -64,6 +67,9 @@ impl<F: FnMut(AuditEvent) -> anyhow::Result<()>> Reader<F> {
             }
             origin.line += 1;
             self.summary.lines += 1;
+            if origin.line == 1 && line.starts_with(BOM) {
+                line.drain(..BOM.len());
+            }
             let text = line.trim_ascii();
             if text.is_empty() {
                 self.summary.skipped += 1;

@@ -106,10 +106,7 @@ struct Metadata<'a> {
 impl Revisioned<'_> {
     /// `metadata.resourceVersion`, parsed; `None` when absent or empty.
     pub(super) fn revision(&self, what: &str) -> Result<Option<i64>, String> {
-        let rv = self
-            .metadata
-            .as_ref()
-            .and_then(|m| m.resource_version.as_deref());
+        let rv = self.metadata.as_ref().and_then(|m| m.resource_version.as_deref());
         revision(what, rv)
     }
 }
@@ -164,20 +161,20 @@ pub(super) fn decode(value: Value<'_>, origin: &Origin, out: &mut Decoded) {
 
 /// A CloudWatch log event's `message`: one audit Event as a JSON string.
 fn cloudwatch_message(message: &str, origin: &Origin) -> Result<AuditEvent, String> {
-    let value: Value<'_> = serde_json::from_str(message)
-        .map_err(|e| format!("the CloudWatch message is not JSON: {e}"))?;
+    let value: Value<'_> =
+        serde_json::from_str(message).map_err(|e| format!("the CloudWatch message is not JSON: {e}"))?;
     value.into_event(origin)
 }
 
 fn check_type(api_version: Option<&str>, kind: Option<&str>, want: &str) -> Result<(), String> {
-    match api_version {
-        None | Some("audit.k8s.io/v1") | Some("audit.k8s.io/v1beta1") => {}
-        Some(other) => return Err(format!("unknown apiVersion {other:?}")),
-    }
     match kind {
-        None => Ok(()),
-        Some(k) if k == want => Ok(()),
-        Some(other) => Err(format!("unknown kind {other:?} (expected {want})")),
+        None => {}
+        Some(k) if k == want => {}
+        Some(other) => return Err(format!("unknown kind {other:?} (expected {want})")),
+    }
+    match api_version {
+        None | Some("audit.k8s.io/v1") | Some("audit.k8s.io/v1beta1") => Ok(()),
+        Some(other) => Err(format!("unknown apiVersion {other:?}")),
     }
 }
 
@@ -189,8 +186,18 @@ impl Value<'_> {
         }
         check_type(self.api_version.as_deref(), self.kind.as_deref(), "Event")?;
         let audit_id = self.audit_id.ok_or("not an audit event: no auditID")?;
-        let stage: Stage = self.stage.as_deref().ok_or("no stage")?.parse().map_err(|e| format!("{e}"))?;
-        let level: Level = self.level.as_deref().ok_or("no level")?.parse().map_err(|e| format!("{e}"))?;
+        let stage: Stage = self
+            .stage
+            .as_deref()
+            .ok_or("no stage")?
+            .parse()
+            .map_err(|e| format!("{e}"))?;
+        let level: Level = self
+            .level
+            .as_deref()
+            .ok_or("no level")?
+            .parse()
+            .map_err(|e| format!("{e}"))?;
         let verb = self.verb.ok_or("no verb")?;
         let stage_timestamp = self.stage_timestamp.ok_or("no stageTimestamp")?;
         let time = parse_time(&stage_timestamp)?;
@@ -200,7 +207,9 @@ impl Value<'_> {
         };
         let code = match self.response_status.and_then(|s| s.code) {
             None => None,
-            Some(c) => Some(u16::try_from(c).map_err(|_| format!("responseStatus.code {c} is not an HTTP status"))?),
+            Some(c) => {
+                Some(u16::try_from(c).map_err(|_| format!("responseStatus.code {c} is not an HTTP status"))?)
+            }
         };
         let response_revision = match &self.response_object {
             Some(body) => body.revision("responseObject.metadata.resourceVersion")?,
