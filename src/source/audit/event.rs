@@ -1,6 +1,7 @@
 //! The audit event as this crate keeps it: who did what to which object,
 //! when, and the revisions the event names. Bodies are never part of it.
 
+use crate::unknown::{find, UnknownName};
 use std::fmt;
 use std::str::FromStr;
 
@@ -95,25 +96,11 @@ impl Stage {
     }
 }
 
-/// A name that is not one of the audit log's stages or levels.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown {what} {value:?}")]
-pub struct UnknownName {
-    pub what: &'static str,
-    pub value: String,
-}
-
 impl FromStr for Stage {
     type Err = UnknownName;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Stage::ALL
-            .into_iter()
-            .find(|stage| stage.as_str() == s)
-            .ok_or_else(|| UnknownName {
-                what: "stage",
-                value: s.to_string(),
-            })
+        find(&Stage::ALL, Stage::as_str, "an audit stage", s)
     }
 }
 
@@ -158,13 +145,7 @@ impl FromStr for Level {
     type Err = UnknownName;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Level::ALL
-            .into_iter()
-            .find(|level| level.as_str() == s)
-            .ok_or_else(|| UnknownName {
-                what: "level",
-                value: s.to_string(),
-            })
+        find(&Level::ALL, Level::as_str, "an audit level", s)
     }
 }
 

@@ -32,7 +32,7 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
-pub use event::{AuditEvent, Level, ObjectRef, Origin, Stage, UnknownName};
+pub use event::{AuditEvent, Level, ObjectRef, Origin, Stage};
 
 use std::fmt;
 use std::path::PathBuf;

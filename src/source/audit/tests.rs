@@ -176,8 +176,8 @@ fn v1beta1_is_read_and_unknown_names_are_malformed_lines() {
     assert_eq!(
         reasons,
         [
-            "2: unknown stage \"ResponseFinished\"",
-            "3: unknown level \"Everything\"",
+            "2: \"ResponseFinished\" is not an audit stage",
+            "3: \"Everything\" is not an audit level",
             "4: unknown apiVersion \"audit.k8s.io/v2\"",
             "5: stageTimestamp \"yesterday\" is not an RFC 3339 time",
             "6: not an audit event: no auditID",
@@ -258,7 +258,7 @@ fn webhook_event_lists_per_line_and_as_a_pretty_printed_file() {
     let (events, summary) = collect(&[per_line, bad, pretty.clone()]);
     assert_eq!(ids(&events), ["w1", "w2", "w3", "w4", "p1", "p2", "p3"]);
     assert_eq!(summary.malformed, 1);
-    assert!(summary.first_malformed[0].ends_with("bad.jsonl:2: unknown stage \"Bogus\""));
+    assert!(summary.first_malformed[0].ends_with("bad.jsonl:2: \"Bogus\" is not an audit stage"));
     // Each item of the document is placed on the line its item starts.
     let text = std::fs::read_to_string(&pretty).unwrap();
     let item_lines: Vec<u64> = events[4..].iter().map(|e| e.origin.line).collect();
