@@ -250,6 +250,10 @@ pub struct FindingsArgs {
 /// How a run records what it reads; shared by `snapshot` and `follow`.
 #[derive(clap::Args, Debug)]
 pub struct RecordArgs {
+    /// When the run ends, read these audit logs and attribute the stored
+    /// revisions to their requests, as `attribute` does.
+    #[command(flatten)]
+    pub audit: AuditArgs,
     /// Storage prefix to read (kube-apiserver's `--etcd-prefix`).
     #[arg(long, default_value = crate::decode::key::DEFAULT_PREFIX)]
     pub prefix: String,

@@ -1,7 +1,7 @@
 //! `etcd-inspector attribute --audit-log PATH...`: who wrote each stored
 //! revision, from kube-apiserver audit logs.
 
-use super::common::analysis_summary;
+use super::common::{analysis_summary, audit_logs};
 use super::output::print_table;
 use super::Status;
 use crate::cli::{AttributeArgs, ListFormat};
@@ -16,14 +16,11 @@ pub fn run(db: &Path, args: &AttributeArgs) -> Result<Status> {
     if args.audit.audit_log.is_empty() {
         bail!("attribute needs at least one --audit-log PATH (a file, a folder of rotated logs, or - for standard input)");
     }
+    let logs = audit_logs(&args.audit)?;
     let store = Store::open_existing_for_writing(db)?;
+    let store: &dyn crate::store::Backend = &store;
     let detectors = (!args.no_analyze).then(|| (&args.detectors).into());
-    let found = attribute(
-        &store,
-        &args.audit.audit_log,
-        args.cluster_id.as_deref(),
-        detectors.as_ref(),
-    )?;
+    let found = attribute(store, &logs, args.cluster_id.as_deref(), detectors.as_ref())?;
     if let Some(analysis) = &found.analysis {
         eprintln!("{}", terminal(&analysis_summary(analysis)));
     }

@@ -10,8 +10,9 @@ use crate::cli::{Format, ViewArgs};
 use crate::decode;
 use crate::decrypt::{self, config, Decryptor};
 use crate::ingest::open::{open, KeyClass, Opened};
-use crate::lifecycle::{Fetch, Finished, RecordOptions};
+use crate::lifecycle::{Attributed, Fetch, Finished, RecordOptions};
 use crate::report::escape;
+use crate::source::audit::AuditInput;
 use crate::source::filter::ResourceFilter;
 use crate::store::finding::Severity;
 use crate::store::hash_key::HashKeyOptions;
@@ -137,7 +138,44 @@ pub fn record_options(args: &RecordArgs, hash_key_file: Option<&Path>) -> Result
             file: hash_key_file.map(Path::to_path_buf),
             new: args.new_hash_key,
         },
+        audit_logs: audit_logs(&args.audit)?,
     })
+}
+
+/// The audit logs a command reads, each checked before a run begins.
+pub fn audit_logs(args: &crate::cli::AuditArgs) -> Result<Vec<AuditInput>> {
+    for input in &args.audit_log {
+        if let AuditInput::Path(path) = input {
+            std::fs::metadata(path).with_context(|| format!("audit log {}", path.display()))?;
+        }
+    }
+    Ok(args.audit_log.clone())
+}
+
+/// One line: what attributing read and found.
+pub fn attribution_summary(a: &Attributed) -> String {
+    let (r, j) = (&a.read, &a.joined);
+    format!(
+        "attributed: {} audit events in {} files, {} write requests ({} new); of all {} requests stored: \
+         {} revisions attributed exactly, {} by order, {} no-op writes, {} failed, {} not attributable, \
+         {} matching no stored key or revision; {} malformed lines{}",
+        r.events,
+        r.files,
+        a.writes,
+        a.staged,
+        j.requests,
+        j.exact,
+        j.by_order,
+        j.no_op,
+        j.failed,
+        j.ambiguous,
+        j.unmatched,
+        r.malformed,
+        r.first_malformed
+            .first()
+            .map(|m| format!(" (first: {m})"))
+            .unwrap_or_default()
+    )
 }
 
 /// One line: what was classified and found.
@@ -183,6 +221,9 @@ pub fn report_finished(finished: Finished, fail_on: Option<Severity>) -> anyhow:
                     finished.elapsed.as_secs_f64()
                 );
             }
+            if let Some(a) = &finished.attributed {
+                eprintln!("{}", escape::terminal(&attribution_summary(a)));
+            }
             Ok(match &finished.analysis {
                 Some(a) => {
                     eprintln!("{}", escape::terminal(&analysis_summary(a)));
@@ -193,6 +234,9 @@ pub fn report_finished(finished: Finished, fail_on: Option<Severity>) -> anyhow:
         }
         RunStatus::Interrupted | RunStatus::Running => {
             eprintln!("run {run} interrupted; the revisions stored so far are kept");
+            if let Some(a) = &finished.attributed {
+                eprintln!("{}", escape::terminal(&attribution_summary(a)));
+            }
             Ok(EXIT_INTERRUPTED)
         }
         RunStatus::Failed => Err(finished

@@ -5,7 +5,7 @@
 use crate::analyze::{attribution, Analysis};
 use crate::source::audit::{self, AuditEvent, AuditInput, ReadSummary, Stage};
 use crate::store::audit::{AuditRequest, JoinSummary};
-use crate::store::{HistoryReader, Store};
+use crate::store::Backend;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
@@ -85,7 +85,7 @@ fn write_request(event: AuditEvent) -> Option<AuditRequest> {
 
 /// The cluster `wanted` names (etcd's cluster id, hex), or the only one the
 /// database holds.
-fn cluster(store: &Store, wanted: Option<&str>) -> Result<(i64, String)> {
+fn cluster(store: &dyn Backend, wanted: Option<&str>) -> Result<(i64, String)> {
     let clusters = store.cluster_names()?;
     let names = || {
         clusters
@@ -99,7 +99,7 @@ fn cluster(store: &Store, wanted: Option<&str>) -> Result<(i64, String)> {
             Some(c) => Ok(c.clone()),
             None => bail!(
                 "{} holds no cluster {w} (it holds: {})",
-                store.path().display(),
+                store.location().display(),
                 names()
             ),
         },
@@ -107,11 +107,11 @@ fn cluster(store: &Store, wanted: Option<&str>) -> Result<(i64, String)> {
             [one] => Ok(one.clone()),
             [] => bail!(
                 "{} holds no run yet: snapshot the cluster first",
-                store.path().display()
+                store.location().display()
             ),
             _ => bail!(
                 "{} holds several clusters ({}): say which the audit logs are of with --cluster-id",
-                store.path().display(),
+                store.location().display(),
                 names()
             ),
         },
@@ -119,15 +119,31 @@ fn cluster(store: &Store, wanted: Option<&str>) -> Result<(i64, String)> {
 }
 
 /// Reads `inputs` into `store`, joins every staged request of the cluster
-/// to its stored revisions and, given `detectors`, analyzes the cluster
-/// again (the audit detectors read what the join found).
+/// (`cluster_id`, or the only one) to its stored revisions and, given
+/// `detectors`, analyzes the cluster again (the audit detectors read what
+/// the join found).
 pub fn attribute(
-    store: &Store,
+    store: &dyn Backend,
     inputs: &[AuditInput],
     cluster_id: Option<&str>,
     detectors: Option<&crate::analyze::Options>,
 ) -> Result<Attributed> {
-    let (cluster, name) = cluster(store, cluster_id)?;
+    let (row, name) = cluster(store, cluster_id)?;
+    let mut found = attribute_cluster(store, inputs, row, name)?;
+    if let Some(options) = detectors {
+        found.analysis = Some(crate::analyze::analyze(store, Some(row), options)?);
+    }
+    Ok(found)
+}
+
+/// Reads `inputs` as the audit logs of cluster row `cluster` (etcd's id
+/// `name`) and joins.
+pub(super) fn attribute_cluster(
+    store: &dyn Backend,
+    inputs: &[AuditInput],
+    cluster: i64,
+    name: String,
+) -> Result<Attributed> {
     let mut staging = store.stage_audit(cluster)?;
     let mut writes = 0;
     let read = audit::read(inputs, |event| {
@@ -137,7 +153,7 @@ pub fn attribute(
         }
         Ok(())
     })?;
-    let staged = staging.staged;
+    let staged = staging.staged();
     staging.finish()?;
     // Requests answered before the newest live run began wrote nothing
     // that run could not see.
@@ -152,16 +168,12 @@ pub fn attribute(
             attribution::join(revisions, requests, history_read_at)
         })
         .context("joining audit requests to stored revisions")?;
-    let analysis = match detectors {
-        Some(options) => Some(crate::analyze::analyze(store, Some(cluster), options)?),
-        None => None,
-    };
     Ok(Attributed {
         cluster: name,
         read,
         writes,
         staged,
         joined,
-        analysis,
+        analysis: None,
     })
 }

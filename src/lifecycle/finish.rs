@@ -20,6 +20,8 @@ pub struct Finished {
     pub summary: Option<Summary>,
     /// Revisions the run added.
     pub added: i64,
+    /// What attributing the run's revisions with the audit logs found.
+    pub attributed: Option<super::Attributed>,
     /// The detectors' result, when the run was complete and analyzed.
     pub analysis: Option<Analysis>,
     /// Why a failed run failed.
@@ -38,6 +40,24 @@ pub(super) fn begin(db: &Path, source: &str, options: &RecordOptions) -> Result<
     let run = store.begin_run(source, &options.prefix, &options.filter.describe())?;
     store.record(run, RunFact::Schema(&crate::decode::schema::schema().origin))?;
     Ok((store, run))
+}
+
+/// Attributes the revisions of `cluster` with the run's audit logs.
+fn attribute_run(
+    store: &dyn Backend,
+    cluster: i64,
+    options: &RecordOptions,
+) -> Result<Option<super::Attributed>> {
+    if options.audit_logs.is_empty() {
+        return Ok(None);
+    }
+    let name = store
+        .cluster_names()?
+        .into_iter()
+        .find(|c| c.0 == cluster)
+        .map(|c| c.1)
+        .context("the run's cluster is missing")?;
+    super::attribute::attribute_cluster(store, &options.audit_logs, cluster, name).map(Some)
 }
 
 /// Ends the run as its outcome says (`None`: stopped by a signal), runs the
@@ -59,6 +79,7 @@ pub(super) fn finish(
         status: RunStatus::Interrupted,
         summary: None,
         added: 0,
+        attributed: None,
         analysis: None,
         error: None,
         elapsed: Duration::ZERO,
@@ -67,6 +88,7 @@ pub(super) fn finish(
         Some(Ok(summary)) => {
             finished.added = store.finish_run(run, RunStatus::Complete, summary.keys, None)?;
             finished.status = RunStatus::Complete;
+            finished.attributed = attribute_run(store, summary.cluster, options)?;
             if options.analyze {
                 finished.analysis = Some(crate::analyze::analyze(
                     store,
@@ -85,6 +107,10 @@ pub(super) fn finish(
         None => {
             finished.added =
                 store.finish_run(run, RunStatus::Interrupted, 0, Some("interrupted by a signal"))?;
+            // What an interrupted run stored is true history: attribute it.
+            if let Some(cluster) = store.run_cluster(run.0)? {
+                finished.attributed = attribute_run(store, cluster, options)?;
+            }
         }
     }
     finished.elapsed = started.elapsed();

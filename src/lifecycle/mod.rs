@@ -55,6 +55,8 @@ pub struct RecordOptions {
     pub detectors: crate::analyze::Options,
     /// Where the key of keyed hashes is, and whether to start a new one.
     pub hash_key: HashKeyOptions,
+    /// Audit logs to attribute the stored revisions with when the run ends.
+    pub audit_logs: Vec<crate::source::audit::AuditInput>,
 }
 
 /// Where a snapshot run reads.

@@ -202,3 +202,34 @@ pub struct AuditedRequest {
     /// The (first) revision it wrote, when attributed.
     pub revision: Option<i64>,
 }
+
+/// Stages write requests of one cluster, each `auditID` once however often
+/// the logs are read; [`AuditStage::finish`] commits the rest.
+pub trait AuditStage {
+    /// Stages one request; false when the database held it already.
+    fn push(&mut self, request: &AuditRequest) -> Result<bool, crate::store::StoreError>;
+
+    /// Requests new to the database so far.
+    fn staged(&self) -> u64;
+
+    /// Commits what is staged.
+    fn finish(self: Box<Self>) -> Result<(), crate::store::StoreError>;
+}
+
+/// How a backend joins a key's requests to its revisions: the caller's
+/// rule, so the store holds no attribution logic.
+pub type JoinKey<'a> = dyn Fn(&[KeyRevision], &[KeyRequest]) -> KeyAttribution + 'a;
+
+/// What `attribute` writes.
+pub trait AuditRecorder {
+    /// Every cluster the database holds: row id and etcd's cluster id.
+    fn cluster_names(&self) -> Result<Vec<(i64, String)>, crate::store::StoreError>;
+
+    /// Starts staging requests of `cluster`.
+    fn stage_audit(&self, cluster: i64) -> Result<Box<dyn AuditStage + '_>, crate::store::StoreError>;
+
+    /// Joins every staged request of `cluster` to its stored revisions
+    /// again, key by key, with `join`, replacing what an earlier join found;
+    /// all of it or nothing.
+    fn join_audit(&self, cluster: i64, join: &JoinKey<'_>) -> Result<JoinSummary, crate::store::StoreError>;
+}

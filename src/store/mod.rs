@@ -35,12 +35,12 @@ pub use reader::HistoryReader;
 pub use recorder::{RunFact, RunRecorder};
 
 /// A whole backend: what runs write and what readers read.
-pub trait Backend: HistoryReader + RunRecorder {}
+pub trait Backend: HistoryReader + RunRecorder + audit::AuditRecorder {}
 
-impl<T: HistoryReader + RunRecorder> Backend for T {}
+impl<T: HistoryReader + RunRecorder + audit::AuditRecorder> Backend for T {}
 pub use run::{FileInfo, Gap, Previous, RunId, RunInfo, RunStatus, RunTime, ServedBy, Shortfall};
 pub use scope::{ObjectFilter, Scope};
-pub use sqlite::{AuditStaging, Store};
+pub use sqlite::Store;
 pub use usage::{BusiestKey, LargestKey, ManagerUsage, NamespaceUsage, ResourceUsage, Usage};
 pub use values::{Contents, Looked, ValueReader};
 pub use writer::RevisionWriter;

@@ -359,6 +359,23 @@ fn attribute_joins_audit_logs_to_revisions_exactly_and_by_order() {
         .unwrap();
     assert_eq!(storms[0]["revisions"], j!([(patch.0).1]), "{storms:#?}");
 
+    // snapshot reads the logs when its run ends, as attribute does; a log
+    // that is not there stops it before the run begins.
+    let runs_before = runs(&db).len();
+    let missing = snapshot(&etcd, &db, &["--audit-log", "/nonexistent/audit"]);
+    assert!(
+        one_line_error(&missing).contains("/nonexistent/audit"),
+        "{}",
+        stderr(&missing)
+    );
+    assert_eq!(runs(&db).len(), runs_before);
+    let run = ok(snapshot(&etcd, &db, &["--audit-log", logs.to_str().unwrap()]));
+    let said = stderr(&run);
+    assert!(
+        said.contains("4 revisions attributed exactly, 4 by order, 3 no-op writes"),
+        "{said}"
+    );
+
     // Bodies are never stored.
     assert_secrets_nowhere(&db, &[BODY_SECRET]);
 }

@@ -3,8 +3,8 @@
 
 use super::Store;
 use crate::store::audit::{
-    AuditRequest, AuditedObject, AuditedRequest, JoinSummary, KeyAttribution, KeyRequest, KeyRevision,
-    Outcome, WrittenBy,
+    AuditRecorder, AuditRequest, AuditStage, AuditedObject, AuditedRequest, JoinKey, JoinSummary,
+    KeyAttribution, KeyRequest, KeyRevision, Outcome, WrittenBy,
 };
 use crate::store::StoreError;
 use rusqlite::params;
@@ -18,22 +18,31 @@ const STAGE_BATCH: u64 = 20_000;
 /// for `extensions`): a request in one names a key stored under another.
 const COHABITING_GROUPS: &str = "('', 'apps', 'extensions', 'events.k8s.io', 'networking.k8s.io', 'policy')";
 
-/// Stages write requests of one cluster; each `auditID` once, however often
-/// the logs are read.
-pub struct AuditStaging<'a> {
+/// The SQLite [`AuditStage`]: batches of requests, one transaction each.
+pub(in crate::store) struct AuditStaging<'a> {
     store: &'a Store,
     cluster: i64,
     in_batch: u64,
-    /// Requests new to the database.
-    pub staged: u64,
-    /// Requests it held already.
-    pub known: u64,
+    staged: u64,
     open: bool,
 }
 
+impl AuditRecorder for Store {
+    fn cluster_names(&self) -> Result<Vec<(i64, String)>, StoreError> {
+        self.read_cluster_names()
+    }
+
+    fn stage_audit(&self, cluster: i64) -> Result<Box<dyn AuditStage + '_>, StoreError> {
+        Ok(Box::new(self.begin_audit_stage(cluster)?))
+    }
+
+    fn join_audit(&self, cluster: i64, join: &JoinKey<'_>) -> Result<JoinSummary, StoreError> {
+        self.rejoin_audit(cluster, join)
+    }
+}
+
 impl Store {
-    /// Every cluster the database holds: row id and etcd's cluster id.
-    pub fn cluster_names(&self) -> Result<Vec<(i64, String)>, StoreError> {
+    pub(in crate::store) fn read_cluster_names(&self) -> Result<Vec<(i64, String)>, StoreError> {
         let err = |e| self.err(e);
         let mut stmt = self
             .conn
@@ -43,8 +52,7 @@ impl Store {
         rows.collect::<Result<_, _>>().map_err(err)
     }
 
-    /// Starts staging requests of `cluster`.
-    pub fn stage_audit(&self, cluster: i64) -> Result<AuditStaging<'_>, StoreError> {
+    pub(in crate::store) fn begin_audit_stage(&self, cluster: i64) -> Result<AuditStaging<'_>, StoreError> {
         self.conn
             .execute_batch("BEGIN IMMEDIATE")
             .map_err(|e| self.err(e))?;
@@ -53,18 +61,14 @@ impl Store {
             cluster,
             in_batch: 0,
             staged: 0,
-            known: 0,
             open: true,
         })
     }
 
-    /// Joins every staged request of `cluster` to its stored revisions
-    /// again, key by key, with `join`, replacing what an earlier join found;
-    /// all of it or nothing.
-    pub fn join_audit(
+    pub(in crate::store) fn rejoin_audit(
         &self,
         cluster: i64,
-        join: &dyn Fn(&[KeyRevision], &[KeyRequest]) -> KeyAttribution,
+        join: &JoinKey<'_>,
     ) -> Result<JoinSummary, StoreError> {
         self.in_transaction(|| {
             let err = |e| self.err(e);
@@ -357,9 +361,8 @@ pub(in crate::store) const WRITTEN_BY_COLUMNS: &str = "a.audit_id AS w_audit_id,
      a.user_agent AS w_user_agent, a.source_ips AS w_source_ips, a.verb AS w_verb, \
      a.subresource AS w_subresource, a.time AS w_time";
 
-impl AuditStaging<'_> {
-    /// Stages one request; false when the database held it already.
-    pub fn push(&mut self, r: &AuditRequest) -> Result<bool, StoreError> {
+impl AuditStage for AuditStaging<'_> {
+    fn push(&mut self, r: &AuditRequest) -> Result<bool, StoreError> {
         let store = self.store;
         let err = |e| store.err(e);
         let json = |v: &[String]| serde_json::Value::from(v.to_vec()).to_string();
@@ -394,10 +397,7 @@ impl AuditStaging<'_> {
             ])
             .map_err(err)?
             == 1;
-        match added {
-            true => self.staged += 1,
-            false => self.known += 1,
-        }
+        self.staged += u64::from(added);
         self.in_batch += 1;
         if self.in_batch >= STAGE_BATCH {
             store.conn.execute_batch("COMMIT; BEGIN IMMEDIATE").map_err(err)?;
@@ -406,8 +406,11 @@ impl AuditStaging<'_> {
         Ok(added)
     }
 
-    /// Commits what is staged.
-    pub fn finish(mut self) -> Result<(), StoreError> {
+    fn staged(&self) -> u64 {
+        self.staged
+    }
+
+    fn finish(mut self: Box<Self>) -> Result<(), StoreError> {
         self.open = false;
         self.store
             .conn

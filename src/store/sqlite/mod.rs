@@ -3,7 +3,6 @@
 //! statement, PRAGMA and rusqlite type of the store lives in this module.
 
 mod audit;
-pub use audit::AuditStaging;
 mod changes;
 mod findings;
 mod hash_key;
