@@ -149,5 +149,23 @@ fn tables(u: &Usage) -> Result<()> {
             ]
         }),
     )?;
+    for (title, list) in [("Users", &u.users), ("User agents", &u.user_agents)] {
+        if list.is_empty() {
+            continue;
+        }
+        println!("\n{title} (from the audit logs `attribute` read)");
+        print_table(
+            &[title, "writes", "no-op writes", "failed", "of them conflicts"],
+            list.iter().map(|r| {
+                vec![
+                    text(&r.name),
+                    r.writes.to_string(),
+                    r.no_op_writes.to_string(),
+                    r.failed.to_string(),
+                    r.conflicts.to_string(),
+                ]
+            }),
+        )?;
+    }
     Ok(())
 }

@@ -41,7 +41,7 @@ impl<T: HistoryReader + RunRecorder + audit::AuditRecorder> Backend for T {}
 pub use run::{FileInfo, Gap, Previous, RunId, RunInfo, RunStatus, RunTime, ServedBy, Shortfall};
 pub use scope::{ObjectFilter, Scope};
 pub use sqlite::Store;
-pub use usage::{BusiestKey, LargestKey, ManagerUsage, NamespaceUsage, ResourceUsage, Usage};
+pub use usage::{BusiestKey, LargestKey, ManagerUsage, NamespaceUsage, RequesterUsage, ResourceUsage, Usage};
 pub use values::{Contents, Looked, ValueReader};
 pub use writer::RevisionWriter;
 

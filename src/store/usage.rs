@@ -67,6 +67,23 @@ pub struct NamespaceUsage {
     pub bytes_all_revisions: i64,
 }
 
+/// What one requester (a user, or a user agent) sent, from the audit logs
+/// `attribute` read.
+#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct RequesterUsage {
+    /// The user or the user agent (`-` when the log named none).
+    pub name: String,
+    /// Stored revisions in scope attributed to its requests.
+    pub writes: i64,
+    /// Successful updates and patches of objects in scope that wrote nothing.
+    pub no_op_writes: i64,
+    /// Of its failed writes to objects in scope, those refused with 409
+    /// Conflict.
+    pub conflicts: i64,
+    /// Writes to objects in scope that failed (4xx, 5xx).
+    pub failed: i64,
+}
+
 /// Everything `stats` shows.
 #[derive(Clone, Debug, Serialize)]
 pub struct Usage {
@@ -75,4 +92,8 @@ pub struct Usage {
     pub busiest: Vec<BusiestKey>,
     pub managers: Vec<ManagerUsage>,
     pub namespaces: Vec<NamespaceUsage>,
+    /// Per user, from the audit logs (empty before `attribute`).
+    pub users: Vec<RequesterUsage>,
+    /// Per user agent, likewise.
+    pub user_agents: Vec<RequesterUsage>,
 }

@@ -359,6 +359,34 @@ fn attribute_joins_audit_logs_to_revisions_exactly_and_by_order() {
         .unwrap();
     assert_eq!(storms[0]["revisions"], j!([(patch.0).1]), "{storms:#?}");
 
+    // stats counts per user and per user agent.
+    let stats = json(inspector(&db, &["stats", "-o", "json"]));
+    let row = |list: &str, name: &str| {
+        let rows = stats[list].as_array().unwrap();
+        rows.iter()
+            .find(|r| r["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} in {rows:#?}"))
+    };
+    let alice_row = row("users", "alice@example.com");
+    assert_eq!(
+        (alice_row["writes"].as_i64(), alice_row["no_op_writes"].as_i64()),
+        (Some(3), Some(0))
+    );
+    let op_row = row("users", op);
+    assert_eq!(
+        (
+            op_row["writes"].as_i64(),
+            op_row["no_op_writes"].as_i64(),
+            op_row["conflicts"].as_i64()
+        ),
+        (Some(0), Some(3), Some(3))
+    );
+    // alice, bob, carol and erin all sent kubectl: 3 + 1 + 3 + 1 attributed.
+    assert_eq!(row("user_agents", kubectl)["writes"], 8);
+    let table = String::from_utf8(ok(inspector(&db, &["stats"])).stdout).unwrap();
+    assert!(table.contains("User agents (from the audit logs"), "{table}");
+
     // snapshot reads the logs when its run ends, as attribute does; a log
     // that is not there stops it before the run begins.
     let runs_before = runs(&db).len();

@@ -4,7 +4,9 @@
 
 use super::Store;
 use crate::store::StoreError;
-use crate::store::{BusiestKey, LargestKey, ManagerUsage, NamespaceUsage, ResourceUsage, Scope, Usage};
+use crate::store::{
+    BusiestKey, LargestKey, ManagerUsage, NamespaceUsage, RequesterUsage, ResourceUsage, Scope, Usage,
+};
 use std::collections::BTreeMap;
 
 /// The last segments of field paths whose change is a clock ticking.
@@ -72,6 +74,62 @@ impl<'a> Scoped<'a> {
     fn query(&self, sql: &str) -> Result<rusqlite::Statement<'a>, StoreError> {
         self.store.conn.prepare(sql).map_err(|e| self.store.err(e))
     }
+}
+
+/// Writes, no-op writes and failures per user and per user agent over the
+/// rows in scope: revisions attributed to a request, and requests of the
+/// keys in scope that wrote nothing. The `top` busiest of each.
+fn requesters(
+    scoped: &Scoped<'_>,
+    top: i64,
+) -> Result<(Vec<RequesterUsage>, Vec<RequesterUsage>), StoreError> {
+    let err = |e| scoped.store.err(e);
+    let mut stmt = scoped.query(
+        "SELECT username, user_agent, sum(writes), sum(no_op), sum(conflicts), sum(failed) FROM ( \
+           SELECT a.username, a.user_agent, count(*) AS writes, 0 AS no_op, 0 AS conflicts, 0 AS failed \
+             FROM rows JOIN revision_writers w ON w.key_id = rows.key_id AND w.mod_revision = rows.mod_revision \
+             JOIN audit_requests a ON a.id = w.request_id GROUP BY 1, 2 \
+           UNION ALL \
+           SELECT a.username, a.user_agent, 0, sum(a.outcome = 'no-op'), sum(a.code = 409), sum(a.outcome = 'failed') \
+             FROM audit_requests a WHERE a.key_id IN (SELECT key_id FROM rows) GROUP BY 1, 2) \
+         GROUP BY 1, 2",
+    )?;
+    let mut users: BTreeMap<String, RequesterUsage> = BTreeMap::new();
+    let mut agents: BTreeMap<String, RequesterUsage> = BTreeMap::new();
+    let mut rows = stmt.query([]).map_err(err)?;
+    while let Some(r) = rows.next().map_err(err)? {
+        let user: String = r.get(0).map_err(err)?;
+        let agent: Option<String> = r.get(1).map_err(err)?;
+        let counts: [i64; 4] = [
+            r.get(2).map_err(err)?,
+            r.get(3).map_err(err)?,
+            r.get(4).map_err(err)?,
+            r.get(5).map_err(err)?,
+        ];
+        for (map, name) in [
+            (&mut users, user.clone()),
+            (&mut agents, agent.unwrap_or_else(|| "-".into())),
+        ] {
+            let entry = map.entry(name.clone()).or_insert_with(|| RequesterUsage {
+                name,
+                ..Default::default()
+            });
+            entry.writes += counts[0];
+            entry.no_op_writes += counts[1];
+            entry.conflicts += counts[2];
+            entry.failed += counts[3];
+        }
+    }
+    let busiest = |map: BTreeMap<String, RequesterUsage>| {
+        let mut list: Vec<RequesterUsage> = map.into_values().collect();
+        list.sort_by(|a, b| {
+            (b.writes + b.no_op_writes + b.failed, &a.name)
+                .cmp(&(a.writes + a.no_op_writes + a.failed, &b.name))
+        });
+        list.truncate(top.max(0) as usize);
+        list
+    };
+    Ok((busiest(users), busiest(agents)))
 }
 
 impl Drop for Scoped<'_> {
@@ -249,12 +307,15 @@ impl Store {
         .map_err(err)?
         .collect::<Result<Vec<_>, _>>()
         .map_err(err)?;
+        let (users, user_agents) = requesters(&scoped, top)?;
         Ok(Usage {
             resources,
             largest,
             busiest,
             managers,
             namespaces,
+            users,
+            user_agents,
         })
     }
 }
