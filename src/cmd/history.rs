@@ -5,7 +5,6 @@ use super::Status;
 use crate::canon::path::{FieldPath, MANAGED_FIELDS};
 use crate::cli::{HistoryArgs, ListFormat};
 use crate::report::escape::terminal;
-use crate::store::audit::{Match, WrittenBy};
 use crate::store::HistoryReader;
 use crate::store::Store;
 use anyhow::{bail, Result};
@@ -16,30 +15,6 @@ use std::path::Path;
 /// escaped.
 fn short(v: &serde_json::Value) -> String {
     text(&crate::report::short(v, 80))
-}
-
-/// Who wrote a revision, on one line: `alice (kubectl/v1.31.0) update`,
-/// `by order` when the order told it.
-fn writer(w: &WrittenBy) -> String {
-    let agent = w
-        .user_agent
-        .as_deref()
-        .map(|a| format!(" ({})", short_agent(a)))
-        .unwrap_or_default();
-    let verb = match &w.subresource {
-        Some(s) => format!("{} {s}", w.verb),
-        None => w.verb.clone(),
-    };
-    let how = match w.match_kind {
-        Match::Exact => "",
-        Match::ByOrder => ", by order",
-    };
-    text(&format!("{}{agent} {verb}{how}", w.user))
-}
-
-/// A user agent's first word (`kubectl/v1.31.0`), as tables show it.
-fn short_agent(agent: &str) -> &str {
-    agent.split_whitespace().next().unwrap_or(agent)
 }
 
 pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
@@ -104,7 +79,7 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
                 r.value_size.to_string(),
                 change,
                 lines(&r.changed_paths),
-                r.written_by.as_ref().map_or("-".into(), writer),
+                r.written_by.as_ref().map_or("-".into(), |w| text(&w.to_string())),
                 or_dash(r.written_at.as_deref().map(text)),
                 or_dash(r.decode_error.as_deref()),
             ]
@@ -117,7 +92,7 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
                 continue;
             };
             let by = match (&r.written_by, &r.written_at) {
-                (Some(w), Some(at)) => format!(", {} at {}", writer(w), text(at)),
+                (Some(w), Some(at)) => format!(", {} at {}", text(&w.to_string()), text(at)),
                 _ => String::new(),
             };
             writeln!(

@@ -98,6 +98,14 @@ document.querySelectorAll('#findings th').forEach(th => th.addEventListener('cli
 document.getElementById('filter').addEventListener('input', applyFilter);
 sortBy('severity');
 
+// Who wrote a revision and when, once `attribute` read an audit log.
+const writer = r => {
+  const w = r.written_by;
+  if (!w) return '';
+  const agent = w.user_agent ? ` (${w.user_agent.split(' ')[0]})` : '';
+  return ` · ${w.user}${agent} ${w.verb}${w.subresource ? ' ' + w.subresource : ''} at ${r.written_at}${w.match === 'by-order' ? ', by order' : ''}`;
+};
+
 // Legend and timelines.
 const legend = document.getElementById('legend');
 for (const [c, col] of Object.entries(colours)) legend.append(el('span', {}, el('i', {style:'background:' + col}), c));
@@ -111,7 +119,7 @@ for (const t of data.timelines) {
   t.revisions.forEach((r, i) => {
     const x = 20 + i * 26, cls = r.change_class || 'unknown';
     const dot = svg('circle', {cx:x, cy:18, r:7, fill:colours[cls] || '#888', class:'mark'});
-    const tip = svg('title', {}); tip.textContent = `revision ${r.mod_revision}: ${cls}${r.change_cause ? ' (' + r.change_cause + ')' : ''}`; dot.append(tip);
+    const tip = svg('title', {}); tip.textContent = `revision ${r.mod_revision}: ${cls}${r.change_cause ? ' (' + r.change_cause + ')' : ''}${writer(r)}`; dot.append(tip);
     s.append(dot);
     if (hits.has(t.key + '@' + r.mod_revision)) s.append(svg('circle', {cx:x, cy:18, r:10.5, class:'hit'}));
     const label = svg('text', {x:x, y:40, 'text-anchor':'middle'}); label.textContent = r.mod_revision; s.append(label);
@@ -121,7 +129,7 @@ for (const t of data.timelines) {
   for (const r of t.revisions) {
     const changes = (r.diff || []).filter(c => c.path !== 'metadata.managedFields');
     if (!changes.length) continue;
-    const d = el('details', {}, el('summary', {}, `revision ${r.mod_revision} · ${r.change_class || '-'} · ${changes.length} field(s)`));
+    const d = el('details', {}, el('summary', {}, `revision ${r.mod_revision} · ${r.change_class || '-'} · ${changes.length} field(s)${writer(r)}`));
     const tbl = el('table', {}, el('tr', {}, el('th', {}, 'field'), el('th', {}, 'old'), el('th', {}, 'new'), el('th', {}, 'by')));
     for (const c of changes) tbl.append(el('tr', {}, el('td', {class:'mono'}, c.path), el('td', {class:'mono'}, short(c.old)), el('td', {class:'mono'}, short(c.new)), el('td', {}, c.managers.join(', '))));
     d.append(tbl); box.append(d);

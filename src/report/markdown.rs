@@ -159,12 +159,12 @@ pub fn render(r: &ReportData) -> String {
     for t in &r.timelines {
         writeln!(
             s,
-            "\n### {}\n\n| revision | change | fields (old → new, by) |\n|---|---|---|",
+            "\n### {}\n\n| revision | written | change | fields (old → new, by) |\n|---|---|---|---|",
             markdown_code(&t.key)
         )
         .unwrap();
         if t.omitted > 0 {
-            writeln!(s, "| … | {} more revisions not shown | |", t.omitted).unwrap();
+            writeln!(s, "| … | | {} more revisions not shown | |", t.omitted).unwrap();
         }
         for row in &t.revisions {
             let class = match (&row.change_class, &row.change_cause) {
@@ -192,10 +192,15 @@ pub fn render(r: &ReportData) -> String {
                     )
                 })
                 .collect();
+            let written = match (&row.written_by, &row.written_at) {
+                (Some(w), Some(at)) => format!("{} at {}", text(&w.to_string()), text(at)),
+                _ => "-".into(),
+            };
             writeln!(
                 s,
-                "| {} | {} | {} |",
+                "| {} | {} | {} | {} |",
                 row.mod_revision,
+                written,
                 text(&class),
                 fields.join("<br>")
             )

@@ -146,6 +146,25 @@ pub struct WrittenBy {
     pub match_kind: Match,
 }
 
+impl std::fmt::Display for WrittenBy {
+    /// `alice (kubectl/v1.31.0) update status`, `, by order` when the
+    /// order told it: the user agent's first word, as tables show it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.user)?;
+        if let Some(agent) = &self.user_agent {
+            write!(f, " ({})", agent.split_whitespace().next().unwrap_or(agent))?;
+        }
+        write!(f, " {}", self.verb)?;
+        if let Some(s) = &self.subresource {
+            write!(f, " {s}")?;
+        }
+        match self.match_kind {
+            Match::Exact => Ok(()),
+            Match::ByOrder => write!(f, ", by order"),
+        }
+    }
+}
+
 /// What a join of the staged requests to the stored revisions found.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct JoinSummary {

@@ -359,6 +359,15 @@ fn attribute_joins_audit_logs_to_revisions_exactly_and_by_order() {
         .unwrap();
     assert_eq!(storms[0]["revisions"], j!([(patch.0).1]), "{storms:#?}");
 
+    // The report's timelines say who wrote each revision, and when.
+    let report = json(inspector(&db, &["report", "--format", "json"]));
+    assert_report_schema(&report);
+    let md = String::from_utf8(ok(inspector(&db, &["report", "--format", "md"])).stdout).unwrap();
+    assert!(
+        md.contains("| alice@example.com (kubectl/v1.31.0) create at 2026-11-29T09:00:02.345678Z |"),
+        "{md}"
+    );
+
     // stats counts per user and per user agent.
     let stats = json(inspector(&db, &["stats", "-o", "json"]));
     let row = |list: &str, name: &str| {

@@ -9,7 +9,8 @@ mod scenario;
 use crate::util::etcd::TestEtcd;
 use crate::util::k8s::{pod, secret};
 use crate::util::{
-    assert_secrets_nowhere, chromium, inspector, json, ok, runs, snapshot, stored_revisions, temp_db,
+    assert_report_schema, assert_secrets_nowhere, chromium, inspector, json, ok, runs, snapshot,
+    stored_revisions, temp_db,
 };
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -94,14 +95,7 @@ fn reports_every_injected_anomaly_and_nothing_else() {
         "the flapping Deployment is written most"
     );
 
-    let schema: serde_json::Value =
-        serde_json::from_str(include_str!("../../schemas/report.schema.json")).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(&report)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "{errors:#?}");
+    assert_report_schema(&report);
 
     let md = String::from_utf8(ok(inspector(&db, &["report", "--format", "md"])).stdout).unwrap();
     assert!(

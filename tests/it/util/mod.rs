@@ -229,6 +229,18 @@ pub fn findings(db: &Path, detector: &str) -> Vec<Value> {
         .clone()
 }
 
+/// Asserts that `report` (`report --format json`) is what
+/// `schemas/report.schema.json` says it is.
+pub fn assert_report_schema(report: &Value) {
+    let schema: Value = serde_json::from_str(include_str!("../../../schemas/report.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(report)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
 /// `s` in standard base64, as a Secret's `data` holds it in JSON.
 pub fn base64(s: &str) -> String {
     use base64::Engine;
