@@ -10,8 +10,9 @@
 //!   head H finished after every revision up to H; the earliest such time
 //!   at or after R bounds R from above.
 
+use crate::store::clock::{Anchor, AnchorSink, TIMESTAMP_SLACK};
 use crate::store::object::ObjectRevision;
-use crate::store::RunTime;
+use crate::store::{RunTime, StoreError};
 use jiff::Timestamp;
 
 /// The cluster's clock, as far as the history tells it.
@@ -86,6 +87,70 @@ impl Clock {
     }
 }
 
+/// What one key's history (oldest first) says about when its revisions
+/// were written: a create no earlier than its creationTimestamp and soon
+/// after; a revision no earlier than the newest managedFields time it
+/// carries, and soon after when that time is newer than the revision
+/// before's (this write set it); the revision that starts a deletion no
+/// later than soon after its deletionTimestamp (now plus the grace period).
+pub fn anchors_of(history: &[ObjectRevision], out: &mut AnchorSink<'_>) -> Result<(), StoreError> {
+    let mut before: Option<&ObjectRevision> = None;
+    for r in history {
+        if r.deleted {
+            before = None;
+            continue;
+        }
+        let same = before.filter(|b| b.create_revision == r.create_revision);
+        let mut anchor = |earliest: Option<Timestamp>, latest: Option<Timestamp>| {
+            out(Anchor {
+                revision: r.mod_revision,
+                earliest,
+                latest,
+            })
+        };
+        if r.is_create() {
+            if let Some(ct) = parse(r.facts.creation_timestamp.as_deref()) {
+                anchor(Some(ct), Some(ct + TIMESTAMP_SLACK))?;
+            }
+        }
+        if let Some(at) = parse(r.facts.written_at.as_deref()) {
+            let set_here = same
+                .and_then(|b| parse(b.facts.written_at.as_deref()))
+                .is_none_or(|b| at > b);
+            anchor(Some(at), set_here.then(|| at + TIMESTAMP_SLACK))?;
+        }
+        let deletion_starts = same.is_some_and(|b| b.facts.deletion_timestamp.is_none());
+        if let Some(dt) = parse(r.facts.deletion_timestamp.as_deref()).filter(|_| deletion_starts) {
+            anchor(None, Some(dt + TIMESTAMP_SLACK))?;
+        }
+        before = Some(r);
+    }
+    Ok(())
+}
+
+/// What the live runs say: every revision up to a run's head was written
+/// before it finished, every later one after it began.
+pub fn run_anchors(runs: &[RunTime]) -> Vec<Anchor> {
+    let mut out = Vec::new();
+    for run in runs.iter().filter(|r| !r.file) {
+        if let Some(finished) = parse(run.finished_at.as_deref()) {
+            out.push(Anchor {
+                revision: run.head,
+                earliest: None,
+                latest: Some(finished),
+            });
+        }
+        if let Some(started) = parse(Some(&run.started_at)) {
+            out.push(Anchor {
+                revision: run.head + 1,
+                earliest: Some(started),
+                latest: None,
+            });
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,6 +184,39 @@ mod tests {
         assert_eq!(clock.written_by(21), Some(at("2026-12-01T10:00:05Z")));
         assert_eq!(clock.written_by(51), None);
         assert_eq!(clock.now(), Some(at("2026-12-01T10:00:00Z")));
+    }
+
+    #[test]
+    fn a_managed_time_bounds_a_write_from_above_only_where_it_set_it() {
+        let create = created(10, "2026-12-01T09:00:00Z");
+        let mut same_time = create.clone();
+        same_time.mod_revision = 11;
+        let mut newer = create.clone();
+        newer.mod_revision = 12;
+        newer.facts.written_at = Some("2026-12-01T09:05:00Z".into());
+        newer.facts.deletion_timestamp = Some("2026-12-01T09:05:30Z".into());
+        let mut anchors = Vec::new();
+        anchors_of(&[create, same_time, newer], &mut |a| {
+            anchors.push(a);
+            Ok(())
+        })
+        .unwrap();
+        let at = |t: &str| Some(t.parse::<Timestamp>().unwrap());
+        let anchor = |revision, earliest, latest| Anchor {
+            revision,
+            earliest,
+            latest,
+        };
+        assert_eq!(
+            anchors,
+            [
+                anchor(10, at("2026-12-01T09:00:00Z"), at("2026-12-01T09:00:02Z")),
+                anchor(10, at("2026-12-01T09:00:00Z"), at("2026-12-01T09:00:02Z")),
+                anchor(11, at("2026-12-01T09:00:00Z"), None),
+                anchor(12, at("2026-12-01T09:05:00Z"), at("2026-12-01T09:05:02Z")),
+                anchor(12, None, at("2026-12-01T09:05:32Z")),
+            ]
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod drift;
 pub mod names;
 pub mod objects;
 
+use crate::store::clock::AnchorSink;
 use crate::store::Backend;
 use crate::store::{ClassifyStats, HistoryReader, StoreError, ValueReader};
 use detector::{Counts, Findings, Reads, Registration, Setup, Whole};
@@ -85,6 +86,7 @@ fn detect_cluster(
     cluster: i64,
     options: &Options,
     findings: &mut Findings,
+    anchors: &mut AnchorSink<'_>,
 ) -> Result<(), StoreError> {
     let setup = Setup {
         store,
@@ -97,11 +99,19 @@ fn detect_cluster(
         .collect::<Result<Vec<_>, _>>()?;
     let whole_set = REGISTRY.iter().any(|r| r.reads == Reads::ObjectsAndClock);
     let gaps = store.gaps(cluster)?;
-    let mut clock = clock::Clock::new(&store.run_times(cluster)?);
+    let runs = store.run_times(cluster)?;
+    for a in clock::run_anchors(&runs) {
+        anchors(a)?;
+    }
+    let mut clock = clock::Clock::new(&runs);
     let mut objects = objects::Objects::default();
     let mut failure = None;
     store.key_histories(cluster, &mut |history| {
         if failure.is_some() {
+            return;
+        }
+        if let Err(e) = clock::anchors_of(history, anchors) {
+            failure = Some(e);
             return;
         }
         if whole_set {
@@ -167,7 +177,9 @@ pub fn analyze(store: &dyn Backend, cluster: Option<i64>, options: &Options) -> 
     let detectors: Vec<&str> = names().collect();
     for c in clusters {
         let mut findings = Findings::into_store(store.findings_writer(c, &detectors)?);
-        detect_cluster(store, c, options, &mut findings)?;
+        store.rebuild_clock(c, &mut |anchors| {
+            detect_cluster(store, c, options, &mut findings, anchors)
+        })?;
         all.add(&findings.commit()?);
     }
     Ok(Analysis {

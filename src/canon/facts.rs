@@ -32,6 +32,20 @@ pub struct ObjectFacts {
     /// The newest time the object carries (its managedFields entries'
     /// times and creationTimestamp): the write was no earlier.
     pub written_at: Option<String>,
+    /// A Lease's `spec.renewTime`: its holder renewed it then, just before
+    /// this write (the run keeps it as a mark of the cluster's clock).
+    pub renew_time: Option<String>,
+}
+
+/// A Lease's `spec.renewTime`, the one time a cluster writes every few
+/// seconds.
+pub fn renew_time(object: &Value) -> Option<String> {
+    let lease = object.get("kind").and_then(Value::as_str) == Some("Lease")
+        && object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|v| v.starts_with("coordination.k8s.io/"));
+    lease.then(|| text(object.pointer("/spec/renewTime")))?
 }
 
 /// The newest of the object's managedFields times and creationTimestamp,
@@ -184,6 +198,7 @@ pub fn object_facts_with_spec_hash(object: &Value, spec_hash: Option<Vec<u8>>) -
         finalizers: finalizers(object),
         owner_refs: owner_refs(meta),
         written_at: written_at(meta),
+        renew_time: renew_time(object),
     }
 }
 

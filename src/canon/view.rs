@@ -24,7 +24,7 @@ enum Place {
     Leaf,
     /// Everything below.
     Whole,
-    /// A Pod's spec, or a workload's, a pod template's or a Namespace's.
+    /// A Pod's spec, or a workload's, a pod template's, a Namespace's or a Lease's.
     Spec,
     Affinity,
     NodeAffinity,
@@ -58,7 +58,7 @@ impl Place {
             (Metadata, "ownerReferences") => OwnerReference,
             (Metadata, "managedFields") => Whole,
             (OwnerReference, "apiVersion" | "kind" | "name" | "uid" | "controller") => Leaf,
-            (Spec, "nodeName" | "replicas" | "parallelism" | "finalizers") => Leaf,
+            (Spec, "nodeName" | "replicas" | "parallelism" | "finalizers" | "renewTime") => Leaf,
             (Spec, "affinity") => Affinity,
             (Spec, "containers" | "initContainers" | "ephemeralContainers") => Container,
             (Spec, "volumes") => Named,

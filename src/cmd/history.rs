@@ -80,7 +80,7 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
                 change,
                 lines(&r.changed_paths),
                 r.written_by.as_ref().map_or("-".into(), |w| text(&w.to_string())),
-                or_dash(r.written_at.as_deref().map(text)),
+                text(&crate::report::when::when(r)),
                 or_dash(r.decode_error.as_deref()),
             ]
         },

@@ -333,5 +333,14 @@ mod tests {
             serde_json::json!(["a", {}, "a"]),
             "items keep their places"
         );
+        let lease = serde_json::json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "kube-scheduler", "namespace": "kube-system"},
+            "spec": {"holderIdentity": "cp-1", "renewTime": "2026-11-29T09:00:00.250000Z"}});
+        let value = serde_json::to_vec(&lease).unwrap();
+        assert!(streamed_as_from_the_tree("lease", &value));
+        let mut w = ObjectWriter::new(2);
+        decode_into(&value, &mut w).unwrap();
+        let facts = crate::canon::facts::object_facts(&w.finish().view);
+        assert_eq!(facts.renew_time.as_deref(), Some("2026-11-29T09:00:00.250000Z"));
     }
 }

@@ -192,9 +192,10 @@ pub fn render(r: &ReportData) -> String {
                     )
                 })
                 .collect();
-            let written = match (&row.written_by, &row.written_at) {
-                (Some(w), Some(at)) => format!("{} at {}", text(&w.to_string()), text(at)),
-                _ => "-".into(),
+            let when = crate::report::when::when(row);
+            let written = match &row.written_by {
+                Some(w) => format!("{} at {}", text(&w.to_string()), text(&when)),
+                None => text(&when),
             };
             writeln!(
                 s,

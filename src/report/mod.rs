@@ -11,6 +11,7 @@ pub mod json_array;
 pub mod markdown;
 pub mod metrics;
 pub mod text;
+pub mod when;
 
 use crate::decode::key::qualified;
 use crate::store::finding::Severity;

@@ -39,6 +39,10 @@ pub struct HistoryRow {
     pub written_by: Option<crate::store::audit::WrittenBy>,
     /// When it was written, when known: the writer's `stageTimestamp`.
     pub written_at: Option<String>,
+    /// When it was written, as far as the cluster's clock tells: `[from,
+    /// to]` in RFC 3339 (`null` where nothing bounds it), both
+    /// `written_at` when that is known.
+    pub written_between: [Option<String>; 2],
     /// Changed paths with old and new values, when asked for (`--diff`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<Vec<FieldChange>>,

@@ -7,6 +7,7 @@ pub mod audit;
 mod base;
 mod blob;
 pub mod classify;
+pub mod clock;
 mod field_blob;
 pub mod finding;
 pub mod hash_key;
@@ -35,9 +36,9 @@ pub use reader::HistoryReader;
 pub use recorder::{RunFact, RunRecorder};
 
 /// A whole backend: what runs write and what readers read.
-pub trait Backend: HistoryReader + RunRecorder + audit::AuditRecorder {}
+pub trait Backend: HistoryReader + RunRecorder + audit::AuditRecorder + clock::ClockRecorder {}
 
-impl<T: HistoryReader + RunRecorder + audit::AuditRecorder> Backend for T {}
+impl<T: HistoryReader + RunRecorder + audit::AuditRecorder + clock::ClockRecorder> Backend for T {}
 pub use run::{FileInfo, Gap, Previous, RunId, RunInfo, RunStatus, RunTime, ServedBy, Shortfall};
 pub use scope::{ObjectFilter, Scope};
 pub use sqlite::Store;

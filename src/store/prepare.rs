@@ -22,6 +22,8 @@ pub(super) struct KeyInfo {
     pub class: KeyClass,
     /// The run's resource filter leaves it out: nothing of it is stored.
     pub excluded: bool,
+    /// A Lease (`coordination.k8s.io`): its renewals mark the clock.
+    pub lease: bool,
 }
 
 impl KeyInfo {
@@ -31,6 +33,7 @@ impl KeyInfo {
             id,
             class: KeyClass::of(parsed, decryptor),
             excluded: false,
+            lease: parsed.is_some_and(|p| p.resource == "leases" && p.group == "coordination.k8s.io"),
         }
     }
 }

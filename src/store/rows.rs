@@ -75,4 +75,7 @@ pub(super) trait RevisionRows {
     /// id, `None` when it was there.
     fn insert_content(&mut self, content: &ContentRow<'_>) -> Result<Option<i64>, StoreError>;
     fn insert_revision(&mut self, revision: &RevisionRow<'_>) -> Result<(), StoreError>;
+    /// Keeps a time the cluster wrote at `revision` of `cluster` (a Lease
+    /// renewal) as a mark of its clock; once however often it is read.
+    fn insert_clock_mark(&mut self, cluster: i64, revision: i64, at: &str) -> Result<(), StoreError>;
 }

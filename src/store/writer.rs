@@ -105,7 +105,7 @@ impl<'s> RevisionWriter<'s> {
         if parsed.as_ref().is_some_and(|p| !self.filter.records(p)) {
             let info = KeyInfo {
                 excluded: true,
-                ..KeyInfo::new(0, parsed.as_ref(), None)
+                ..KeyInfo::new(0, parsed.as_ref(), self.decryptor.as_deref())
             };
             self.cache_key(key, info);
             return Ok(info);
@@ -114,6 +114,22 @@ impl<'s> RevisionWriter<'s> {
         let info = KeyInfo::new(id, parsed.as_ref(), self.decryptor.as_deref());
         self.cache_key(key, info);
         Ok(info)
+    }
+
+    /// Keeps the renewTime of a Lease the filter leaves out, decoded here
+    /// (nothing else of it is): a value that does not decode marks nothing.
+    fn mark_renewal(&mut self, r: &Record, key: &KeyInfo) -> Result<(), StoreError> {
+        let opened = crate::ingest::open::open(&key.class, &r.key, &r.value, self.decryptor.as_deref());
+        let renewed = match &opened {
+            crate::ingest::open::Opened::Decoded { decoded, .. } => {
+                crate::canon::facts::renew_time(&decoded.object)
+            }
+            _ => None,
+        };
+        if let Some(at) = renewed {
+            self.rows.insert_clock_mark(self.cluster, r.mod_revision, &at)?;
+        }
+        Ok(())
     }
 
     fn cache_key(&mut self, key: &[u8], info: KeyInfo) {
@@ -244,6 +260,9 @@ impl<'s> RevisionWriter<'s> {
             semantic_hash: semantic_hash.as_deref(),
             hash_key: keyed.then_some(self.hash_key.as_str()),
         })?;
+        if let Some(at) = &p.facts.renew_time {
+            self.rows.insert_clock_mark(self.cluster, r.mod_revision, at)?;
+        }
         self.added += 1;
         Ok(())
     }
@@ -380,6 +399,10 @@ impl Sink for RevisionWriter<'_> {
         self.in_batch += 1;
         let key = self.key_info(&r.key)?;
         if key.excluded {
+            // A Lease left out still tells the time.
+            if key.lease && !r.deleted {
+                self.mark_renewal(&r, &key)?;
+            }
             return Ok(true);
         }
         let known = self.pending_ids.contains(&(key.id, r.mod_revision))

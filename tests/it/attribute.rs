@@ -277,6 +277,8 @@ fn attribute_joins_audit_logs_to_revisions_exactly_and_by_order() {
                     row["written_at"].as_str().unwrap().ends_with(".345678Z"),
                     "{row:#}"
                 );
+                let at = &row["written_at"];
+                assert_eq!(row["written_between"], j!([at, at]), "{row:#}");
                 assert_eq!(row["written_by"]["source_ips"], j!(["192.0.2.7"]));
                 assert_eq!(row["written_by"]["groups"][1], "dev.example.com/team-a");
             }

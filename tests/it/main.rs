@@ -7,6 +7,7 @@ mod util;
 
 mod attribute;
 mod changes;
+mod clock;
 mod cluster;
 mod decode_cli;
 mod decode_every_kind;

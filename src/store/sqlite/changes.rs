@@ -374,6 +374,8 @@ impl Store {
                     finalizers: r.get(col!("finalizers")).map_err(err)?,
                     owner_refs: r.get(col!("owner_refs")).map_err(err)?,
                     written_at: r.get(col!("written_at")).map_err(err)?,
+                    // Kept as a mark of the clock (`clock_marks`), not per revision.
+                    renew_time: None,
                 },
                 duplicates: r.get(col!("duplicates")).map_err(err)?,
                 semantic_sha256: r.get(col!("semantic_sha256")).map_err(err)?,

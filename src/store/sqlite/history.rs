@@ -26,7 +26,7 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare(&format!(
-                "SELECT c.etcd_cluster_id, r.mod_revision, r.create_revision, r.version, r.deleted, r.lease, r.value_size, \
+                "SELECT c.etcd_cluster_id, c.id AS cluster_row, r.mod_revision, r.create_revision, r.version, r.deleted, r.lease, r.value_size, \
                  r.value_sha256, r.value_hash, r.encoding, r.encryption, r.api_version, r.kind, r.namespace, r.name, r.uid, r.generation, \
                  r.decode_error, r.run_id, r.semantic_sha256, r.change_class, r.change_cause, r.changed_paths, r.changed_by, {} \
                  FROM revisions r JOIN keys k ON k.id = r.key_id JOIN clusters c ON c.id = k.cluster_id \
@@ -39,38 +39,63 @@ impl Store {
         let rows = stmt
             .query_map([key], |r| {
                 let written_by = super::audit::written_by(r)?;
-                Ok(HistoryRow {
-                    written_at: written_by.as_ref().map(|w| w.time.clone()),
-                    cluster_id: r.get("etcd_cluster_id")?,
-                    mod_revision: r.get("mod_revision")?,
-                    create_revision: r.get("create_revision")?,
-                    version: r.get("version")?,
-                    deleted: r.get("deleted")?,
-                    lease: r.get("lease")?,
-                    value_size: r.get("value_size")?,
-                    value_sha256: r.get::<_, Option<Vec<u8>>>("value_sha256")?.map(|b| hex(&b)),
-                    value_hash: r.get("value_hash")?,
-                    encoding: r.get("encoding")?,
-                    encryption: r.get("encryption")?,
-                    api_version: r.get("api_version")?,
-                    kind: r.get("kind")?,
-                    namespace: r.get("namespace")?,
-                    name: r.get("name")?,
-                    uid: r.get("uid")?,
-                    generation: r.get("generation")?,
-                    decode_error: r.get("decode_error")?,
-                    run_id: r.get("run_id")?,
-                    semantic_sha256: r.get::<_, Option<Vec<u8>>>("semantic_sha256")?.map(|b| hex(&b)),
-                    change_class: r.get("change_class")?,
-                    change_cause: r.get("change_cause")?,
-                    changed_paths: json_column(r, "changed_paths")?.unwrap_or_default(),
-                    changed_by: json_column(r, "changed_by")?.unwrap_or_default(),
-                    written_by,
-                    diff: None,
-                })
+                let written_at = written_by.as_ref().map(|w| w.time.clone());
+                let cluster_row: i64 = r.get("cluster_row")?;
+                let between = written_at.clone().map(|at| [Some(at.clone()), Some(at)]);
+                Ok((
+                    cluster_row,
+                    between,
+                    HistoryRow {
+                        written_at,
+                        written_between: [None, None],
+                        cluster_id: r.get("etcd_cluster_id")?,
+                        mod_revision: r.get("mod_revision")?,
+                        create_revision: r.get("create_revision")?,
+                        version: r.get("version")?,
+                        deleted: r.get("deleted")?,
+                        lease: r.get("lease")?,
+                        value_size: r.get("value_size")?,
+                        value_sha256: r.get::<_, Option<Vec<u8>>>("value_sha256")?.map(|b| hex(&b)),
+                        value_hash: r.get("value_hash")?,
+                        encoding: r.get("encoding")?,
+                        encryption: r.get("encryption")?,
+                        api_version: r.get("api_version")?,
+                        kind: r.get("kind")?,
+                        namespace: r.get("namespace")?,
+                        name: r.get("name")?,
+                        uid: r.get("uid")?,
+                        generation: r.get("generation")?,
+                        decode_error: r.get("decode_error")?,
+                        run_id: r.get("run_id")?,
+                        semantic_sha256: r.get::<_, Option<Vec<u8>>>("semantic_sha256")?.map(|b| hex(&b)),
+                        change_class: r.get("change_class")?,
+                        change_cause: r.get("change_cause")?,
+                        changed_paths: json_column(r, "changed_paths")?.unwrap_or_default(),
+                        changed_by: json_column(r, "changed_by")?.unwrap_or_default(),
+                        written_by,
+                        diff: None,
+                    },
+                ))
             })
             .map_err(|e| self.err(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+        let mut out = Vec::new();
+        for row in rows {
+            let (cluster, between, mut row) = row.map_err(|e| self.err(e))?;
+            row.written_between = match between {
+                Some(exact) => exact,
+                None => {
+                    let interval = self.read_interval(cluster, row.mod_revision)?;
+                    let at = |t: Option<jiff::Timestamp>| {
+                        t.and_then(|t| {
+                            crate::decode::gotime::micro_time(t.as_second(), t.subsec_nanosecond())
+                        })
+                    };
+                    [at(interval.earliest), at(interval.latest)]
+                }
+            };
+            out.push(row);
+        }
+        Ok(out)
     }
 }
 

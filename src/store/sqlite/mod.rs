@@ -4,6 +4,7 @@
 
 mod audit;
 mod changes;
+mod clock;
 mod findings;
 mod hash_key;
 mod history;
@@ -41,7 +42,7 @@ fn missing(path: &Path) -> StoreError {
 /// The migrations, applied in order when a database is opened.
 /// How many migrations [`migrations`] holds.
 #[cfg(test)]
-const MIGRATION_COUNT: usize = 19;
+const MIGRATION_COUNT: usize = 20;
 
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
@@ -75,6 +76,7 @@ fn migrations() -> Migrations<'static> {
         )),
         M::up(include_str!("../../../migrations/0018_run_members.sql")),
         M::up(include_str!("../../../migrations/0019_audit_attribution.sql")),
+        M::up(include_str!("../../../migrations/0020_clock.sql")),
     ])
 }
 

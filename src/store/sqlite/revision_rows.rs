@@ -79,6 +79,17 @@ impl RevisionRows for SqliteRows<'_> {
             .map_err(|e| self.sql(e))
     }
 
+    fn insert_clock_mark(&mut self, cluster: i64, revision: i64, at: &str) -> Result<(), StoreError> {
+        self.store
+            .conn
+            .prepare_cached(
+                "INSERT OR IGNORE INTO clock_marks (cluster_id, revision, at) VALUES (?1, ?2, ?3)",
+            )
+            .and_then(|mut s| s.execute(params![cluster, revision, at]))
+            .map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+
     fn has_revision(&mut self, key_id: i64, mod_revision: i64) -> Result<bool, StoreError> {
         self.store
             .conn

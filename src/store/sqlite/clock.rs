@@ -1,0 +1,148 @@
+//! The clock's tables: marks the runs keep, the envelope `analyze`
+//! rebuilds, and the interval one revision reads from it.
+
+use super::Store;
+use crate::store::clock::{Anchor, AnchorSink, ClockRecorder, Interval, RENEWAL_SLACK};
+use crate::store::StoreError;
+use jiff::Timestamp;
+use rusqlite::{params, OptionalExtension};
+
+fn micros(t: Timestamp) -> i64 {
+    t.as_microsecond()
+}
+
+fn from_micros(us: i64) -> Option<Timestamp> {
+    Timestamp::from_microsecond(us).ok()
+}
+
+impl Store {
+    fn add_anchor(&self, a: Anchor) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached("INSERT INTO temp.anchors (revision, earliest, latest) VALUES (?1, ?2, ?3)")
+            .and_then(|mut s| s.execute(params![a.revision, a.earliest.map(micros), a.latest.map(micros)]))
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// The anchors the store holds itself: Lease renewals (marks) and the
+    /// requests attributed to revisions (answered after the write).
+    fn stored_anchors(&self, cluster: i64) -> Result<(), StoreError> {
+        let err = |e| self.err(e);
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT revision, at, 1 FROM clock_marks WHERE cluster_id = ?1 \
+                 UNION ALL SELECT w.mod_revision, a.time, 0 FROM revision_writers w \
+                   JOIN audit_requests a ON a.id = w.request_id WHERE a.cluster_id = ?1",
+            )
+            .map_err(err)?;
+        let mut rows = stmt.query([cluster]).map_err(err)?;
+        while let Some(r) = rows.next().map_err(err)? {
+            let (revision, at, mark): (i64, String, bool) = (
+                r.get(0).map_err(err)?,
+                r.get(1).map_err(err)?,
+                r.get(2).map_err(err)?,
+            );
+            let Ok(t) = at.parse::<Timestamp>() else {
+                return Err(self.damaged(
+                    if mark {
+                        "clock_marks.at"
+                    } else {
+                        "audit_requests.time"
+                    },
+                    format!("{at:?} is not an RFC 3339 time"),
+                ));
+            };
+            // A renewal was sent at its time; a request answered after its write.
+            self.add_anchor(match mark {
+                true => Anchor {
+                    revision,
+                    earliest: Some(t),
+                    latest: Some(t + RENEWAL_SLACK),
+                },
+                false => Anchor {
+                    revision,
+                    earliest: None,
+                    latest: Some(t),
+                },
+            })?;
+        }
+        Ok(())
+    }
+
+    fn rebuild(
+        &self,
+        cluster: i64,
+        gather: &mut dyn FnMut(&mut AnchorSink<'_>) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let err = |e| self.err(e);
+        self.conn
+            .execute_batch(
+                "CREATE TEMP TABLE IF NOT EXISTS anchors (revision INTEGER NOT NULL, earliest INTEGER, latest INTEGER); \
+                 DELETE FROM temp.anchors;",
+            )
+            .map_err(err)?;
+        gather(&mut |a| self.add_anchor(a))?;
+        self.stored_anchors(cluster)?;
+        self.conn
+            .execute("DELETE FROM clock_envelope WHERE cluster_id = ?1", [cluster])
+            .map_err(err)?;
+        self.conn
+            .execute(
+                "INSERT INTO clock_envelope (cluster_id, revision, earliest, latest) \
+                 SELECT ?1, revision, max(e) OVER (ORDER BY revision ROWS UNBOUNDED PRECEDING), \
+                   min(l) OVER (ORDER BY revision ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) \
+                 FROM (SELECT revision, max(earliest) AS e, min(latest) AS l FROM temp.anchors GROUP BY revision)",
+                [cluster],
+            )
+            .map_err(err)?;
+        self.conn.execute_batch("DELETE FROM temp.anchors").map_err(err)?;
+        Ok(())
+    }
+
+    /// When revision `revision` of `cluster` was written, as far as the
+    /// clock tells.
+    pub(in crate::store) fn read_interval(
+        &self,
+        cluster: i64,
+        revision: i64,
+    ) -> Result<Interval, StoreError> {
+        let err = |e| self.err(e);
+        let earliest: Option<i64> = self
+            .conn
+            .prepare_cached(
+                "SELECT earliest FROM clock_envelope WHERE cluster_id = ?1 AND revision <= ?2 ORDER BY revision DESC LIMIT 1",
+            )
+            .and_then(|mut s| s.query_row(params![cluster, revision], |r| r.get(0)).optional())
+            .map_err(err)?
+            .flatten();
+        let latest: Option<i64> = self
+            .conn
+            .prepare_cached(
+                "SELECT latest FROM clock_envelope WHERE cluster_id = ?1 AND revision >= ?2 ORDER BY revision LIMIT 1",
+            )
+            .and_then(|mut s| s.query_row(params![cluster, revision], |r| r.get(0)).optional())
+            .map_err(err)?
+            .flatten();
+        Ok(Interval {
+            earliest: earliest.and_then(from_micros),
+            latest: latest.and_then(from_micros),
+        })
+    }
+}
+
+impl ClockRecorder for Store {
+    fn rebuild_clock(
+        &self,
+        cluster: i64,
+        gather: &mut dyn FnMut(&mut AnchorSink<'_>) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        // Inside the caller's transaction when it has one (analyze writes
+        // findings in one), else in its own: all of the clock or none.
+        if self.conn.is_autocommit() {
+            self.in_transaction(|| self.rebuild(cluster, gather))
+        } else {
+            self.rebuild(cluster, gather)
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! The clock without an audit log: a real etcd written as a cluster writes
+//! it, with leader-election Leases renewed every 2 s and a node's every
+//! 10 s between the writes of ConfigMaps whose true write times the test
+//! knows. Every revision's `written_between` must hold its true time and be
+//! about as wide as the renewals are apart, whether the run stores Leases
+//! or leaves them out (the default).
+
+use crate::util::etcd::TestEtcd;
+use crate::util::*;
+use etcd_inspector::decode::encode::encode_protobuf;
+use jiff::{SignedDuration, Timestamp};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+fn lease(name: &str, ns: &str, renewed: Timestamp) -> Vec<u8> {
+    let micro = renewed.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
+    encode_protobuf(&json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": name, "namespace": ns, "uid": format!("uid-{name}"), "creationTimestamp": "2026-11-29T09:00:00Z"},
+        "spec": {"holderIdentity": "cp-1_0a1b", "leaseDurationSeconds": 15, "renewTime": micro}}))
+    .unwrap()
+}
+
+/// A ConfigMap written at `at`: its creationTimestamp (whole seconds) is
+/// `created`, and a managedFields time only when `manager_time` says so
+/// (an old client's write carries none).
+fn config_map(name: &str, created: Timestamp, at: Timestamp, manager_time: bool, value: u32) -> Vec<u8> {
+    let second = |t: Timestamp| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let mut metadata = json!({"name": name, "namespace": "shop", "uid": format!("uid-{name}"),
+        "creationTimestamp": second(created), "labels": {"app.kubernetes.io/name": "web"}});
+    if manager_time {
+        metadata["managedFields"] = json!([{"manager": "kubectl", "operation": "Update", "apiVersion": "v1",
+            "time": second(at), "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:app.properties": {}}}}]);
+    }
+    encode_protobuf(
+        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata,
+        "data": {"app.properties": format!("v={value}")}}),
+    )
+    .unwrap()
+}
+
+#[test]
+fn every_revision_gets_an_interval_that_holds_its_true_time() {
+    for exclude in ["leases.coordination.k8s.io", "none"] {
+        let etcd = TestEtcd::start();
+        let (_dir, db) = temp_db();
+        let start: Timestamp = "2026-11-29T09:00:00.250Z".parse().unwrap();
+        let mut truth: BTreeMap<(String, i64), Timestamp> = BTreeMap::new();
+        let mut created: BTreeMap<String, Timestamp> = BTreeMap::new();
+        // Half-second steps over two minutes of the cluster's time.
+        for step in 0..=240u32 {
+            let now = start + SignedDuration::from_millis(500 * i64::from(step));
+            if step % 4 == 0 {
+                etcd.put(
+                    "/registry/leases/kube-system/kube-controller-manager",
+                    &lease("kube-controller-manager", "kube-system", now),
+                );
+            }
+            if step % 20 == 3 {
+                etcd.put(
+                    "/registry/leases/kube-node-lease/node-1",
+                    &lease("node-1", "kube-node-lease", now),
+                );
+            }
+            if step % 3 == 1 {
+                let name = format!("web.config-{}", step % 5);
+                let key = format!("/registry/configmaps/shop/{name}");
+                let born = *created.entry(key.clone()).or_insert(now);
+                let rev = etcd.put(&key, &config_map(&name, born, now, step % 2 == 1, step));
+                truth.insert((key, rev), now);
+            }
+        }
+        ok(snapshot(&etcd, &db, &["--exclude-resource", exclude]));
+        let mut widths = Vec::new();
+        for key in created.keys() {
+            for row in history(&db, key) {
+                let rev = row["mod_revision"].as_i64().unwrap();
+                let between = &row["written_between"];
+                let side = |i: usize| {
+                    between[i]
+                        .as_str()
+                        .unwrap_or_else(|| panic!("{key}@{rev} unbounded ({exclude}): {row:#}"))
+                        .parse::<Timestamp>()
+                        .unwrap()
+                };
+                let (from, to) = (side(0), side(1));
+                let at = truth[&(key.clone(), rev)];
+                assert!(
+                    from <= at && at <= to,
+                    "{key}@{rev} written at {at}, not in [{from}, {to}] ({exclude})"
+                );
+                widths.push(to.duration_since(from));
+            }
+        }
+        assert_eq!(widths.len(), truth.len());
+        let widest = widths.iter().max().unwrap();
+        // Renewals 2 s apart, a second of slack after the later one.
+        assert!(
+            *widest <= SignedDuration::from_secs(3),
+            "widest {widest:?} ({exclude})"
+        );
+
+        // The table shows the middle and half the width.
+        let key = created.keys().next().unwrap();
+        let table = String::from_utf8(ok(inspector(&db, &["history", key])).stdout).unwrap();
+        assert!(table.contains("~2026-11-29 09:0"), "{table}");
+        assert!(table.contains(" ± 2 s") || table.contains(" ± 1 s"), "{table}");
+    }
+}
