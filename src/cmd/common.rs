@@ -87,36 +87,54 @@ pub fn decryptor(args: &EncryptionArgs) -> Result<Option<Arc<Decryptor>>> {
     Ok(Some(Arc::new(Decryptor::new(config, &args.kms_socket)?)))
 }
 
-/// A revision bound from `rev:N` or an RFC 3339 time.
-fn bound(store: &crate::store::Store, text: &str, flag: &str) -> Result<Option<i64>> {
-    if let Some(n) = text.strip_prefix("rev:") {
-        return Ok(Some(
-            n.parse()
-                .with_context(|| format!("{flag} {text}: not a revision"))?,
-        ));
-    }
-    let time: jiff::Timestamp = text
-        .parse()
-        .with_context(|| format!("{flag} {text}: neither rev:N nor an RFC 3339 time"))?;
-    Ok(store.revision_at_time(&crate::decode::gotime::rfc3339(time))?)
+/// What `--since` or `--until` says: `rev:N`, or an RFC 3339 time.
+enum Bound {
+    Revision(i64),
+    Time(jiff::Timestamp),
 }
 
-/// The revision range `--since` and `--until` give: a time resolves to the
-/// head of the last complete run started by then (`--since` excludes it).
+fn bound(text: &str, flag: &str) -> Result<Bound> {
+    if let Some(n) = text.strip_prefix("rev:") {
+        let n = n
+            .parse()
+            .with_context(|| format!("{flag} {text}: not a revision"))?;
+        return Ok(Bound::Revision(n));
+    }
+    let time = text
+        .parse()
+        .with_context(|| format!("{flag} {text}: neither rev:N nor an RFC 3339 time"))?;
+    Ok(Bound::Time(time))
+}
+
+/// The revision range `--since` and `--until` give. A time selects the
+/// revisions the cluster's clock says may have been written in the window;
+/// without a clock (a database of several clusters, or never analyzed) it
+/// resolves to the head of the last complete run started by then
+/// (`--since` excludes it).
 pub fn revision_range(store: &crate::store::Store, range: &RangeArgs) -> Result<(Option<i64>, Option<i64>)> {
-    let from = match range.since.as_deref() {
-        Some(t) => match bound(store, t, "--since")? {
-            Some(r) if !t.starts_with("rev:") => Some(r + 1),
-            r => r,
-        },
+    let from = match range.since.as_deref().map(|t| bound(t, "--since")).transpose()? {
         None => None,
+        Some(Bound::Revision(r)) => Some(r),
+        Some(Bound::Time(t)) => match store.revision_by_clock(t, true)? {
+            Some(by_clock) => by_clock,
+            None => store
+                .revision_at_time(&crate::decode::gotime::rfc3339(t))?
+                .map(|r| r + 1),
+        },
     };
-    let to = match range.until.as_deref() {
-        Some(t) => match bound(store, t, "--until")? {
-            Some(r) => Some(r),
-            None => bail!("--until {t}: no complete run started by then"),
-        },
+    let to = match range.until.as_deref().map(|t| bound(t, "--until")).transpose()? {
         None => None,
+        Some(Bound::Revision(r)) => Some(r),
+        Some(Bound::Time(t)) => match store.revision_by_clock(t, false)? {
+            Some(by_clock) => by_clock,
+            None => match store.revision_at_time(&crate::decode::gotime::rfc3339(t))? {
+                Some(r) => Some(r),
+                None => bail!(
+                    "--until {}: no complete run started by then",
+                    range.until.as_deref().unwrap_or("")
+                ),
+            },
+        },
     };
     Ok((from, to))
 }

@@ -116,8 +116,15 @@ for (const t of data.timelines) {
   const w = Math.max(240, 40 + t.revisions.length * 26), h = 44;
   const s = svg('svg', {width:w, height:h, viewBox:`0 0 ${w} ${h}`, role:'img'});
   s.append(svg('line', {x1:10, y1:18, x2:w - 10, y2:18, stroke:'#2a333d', 'stroke-width':2}));
+  // On a time axis when the clock places every revision (the middle of
+  // its written_between), else one step per revision.
+  const mids = t.revisions.map(r => (r.written_between || []).every(x => x) ? (Date.parse(r.written_between[0]) + Date.parse(r.written_between[1])) / 2 : NaN);
+  const timed = mids.length > 1 && mids.every(m => !isNaN(m)) && mids[mids.length - 1] > mids[0];
+  const x0 = mids[0], span = mids[mids.length - 1] - mids[0];
+  const place = i => timed ? 20 + (mids[i] - x0) / span * (w - 40) : 20 + i * 26;
+  if (timed) box.append(el('div', {class:'more'}, `time axis: ${new Date(x0).toISOString()} to ${new Date(x0 + span).toISOString()} (each mark at the middle of the interval the clock gives)`));
   t.revisions.forEach((r, i) => {
-    const x = 20 + i * 26, cls = r.change_class || 'unknown';
+    const x = place(i), cls = r.change_class || 'unknown';
     const dot = svg('circle', {cx:x, cy:18, r:7, fill:colours[cls] || '#888', class:'mark'});
     const tip = svg('title', {}); tip.textContent = `revision ${r.mod_revision}: ${cls}${r.change_cause ? ' (' + r.change_cause + ')' : ''}${writer(r)}`; dot.append(tip);
     s.append(dot);

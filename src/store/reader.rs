@@ -60,6 +60,17 @@ pub trait HistoryReader {
     /// The head revision of the last complete run started by `time`.
     fn revision_at_time(&self, time: &str) -> Result<Option<i64>, StoreError>;
 
+    /// Where the clock of a database holding one cluster places `time`:
+    /// with `after`, the first revision that may have been written at or
+    /// after it (`None`: any may have); else the last that may have been
+    /// written by then (`None`: any may have). `Err`-free `None` outside:
+    /// no clock to ask (several clusters, or never analyzed).
+    fn revision_by_clock(
+        &self,
+        time: jiff::Timestamp,
+        after: bool,
+    ) -> Result<Option<Option<i64>>, StoreError>;
+
     /// Every stored revision of one key, oldest first, across clusters.
     fn history(&self, key: &[u8]) -> Result<Vec<HistoryRow>, StoreError>;
 

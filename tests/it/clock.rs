@@ -99,6 +99,34 @@ fn every_revision_gets_an_interval_that_holds_its_true_time() {
             "widest {widest:?} ({exclude})"
         );
 
+        // A report for a window of the cluster's time covers the revisions
+        // written in it, give or take an interval at each end.
+        let (since, until) = ("2026-11-29T09:00:40Z", "2026-11-29T09:01:10Z");
+        let report = json(inspector(
+            &db,
+            &["report", "--format", "json", "--since", since, "--until", until],
+        ));
+        let (from, to) = (
+            report["from_revision"].as_i64().unwrap(),
+            report["to_revision"].as_i64().unwrap(),
+        );
+        let (since, until): (Timestamp, Timestamp) = (since.parse().unwrap(), until.parse().unwrap());
+        let slack = SignedDuration::from_secs(3);
+        for ((key, rev), at) in &truth {
+            if (since..=until).contains(at) {
+                assert!(
+                    (from..=to).contains(rev),
+                    "{key}@{rev} at {at} outside {from}..={to}"
+                );
+            }
+            if *at < since - slack || *at > until + slack {
+                assert!(
+                    !(from..=to).contains(rev),
+                    "{key}@{rev} at {at} inside {from}..={to}"
+                );
+            }
+        }
+
         // The table shows the middle and half the width.
         let key = created.keys().next().unwrap();
         let table = String::from_utf8(ok(inspector(&db, &["history", key])).stdout).unwrap();

@@ -218,6 +218,10 @@ fn html_report_renders_in_a_browser() {
         dom.contains("class=\"hit\""),
         "finding revisions are highlighted on the timelines"
     );
+    assert!(
+        dom.contains("time axis: "),
+        "timelines the clock places are drawn on a time axis"
+    );
     let shot = dir.path().join("report.png");
     let status = std::process::Command::new(&browser)
         .args(flags)

@@ -131,6 +131,59 @@ impl Store {
     }
 }
 
+impl Store {
+    /// See [`crate::store::HistoryReader::revision_by_clock`]. The
+    /// envelope's bounds grow with the revision, so each side is one
+    /// indexed probe: the anchors that place a revision before `time` end
+    /// where the ones that may place it after begin.
+    pub(in crate::store) fn read_revision_by_clock(
+        &self,
+        time: Timestamp,
+        after: bool,
+    ) -> Result<Option<Option<i64>>, StoreError> {
+        let err = |e| self.err(e);
+        let clusters: Vec<i64> = {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT DISTINCT cluster_id FROM clock_envelope LIMIT 2")
+                .map_err(err)?;
+            let rows = stmt.query_map([], |r| r.get(0)).map_err(err)?;
+            rows.collect::<Result<_, _>>().map_err(err)?
+        };
+        let (one, all) = (clusters.first().copied(), self.read_cluster_names()?.len());
+        let Some(cluster) = one.filter(|_| clusters.len() == 1 && all == 1) else {
+            return Ok(None);
+        };
+        let at = micros(time);
+        let found: Option<i64> = match after {
+            // Every revision up to the last anchor written no later than
+            // before `time` was written before it.
+            true => self
+                .conn
+                .query_row(
+                    "SELECT max(revision) FROM clock_envelope WHERE cluster_id = ?1 AND latest < ?2",
+                    params![cluster, at],
+                    |r| r.get(0),
+                )
+                .map_err(err)?,
+            // Every revision from the first anchor written no earlier
+            // than after `time` was written after it.
+            false => self
+                .conn
+                .query_row(
+                    "SELECT min(revision) FROM clock_envelope WHERE cluster_id = ?1 AND earliest > ?2",
+                    params![cluster, at],
+                    |r| r.get(0),
+                )
+                .map_err(err)?,
+        };
+        Ok(Some(match after {
+            true => found.map(|r| r + 1),
+            false => found.map(|r| r - 1),
+        }))
+    }
+}
+
 impl ClockRecorder for Store {
     fn rebuild_clock(
         &self,

@@ -63,6 +63,14 @@ impl HistoryReader for Store {
         Store::read_revision_at_time(self, time)
     }
 
+    fn revision_by_clock(
+        &self,
+        time: jiff::Timestamp,
+        after: bool,
+    ) -> Result<Option<Option<i64>>, StoreError> {
+        Store::read_revision_by_clock(self, time, after)
+    }
+
     fn history(&self, key: &[u8]) -> Result<Vec<HistoryRow>, StoreError> {
         Store::read_history(self, key)
     }
