@@ -51,6 +51,9 @@ pub struct ObjectDrift {
     pub revision_b: Option<i64>,
     /// For changed objects: each changed field.
     pub fields: Vec<FieldChange>,
+    /// Who wrote the object as it is at B (a removed object has none),
+    /// once `attribute` knows.
+    pub written_by_b: Option<crate::store::audit::WrittenBy>,
 }
 
 /// Counts per resource.
@@ -174,5 +177,6 @@ fn one(
         revision_a: old.map(|o| o.mod_revision),
         revision_b: new.map(|n| n.mod_revision),
         fields,
+        written_by_b: new.and_then(|n| n.written_by.clone()),
     })
 }

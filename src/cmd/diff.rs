@@ -134,6 +134,14 @@ fn object_lines(out: &mut dyn Write, o: &ObjectDrift) -> Result<()> {
         )?,
         change => writeln!(out, "{} {what}", terminal(change))?,
     }
+    if let Some(w) = &o.written_by_b {
+        writeln!(
+            out,
+            "  written by {} at {}",
+            terminal(&w.to_string()),
+            terminal(&w.time)
+        )?;
+    }
     for f in &o.fields {
         let by = if f.managers.is_empty() {
             String::new()

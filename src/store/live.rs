@@ -20,6 +20,8 @@ pub struct LiveObject {
     pub managed: Option<serde_json::Value>,
     /// The id of the key its keyed hashes are under, if it has any.
     pub hash_key: Option<String>,
+    /// The audited request that wrote this revision, when one is known.
+    pub written_by: Option<crate::store::audit::WrittenBy>,
 }
 
 /// Live objects as they are read, in key order.

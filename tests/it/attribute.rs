@@ -370,6 +370,34 @@ fn attribute_joins_audit_logs_to_revisions_exactly_and_by_order() {
         "{md}"
     );
 
+    // diff says who wrote each object as it is at the later side.
+    let web_key = key("team-b", "web.settings");
+    let web_revs: Vec<i64> = api
+        .truth
+        .keys()
+        .filter(|(k, _)| *k == web_key)
+        .map(|(_, r)| *r)
+        .collect();
+    let (first, last) = (web_revs[0].to_string(), web_revs[web_revs.len() - 1].to_string());
+    let diff = json(inspector(
+        &db,
+        &["diff", "--rev-a", &first, "--rev-b", &last, "-o", "json"],
+    ));
+    let web = diff["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["key"] == web_key.as_str())
+        .unwrap();
+    assert_eq!(
+        (
+            web["written_by_b"]["user"].as_str(),
+            web["written_by_b"]["verb"].as_str()
+        ),
+        (Some("carol@example.com"), Some("patch")),
+        "{web:#}"
+    );
+
     // stats counts per user and per user agent.
     let stats = json(inspector(&db, &["stats", "-o", "json"]));
     let row = |list: &str, name: &str| {

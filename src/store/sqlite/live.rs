@@ -46,11 +46,16 @@ impl LivePages<'_> {
             let mut newest = store
                 .conn
                 .prepare_cached(
-                    "SELECT coalesce(r.namespace, ?3), coalesce(r.name, ?4), r.kind, r.uid, r.mod_revision, \
-                     r.semantic_sha256, s.codec, s.fields, b.fields, s.codec, s.managed, b.managed, r.hash_key, r.deleted \
-                     FROM revisions r LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
-                     LEFT JOIN semantic_values b ON b.id = s.base \
-                     WHERE r.key_id = ?1 AND r.mod_revision <= ?2 ORDER BY r.mod_revision DESC LIMIT 1",
+                    &format!(
+                        "SELECT coalesce(r.namespace, ?3), coalesce(r.name, ?4), r.kind, r.uid, r.mod_revision, \
+                         r.semantic_sha256, s.codec, s.fields, b.fields, s.codec, s.managed, b.managed, r.hash_key, r.deleted, {} \
+                         FROM revisions r LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
+                         LEFT JOIN semantic_values b ON b.id = s.base \
+                         LEFT JOIN revision_writers w ON w.key_id = r.key_id AND w.mod_revision = r.mod_revision \
+                         LEFT JOIN audit_requests a ON a.id = w.request_id \
+                         WHERE r.key_id = ?1 AND r.mod_revision <= ?2 ORDER BY r.mod_revision DESC LIMIT 1",
+                        super::audit::WRITTEN_BY_COLUMNS
+                    ),
                 )
                 .map_err(err)?;
             for (id, key, resource, namespace, name) in keys {
@@ -81,6 +86,7 @@ impl LivePages<'_> {
                         .json()
                         .map_err(|e| store.damaged("semantic_values.managed", e))?,
                     hash_key: r.get(12).map_err(err)?,
+                    written_by: super::audit::written_by(r).map_err(err)?,
                 });
             }
         }
