@@ -289,6 +289,53 @@ fn floor_run(file: &Path, db: &Path) -> Result<f64> {
     Ok(t.elapsed().as_secs_f64())
 }
 
+/// Writes to `log` the audit log kube-apiserver would have written for
+/// every revision in the db `file`, at level RequestResponse: a
+/// RequestReceived and a ResponseComplete event per write, the response
+/// carrying the object (a body as large as the stored value) and its
+/// revision. Returns the number of events.
+fn write_audit_log(file: &Path, log: &Path) -> Result<usize> {
+    use std::io::Write;
+    let bolt = BoltDb::open(file)?;
+    let mut records: Vec<Record> = Vec::new();
+    db_file::read_revisions(&bolt, b"/registry/", 0, 0, &mut records).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(log)?);
+    let mut events = 0;
+    for (n, r) in records.iter().enumerate() {
+        let key = String::from_utf8_lossy(&r.key);
+        let Ok(k) = etcd_inspector::decode::key::parse_key(&key, "/registry") else {
+            continue;
+        };
+        let verb = match (r.deleted, r.version) {
+            (true, _) => "delete",
+            (false, 1) => "create",
+            _ => "update",
+        };
+        let at = format!(
+            "2026-11-29T09:{:02}:{:02}.{:06}Z",
+            (n / 60_000) % 60,
+            (n / 1000) % 60,
+            (n % 1000) * 1000
+        );
+        let mut event = json!({"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "RequestResponse",
+            "auditID": format!("bench-{n}"), "stage": "RequestReceived", "verb": verb,
+            "user": {"username": "system:serviceaccount:kube-system:replicaset-controller", "groups": ["system:serviceaccounts", "system:authenticated"]},
+            "sourceIPs": ["10.0.0.11"], "userAgent": "kube-controller-manager/v1.31.0 (linux/amd64) kubernetes/abcdef",
+            "objectRef": {"resource": k.resource, "namespace": k.namespace, "name": k.name, "apiGroup": k.group, "apiVersion": "v1"},
+            "requestReceivedTimestamp": at, "stageTimestamp": at});
+        writeln!(out, "{event}")?;
+        event["stage"] = json!("ResponseComplete");
+        event["responseStatus"] = json!({"code": if verb == "create" { 201 } else { 200 }});
+        event["responseObject"] = json!({"kind": "Object", "apiVersion": "v1",
+            "metadata": {"name": k.name, "resourceVersion": r.mod_revision.to_string()},
+            "data": {"body": "x".repeat(r.value.len())}});
+        writeln!(out, "{event}")?;
+        events += 2;
+    }
+    out.flush()?;
+    Ok(events)
+}
+
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(|a, b| a.partial_cmp(b).unwrap());
     xs[xs.len() / 2]
@@ -549,6 +596,32 @@ fn main() -> Result<()> {
     for r in 0..repeats {
         floor.push(floor_run(&file, &work.path().join(format!("floor-{r}.sqlite")))?);
     }
+    // `attribute` over an audit log of every write in the file (two stages
+    // each, the object as the response body), on copies of a file run's
+    // database, beside the file run's own rate.
+    let log = work.path().join("audit.log");
+    let events = write_audit_log(&file, &log)?;
+    let mut attribute = Vec::new();
+    let mut attribute_rss = 0;
+    for r in 0..repeats {
+        let adb = work.path().join(format!("attribute-{r}.sqlite"));
+        std::fs::copy(work.path().join("file-0.sqlite"), &adb)?;
+        std::fs::copy(
+            work.path().join("file-0.sqlite.key"),
+            work.path().join(format!("attribute-{r}.sqlite.key")),
+        )?;
+        let args = [
+            "--db",
+            adb.to_str().unwrap(),
+            "attribute",
+            "--audit-log",
+            log.to_str().unwrap(),
+            "--no-analyze",
+        ];
+        let (s, rss) = timed(&bin, &args)?;
+        attribute.push(s);
+        attribute_rss = attribute_rss.max(rss);
+    }
     // A first live run as a user starts it: `--fetch auto`, which downloads
     // here, against the download plus a file run of the download.
     let mut auto_first = Vec::new();
@@ -638,6 +711,14 @@ fn main() -> Result<()> {
     println!(
         "| floor: the file read, each value hashed, one row per revision, nothing decoded | {floor_s:.2} s | {:.0}% of snapshot --file | | |",
         100.0 * floor_s / off_s.max(1e-9)
+    );
+    let attribute_s = median(attribute);
+    println!(
+        "| attribute: an audit log of every write ({events} events, {:.0} MiB) | {attribute_s:.2} s | {:.0} events/s vs the file run's {:.0} revisions/s | ≥ 1× | {:.0} MiB |",
+        std::fs::metadata(&log)?.len() as f64 / 1048576.0,
+        events as f64 / attribute_s.max(1e-9),
+        revisions as f64 / off_s.max(1e-9),
+        mib(attribute_rss)
     );
     let auto_s = median(auto_first);
     println!("| download of the snapshot (Maintenance API, baseline) | {download:.2} s | | | |");

@@ -472,3 +472,80 @@ fn attribute_names_bad_input_in_one_line() {
     let none = inspector(&db, &["attribute"]);
     assert!(one_line_error(&none).contains("--audit-log"), "{}", stderr(&none));
 }
+
+/// GKE's Cloud Logging export and EKS's CloudWatch export, joined as the
+/// log backend's lines are: the write each names is attributed exactly.
+#[test]
+fn attribute_reads_gke_and_eks_exports() {
+    let etcd = TestEtcd::start();
+    let (dir, db) = temp_db();
+    let created = "2026-11-29T09:00:00Z";
+    let gke_rev = etcd.put(
+        &key("team-a", "gke.config"),
+        &config_map("team-a", "gke.config", created, "g"),
+    );
+    let eks_rev = etcd.put(
+        &key("team-a", "eks.config"),
+        &config_map("team-a", "eks.config", created, "e"),
+    );
+    ok(snapshot(&etcd, &db, &[]));
+    let gke = j!({
+        "protoPayload": {
+            "@type": "type.googleapis.com/google.cloud.audit.AuditLog",
+            "authenticationInfo": {"principalEmail": "alice@example.com"},
+            "methodName": "io.k8s.core.v1.configmaps.create",
+            "requestMetadata": {"callerIp": "192.0.2.7", "callerSuppliedUserAgent": "kubectl/v1.31.0 (linux/amd64)"},
+            "resourceName": "core/v1/namespaces/team-a/configmaps/gke.config",
+            "serviceName": "k8s.io",
+            "status": {},
+            "response": {"@type": "core.k8s.io/v1.ConfigMap", "metadata": {"resourceVersion": gke_rev.to_string()}},
+        },
+        "insertId": "insert-1",
+        "timestamp": "2026-11-29T09:00:00.500000Z",
+        "operation": {"id": "gke-op-1", "producer": "k8s.io", "first": true, "last": true},
+    });
+    let event = j!({"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "RequestResponse",
+        "auditID": "eks-1", "stage": "ResponseComplete", "verb": "create",
+        "user": {"username": "arn:aws:iam::123456789012:role/deployer", "groups": ["system:authenticated"]},
+        "sourceIPs": ["198.51.100.4"], "userAgent": "helm/v3.16.0",
+        "objectRef": {"resource": "configmaps", "namespace": "team-a", "name": "eks.config", "apiVersion": "v1"},
+        "responseStatus": {"code": 201},
+        "responseObject": {"metadata": {"resourceVersion": eks_rev.to_string()}},
+        "requestReceivedTimestamp": "2026-11-29T09:00:00.600000Z", "stageTimestamp": "2026-11-29T09:00:00.700000Z"});
+    let cloudwatch = j!({"events": [{"timestamp": 1764406800700i64, "message": event.to_string(), "logStreamName": "kube-apiserver-audit-1"}]});
+    let (gke_file, eks_file) = (dir.path().join("gke.jsonl"), dir.path().join("eks.json"));
+    std::fs::write(&gke_file, format!("{gke}\n")).unwrap();
+    std::fs::write(&eks_file, cloudwatch.to_string()).unwrap();
+    let out = json(inspector(
+        &db,
+        &[
+            "attribute",
+            "--audit-log",
+            gke_file.to_str().unwrap(),
+            "--audit-log",
+            eks_file.to_str().unwrap(),
+            "-o",
+            "json",
+        ],
+    ));
+    assert_eq!(
+        (out["joined"]["exact"].as_i64(), out["read"]["malformed"].as_i64()),
+        (Some(2), Some(0)),
+        "{out:#}"
+    );
+    let gke_row = &history(&db, &key("team-a", "gke.config"))[0];
+    assert_eq!(
+        (
+            gke_row["written_by"]["user"].as_str(),
+            gke_row["written_by"]["audit_id"].as_str()
+        ),
+        (Some("alice@example.com"), Some("gke-op-1")),
+        "{gke_row:#}"
+    );
+    let eks_row = &history(&db, &key("team-a", "eks.config"))[0];
+    assert_eq!(
+        eks_row["written_by"]["user"], "arn:aws:iam::123456789012:role/deployer",
+        "{eks_row:#}"
+    );
+    assert_eq!(eks_row["written_at"], "2026-11-29T09:00:00.700000Z");
+}
