@@ -548,4 +548,20 @@ fn attribute_reads_gke_and_eks_exports() {
         "{eks_row:#}"
     );
     assert_eq!(eks_row["written_at"], "2026-11-29T09:00:00.700000Z");
+
+    // follow reads the logs when its run ends, too.
+    let followed = inspector(
+        &db,
+        &[
+            "follow",
+            "--endpoints",
+            &etcd.endpoint,
+            "--duration",
+            "1s",
+            "--audit-log",
+            gke_file.to_str().unwrap(),
+        ],
+    );
+    let said = stderr(&ok(followed));
+    assert!(said.contains("attributed: 1 audit events in 1 files"), "{said}");
 }
