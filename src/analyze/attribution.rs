@@ -65,6 +65,20 @@ fn created_at(creation: Option<&str>, at: Timestamp) -> bool {
     after >= SignedDuration::ZERO && after < SignedDuration::from_secs(2)
 }
 
+/// How long after its write a request may be answered, at most: the
+/// apiserver's default request timeout.
+const ANSWERED_WITHIN: SignedDuration = SignedDuration::from_secs(60);
+
+/// Whether the clock lets `request` have written `rev`: it was answered
+/// after the write, and within the request timeout of it.
+fn in_time(request: &KeyRequest, rev: &KeyRevision) -> bool {
+    rev.written.earliest.is_none_or(|e| e <= request.time)
+        && rev
+            .written
+            .latest
+            .is_none_or(|l| request.time <= l + ANSWERED_WITHIN)
+}
+
 /// Joins one key's requests (ordered by time) to its revisions (oldest
 /// first). `history_read_at` is when the newest run that read this history
 /// began: a request before it wrote nothing the history lacks.
@@ -204,7 +218,9 @@ fn by_order(
                 let follows = request
                     .precondition_revision
                     .is_none_or(|p| revisions[r - 1].mod_revision == p);
-                writes(request).is_some_and(|w| fits(w, &revisions[r], false)) && follows
+                writes(request).is_some_and(|w| fits(w, &revisions[r], false))
+                    && follows
+                    && in_time(request, &revisions[r])
             });
         if pairs_fit {
             for (&q, &r) in queued.iter().zip(&between) {
@@ -225,6 +241,7 @@ mod tests {
             version,
             deleted: version == 0,
             creation_timestamp: (version == 1).then(|| "2026-11-29T09:00:00Z".into()),
+            written: Default::default(),
         }
     }
 
@@ -350,6 +367,22 @@ mod tests {
         update.precondition_revision = Some(7);
         let a = join(&revs, &[req(1, "create", 201, 0, None), update], later());
         assert_eq!(a.outcomes[1], (2, Outcome::Ambiguous));
+    }
+
+    #[test]
+    fn a_pairing_the_clock_rules_out_is_not_made() {
+        // The second update's revision was written after it was answered:
+        // someone else wrote it.
+        let mut late = rev(12, 3);
+        late.written.earliest = Some("2026-11-29T09:00:10Z".parse().unwrap());
+        let revs = [rev(5, 1), rev(9, 2), late];
+        let reqs = [
+            req(1, "create", 201, 0, None),
+            req(2, "update", 200, 1, None),
+            req(3, "update", 200, 2, None),
+        ];
+        let a = join(&revs, &reqs, later());
+        assert_eq!(a.writers, vec![(5, 1, Match::ByOrder)]);
     }
 
     #[test]

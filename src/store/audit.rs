@@ -118,6 +118,8 @@ pub struct KeyRevision {
     pub deleted: bool,
     /// The object's creationTimestamp, when stored.
     pub creation_timestamp: Option<String>,
+    /// When the cluster's clock says it was written.
+    pub written: crate::store::clock::Interval,
 }
 
 /// What the join decided for one key.

@@ -124,7 +124,7 @@ impl Store {
                 rows.collect::<Result<_, _>>().map_err(err)?
             };
             for key in keys {
-                let revisions = self.key_revisions(key)?;
+                let revisions = self.key_revisions(cluster, key)?;
                 let requests = self.key_requests(key)?;
                 let found = join(&revisions, &requests);
                 self.save_attribution(key, &found)?;
@@ -133,7 +133,7 @@ impl Store {
         })
     }
 
-    fn key_revisions(&self, key: i64) -> Result<Vec<KeyRevision>, StoreError> {
+    fn key_revisions(&self, cluster: i64, key: i64) -> Result<Vec<KeyRevision>, StoreError> {
         let err = |e| self.err(e);
         let mut stmt = self
             .conn
@@ -148,10 +148,15 @@ impl Store {
                     version: r.get(1)?,
                     deleted: r.get(2)?,
                     creation_timestamp: r.get(3)?,
+                    written: Default::default(),
                 })
             })
             .map_err(err)?;
-        rows.collect::<Result<_, _>>().map_err(err)
+        let mut revisions: Vec<KeyRevision> = rows.collect::<Result<_, _>>().map_err(err)?;
+        for r in &mut revisions {
+            r.written = self.read_interval(cluster, r.mod_revision)?;
+        }
+        Ok(revisions)
     }
 
     /// A key's staged requests in the order they were answered.
