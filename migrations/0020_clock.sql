@@ -23,3 +23,6 @@ CREATE TABLE clock_envelope (
     latest INTEGER,
     PRIMARY KEY (cluster_id, revision)
 ) WITHOUT ROWID;
+
+-- An Event's newest occurrence: the write of that revision was no earlier.
+ALTER TABLE revisions ADD COLUMN event_time TEXT;

@@ -91,8 +91,9 @@ impl Clock {
 /// were written: a create no earlier than its creationTimestamp and soon
 /// after; a revision no earlier than the newest managedFields time it
 /// carries, and soon after when that time is newer than the revision
-/// before's (this write set it); the revision that starts a deletion no
-/// later than soon after its deletionTimestamp (now plus the grace period).
+/// before's (this write set it); an Event no earlier than its newest
+/// occurrence; the revision that starts a deletion no later than soon after
+/// its deletionTimestamp (now plus the grace period).
 pub fn anchors_of(history: &[ObjectRevision], out: &mut AnchorSink<'_>) -> Result<(), StoreError> {
     let mut before: Option<&ObjectRevision> = None;
     for r in history {
@@ -118,6 +119,10 @@ pub fn anchors_of(history: &[ObjectRevision], out: &mut AnchorSink<'_>) -> Resul
                 .and_then(|b| parse(b.facts.written_at.as_deref()))
                 .is_none_or(|b| at > b);
             anchor(Some(at), set_here.then(|| at + TIMESTAMP_SLACK))?;
+        }
+        // An Event is written after what it records happened.
+        if let Some(at) = parse(r.facts.event_time.as_deref()) {
+            anchor(Some(at), None)?;
         }
         let deletion_starts = same.is_some_and(|b| b.facts.deletion_timestamp.is_none());
         if let Some(dt) = parse(r.facts.deletion_timestamp.as_deref()).filter(|_| deletion_starts) {

@@ -35,6 +35,27 @@ pub struct ObjectFacts {
     /// A Lease's `spec.renewTime`: its holder renewed it then, just before
     /// this write (the run keeps it as a mark of the cluster's clock).
     pub renew_time: Option<String>,
+    /// An Event's newest occurrence (`lastTimestamp`, `eventTime`,
+    /// `series.lastObservedTime`): the write was no earlier.
+    pub event_time: Option<String>,
+}
+
+/// The newest occurrence an Event (core or `events.k8s.io`) records.
+fn event_time(object: &Value) -> Option<String> {
+    if object.get("kind").and_then(Value::as_str) != Some("Event") {
+        return None;
+    }
+    [
+        "/lastTimestamp",
+        "/eventTime",
+        "/series/lastObservedTime",
+        "/deprecatedLastTimestamp",
+    ]
+    .iter()
+    .filter_map(|p| object.pointer(p).and_then(Value::as_str))
+    .filter_map(|t| Some((t.parse::<jiff::Timestamp>().ok()?, t)))
+    .max_by_key(|(at, _)| *at)
+    .map(|(_, t)| t.to_string())
 }
 
 /// A Lease's `spec.renewTime`, the one time a cluster writes every few
@@ -199,6 +220,7 @@ pub fn object_facts_with_spec_hash(object: &Value, spec_hash: Option<Vec<u8>>) -
         owner_refs: owner_refs(meta),
         written_at: written_at(meta),
         renew_time: renew_time(object),
+        event_time: event_time(object),
     }
 }
 

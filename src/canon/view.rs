@@ -37,6 +37,8 @@ enum Place {
     Template,
     Status,
     Subject,
+    /// An Event's series.
+    Series,
 }
 
 impl Place {
@@ -45,7 +47,9 @@ impl Place {
         use Place::*;
         Some(match (self, key) {
             (Whole, _) => Whole,
-            (Root, "apiVersion" | "kind") => Leaf,
+            (Root, "apiVersion" | "kind" | "lastTimestamp" | "eventTime" | "deprecatedLastTimestamp") => Leaf,
+            (Root, "series") => Series,
+            (Series, "lastObservedTime") => Leaf,
             (Root, "metadata") => Metadata,
             (Root, "spec") => Spec,
             (Root, "status") => Status,

@@ -342,5 +342,15 @@ mod tests {
         decode_into(&value, &mut w).unwrap();
         let facts = crate::canon::facts::object_facts(&w.finish().view);
         assert_eq!(facts.renew_time.as_deref(), Some("2026-11-29T09:00:00.250000Z"));
+        let event = serde_json::json!({"apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": "web.17a", "namespace": "shop"},
+            "lastTimestamp": "2026-11-29T09:00:05Z", "eventTime": null,
+            "series": {"count": 3, "lastObservedTime": "2026-11-29T09:00:07.500000Z"}});
+        let value = serde_json::to_vec(&event).unwrap();
+        assert!(streamed_as_from_the_tree("event", &value));
+        let mut w = ObjectWriter::new(2);
+        decode_into(&value, &mut w).unwrap();
+        let facts = crate::canon::facts::object_facts(&w.finish().view);
+        assert_eq!(facts.event_time.as_deref(), Some("2026-11-29T09:00:07.500000Z"));
     }
 }

@@ -228,6 +228,7 @@ fn as_written_before_segments(db: &Path) {
            DROP INDEX keys_by_object;
            DROP TABLE clock_marks;
            DROP TABLE clock_envelope;
+           ALTER TABLE revisions DROP COLUMN event_time;
            PRAGMA user_version = 13;"#,
     )
     .unwrap();
