@@ -40,6 +40,10 @@ pub(super) fn describe(user: &str, agent: Option<&str>) -> String {
 }
 
 pub fn detect(object: &AuditedObject, requests: &[AuditedRequest], out: &mut Findings) {
+    // Objects the database holds, as every detector judges.
+    if object.key.is_none() {
+        return;
+    }
     let mut by_requester: BTreeMap<(&str, Option<&str>), Vec<&AuditedRequest>> = BTreeMap::new();
     for r in requests.iter().filter(|r| r.outcome == Outcome::NoOp) {
         by_requester.entry(requester(r)).or_default().push(r);

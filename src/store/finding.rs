@@ -66,6 +66,10 @@ pub struct StoredFinding {
     pub summary: String,
     pub details: serde_json::Value,
     pub analyzed_at: String,
+    /// Who wrote the revisions it names (of its first key), once
+    /// `attribute` knows: revision → writer.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub written_by: std::collections::BTreeMap<i64, super::audit::WrittenBy>,
 }
 
 /// Which stored findings to read: those naming at least one key the object

@@ -354,6 +354,12 @@ fn attribute_joins_audit_logs_to_revisions_exactly_and_by_order() {
         "{f:#}"
     );
     assert_eq!(f["won"][0]["user"], "alice@example.com");
+    // A finding's evidence names who wrote the revisions it gives.
+    let won_rev = storms[0]["revisions"][0].as_i64().unwrap().to_string();
+    assert_eq!(
+        storms[0]["written_by"][&won_rev]["user"], "alice@example.com",
+        "{storms:#?}"
+    );
     let patch = api
         .truth
         .iter()

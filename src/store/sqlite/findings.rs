@@ -3,6 +3,7 @@
 //! a page at a time, most severe first.
 
 use super::Store;
+use crate::store::audit::WrittenBy;
 use crate::store::finding::{Finding, FindingIter, FindingQuery, FindingsWriter, Severity, StoredFinding};
 use crate::store::StoreError;
 use rusqlite::{params, OptionalExtension};
@@ -144,6 +145,8 @@ struct Pages<'s> {
     /// pages ask for each known one, so another would go unread).
     checked: bool,
     failed: bool,
+    /// Whether any revision has an attributed writer (once asked).
+    attributed: Option<bool>,
 }
 
 impl Store {
@@ -161,7 +164,46 @@ impl Store {
             page: VecDeque::new(),
             checked: false,
             failed: false,
+            attributed: None,
         })
+    }
+
+    /// Whether `attribute` attributed any revision.
+    fn any_writers(&self) -> Result<bool, StoreError> {
+        self.conn
+            .query_row("SELECT EXISTS (SELECT 1 FROM revision_writers)", [], |r| r.get(0))
+            .map_err(|e| self.err(e))
+    }
+
+    /// Who wrote the revisions of a finding's first key that it names.
+    fn finding_writers(
+        &self,
+        cluster: i64,
+        f: &StoredFinding,
+    ) -> Result<std::collections::BTreeMap<i64, WrittenBy>, StoreError> {
+        let mut out = std::collections::BTreeMap::new();
+        let Some(key) = f.keys.first() else {
+            return Ok(out);
+        };
+        let err = |e| self.err(e);
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT w.mod_revision, {} FROM keys k JOIN revision_writers w ON w.key_id = k.id \
+                 JOIN audit_requests a ON a.id = w.request_id \
+                 WHERE k.cluster_id = ?1 AND k.key = CAST(?2 AS BLOB) AND w.mod_revision = ?3",
+                super::audit::WRITTEN_BY_COLUMNS
+            ))
+            .map_err(err)?;
+        for revision in &f.revisions {
+            let mut rows = stmt.query(params![cluster, key, revision]).map_err(err)?;
+            if let Some(r) = rows.next().map_err(err)? {
+                if let Some(w) = super::audit::written_by(r).map_err(err)? {
+                    out.insert(*revision, w);
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// One stored finding from its row (`id, cluster, detector, severity,
@@ -193,6 +235,7 @@ impl Store {
             summary: text(6)?,
             details: json(7, "findings.details")?,
             analyzed_at: text(8)?,
+            written_by: Default::default(),
         })
     }
 
@@ -275,6 +318,10 @@ impl Pages<'_> {
                     kept = store.finding_key_kept(&self.query, cluster, key)?;
                 }
                 if kept {
+                    let mut finding = finding;
+                    if *self.attributed.get_or_insert(store.any_writers()?) {
+                        finding.written_by = store.finding_writers(cluster, &finding)?;
+                    }
                     self.page.push_back(finding);
                 }
             }
