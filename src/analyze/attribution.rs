@@ -99,7 +99,9 @@ pub fn join(
     }
     exact(revisions, requests, &mut outcome, &mut writer);
     creates(revisions, requests, &mut outcome, &mut writer);
+    finalized_deletes(revisions, requests, &mut writer);
     by_order(revisions, requests, history_read_at, &mut outcome, &mut writer);
+    finalized_deletes(revisions, requests, &mut writer);
     KeyAttribution {
         outcomes: requests
             .iter()
@@ -170,6 +172,27 @@ fn creates(
     }
 }
 
+/// The delete that follows an update removing the last finalizer of an
+/// object being deleted is the same request's (the apiserver deletes it
+/// before answering): the tombstone right after such a revision is its
+/// writer's too.
+fn finalized_deletes(
+    revisions: &[KeyRevision],
+    requests: &[KeyRequest],
+    writer: &mut [Option<(usize, Match)>],
+) {
+    for j in 1..revisions.len() {
+        let Some((i, how)) = writer[j - 1] else { continue };
+        if writer[j].is_none()
+            && revisions[j].deleted
+            && revisions[j - 1].deleting
+            && writes(&requests[i]) == Some(Writes::Update)
+        {
+            writer[j] = Some((i, how));
+        }
+    }
+}
+
 fn by_order(
     revisions: &[KeyRevision],
     requests: &[KeyRequest],
@@ -185,7 +208,8 @@ fn by_order(
         .collect();
     // Writers must have been answered in the order they wrote; if not, the
     // clocks of the logs disagree and order tells nothing.
-    if anchors.windows(2).any(|w| w[0].1 >= w[1].1) {
+    // (One request may have written two revisions in a row.)
+    if anchors.windows(2).any(|w| w[0].1 > w[1].1) {
         return;
     }
     for (k, &(j, i)) in anchors.iter().enumerate() {
@@ -202,7 +226,11 @@ fn by_order(
         if !settled {
             continue;
         }
-        let between: Vec<usize> = (j + 1..next_j).collect();
+        // A finalized delete is written by the update before it, not
+        // by a request of its own.
+        let between: Vec<usize> = (j + 1..next_j)
+            .filter(|&r| !(revisions[r].deleted && r > j + 1 && revisions[r - 1].deleting))
+            .collect();
         if between.is_empty() {
             if queued
                 .iter()
@@ -242,6 +270,7 @@ mod tests {
             deleted: version == 0,
             creation_timestamp: (version == 1).then(|| "2026-11-29T09:00:00Z".into()),
             written: Default::default(),
+            deleting: false,
         }
     }
 
@@ -367,6 +396,33 @@ mod tests {
         update.precondition_revision = Some(7);
         let a = join(&revs, &[req(1, "create", 201, 0, None), update], later());
         assert_eq!(a.outcomes[1], (2, Outcome::Ambiguous));
+    }
+
+    #[test]
+    fn an_update_removing_the_last_finalizer_wrote_the_delete_too() {
+        let mut finalized = rev(9, 2);
+        finalized.deleting = true;
+        let revs = [rev(5, 1), finalized, rev(10, 0)];
+        let reqs = [
+            req(1, "create", 201, 0, Some(5)),
+            req(2, "update", 200, 1, Some(9)),
+        ];
+        let a = join(&revs, &reqs, later());
+        assert_eq!(
+            a.writers,
+            vec![(5, 1, Match::Exact), (9, 2, Match::Exact), (10, 2, Match::Exact)]
+        );
+        // At Metadata level, by order, the same.
+        let reqs = [req(1, "create", 201, 0, None), req(2, "update", 200, 1, None)];
+        let a = join(&revs, &reqs, later());
+        assert_eq!(
+            a.writers,
+            vec![
+                (5, 1, Match::ByOrder),
+                (9, 2, Match::ByOrder),
+                (10, 2, Match::ByOrder)
+            ]
+        );
     }
 
     #[test]

@@ -120,6 +120,9 @@ pub struct KeyRevision {
     pub creation_timestamp: Option<String>,
     /// When the cluster's clock says it was written.
     pub written: crate::store::clock::Interval,
+    /// Being deleted with no finalizer left: the apiserver deletes it
+    /// next, in the same request that wrote this revision.
+    pub deleting: bool,
 }
 
 /// What the join decided for one key.

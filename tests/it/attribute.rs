@@ -40,6 +40,11 @@ enum Effect {
     Writes,
     NoOp,
     Conflict,
+    /// A delete of an object with a finalizer: it only marks it deleted.
+    MarksDeleted,
+    /// An update removing the last finalizer of an object being deleted:
+    /// the apiserver writes it, then deletes the object.
+    Finalizes,
 }
 
 fn time(seconds: u32, micros: u32) -> String {
@@ -52,6 +57,15 @@ fn time(seconds: u32, micros: u32) -> String {
 
 fn key(ns: &str, name: &str) -> String {
     format!("/registry/configmaps/{ns}/{name}")
+}
+
+/// `config_map` being deleted since `at`, still held by `finalizers`.
+fn deleting(ns: &str, name: &str, at: &str, finalizers: &[&str]) -> Vec<u8> {
+    encode_protobuf(&j!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": ns, "uid": format!("uid-{name}"), "creationTimestamp": "2026-11-29T09:00:00Z",
+            "deletionTimestamp": at, "deletionGracePeriodSeconds": 0, "finalizers": finalizers},
+        "data": {"app.properties": "last"}}))
+    .unwrap()
 }
 
 fn config_map(ns: &str, name: &str, created: &str, value: &str) -> Vec<u8> {
@@ -96,9 +110,16 @@ impl<'a> Apiserver<'a> {
         let head = self.newest(&k);
         let revision = match (effect, verb) {
             (Effect::Writes, "delete") => Some(self.etcd.delete(&k)),
-            (Effect::Writes, _) => {
-                let created = format!("2026-11-29T09:{:02}:{:02}Z", self.clock / 60, self.clock % 60);
-                Some(self.etcd.put(&k, &config_map(ns, name, &created, value)))
+            (Effect::Writes, _) => Some(self.etcd.put(&k, &config_map(ns, name, &self.second(), value))),
+            (Effect::MarksDeleted, _) => Some(
+                self.etcd
+                    .put(&k, &deleting(ns, name, &self.second(), &["example.com/cleanup"])),
+            ),
+            (Effect::Finalizes, _) => {
+                let at = self.etcd.put(&k, &deleting(ns, name, &self.second(), &[]));
+                let gone = self.etcd.delete(&k);
+                self.truth.insert((k.clone(), gone), id.clone());
+                Some(at)
             }
             _ => None,
         };
@@ -140,6 +161,12 @@ impl<'a> Apiserver<'a> {
             }
         }
         self.lines.push(event.to_string());
+    }
+
+    /// The whole second the request is served in, as the apiserver
+    /// stamps objects.
+    fn second(&self) -> String {
+        format!("2026-11-29T09:{:02}:{:02}Z", self.clock / 60, self.clock % 60)
     }
 
     /// The newest revision of `k` the apiserver wrote.
@@ -226,6 +253,12 @@ fn attribute_joins_audit_logs_to_revisions_exactly_and_by_order() {
     // patch: two revisions, one request; the order cannot tell which.
     api.request(md, erin, "create", db_settings, "1", Effect::Writes);
     api.request(md, erin, "patch", db_settings, "2", Effect::Writes);
+    // Metadata: a delete held by a finalizer, then the controller's update
+    // removing it, which the apiserver follows with the delete itself.
+    let queue = ("team-b", "queue.settings");
+    api.request(md, carol, "create", queue, "q", Effect::Writes);
+    api.request(md, carol, "delete", queue, "", Effect::MarksDeleted);
+    api.request(md, settings, "update", queue, "", Effect::Finalizes);
     let outside = config_map("team-b", "db.settings", "2026-11-29T09:00:00Z", "etcdctl");
     etcd.put(&key("team-b", "db.settings"), &outside);
     ok(snapshot(&etcd, &db, &[]));
@@ -246,8 +279,9 @@ fn attribute_joins_audit_logs_to_revisions_exactly_and_by_order() {
     let joined = &first["joined"];
     // Exact: alice's create, update, patch and bob's delete.
     assert_eq!(joined["exact"], 4, "{first:#}");
-    // By order: carol's three writes and erin's create.
-    assert_eq!(joined["by_order"], 4, "{first:#}");
+    // By order: carol's three writes, erin's create, and the finalized
+    // object's four revisions (the last two the controller's update).
+    assert_eq!(joined["by_order"], 8, "{first:#}");
     assert_eq!(joined["no_op"], api.no_ops.len(), "{first:#}");
     assert_eq!(joined["failed"], 4, "{first:#}");
     // erin's patch: two revisions after the create, one request.
@@ -259,6 +293,7 @@ fn attribute_joins_audit_logs_to_revisions_exactly_and_by_order() {
         (key("team-a", "app.config"), true),
         (key("team-b", "web.settings"), true),
         (key("team-b", "db.settings"), false),
+        (key("team-b", "queue.settings"), true),
     ] {
         for (rev, audit_id, matched, row) in writers(&db, &k) {
             let truth = api.truth.get(&(k.clone(), rev));
@@ -425,10 +460,10 @@ fn attribute_joins_audit_logs_to_revisions_exactly_and_by_order() {
             op_row["no_op_writes"].as_i64(),
             op_row["conflicts"].as_i64()
         ),
-        (Some(0), Some(3), Some(3))
+        (Some(2), Some(3), Some(3))
     );
-    // alice, bob, carol and erin all sent kubectl: 3 + 1 + 3 + 1 attributed.
-    assert_eq!(row("user_agents", kubectl)["writes"], 8);
+    // alice, bob, carol and erin all sent kubectl: 3 + 1 + 5 + 1 attributed.
+    assert_eq!(row("user_agents", kubectl)["writes"], 10);
     let table = String::from_utf8(ok(inspector(&db, &["stats"])).stdout).unwrap();
     assert!(table.contains("User agents (from the audit logs"), "{table}");
 
@@ -445,7 +480,7 @@ fn attribute_joins_audit_logs_to_revisions_exactly_and_by_order() {
     let run = ok(snapshot(&etcd, &db, &["--audit-log", logs.to_str().unwrap()]));
     let said = stderr(&run);
     assert!(
-        said.contains("4 revisions attributed exactly, 4 by order, 3 no-op writes"),
+        said.contains("4 revisions attributed exactly, 8 by order, 3 no-op writes"),
         "{said}"
     );
 

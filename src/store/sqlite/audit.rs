@@ -138,7 +138,9 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT mod_revision, version, deleted, creation_timestamp FROM revisions WHERE key_id = ?1 ORDER BY mod_revision",
+                "SELECT mod_revision, version, deleted, creation_timestamp, \
+                 deletion_timestamp IS NOT NULL AND coalesce(finalizers, '[]') = '[]' \
+                 FROM revisions WHERE key_id = ?1 ORDER BY mod_revision",
             )
             .map_err(err)?;
         let rows = stmt
@@ -149,6 +151,7 @@ impl Store {
                     deleted: r.get(2)?,
                     creation_timestamp: r.get(3)?,
                     written: Default::default(),
+                    deleting: r.get(4)?,
                 })
             })
             .map_err(err)?;
