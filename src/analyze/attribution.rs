@@ -100,7 +100,7 @@ pub fn join(
     exact(revisions, requests, &mut outcome, &mut writer);
     creates(revisions, requests, &mut outcome, &mut writer);
     finalized_deletes(revisions, requests, &mut writer);
-    by_order(revisions, requests, history_read_at, &mut outcome, &mut writer);
+    let unattributed = by_order(revisions, requests, history_read_at, &mut outcome, &mut writer);
     finalized_deletes(revisions, requests, &mut writer);
     KeyAttribution {
         outcomes: requests
@@ -113,6 +113,7 @@ pub fn join(
             .zip(writer)
             .filter_map(|(rev, w)| w.map(|(i, m)| (rev.mod_revision, requests[i].id, m)))
             .collect(),
+        unattributed,
     }
 }
 
@@ -193,13 +194,16 @@ fn finalized_deletes(
     }
 }
 
+/// Pairs requests and revisions between known writes; returns how many
+/// revisions requests could have written were left unattributed.
 fn by_order(
     revisions: &[KeyRevision],
     requests: &[KeyRequest],
     history_read_at: Option<Timestamp>,
     outcome: &mut [Option<Outcome>],
     writer: &mut [Option<(usize, Match)>],
-) {
+) -> u64 {
+    let mut unattributed = 0;
     // Attributed revisions, oldest first, with their requests' positions.
     let anchors: Vec<(usize, usize)> = writer
         .iter()
@@ -210,7 +214,7 @@ fn by_order(
     // clocks of the logs disagree and order tells nothing.
     // (One request may have written two revisions in a row.)
     if anchors.windows(2).any(|w| w[0].1 > w[1].1) {
-        return;
+        return writer.iter().filter(|w| w.is_none()).count() as u64;
     }
     for (k, &(j, i)) in anchors.iter().enumerate() {
         let (next_j, next_i, bounded) = match anchors.get(k + 1) {
@@ -255,8 +259,11 @@ fn by_order(
                 writer[r] = Some((q, Match::ByOrder));
                 outcome[q] = Some(Outcome::Wrote);
             }
+        } else {
+            unattributed += between.len() as u64;
         }
     }
+    unattributed
 }
 
 #[cfg(test)]
@@ -363,6 +370,7 @@ mod tests {
         let a = join(&revs, &reqs, later());
         assert_eq!(a.writers, vec![(5, 1, Match::ByOrder)]);
         assert!(a.outcomes[1..].iter().all(|(_, o)| *o == Outcome::Ambiguous));
+        assert_eq!(a.unattributed, 2);
     }
 
     #[test]

@@ -52,6 +52,10 @@ fn print_summary(found: &Attributed) -> Result<()> {
         ("  no-op writes (succeeded, wrote nothing)", j.no_op),
         ("  failed (4xx, 5xx)", j.failed),
         ("  not attributable: the order cannot tell", j.ambiguous),
+        (
+            "    revisions they could have written, left unattributed",
+            j.unattributed_revisions,
+        ),
         ("  matched no stored key or revision", j.unmatched),
         ("lines not audit events", r.skipped),
         ("malformed lines", r.malformed),

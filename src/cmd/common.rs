@@ -175,8 +175,8 @@ pub fn attribution_summary(a: &Attributed) -> String {
     let (r, j) = (&a.read, &a.joined);
     format!(
         "attributed: {} audit events in {} files, {} write requests ({} new); of all {} requests stored: \
-         {} revisions attributed exactly, {} by order, {} no-op writes, {} failed, {} not attributable, \
-         {} matching no stored key or revision; {} malformed lines{}",
+         {} revisions attributed exactly, {} by order, {} no-op writes, {} failed, {} not attributable \
+         ({} revisions left unattributed), {} matching no stored key or revision; {} malformed lines{}",
         r.events,
         r.files,
         a.writes,
@@ -187,6 +187,7 @@ pub fn attribution_summary(a: &Attributed) -> String {
         j.no_op,
         j.failed,
         j.ambiguous,
+        j.unattributed_revisions,
         j.unmatched,
         r.malformed,
         r.first_malformed

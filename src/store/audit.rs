@@ -132,6 +132,9 @@ pub struct KeyAttribution {
     pub outcomes: Vec<(i64, Outcome)>,
     /// (mod_revision, request id, match) for every attributed revision.
     pub writers: Vec<(i64, i64, Match)>,
+    /// Revisions between known writes that requests could have written,
+    /// left unattributed because the order could not tell which.
+    pub unattributed: u64,
 }
 
 /// Who wrote a revision and when, as `history` shows it.
@@ -180,6 +183,8 @@ pub struct JoinSummary {
     pub no_op: u64,
     pub failed: u64,
     pub ambiguous: u64,
+    /// Revisions those requests could have written, left unattributed.
+    pub unattributed_revisions: u64,
     /// Requests for which no stored key or revision matched.
     pub unmatched: u64,
     /// Requests that named a stored key.

@@ -286,6 +286,7 @@ fn attribute_joins_audit_logs_to_revisions_exactly_and_by_order() {
     assert_eq!(joined["failed"], 4, "{first:#}");
     // erin's patch: two revisions after the create, one request.
     assert_eq!(joined["ambiguous"], 1, "{first:#}");
+    assert_eq!(joined["unattributed_revisions"], 2, "{first:#}");
 
     // Every attributed revision is the truth, and every revision the truth
     // knows of the first two objects is attributed.

@@ -123,13 +123,17 @@ impl Store {
                 let rows = stmt.query_map([cluster], |r| r.get(0)).map_err(err)?;
                 rows.collect::<Result<_, _>>().map_err(err)?
             };
+            let mut unattributed = 0;
             for key in keys {
                 let revisions = self.key_revisions(cluster, key)?;
                 let requests = self.key_requests(key)?;
                 let found = join(&revisions, &requests);
                 self.save_attribution(key, &found)?;
+                unattributed += found.unattributed;
             }
-            self.join_summary(cluster)
+            let mut summary = self.join_summary(cluster)?;
+            summary.unattributed_revisions = unattributed;
+            Ok(summary)
         })
     }
 
