@@ -102,31 +102,43 @@ pub fn anchors_of(history: &[ObjectRevision], out: &mut AnchorSink<'_>) -> Resul
             continue;
         }
         let same = before.filter(|b| b.create_revision == r.create_revision);
-        let mut anchor = |earliest: Option<Timestamp>, latest: Option<Timestamp>| {
+        // What each fact says, folded into one anchor for the revision.
+        let mut earliest: Option<Timestamp> = None;
+        let mut latest: Option<Timestamp> = None;
+        let mut bound = |e: Option<Timestamp>, l: Option<Timestamp>| {
+            earliest = earliest.max(e);
+            latest = match (latest, l) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        };
+        if r.is_create() {
+            if let Some(ct) = parse(r.facts.creation_timestamp.as_deref()) {
+                bound(Some(ct), Some(ct + TIMESTAMP_SLACK));
+            }
+        }
+        if let Some(at) = parse(r.facts.written_at.as_deref()) {
+            match same.and_then(|b| parse(b.facts.written_at.as_deref())) {
+                // The revision before carried it already: it says nothing
+                // the earlier anchor does not.
+                Some(b) if at <= b => {}
+                _ => bound(Some(at), Some(at + TIMESTAMP_SLACK)),
+            }
+        }
+        // An Event is written after what it records happened.
+        if let Some(at) = parse(r.facts.event_time.as_deref()) {
+            bound(Some(at), None);
+        }
+        let deletion_starts = same.is_some_and(|b| b.facts.deletion_timestamp.is_none());
+        if let Some(dt) = parse(r.facts.deletion_timestamp.as_deref()).filter(|_| deletion_starts) {
+            bound(None, Some(dt + TIMESTAMP_SLACK));
+        }
+        if earliest.is_some() || latest.is_some() {
             out(Anchor {
                 revision: r.mod_revision,
                 earliest,
                 latest,
-            })
-        };
-        if r.is_create() {
-            if let Some(ct) = parse(r.facts.creation_timestamp.as_deref()) {
-                anchor(Some(ct), Some(ct + TIMESTAMP_SLACK))?;
-            }
-        }
-        if let Some(at) = parse(r.facts.written_at.as_deref()) {
-            let set_here = same
-                .and_then(|b| parse(b.facts.written_at.as_deref()))
-                .is_none_or(|b| at > b);
-            anchor(Some(at), set_here.then(|| at + TIMESTAMP_SLACK))?;
-        }
-        // An Event is written after what it records happened.
-        if let Some(at) = parse(r.facts.event_time.as_deref()) {
-            anchor(Some(at), None)?;
-        }
-        let deletion_starts = same.is_some_and(|b| b.facts.deletion_timestamp.is_none());
-        if let Some(dt) = parse(r.facts.deletion_timestamp.as_deref()).filter(|_| deletion_starts) {
-            anchor(None, Some(dt + TIMESTAMP_SLACK))?;
+            })?;
         }
         before = Some(r);
     }
@@ -199,8 +211,10 @@ mod tests {
         let mut newer = create.clone();
         newer.mod_revision = 12;
         newer.facts.written_at = Some("2026-12-01T09:05:00Z".into());
-        newer.facts.deletion_timestamp = Some("2026-12-01T09:05:30Z".into());
+        newer.facts.deletion_timestamp = Some("2026-12-01T09:05:01Z".into());
         let mut anchors = Vec::new();
+        // 12 also starts a deletion (deletionTimestamp 09:05:01): no later
+        // than 09:05:03, looser than its managedFields time's 09:05:02.
         anchors_of(&[create, same_time, newer], &mut |a| {
             anchors.push(a);
             Ok(())
@@ -212,14 +226,12 @@ mod tests {
             earliest,
             latest,
         };
+        // Revision 11 carries 10's time: nothing new, no anchor.
         assert_eq!(
             anchors,
             [
                 anchor(10, at("2026-12-01T09:00:00Z"), at("2026-12-01T09:00:02Z")),
-                anchor(10, at("2026-12-01T09:00:00Z"), at("2026-12-01T09:00:02Z")),
-                anchor(11, at("2026-12-01T09:00:00Z"), None),
                 anchor(12, at("2026-12-01T09:05:00Z"), at("2026-12-01T09:05:02Z")),
-                anchor(12, None, at("2026-12-01T09:05:32Z")),
             ]
         );
     }

@@ -90,17 +90,26 @@ pub fn detect(
         generations.entry(r.create_revision).or_default().push(r);
     }
     for rows in generations.values() {
+        // Each return needs a step back to an earlier value: fewer
+        // revisions than that cannot flap.
+        if rows.len() < min_returns + 2 {
+            continue;
+        }
         // Leaf paths: a path with children is covered by them.
         let paths: BTreeSet<&FieldPath> = rows.iter().flat_map(|r| r.fields.keys()).collect();
         let leaves: Vec<&FieldPath> = paths
             .iter()
             .copied()
-            .filter(|p| !ignored(p) && !paths.iter().any(|q| q.is_under(p)))
+            .filter(|p| !ignored(p) && !has_children(&paths, p))
             .collect();
+        // The leaves and each revision's fields are both in path order:
+        // one pass over each revision's fields finds every leaf's hash.
+        let mut cursors: Vec<_> = rows.iter().map(|r| r.fields.iter().peekable()).collect();
         for path in leaves {
             let mut steps: Vec<Step> = Vec::new();
-            for r in rows {
-                let hash = r.fields.get(path).copied();
+            for (r, fields) in rows.iter().zip(cursors.iter_mut()) {
+                while fields.next_if(|(p, _)| *p < path).is_some() {}
+                let hash = fields.peek().filter(|(p, _)| *p == path).map(|(_, h)| **h);
                 if steps.last().is_none_or(|s| s.hash != hash) {
                     steps.push(Step { row: r, hash });
                 }
@@ -115,6 +124,15 @@ pub fn detect(
         }
     }
     findings
+}
+
+/// Whether a path of `paths` lies under `p`. Every path under it starts
+/// with its text, and paths sorted by text keep those right after it.
+fn has_children(paths: &BTreeSet<&FieldPath>, p: &FieldPath) -> bool {
+    paths
+        .range::<&FieldPath, _>((std::ops::Bound::Excluded(&p), std::ops::Bound::Unbounded))
+        .take_while(|q| q.as_str().starts_with(p.as_str()))
+        .any(|q| q.is_under(p))
 }
 
 /// Whether `path` is observed state.
