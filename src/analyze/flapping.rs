@@ -96,11 +96,10 @@ pub fn detect(
             continue;
         }
         // Leaf paths: a path with children is covered by them.
-        let paths: BTreeSet<&FieldPath> = rows.iter().flat_map(|r| r.fields.keys()).collect();
-        let leaves: Vec<&FieldPath> = paths
-            .iter()
-            .copied()
-            .filter(|p| !ignored(p) && !has_children(&paths, p))
+        let paths = every_path(rows);
+        let leaves: Vec<&FieldPath> = (0..paths.len())
+            .filter(|&i| !ignored(paths[i]) && !has_children(&paths[i + 1..], paths[i]))
+            .map(|i| paths[i])
             .collect();
         // The leaves and each revision's fields are both in path order:
         // one pass over each revision's fields finds every leaf's hash.
@@ -126,11 +125,37 @@ pub fn detect(
     findings
 }
 
-/// Whether a path of `paths` lies under `p`. Every path under it starts
-/// with its text, and paths sorted by text keep those right after it.
-fn has_children(paths: &BTreeSet<&FieldPath>, p: &FieldPath) -> bool {
-    paths
-        .range::<&FieldPath, _>((std::ops::Bound::Excluded(&p), std::ops::Bound::Unbounded))
+/// Every path any of `rows` has a field at, sorted: the revisions' own
+/// sorted paths merged, not sorted again.
+fn every_path<'a>(rows: &[&'a ObjectRevision]) -> Vec<&'a FieldPath> {
+    let mut all: Vec<&FieldPath> = Vec::new();
+    for r in rows {
+        let mut merged = Vec::with_capacity(all.len().max(r.fields.len()));
+        let (mut a, mut b) = (all.iter().copied().peekable(), r.fields.keys().peekable());
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if x < y => a.next(),
+                (Some(x), Some(y)) if y < x => b.next(),
+                (Some(_), Some(_)) => {
+                    b.next();
+                    a.next()
+                }
+                (Some(_), None) => a.next(),
+                (None, Some(_)) => b.next(),
+                (None, None) => break,
+            };
+            merged.extend(next);
+        }
+        all = merged;
+    }
+    all
+}
+
+/// Whether a path of `after` (the paths sorted after `p`) lies under `p`.
+/// Every path under it starts with its text, so those come first.
+fn has_children(after: &[&FieldPath], p: &FieldPath) -> bool {
+    after
+        .iter()
         .take_while(|q| q.as_str().starts_with(p.as_str()))
         .any(|q| q.is_under(p))
 }
