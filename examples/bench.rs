@@ -1084,6 +1084,40 @@ mod large {
         })
     }
 
+    /// A plain etcd-client watch from revision 1 over the whole prefix
+    /// until `revisions` events came, or `None` after `timeout`: how fast
+    /// etcd itself replays the history `--fetch watch` reads.
+    fn watch_replay(endpoint: &str, revisions: u64, timeout: Duration) -> Result<Option<f64>> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let started = Instant::now();
+        let replay = async {
+            let c = etcd_client::Client::connect([endpoint], None).await?;
+            let limit = etcd_inspector::source::etcd::MAX_RESPONSE_BYTES;
+            let options = etcd_client::WatchOptions::new().with_prefix().with_start_revision(1);
+            let mut stream = c
+                .watch_client()
+                .max_decoding_message_size(limit)
+                .watch("/registry/", Some(options))
+                .await?;
+            let mut seen = 0u64;
+            while seen < revisions {
+                let Some(resp) = stream.message().await? else {
+                    break;
+                };
+                seen += resp.events().len() as u64;
+            }
+            anyhow::Ok(())
+        };
+        rt.block_on(async {
+            match tokio::time::timeout(timeout, replay).await {
+                Ok(done) => done.map(|()| Some(started.elapsed().as_secs_f64())),
+                Err(_) => Ok(None),
+            }
+        })
+    }
+
     /// Where a command's output goes, for its size in the table.
     enum Output {
         None,
@@ -1184,6 +1218,14 @@ mod large {
             });
             Ok(ok)
         };
+        // etcd's own replay of the history, beside `--fetch watch`.
+        eprintln!("  plain etcd-client watch replay from revision 1 (baseline) ...");
+        let replay_s = watch_replay(&ep, revisions, limits.timeout)?;
+        let replay_text = match replay_s {
+            Some(s) => format!("{s:.1} s, {:.0} µs a revision", s * 1e6 / revisions as f64),
+            None => format!("**timeout after {} s**", limits.timeout.as_secs()),
+        };
+        eprintln!("    {replay_text}");
         let snapshot_flags = ["--no-analyze", "--exclude-resource=none"];
         // Live, against the filled server: a first run as a user starts it
         // (`--fetch auto`, which downloads at this size) and one through Watch.
@@ -1371,7 +1413,8 @@ mod large {
             gib(base_size)
         );
         println!(
-            "floor of the file run (the file read, each value hashed, one row per revision, nothing decoded): {floor_s:.1} s"
+            "floor of the file run (the file read, each value hashed, one row per revision, nothing decoded): {floor_s:.1} s\n\
+             plain etcd-client watch replay from revision 1 (the baseline of `--fetch watch`): {replay_text}"
         );
         println!(
             "each command run once, capped at {} GiB RSS and {} s\n",
