@@ -1095,7 +1095,9 @@ mod large {
         let replay = async {
             let c = etcd_client::Client::connect([endpoint], None).await?;
             let limit = etcd_inspector::source::etcd::MAX_RESPONSE_BYTES;
-            let options = etcd_client::WatchOptions::new().with_prefix().with_start_revision(1);
+            let options = etcd_client::WatchOptions::new()
+                .with_prefix()
+                .with_start_revision(1);
             let mut stream = c
                 .watch_client()
                 .max_decoding_message_size(limit)
