@@ -40,11 +40,8 @@ impl Store {
             .query_map([key], |r| {
                 let written_by = super::audit::written_by(r)?;
                 let written_at = written_by.as_ref().map(|w| w.time.clone());
-                let cluster_row: i64 = r.get("cluster_row")?;
-                let between = written_at.clone().map(|at| [Some(at.clone()), Some(at)]);
                 Ok((
-                    cluster_row,
-                    between,
+                    r.get::<_, i64>("cluster_row")?,
                     HistoryRow {
                         written_at,
                         written_between: [None, None],
@@ -80,9 +77,10 @@ impl Store {
             .map_err(|e| self.err(e))?;
         let mut out = Vec::new();
         for row in rows {
-            let (cluster, between, mut row) = row.map_err(|e| self.err(e))?;
-            row.written_between = match between {
-                Some(exact) => exact,
+            let (cluster, mut row) = row.map_err(|e| self.err(e))?;
+            // An attributed revision's time is exact; others the clock bounds.
+            row.written_between = match &row.written_at {
+                Some(at) => [Some(at.clone()), Some(at.clone())],
                 None => {
                     let interval = self.read_interval(cluster, row.mod_revision)?;
                     let at = |t: Option<jiff::Timestamp>| {
