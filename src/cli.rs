@@ -37,8 +37,26 @@ pub struct Cli {
         value_name = "PATH"
     )]
     pub hash_key_file: Option<PathBuf>,
+    /// How log lines (warnings, notices) are written to standard error:
+    /// `text`, or `json`, one object a line with its time, level and
+    /// fields, for a log collector (as Kubernetes components offer).
+    #[arg(
+        long,
+        global = true,
+        env = "ETCD_INSPECTOR_LOG_FORMAT",
+        value_enum,
+        default_value_t = LogFormat::Text
+    )]
+    pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `--log-format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand, Debug)]
@@ -378,6 +396,15 @@ pub struct FollowArgs {
     /// loses at most this much.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = crate::duration::parse)]
     pub commit_every: std::time::Duration,
+    /// Serve `/metrics` (Prometheus text format: the series of
+    /// --metrics-file) and `/healthz` on this address, e.g. `0.0.0.0:9090`
+    /// for a Deployment's probes and scrapes.
+    #[arg(long, value_name = "ADDR", env = "ETCD_INSPECTOR_LISTEN")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// `/healthz` fails once follow has been unable to watch (no member
+    /// delivers, catching up fails) for longer than this.
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = crate::duration::parse)]
+    pub stall_limit: std::time::Duration,
 }
 
 #[derive(clap::Args, Debug)]

@@ -28,13 +28,14 @@ fn main() -> ExitCode {
         unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, 10) };
     }
     let cli = Cli::parse();
+    cmd::log::init(cli.log_format);
     let result = cmd::dispatch(&cli);
     match result {
         Ok(status) => ExitCode::from(status),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             let line = etcd_inspector::error_line::one_line(&e);
-            eprintln!("error: {}", etcd_inspector::report::escape::terminal(&line));
+            tracing::error!("{}", etcd_inspector::report::escape::terminal(&line));
             ExitCode::FAILURE
         }
     }

@@ -23,7 +23,7 @@ pub fn run(db: &Path, args: &AnalyzeArgs) -> Result<Status> {
         None => None,
     };
     let analysis = analyze(&store, cluster, &(&args.detectors).into())?;
-    eprintln!("{}", terminal(&analysis_summary(&analysis)));
+    tracing::info!("{}", terminal(&analysis_summary(&analysis)));
     Ok(fail_on_status(
         args.fail_on,
         analysis.findings.by_severity.keys().copied(),

@@ -22,7 +22,7 @@ pub fn run(db: &Path, args: &AttributeArgs) -> Result<Status> {
     let detectors = (!args.no_analyze).then(|| (&args.detectors).into());
     let found = attribute(store, &logs, args.cluster_id.as_deref(), detectors.as_ref())?;
     if let Some(analysis) = &found.analysis {
-        eprintln!("{}", terminal(&analysis_summary(analysis)));
+        tracing::info!("{}", terminal(&analysis_summary(analysis)));
     }
     match args.output {
         ListFormat::Json => {
@@ -66,10 +66,10 @@ fn print_summary(found: &Attributed) -> Result<()> {
         rows.iter().map(|(what, n)| vec![what.to_string(), n.to_string()]),
     )?;
     for line in &r.first_malformed {
-        eprintln!("malformed: {}", terminal(line));
+        tracing::warn!("malformed: {}", terminal(line));
     }
     if r.malformed > r.first_malformed.len() as u64 {
-        eprintln!(
+        tracing::warn!(
             "malformed: ... and {} more",
             r.malformed - r.first_malformed.len() as u64
         );

@@ -231,7 +231,7 @@ pub fn report_finished(finished: Finished, fail_on: Option<Severity>) -> anyhow:
                     .iter()
                     .map(|g| format!(", history gap: revisions {g} lost to compaction"))
                     .collect();
-                eprintln!(
+                tracing::info!(
                     "run {run} complete: {} keys at revision {}, {} revisions added (history from revision {}){gaps}, {:.1}s",
                     s.keys,
                     s.head,
@@ -241,20 +241,20 @@ pub fn report_finished(finished: Finished, fail_on: Option<Severity>) -> anyhow:
                 );
             }
             if let Some(a) = &finished.attributed {
-                eprintln!("{}", escape::terminal(&attribution_summary(a)));
+                tracing::info!("{}", escape::terminal(&attribution_summary(a)));
             }
             Ok(match &finished.analysis {
                 Some(a) => {
-                    eprintln!("{}", escape::terminal(&analysis_summary(a)));
+                    tracing::info!("{}", escape::terminal(&analysis_summary(a)));
                     fail_on_status(fail_on, a.findings.by_severity.keys().copied())
                 }
                 None => 0,
             })
         }
         RunStatus::Interrupted | RunStatus::Running => {
-            eprintln!("run {run} interrupted; the revisions stored so far are kept");
+            tracing::info!("run {run} interrupted; the revisions stored so far are kept");
             if let Some(a) = &finished.attributed {
-                eprintln!("{}", escape::terminal(&attribution_summary(a)));
+                tracing::info!("{}", escape::terminal(&attribution_summary(a)));
             }
             Ok(EXIT_INTERRUPTED)
         }

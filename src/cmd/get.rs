@@ -16,7 +16,7 @@ pub fn run(args: &GetArgs) -> Result<Status> {
         let etcd = Connection::from(&args.etcd).connect().await?;
         let got = etcd.get(args.etcd_key.as_bytes(), args.rev).await;
         for warning in etcd.take_events().iter().filter_map(|e| e.warning()) {
-            eprintln!("warning: {warning}");
+            tracing::warn!("{warning}");
         }
         got
     })?;

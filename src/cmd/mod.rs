@@ -9,6 +9,7 @@ pub mod findings;
 pub mod follow;
 pub mod get;
 pub mod history;
+pub mod log;
 mod output;
 pub mod prune;
 pub mod report;

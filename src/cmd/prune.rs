@@ -21,14 +21,17 @@ pub fn run(db: &Path, args: &PruneArgs) -> Result<Status> {
         .transpose()?;
     let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
     let pruned = store.prune(before.as_deref(), args.keep_runs)?;
-    eprintln!(
+    tracing::info!(
         "pruned {} runs: {} revisions, {} keys and {} stored values removed",
-        pruned.runs, pruned.revisions, pruned.keys, pruned.values
+        pruned.runs,
+        pruned.revisions,
+        pruned.keys,
+        pruned.values
     );
     if args.vacuum {
         let was = size(db);
         store.vacuum()?;
-        eprintln!("vacuumed {}: {} → {} bytes", db.display(), was, size(db));
+        tracing::info!("vacuumed {}: {} → {} bytes", db.display(), was, size(db));
     }
     Ok(0)
 }

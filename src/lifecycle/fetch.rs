@@ -96,7 +96,7 @@ pub(super) async fn read(
         match downloaded(store, run, live, options, settings, bar).await {
             Err(e) if live.fetch == Fetch::Auto && refusal(&e).is_some() => {
                 let refused = refusal(&e).expect("checked");
-                bar.suspend(|| eprintln!("warning: {refused}; replaying the history through Watch instead"));
+                tracing::warn!("{refused}; replaying the history through Watch instead");
             }
             other => return other,
         }

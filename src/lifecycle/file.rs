@@ -100,7 +100,7 @@ pub(super) fn read(
     if file.salvage {
         store.record(run, RunFact::Salvage(&damage))?;
         if !damage.is_none() {
-            bar.suspend(|| eprintln!("salvaged: {}", damage.describe()));
+            tracing::warn!("salvaged: {}", damage.describe());
         }
     }
     let live = sink.census.take().map(Census::into_live).unwrap_or_default();
@@ -146,9 +146,9 @@ pub(super) async fn fetch(
     dest: &Path,
     bar: &ProgressBar,
 ) -> Result<String> {
-    super::members::report(store, run, etcd, bar)?;
+    super::members::report(store, run, etcd)?;
     let downloaded = download(etcd, dest, bar).await;
-    super::members::report(store, run, etcd, bar)?;
+    super::members::report(store, run, etcd)?;
     downloaded
 }
 

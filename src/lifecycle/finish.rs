@@ -35,7 +35,7 @@ pub struct Finished {
 pub(super) fn begin(db: &Path, source: &str, options: &RecordOptions) -> Result<(Store, RunId)> {
     let store = Store::open_for_writing(db)?;
     if let Some(notice) = store.load_hash_key(&options.hash_key)? {
-        eprintln!("{notice}");
+        tracing::info!("{notice}");
     }
     let run = store.begin_run(source, &options.prefix, &options.filter.describe())?;
     store.record(run, RunFact::Schema(&crate::decode::schema::schema().origin))?;

@@ -58,7 +58,7 @@ pub(super) async fn read(
     settings: &Settings,
     bar: &ProgressBar,
 ) -> Result<Option<Summary>> {
-    super::members::report(store, run, etcd, bar)?;
+    super::members::report(store, run, etcd)?;
     let read = async {
         let planned = match made {
             Some(p) => p,
@@ -72,7 +72,7 @@ pub(super) async fn read(
     }
     .await;
     // Whatever the outcome, the run says which members served it.
-    super::members::report(store, run, etcd, bar)?;
+    super::members::report(store, run, etcd)?;
     read
 }
 

@@ -4,18 +4,12 @@
 
 use crate::source::etcd::{Etcd, MemberEvent};
 use crate::store::{Backend, RunFact, RunId, ServedBy, StoreError};
-use indicatif::ProgressBar;
 
 /// Reports what happened to `etcd`'s choice of member since the last call.
-pub(super) fn report(
-    store: &dyn Backend,
-    run: RunId,
-    etcd: &Etcd,
-    bar: &ProgressBar,
-) -> Result<(), StoreError> {
+pub(super) fn report(store: &dyn Backend, run: RunId, etcd: &Etcd) -> Result<(), StoreError> {
     for event in etcd.take_events() {
         if let Some(warning) = event.warning() {
-            bar.suspend(|| eprintln!("warning: {warning}"));
+            tracing::warn!("{warning}");
         }
         if let MemberEvent::Serving {
             endpoint,

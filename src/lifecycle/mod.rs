@@ -13,12 +13,14 @@ mod live;
 mod members;
 mod plan;
 mod progress;
+mod serve;
 mod signal;
 
 pub use attribute::{attribute, Attributed};
 pub use fetch::Fetch;
 pub use finish::Finished;
 pub use follow::FollowOptions;
+pub use progress::suspended;
 
 use crate::canon::semantic::FieldConfig;
 use crate::decrypt::Decryptor;
@@ -132,7 +134,7 @@ impl Settings {
                 Ok(s) => s,
                 Err(e) if plugins_required => return Err(e.into()),
                 Err(e) => {
-                    eprintln!("warning: {e}; the values it encrypted stay undecodable");
+                    tracing::warn!("{e}; the values it encrypted stay undecodable");
                     Vec::new()
                 }
             };

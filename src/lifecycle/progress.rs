@@ -8,7 +8,11 @@ use crate::source::{Census, Record, Sink};
 use crate::store::{RevisionWriter, StoreError};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
+use std::sync::Mutex;
 use std::time::Duration;
+
+/// The bar on the terminal, if one is shown: log lines suspend it.
+static SHOWN: Mutex<Option<ProgressBar>> = Mutex::new(None);
 
 /// A spinner with a message on a terminal; nothing otherwise.
 pub(super) fn bar() -> ProgressBar {
@@ -18,7 +22,18 @@ pub(super) fn bar() -> ProgressBar {
     let bar = ProgressBar::new_spinner();
     spinning(&bar);
     bar.enable_steady_tick(Duration::from_millis(120));
+    *SHOWN.lock().unwrap_or_else(|p| p.into_inner()) = Some(bar.clone());
     bar
+}
+
+/// Runs `f` (which writes to standard error) with the bar shown on the
+/// terminal, if any, cleared for it and drawn again after.
+pub fn suspended<R>(f: impl FnOnce() -> R) -> R {
+    let shown = SHOWN.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    match shown.filter(|b| !b.is_finished()) {
+        Some(bar) => bar.suspend(f),
+        None => f(),
+    }
 }
 
 /// Back to a spinner: the next phase's end is not known.
