@@ -14,6 +14,8 @@ pub fn run(db: &Path, hash_key_file: Option<&Path>, args: &FollowArgs) -> Result
         duration: args.duration,
         commit_every: args.commit_every,
         fetch: args.fetch.fetch.into(),
+        listen: args.listen,
+        stall_limit: args.stall_limit,
     };
     let finished = lifecycle::follow(
         db,

@@ -5,6 +5,7 @@
 //! from there.
 
 use super::fetch::{self, Fetch};
+use super::serve::{serve, Health};
 use super::{RecordOptions, Settings, Summary};
 use crate::source::etcd::{Connection, Etcd, Replay, Scope};
 use crate::source::filter::ResourceFilter;
@@ -14,6 +15,7 @@ use crate::store::{RevisionWriter, RunId, Shortfall, StoreError};
 use anyhow::Result;
 use indicatif::ProgressBar;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Longest wait between reconnection attempts.
@@ -29,6 +31,10 @@ pub struct FollowOptions {
     pub commit_every: Duration,
     /// How its first read and each catch-up fetch history.
     pub fetch: Fetch,
+    /// Serve `/metrics` and `/healthz` here.
+    pub listen: Option<std::net::SocketAddr>,
+    /// `/healthz` fails once follow cannot watch for longer than this.
+    pub stall_limit: Duration,
 }
 
 /// Stores watched revisions and commits them, with how far they reach, at
@@ -57,16 +63,18 @@ struct Recorder<'w, 's> {
 }
 
 /// What follow is doing, in the metrics file while it runs
-/// (`--metrics-file`): how far it stored, and whether it is stalled.
+/// (`--metrics-file`) and on `--listen`'s endpoints: how far it stored, and
+/// whether it is stalled.
 struct Gauges {
     path: Option<std::path::PathBuf>,
     /// etcd's cluster id, the metrics' label.
     cluster: String,
-    bar: ProgressBar,
+    health: Arc<Health>,
 }
 
 impl Gauges {
     fn write(&self, complete_through: i64, stalled: bool) {
+        self.health.set(&self.cluster, complete_through, stalled);
         let Some(path) = &self.path else { return };
         let text = crate::report::metrics::render_following(&crate::report::metrics::Following {
             cluster: &self.cluster,
@@ -74,8 +82,7 @@ impl Gauges {
             stalled,
         });
         if let Err(e) = crate::report::metrics::write_atomically(path, &text) {
-            self.bar
-                .suspend(|| eprintln!("warning: cannot write the metrics file {}: {e}", path.display()));
+            tracing::warn!("cannot write the metrics file {}: {e}", path.display());
         }
     }
 }
@@ -95,7 +102,7 @@ impl Recorder<'_, '_> {
     /// how far everything is stored.
     fn commit(&mut self) -> Result<(), FollowError> {
         self.writer.flush()?;
-        super::members::report(self.store, self.run, self.etcd, &self.bar)?;
+        super::members::report(self.store, self.run, self.etcd)?;
         let live = std::mem::take(&mut self.census).into_live();
         let recorded = |key: &[u8]| self.filter.records_key(key, self.prefix);
         if let Some(shortfall) =
@@ -168,6 +175,11 @@ pub(super) async fn follow(
         .duration
         .map(|d| tokio::time::Instant::from_std(started + d));
     let settings = Settings::new(store, run, options, true)?;
+    let health = Arc::new(Health::new(follow.stall_limit));
+    let _server = match follow.listen {
+        Some(addr) => Some(serve(addr, health.clone()).await?),
+        None => None,
+    };
     // One connection for the whole run: it moves to another member
     // whenever the serving one fails.
     bar.set_message(format!("connecting to {}", connection.describe()));
@@ -197,7 +209,7 @@ pub(super) async fn follow(
             .find(|r| r.id == run)
             .and_then(|r| r.cluster_id)
             .unwrap_or_default(),
-        bar: bar.clone(),
+        health,
     };
     gauges.write(summary.head, false);
     let scope = Scope {
@@ -245,13 +257,11 @@ pub(super) async fn follow(
             Ended::Watch(Err(ReadError::Sink(FollowError::Incomplete(e)))) => return Err(e.into()),
             Ended::Watch(Err(e)) => {
                 gauges.write(summary.head, true);
-                bar.suspend(|| {
-                    eprintln!(
-                        "warning: watching stopped at revision {}: {e}; reconnecting in {}s",
-                        summary.head,
-                        backoff.as_secs()
-                    )
-                });
+                tracing::warn!(
+                    "watching stopped at revision {}: {e}; reconnecting in {}s",
+                    summary.head,
+                    backoff.as_secs()
+                );
                 tokio::select! {
                     _ = tokio::time::sleep(backoff) => {}
                     _ = signalled.notified() => return Ok(None),
@@ -280,7 +290,7 @@ pub(super) async fn follow(
             }
             Err(e) => {
                 gauges.write(summary.head, true);
-                eprintln!("warning: catching up failed: {e:#}");
+                tracing::warn!("catching up failed: {e:#}");
             }
         }
     }
