@@ -352,11 +352,10 @@ impl Pages<'_> {
 }
 
 impl Store {
-    /// See [`crate::store::HistoryReader::finding_counts`]: the filter of
-    /// [`crate::report::each_finding`] as SQL, a finding kept when one of
-    /// its revisions is in range (or it names none) and one of its keys is
-    /// kept by the object filter, as the key was stored (or, not stored,
-    /// by its text alone).
+    /// See [`crate::store::HistoryReader::finding_counts`]: a finding is
+    /// kept, as the report keeps it, when one of its revisions is in range
+    /// (or it names none) and the object filter keeps one of its keys, as
+    /// the key was stored (or, not stored, by its text alone).
     pub(in crate::store) fn read_finding_counts(
         &self,
         scope: &crate::store::Scope,
