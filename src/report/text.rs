@@ -14,7 +14,17 @@ pub fn render(r: &ReportData) -> String {
             t.map_or("end".into(), |v| v.to_string())
         ),
     };
-    writeln!(s, "etcd-inspector report: {} ({range})", terminal(&r.database)).unwrap();
+    let cluster = r
+        .cluster
+        .as_deref()
+        .map(|c| format!(", cluster {}", terminal(c)))
+        .unwrap_or_default();
+    writeln!(
+        s,
+        "etcd-inspector report: {}{cluster} ({range})",
+        terminal(&r.database)
+    )
+    .unwrap();
     for run in &r.runs {
         let gaps: Vec<String> = run.gaps.iter().map(ToString::to_string).collect();
         writeln!(
