@@ -221,6 +221,32 @@ fn two_clusters_in_one_database() {
 
     fleet_report(&db, &findings);
 
+    // attribute: the logs of one cluster, chosen by name or (the old flag)
+    // by etcd's id.
+    let log = dir.path().join("audit.log");
+    std::fs::write(&log, "").unwrap();
+    let log = log.to_str().unwrap();
+    let e = one_line_error(&inspector(
+        &db,
+        &["attribute", "--audit-log", log, "--no-analyze"],
+    ));
+    assert!(e.contains("several clusters") && e.contains("--cluster"), "{e}");
+    let attribute = |flag: &str, cluster: &str| {
+        let args = [
+            "attribute",
+            "--audit-log",
+            log,
+            "--no-analyze",
+            flag,
+            cluster,
+            "-o",
+            "json",
+        ];
+        json(inspector(&db, &args))["cluster"].clone()
+    };
+    assert_eq!(attribute("--cluster", EU), EU);
+    assert_eq!(attribute("--cluster-id", &us_id), US);
+
     // A name another etcd cluster has fails the run, recorded as failed.
     let e = one_line_error(&snapshot(&us, &db, &["--cluster", EU]));
     assert!(
@@ -248,12 +274,54 @@ fn two_clusters_in_one_database() {
     );
     let e = one_line_error(&inspector(&db, &["findings", "--cluster", US]));
     assert!(e.contains("holds no cluster prod-us-2"), "{e}");
+    // follow names its cluster as snapshot does.
+    ok(inspector(
+        &db,
+        &[
+            "follow",
+            "--endpoints",
+            &eu.endpoint,
+            "--duration",
+            "1s",
+            "--cluster",
+            EU,
+        ],
+    ));
+    let last = runs(&db).pop().unwrap();
+    assert_eq!(
+        (last["cluster"].as_str(), last["status"].as_str()),
+        (Some(EU), Some("complete"))
+    );
     let bad = inspector(
         &db,
         &["snapshot", "--endpoints", &us.endpoint, "--cluster", "prod us"],
     );
     assert_exit(&bad, 2);
     assert!(stderr(&bad).contains("is not a cluster name"), "{}", stderr(&bad));
+}
+
+/// Each row of a fleet report's table holds the findings `counts` has of
+/// its cluster, per detector, and their total.
+fn assert_table_counts(report: &Value, counts: &BTreeMap<(String, String), i64>) {
+    let table = report["fleet"]["clusters"].as_array().unwrap();
+    assert_eq!(table.len(), 2);
+    for row in table {
+        let cluster = row["cluster"].as_str().unwrap();
+        let listed: BTreeMap<&str, i64> = counts
+            .iter()
+            .filter(|((c, _), _)| c == cluster)
+            .map(|((_, d), n)| (d.as_str(), *n))
+            .collect();
+        let tabled: BTreeMap<&str, i64> = row["findings"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(d, n)| (d.as_str(), n.as_i64().unwrap()))
+            .collect();
+        assert_eq!(tabled, listed, "{cluster}");
+        assert_eq!(row["total"].as_i64(), Some(listed.values().sum()));
+        assert_eq!(row["anchor"], format!("cluster-{cluster}"));
+    }
 }
 
 /// The fleet report of the database: its table counts what `findings`
@@ -277,23 +345,16 @@ fn fleet_report(db: &Path, findings: &[Value]) {
         ["rewrite", "recreated"],
         "those that found anything, in registry order"
     );
-    for row in table {
-        let cluster = row["cluster"].as_str().unwrap();
-        let listed: BTreeMap<&str, i64> = counts
-            .iter()
-            .filter(|((c, _), _)| c == cluster)
-            .map(|((_, d), n)| (d.as_str(), *n))
-            .collect();
-        let tabled: BTreeMap<&str, i64> = row["findings"]
-            .as_object()
-            .unwrap()
-            .iter()
-            .map(|(d, n)| (d.as_str(), n.as_i64().unwrap()))
-            .collect();
-        assert_eq!(tabled, listed, "{cluster}");
-        assert_eq!(row["total"].as_i64(), Some(listed.values().sum()));
-        assert_eq!(row["anchor"], format!("cluster-{cluster}"));
-    }
+    assert_table_counts(&report, &counts);
+    // The table counts what the report's object filter keeps, as
+    // `findings` does.
+    let pods = json(inspector(
+        db,
+        &["report", "--format", "json", "--resource", "pods"],
+    ));
+    let pod_findings = rows(db, &["findings", "--resource", "pods", "-o", "json"]);
+    assert!(!pod_findings.is_empty() && pod_findings.len() < findings.len());
+    assert_table_counts(&pods, &per_detector(&pod_findings));
     let sections = report["clusters"].as_array().unwrap();
     assert_eq!(column(sections, "cluster"), [US, EU]);
     for section in sections {
@@ -346,6 +407,8 @@ fn fleet_report(db: &Path, findings: &[Value]) {
     assert!(html.contains(&format!("<header id=\"cluster-{EU}\">")));
     assert_eq!(html.matches("class=\"report-data\"").count(), 2);
 
+    let text = String::from_utf8(ok(inspector(db, &["report", "--cluster", US])).stdout).unwrap();
+    assert!(text.contains(&format!(", cluster {US} (")), "{text}");
     let one = json(inspector(db, &["report", "--format", "json", "--cluster", US]));
     assert_report_schema(&one);
     assert_eq!(one["cluster"], US);
