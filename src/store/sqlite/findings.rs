@@ -548,4 +548,84 @@ mod tests {
         let ids = |fs: &[StoredFinding]| fs.iter().map(|f| f.id).collect::<Vec<_>>();
         assert_eq!(ids(&read(&store, &FindingQuery::default())), ids(&after));
     }
+
+    /// The counts a fleet report's table shows are those of the findings
+    /// read and kept as a report keeps them, whatever the range, objects,
+    /// severity and cluster.
+    #[test]
+    fn counts_are_the_findings_a_report_reads() {
+        use crate::store::Scope;
+        let dir = tempfile::tempdir().unwrap();
+        let (store, cluster) = database(&dir);
+        let mut all: Vec<Finding> = (0..40)
+            .map(|n| {
+                let severity = [Severity::Low, Severity::High][n as usize % 2];
+                finding(if n % 3 == 0 { "two" } else { "one" }, severity, n)
+            })
+            .collect();
+        all.push(Finding {
+            revisions: vec![],
+            ..finding("one", Severity::Low, 100)
+        });
+        all.push(Finding {
+            keys: vec!["/registry/configmaps/a/never-stored".into()],
+            ..finding("two", Severity::High, 101)
+        });
+        replace(&store, cluster, &all);
+        let (other, _) = store.cluster("other", None).unwrap();
+        let mut w = store.findings_writer(other, &["one"]).unwrap();
+        w.put(&finding("one", Severity::High, 7)).unwrap();
+        w.commit().unwrap();
+
+        let some = |s: &str| Some(s.to_string());
+        let cases = [
+            (None, None, None, None, None, None),
+            (Some(cluster), None, None, None, None, None),
+            (Some(other), None, None, None, None, None),
+            (Some(cluster), Some(10), Some(20), None, None, None),
+            (None, Some(30), None, some("b"), None, Some(Severity::High)),
+            (
+                Some(cluster),
+                None,
+                Some(5),
+                None,
+                some("/registry/configmaps/a/"),
+                None,
+            ),
+            (None, None, None, None, some("/registry/configmaps/a/never"), None),
+        ];
+        for (wanted, from, to, namespace, key_prefix, severity) in cases {
+            let scope = Scope {
+                from_revision: from,
+                to_revision: to,
+                objects: ObjectFilter {
+                    cluster: wanted,
+                    namespace,
+                    resource: None,
+                    key_prefix,
+                },
+            };
+            let mut expected: std::collections::BTreeMap<(i64, String), i64> = Default::default();
+            let query = FindingQuery {
+                objects: scope.objects.clone(),
+                detector: None,
+                severity,
+            };
+            for f in read(&store, &query) {
+                let in_range = |r: &i64| from.is_none_or(|f| *r >= f) && to.is_none_or(|t| *r <= t);
+                if f.revisions.is_empty() || f.revisions.iter().any(in_range) {
+                    let row = if f.cluster_id == "other" { other } else { cluster };
+                    *expected.entry((row, f.detector)).or_default() += 1;
+                }
+            }
+            let counted: std::collections::BTreeMap<(i64, String), i64> = store
+                .read_finding_counts(&scope, severity)
+                .unwrap()
+                .into_iter()
+                .map(|c| ((c.cluster, c.detector), c.count))
+                .collect();
+            assert!(!expected.is_empty(), "{scope:?}");
+            assert_eq!(counted, expected, "{scope:?} {severity:?}");
+        }
+    }
 }
