@@ -196,8 +196,10 @@ pub struct DetectorArgs {
 #[derive(clap::Args, Debug)]
 pub struct AnalyzeArgs {
     /// Analyze only the cluster this run read (default: every cluster).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", conflicts_with = "cluster")]
     pub run: Option<i64>,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     #[command(flatten)]
     pub detectors: DetectorArgs,
     /// Exit with status 4 when findings at or above this severity exist.

@@ -221,6 +221,14 @@ fn two_clusters_in_one_database() {
 
     fleet_report(&db, &findings);
 
+    // analyze: one cluster's detectors.
+    let analyzed = ok(inspector(&db, &["analyze", "--cluster", EU]));
+    let line = format!(
+        "{} findings (",
+        findings.iter().filter(|f| f["cluster"] == EU).count()
+    );
+    assert!(stderr(&analyzed).contains(&line), "{}", stderr(&analyzed));
+
     // attribute: the logs of one cluster, chosen by name or (the old flag)
     // by etcd's id.
     let log = dir.path().join("audit.log");
