@@ -7,7 +7,7 @@ use crate::canon::path::FieldPath;
 use crate::cli::{DiffArgs, ListFormat};
 use crate::report::escape::terminal;
 use crate::report::json_array::JsonArray;
-use crate::store::cluster::Cluster;
+use crate::store::cluster;
 use crate::store::HistoryReader;
 use crate::store::{LiveObject, Looked, Store, ValueReader};
 use anyhow::{bail, Result};
@@ -56,11 +56,7 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
             several => bail!(
                 "{} holds several clusters ({}): name one with --cluster, or a run",
                 db.display(),
-                several
-                    .iter()
-                    .map(Cluster::described)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                cluster::listed(several)
             ),
         },
     };

@@ -96,11 +96,7 @@ fn cluster(store: &dyn Backend, wanted: Option<&str>) -> Result<Cluster> {
         (None, []) => bail!("{database} holds no run yet: snapshot the cluster first"),
         (None, _) => bail!(
             "{database} holds several clusters ({}): say which the audit logs are of with --cluster",
-            clusters
-                .iter()
-                .map(Cluster::described)
-                .collect::<Vec<_>>()
-                .join(", ")
+            crate::store::cluster::listed(&clusters)
         ),
     }
 }

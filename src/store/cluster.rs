@@ -98,13 +98,19 @@ pub fn find<'c>(
             wanted: wanted.to_string(),
             known: match clusters.is_empty() {
                 true => "none: snapshot a cluster first".into(),
-                false => clusters
-                    .iter()
-                    .map(Cluster::described)
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                false => listed(clusters),
             },
         })
+}
+
+/// `prod-eu-1 (8e9e05c52164694d), 5a1bd3c2b4f1e9a0`: the clusters as
+/// messages list them.
+pub fn listed(clusters: &[Cluster]) -> String {
+    clusters
+        .iter()
+        .map(Cluster::described)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
