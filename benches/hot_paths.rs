@@ -107,7 +107,7 @@ fn benches(c: &mut Criterion) {
                 let store = Store::open_for_writing(&dir.path().join("db.sqlite")).unwrap();
                 store.load_hash_key(&Default::default()).unwrap();
                 let run = store.begin_run("bench", "/registry/", "").unwrap();
-                let cluster = store.cluster("bench").unwrap();
+                let (cluster, _) = store.cluster("bench", None).unwrap();
                 let fields = store.field_config(None, &[]).unwrap();
                 let mut w = store
                     .revision_writer(cluster, run, "/registry/", fields, Default::default(), None)

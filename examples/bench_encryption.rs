@@ -159,7 +159,7 @@ fn main() -> Result<()> {
     // Every Secret revision must have been decrypted, none left encrypted.
     for (p, prefix) in prefixes.iter().enumerate().skip(1) {
         let db = work.path().join(format!("db-{p}-0.sqlite"));
-        let usage = Store::open_for_reading(&db)?.resource_usage(&Default::default(), None)?;
+        let usage = Store::open_for_reading(&db)?.resource_usage(&Default::default())?;
         let decrypted: i64 = usage
             .iter()
             .flat_map(|u| &u.encryption)

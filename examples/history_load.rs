@@ -21,7 +21,7 @@ fn main() -> Result<()> {
     let store = Store::open_for_writing(&db)?;
     store.load_hash_key(&Default::default())?;
     let run = store.begin_run("synthetic", "/registry/", "")?;
-    let cluster = store.cluster("synthetic-cluster")?;
+    let (cluster, _) = store.cluster("synthetic-cluster", None)?;
     let target = RunFact::Target {
         cluster,
         head: total + 1,

@@ -1,5 +1,6 @@
 //! Command-line definitions (clap). No logic lives here.
 
+use crate::store::cluster::ClusterName;
 use crate::store::finding::Severity;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -10,6 +11,11 @@ use std::path::PathBuf;
 fn severity() -> impl TypedValueParser<Value = Severity> {
     PossibleValuesParser::new(Severity::ALL.map(Severity::as_str))
         .map(|name| Severity::parse(&name).expect("a listed severity"))
+}
+
+/// `--cluster NAME` on a writing command.
+fn cluster_name() -> impl TypedValueParser<Value = ClusterName> {
+    clap::builder::NonEmptyStringValueParser::new().try_map(|text| ClusterName::parse(&text))
 }
 
 /// A registered detector's name.
@@ -154,10 +160,21 @@ pub struct DiffArgs {
     #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
     pub output: ListFormat,
     #[command(flatten)]
+    pub cluster: ClusterArgs,
+    #[command(flatten)]
     pub objects: ObjectArgs,
 }
 
-/// Which objects `diff`, `report` and `findings` look at.
+/// Which cluster a reading command looks at.
+#[derive(clap::Args, Debug)]
+pub struct ClusterArgs {
+    /// Only this cluster: its name (`snapshot --cluster`) or etcd's cluster
+    /// id (hex). Default: every cluster the database holds.
+    #[arg(long, value_name = "NAME|HEX")]
+    pub cluster: Option<String>,
+}
+
+/// Which objects `diff`, `report`, `stats` and `findings` look at.
 #[derive(clap::Args, Debug)]
 pub struct ObjectArgs {
     /// Only objects in this namespace.
@@ -197,8 +214,10 @@ pub struct DetectorArgs {
 #[derive(clap::Args, Debug)]
 pub struct AnalyzeArgs {
     /// Analyze only the cluster this run read (default: every cluster).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", conflicts_with = "cluster")]
     pub run: Option<i64>,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     #[command(flatten)]
     pub detectors: DetectorArgs,
     /// Exit with status 4 when findings at or above this severity exist.
@@ -225,6 +244,8 @@ pub struct ReportArgs {
     #[command(flatten)]
     pub range: RangeArgs,
     #[command(flatten)]
+    pub cluster: ClusterArgs,
+    #[command(flatten)]
     pub objects: ObjectArgs,
     /// Only findings at or above this severity.
     #[arg(long, value_parser = severity(), value_name = "SEVERITY")]
@@ -238,10 +259,12 @@ pub struct ReportArgs {
 #[derive(clap::Args, Debug)]
 pub struct StatsArgs {
     /// Only the cluster this run read, up to its head revision.
-    #[arg(long, value_name = "N", conflicts_with_all = ["since", "until"])]
+    #[arg(long, value_name = "N", conflicts_with_all = ["since", "until", "cluster"])]
     pub run: Option<i64>,
     #[command(flatten)]
     pub range: RangeArgs,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     #[command(flatten)]
     pub objects: ObjectArgs,
     /// Rows of the largest, busiest and managers lists.
@@ -256,6 +279,8 @@ pub struct FindingsArgs {
     #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
     pub output: ListFormat,
     #[command(flatten)]
+    pub cluster: ClusterArgs,
+    #[command(flatten)]
     pub objects: ObjectArgs,
     /// Only this detector's findings.
     #[arg(long, value_parser = detector())]
@@ -268,6 +293,13 @@ pub struct FindingsArgs {
 /// How a run records what it reads; shared by `snapshot` and `follow`.
 #[derive(clap::Args, Debug)]
 pub struct RecordArgs {
+    /// The name of the cluster the run reads (e.g. `prod-eu-1`), shown by
+    /// every command instead of etcd's cluster id; one name per cluster in
+    /// a database. A cluster named before keeps its name when none is
+    /// given; a new name renames it (with a warning); a name another etcd
+    /// cluster has fails the run.
+    #[arg(long, env = "ETCD_INSPECTOR_CLUSTER", value_name = "NAME", value_parser = cluster_name())]
+    pub cluster: Option<ClusterName>,
     /// When the run ends, read these audit logs and attribute the stored
     /// revisions to their requests, as `attribute` does.
     #[command(flatten)]
@@ -348,7 +380,7 @@ pub struct SnapshotArgs {
     /// The cluster a --file belongs to (etcd's cluster id in hex, as
     /// `etcdctl endpoint status` shows it). By default it is derived from the
     /// file's members, which matches the live cluster unless its membership
-    /// changed since it formed.
+    /// changed since it formed. (Its name is --cluster.)
     #[arg(long, value_name = "HEX", requires = "file")]
     pub cluster_id: Option<String>,
     /// Read what survives of a damaged --file: every readable page, and
@@ -443,10 +475,15 @@ pub struct AuditArgs {
 pub struct AttributeArgs {
     #[command(flatten)]
     pub audit: AuditArgs,
-    /// The cluster the logs are of (etcd's cluster id in hex, as `runs`
-    /// shows it); needed when the database holds several.
-    #[arg(long, value_name = "HEX")]
-    pub cluster_id: Option<String>,
+    /// The cluster the logs are of: its name (`snapshot --cluster`) or
+    /// etcd's cluster id (hex); needed when the database holds several.
+    #[arg(
+        long,
+        env = "ETCD_INSPECTOR_CLUSTER",
+        value_name = "NAME|HEX",
+        alias = "cluster-id"
+    )]
+    pub cluster: Option<String>,
     /// Do not run `analyze` afterwards (the `no-op-writes` and
     /// `conflict-storms` detectors read what attribution found).
     #[arg(long)]
@@ -461,6 +498,8 @@ pub struct AttributeArgs {
 pub struct RunsArgs {
     #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
     pub output: ListFormat,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -479,6 +518,8 @@ pub struct HistoryArgs {
     /// `data["app.properties"]`; with --diff, only those fields.
     #[arg(long, value_name = "PATH")]
     pub field: Option<crate::canon::path::FieldPath>,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 }
 
 /// How to reach etcd; flags and environment variables follow etcdctl.

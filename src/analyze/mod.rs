@@ -171,7 +171,7 @@ pub fn analyze(store: &dyn Backend, cluster: Option<i64>, options: &Options) -> 
     let classify = store.classify_pending()?;
     let clusters = match cluster {
         Some(c) => vec![c],
-        None => store.clusters()?,
+        None => store.clusters()?.into_iter().map(|c| c.row).collect(),
     };
     let mut all = Counts::default();
     let detectors: Vec<&str> = names().collect();

@@ -1,6 +1,6 @@
 //! `etcd-inspector analyze`: change classes and detector findings.
 
-use super::common::{analysis_summary, fail_on_status};
+use super::common::{analysis_summary, chosen_cluster, fail_on_status};
 use super::Status;
 use crate::analyze::analyze;
 use crate::cli::AnalyzeArgs;
@@ -20,7 +20,7 @@ pub fn run(db: &Path, args: &AnalyzeArgs) -> Result<Status> {
                 db.display()
             ),
         },
-        None => None,
+        None => chosen_cluster(&store, &args.cluster)?.map(|c| c.row),
     };
     let analysis = analyze(&store, cluster, &(&args.detectors).into())?;
     tracing::info!("{}", terminal(&analysis_summary(&analysis)));

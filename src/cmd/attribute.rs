@@ -20,7 +20,7 @@ pub fn run(db: &Path, args: &AttributeArgs) -> Result<Status> {
     let store = Store::open_existing_for_writing(db)?;
     let store: &dyn crate::store::Backend = &store;
     let detectors = (!args.no_analyze).then(|| (&args.detectors).into());
-    let found = attribute(store, &logs, args.cluster_id.as_deref(), detectors.as_ref())?;
+    let found = attribute(store, &logs, args.cluster.as_deref(), detectors.as_ref())?;
     if let Some(analysis) = &found.analysis {
         tracing::info!("{}", terminal(&analysis_summary(analysis)));
     }

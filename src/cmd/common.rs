@@ -5,7 +5,9 @@
 use super::Status;
 use crate::analyze::Analysis;
 use crate::canon::sensitive::{is_secret, redact_secret};
-use crate::cli::{DetectorArgs, EncryptionArgs, FetchMode, ObjectArgs, RangeArgs, RecordArgs, SchemaArgs};
+use crate::cli::{
+    ClusterArgs, DetectorArgs, EncryptionArgs, FetchMode, ObjectArgs, RangeArgs, RecordArgs, SchemaArgs,
+};
 use crate::cli::{Format, ViewArgs};
 use crate::decode;
 use crate::decrypt::{self, config, Decryptor};
@@ -14,6 +16,7 @@ use crate::lifecycle::{Attributed, Fetch, Finished, RecordOptions};
 use crate::report::escape;
 use crate::source::audit::AuditInput;
 use crate::source::filter::ResourceFilter;
+use crate::store::cluster::{self, Cluster};
 use crate::store::finding::Severity;
 use crate::store::hash_key::HashKeyOptions;
 use crate::store::HistoryReader;
@@ -40,14 +43,26 @@ pub fn fail_on_status(fail_on: Option<Severity>, found: impl IntoIterator<Item =
     }
 }
 
-impl From<&ObjectArgs> for ObjectFilter {
-    fn from(a: &ObjectArgs) -> Self {
-        ObjectFilter {
-            namespace: a.namespace.clone(),
-            resource: a.resource.clone(),
-            key_prefix: a.key_prefix.clone(),
-        }
+/// The objects `--namespace`, `--resource` and `--key-prefix` keep, of
+/// the cluster with row id `cluster` (else of every cluster).
+pub fn object_filter(a: &ObjectArgs, cluster: Option<i64>) -> ObjectFilter {
+    ObjectFilter {
+        cluster,
+        namespace: a.namespace.clone(),
+        resource: a.resource.clone(),
+        key_prefix: a.key_prefix.clone(),
     }
+}
+
+/// The cluster `--cluster` names (by name or etcd's cluster id), if given;
+/// one that is not in the database is an error listing those that are.
+pub fn chosen_cluster(store: &dyn HistoryReader, args: &ClusterArgs) -> Result<Option<Cluster>> {
+    let Some(wanted) = &args.cluster else {
+        return Ok(None);
+    };
+    let clusters = store.clusters()?;
+    let database = store.location().display().to_string();
+    Ok(Some(cluster::find(&clusters, wanted, &database)?.clone()))
 }
 
 impl From<FetchMode> for Fetch {
@@ -106,28 +121,33 @@ fn bound(text: &str, flag: &str) -> Result<Bound> {
     Ok(Bound::Time(time))
 }
 
-/// The revision range `--since` and `--until` give. A time selects the
-/// revisions the cluster's clock says may have been written in the window;
-/// without a clock (a database of several clusters, or never analyzed) it
-/// resolves to the head of the last complete run started by then
-/// (`--since` excludes it).
-pub fn revision_range(store: &crate::store::Store, range: &RangeArgs) -> Result<(Option<i64>, Option<i64>)> {
+/// The revision range `--since` and `--until` give in `cluster` (`None`:
+/// the database's clusters together). A time selects the revisions the
+/// cluster's clock says may have been written in the window; without a
+/// clock (several clusters and none chosen, or never analyzed) it resolves
+/// to the head of the last complete run started by then (`--since`
+/// excludes it).
+pub fn revision_range(
+    store: &dyn HistoryReader,
+    range: &RangeArgs,
+    cluster: Option<i64>,
+) -> Result<(Option<i64>, Option<i64>)> {
     let from = match range.since.as_deref().map(|t| bound(t, "--since")).transpose()? {
         None => None,
         Some(Bound::Revision(r)) => Some(r),
-        Some(Bound::Time(t)) => match store.revision_by_clock(t, true)? {
+        Some(Bound::Time(t)) => match store.revision_by_clock(cluster, t, true)? {
             Some(by_clock) => by_clock,
             None => store
-                .revision_at_time(&crate::decode::gotime::rfc3339(t))?
+                .revision_at_time(cluster, &crate::decode::gotime::rfc3339(t))?
                 .map(|r| r + 1),
         },
     };
     let to = match range.until.as_deref().map(|t| bound(t, "--until")).transpose()? {
         None => None,
         Some(Bound::Revision(r)) => Some(r),
-        Some(Bound::Time(t)) => match store.revision_by_clock(t, false)? {
+        Some(Bound::Time(t)) => match store.revision_by_clock(cluster, t, false)? {
             Some(by_clock) => by_clock,
-            None => match store.revision_at_time(&crate::decode::gotime::rfc3339(t))? {
+            None => match store.revision_at_time(cluster, &crate::decode::gotime::rfc3339(t))? {
                 Some(r) => Some(r),
                 None => bail!(
                     "--until {}: no complete run started by then",
@@ -157,6 +177,7 @@ pub fn record_options(args: &RecordArgs, hash_key_file: Option<&Path>) -> Result
             new: args.new_hash_key,
         },
         audit_logs: audit_logs(&args.audit)?,
+        cluster_name: args.cluster.clone(),
     })
 }
 

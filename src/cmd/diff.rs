@@ -1,13 +1,15 @@
 //! `etcd-inspector diff RUN_A RUN_B`: field-level drift between two points.
 
+use super::common::{chosen_cluster, object_filter};
 use super::Status;
 use crate::analyze::drift::{compare, ObjectDrift};
 use crate::canon::path::FieldPath;
 use crate::cli::{DiffArgs, ListFormat};
 use crate::report::escape::terminal;
 use crate::report::json_array::JsonArray;
+use crate::store::cluster;
 use crate::store::HistoryReader;
-use crate::store::{LiveObject, Looked, ObjectFilter, Store, ValueReader};
+use crate::store::{LiveObject, Looked, Store, ValueReader};
 use anyhow::{bail, Result};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::Value;
@@ -35,20 +37,35 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
     let (Some(rev_a), Some(rev_b)) = (rev_a, rev_b) else {
         bail!("give two runs (diff RUN_A RUN_B) or two revisions (--rev-a N --rev-b M)");
     };
-    let cluster = match (cluster_a, cluster_b) {
-        (Some(a), Some(b)) if a != b => bail!(
+    let chosen = chosen_cluster(&store, &args.cluster)?;
+    let clusters = store.clusters()?;
+    let row = match (cluster_a, cluster_b, chosen.as_ref().map(|c| c.row)) {
+        (Some(a), Some(b), _) if a != b => bail!(
             "runs {:?} and {:?} read different clusters",
             args.run_a,
             args.run_b
         ),
-        (Some(c), _) | (None, Some(c)) => c,
-        (None, None) => match store.clusters()?.as_slice() {
-            [only] => *only,
+        (Some(run), _, Some(chosen)) | (_, Some(run), Some(chosen)) if run != chosen => bail!(
+            "the runs given did not read cluster {}",
+            args.cluster.cluster.as_deref().unwrap_or_default()
+        ),
+        (Some(c), _, _) | (None, Some(c), _) | (None, None, Some(c)) => c,
+        (None, None, None) => match clusters.as_slice() {
+            [only] => only.row,
             [] => bail!("{} holds no runs", db.display()),
-            _ => bail!("{} holds several clusters: name a run to pick one", db.display()),
+            several => bail!(
+                "{} holds several clusters ({}): name one with --cluster, or a run",
+                db.display(),
+                cluster::listed(several)
+            ),
         },
     };
-    let filter = ObjectFilter::from(&args.objects);
+    let cluster = clusters
+        .iter()
+        .find(|c| c.row == row)
+        .map(|c| c.label().to_string())
+        .unwrap_or_default();
+    let filter = object_filter(&args.objects, Some(row));
     // A value the database cannot give back fails the command, instead of
     // showing as redacted.
     let mut values = ValueReader::new(&store);
@@ -59,16 +76,13 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
             Looked::Absent => Value::Null,
         }
     };
-    let (a, b) = (
-        store.live_objects(cluster, rev_a),
-        store.live_objects(cluster, rev_b),
-    );
+    let (a, b) = (store.live_objects(row, rev_a), store.live_objects(row, rev_b));
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     // Objects are written as they are compared; the counts, known at the
     // end, come last.
     match args.output {
         ListFormat::Json => {
-            writeln!(out, "{{\n  \"cluster\": {cluster},")?;
+            writeln!(out, "{{\n  \"cluster\": {},", serde_json::to_string(&cluster)?)?;
             write!(out, "  \"objects\": ")?;
             let mut objects = JsonArray::open(&mut out, "  ")?;
             let summary = compare(a, b, &filter, &mut value_at, &mut |o| Ok(objects.push(&o)?))?;
@@ -79,7 +93,7 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
             writeln!(out, ",\n{}", tail.trim_start_matches("{\n"))?;
         }
         ListFormat::Table => {
-            writeln!(out, "revision {rev_a} → {rev_b}")?;
+            writeln!(out, "cluster {}: revision {rev_a} → {rev_b}", terminal(&cluster))?;
             let summary = compare(a, b, &filter, &mut value_at, &mut |o| object_lines(&mut out, &o))?;
             let mut table = Table::new();
             table.load_preset(UTF8_FULL_CONDENSED).set_header([

@@ -1,26 +1,29 @@
 //! `etcd-inspector findings`: the stored findings, printed as they are read.
 
+use super::common::{chosen_cluster, object_filter};
 use super::output::{lines, print_stream, text};
 use super::Status;
 use crate::cli::FindingsArgs;
 use crate::store::HistoryReader;
-use crate::store::{FindingQuery, ObjectFilter, Store};
+use crate::store::{FindingQuery, Store};
 use anyhow::Result;
 use std::path::Path;
 
 pub fn run(db: &Path, args: &FindingsArgs) -> Result<Status> {
     let store = Store::open_for_reading(db)?;
+    let cluster = chosen_cluster(&store, &args.cluster)?;
     let query = FindingQuery {
-        objects: ObjectFilter::from(&args.objects),
+        objects: object_filter(&args.objects, cluster.map(|c| c.row)),
         detector: args.detector.clone(),
         severity: args.severity,
     };
     print_stream(
         store.findings(&query),
         args.output,
-        &["severity", "detector", "summary", "keys"],
+        &["cluster", "severity", "detector", "summary", "keys"],
         |f| {
             vec![
+                text(&f.cluster),
                 f.severity.as_str().to_string(),
                 text(&f.detector),
                 text(&f.summary),

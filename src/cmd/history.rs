@@ -1,5 +1,6 @@
 //! `etcd-inspector history KEY`: every stored revision of one key.
 
+use super::common::chosen_cluster;
 use super::output::{lines, or_dash, print_list, text};
 use super::Status;
 use crate::canon::path::{FieldPath, MANAGED_FIELDS};
@@ -19,9 +20,18 @@ fn short(v: &serde_json::Value) -> String {
 
 pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
     let store = Store::open_for_reading(db)?;
-    let mut rows = store.history(args.etcd_key.as_bytes())?;
+    let cluster = chosen_cluster(&store, &args.cluster)?;
+    let mut rows = store.history(args.etcd_key.as_bytes(), cluster.as_ref().map(|c| c.row))?;
     if rows.is_empty() {
-        bail!("no revisions of {} in {}", args.etcd_key, db.display());
+        match &cluster {
+            Some(c) => bail!(
+                "no revisions of {} in cluster {} in {}",
+                args.etcd_key,
+                c.label(),
+                db.display()
+            ),
+            None => bail!("no revisions of {} in {}", args.etcd_key, db.display()),
+        }
     }
     if args.diff {
         store.add_diffs(&mut rows)?;
@@ -46,6 +56,7 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
         &rows,
         args.output,
         &[
+            "cluster",
             "mod rev",
             "create rev",
             "version",
@@ -66,6 +77,7 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
                 _ => "-".into(),
             };
             vec![
+                text(&r.cluster),
                 r.mod_revision.to_string(),
                 r.create_revision.to_string(),
                 r.version.to_string(),
@@ -97,8 +109,9 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
             };
             writeln!(
                 out,
-                "revision {} ({}{by}):",
+                "revision {} in cluster {} ({}{by}):",
                 r.mod_revision,
+                text(&r.cluster),
                 terminal(r.change_class.as_deref().unwrap_or("-"))
             )?;
             for c in diff {

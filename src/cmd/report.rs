@@ -1,26 +1,55 @@
 //! `etcd-inspector report`: a post-mortem report in text, Markdown, JSON or
 //! HTML.
 
-use super::common::{fail_on_status, revision_range};
+use super::common::{chosen_cluster, fail_on_status, object_filter, revision_range};
 use super::Status;
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::report::{self, Filter, ReportData};
-use crate::store::{ObjectFilter, Scope, Store};
+use crate::store::HistoryReader;
+use crate::store::{Scope, Store};
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::Path;
 
 pub fn run(db: &Path, args: &ReportArgs) -> Result<Status> {
     let store = Store::open_for_reading(db)?;
-    let (from_revision, to_revision) = revision_range(&store, &args.range)?;
-    let filter = Filter {
-        scope: Scope {
-            from_revision,
-            to_revision,
-            objects: ObjectFilter::from(&args.objects),
-        },
-        severity: args.severity,
+    let chosen = chosen_cluster(&store, &args.cluster)?;
+    let filter_of = |cluster: Option<i64>| -> Result<Filter> {
+        let (from_revision, to_revision) = revision_range(&store, &args.range, cluster)?;
+        Ok(Filter {
+            scope: Scope {
+                from_revision,
+                to_revision,
+                objects: object_filter(&args.objects, cluster),
+            },
+            severity: args.severity,
+        })
     };
+    let clusters = store.clusters()?;
+    // Several clusters and none chosen: the fleet report, a section each.
+    if chosen.is_none() && clusters.len() > 1 {
+        let sections = clusters
+            .into_iter()
+            .map(|c| {
+                let filter = filter_of(Some(c.row))?;
+                Ok((c, filter))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let fleet = report::fleet::build(&store, sections)?;
+        let write = |out: &mut dyn Write| -> Result<()> {
+            match args.format {
+                ReportFormat::Text => out.write_all(report::text::render_fleet(&fleet).as_bytes())?,
+                ReportFormat::Md => out.write_all(report::markdown::render_fleet(&fleet).as_bytes())?,
+                ReportFormat::Json => report::fleet::write_json(&store, &fleet, out)?,
+                ReportFormat::Html => out.write_all(report::html::render_fleet(&fleet).as_bytes())?,
+            }
+            Ok(out.flush()?)
+        };
+        output(args, write)?;
+        let found = fleet.sections.iter().flat_map(|(_, data)| severities(data));
+        return Ok(fail_on_status(args.fail_on, found));
+    }
+    let filter = filter_of(chosen.map(|c| c.row))?;
     let data = report::build(&store, &filter)?;
     let write = |out: &mut dyn Write| -> Result<()> {
         match args.format {
@@ -31,11 +60,16 @@ pub fn run(db: &Path, args: &ReportArgs) -> Result<Status> {
         }
         Ok(out.flush()?)
     };
-    match &args.output {
-        Some(path) => write_file(path, write)?,
-        None => write(&mut std::io::BufWriter::new(std::io::stdout().lock()))?,
-    }
+    output(args, write)?;
     Ok(fail_on_status(args.fail_on, severities(&data)))
+}
+
+/// Writes the report to `-o FILE` or standard output.
+fn output(args: &ReportArgs, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+    match &args.output {
+        Some(path) => write_file(path, write),
+        None => write(&mut std::io::BufWriter::new(std::io::stdout().lock())),
+    }
 }
 
 /// The severities the report's findings have.

@@ -1,5 +1,6 @@
 //! `etcd-inspector runs`: the runs recorded in the database.
 
+use super::common::chosen_cluster;
 use super::output::{or_dash, print_list, text};
 use super::Status;
 use crate::cli::RunsArgs;
@@ -10,12 +11,16 @@ use std::path::Path;
 
 pub fn run(db: &Path, args: &RunsArgs) -> Result<Status> {
     let store = Store::open_for_reading(db)?;
-    let runs = store.runs()?;
+    let mut runs = store.runs()?;
+    if let Some(c) = chosen_cluster(&store, &args.cluster)? {
+        runs.retain(|r| r.cluster_id.as_deref() == Some(c.etcd_cluster_id.as_str()));
+    }
     print_list(
         &runs,
         args.output,
         &[
             "run",
+            "cluster",
             "status",
             "started",
             "source",
@@ -33,6 +38,7 @@ pub fn run(db: &Path, args: &RunsArgs) -> Result<Status> {
         |r| {
             vec![
                 r.id.0.to_string(),
+                or_dash(r.cluster.as_deref()),
                 match (&r.damage, r.salvaged) {
                     (Some(d), _) if !d.is_none() => {
                         format!("{} (salvaged: {})", r.status.as_str(), d.describe())

@@ -1,12 +1,12 @@
 //! `etcd-inspector stats`: what the database holds of each resource, key,
 //! field manager and namespace, and what it costs.
 
-use super::common::revision_range;
+use super::common::{chosen_cluster, object_filter, revision_range};
 use super::output::{print_table, text};
 use super::Status;
 use crate::cli::{ListFormat, StatsArgs};
 use crate::store::HistoryReader;
-use crate::store::{ObjectFilter, Scope, Store, Usage};
+use crate::store::{Scope, Store, Usage};
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -20,16 +20,17 @@ pub fn run(db: &Path, args: &StatsArgs) -> Result<Status> {
             None => bail!("run {run} is not in {} or never reached its head", db.display()),
         },
         None => {
-            let (from, to) = revision_range(&store, &args.range)?;
-            (from, to, None)
+            let cluster = chosen_cluster(&store, &args.cluster)?.map(|c| c.row);
+            let (from, to) = revision_range(&store, &args.range, cluster)?;
+            (from, to, cluster)
         }
     };
     let scope = Scope {
         from_revision,
         to_revision,
-        objects: ObjectFilter::from(&args.objects),
+        objects: object_filter(&args.objects, cluster),
     };
-    let usage = store.usage(&scope, cluster, args.top)?;
+    let usage = store.usage(&scope, args.top)?;
     match args.output {
         ListFormat::Json => {
             let mut out = std::io::stdout().lock();
@@ -72,6 +73,7 @@ fn tables(u: &Usage) -> Result<()> {
     println!("Resources");
     print_table(
         &[
+            "cluster",
             "resource",
             "objects",
             "revisions",
@@ -83,6 +85,7 @@ fn tables(u: &Usage) -> Result<()> {
         ],
         u.resources.iter().map(|r| {
             vec![
+                text(&r.cluster),
                 resource(&r.group, &r.resource),
                 r.objects.to_string(),
                 r.revisions.to_string(),
@@ -96,9 +99,10 @@ fn tables(u: &Usage) -> Result<()> {
     )?;
     println!("\nLargest keys (bytes of every stored revision)");
     print_table(
-        &["key", "all revisions", "revisions", "latest"],
+        &["cluster", "key", "all revisions", "revisions", "latest"],
         u.largest.iter().map(|k| {
             vec![
+                text(&k.cluster),
                 text(&k.key),
                 bytes(k.bytes_all_revisions),
                 k.revisions.to_string(),
@@ -108,9 +112,10 @@ fn tables(u: &Usage) -> Result<()> {
     )?;
     println!("\nBusiest keys (stored revisions; writes that changed nothing: rewrites and encoding-only)");
     print_table(
-        &["key", "revisions", "changed nothing"],
+        &["cluster", "key", "revisions", "changed nothing"],
         u.busiest.iter().map(|k| {
             vec![
+                text(&k.cluster),
                 text(&k.key),
                 k.revisions.to_string(),
                 format!("{} ({:.0}%)", k.changed_nothing, 100.0 * k.changed_nothing_share),
@@ -120,6 +125,7 @@ fn tables(u: &Usage) -> Result<()> {
     println!("\nField managers (writes in which their managedFields entry changed)");
     print_table(
         &[
+            "cluster",
             "manager",
             "resource",
             "writes",
@@ -128,6 +134,7 @@ fn tables(u: &Usage) -> Result<()> {
         ],
         u.managers.iter().map(|m| {
             vec![
+                text(&m.cluster),
                 text(&m.manager),
                 resource(&m.group, &m.resource),
                 m.writes.to_string(),
@@ -138,9 +145,17 @@ fn tables(u: &Usage) -> Result<()> {
     )?;
     println!("\nNamespaces");
     print_table(
-        &["namespace", "objects", "revisions", "live", "all revisions"],
+        &[
+            "cluster",
+            "namespace",
+            "objects",
+            "revisions",
+            "live",
+            "all revisions",
+        ],
         u.namespaces.iter().map(|n| {
             vec![
+                text(&n.cluster),
                 text(&n.namespace),
                 n.objects.to_string(),
                 n.revisions.to_string(),
@@ -155,9 +170,17 @@ fn tables(u: &Usage) -> Result<()> {
         }
         println!("\n{title} (from the audit logs `attribute` read)");
         print_table(
-            &[title, "writes", "no-op writes", "failed", "of them conflicts"],
+            &[
+                "cluster",
+                title,
+                "writes",
+                "no-op writes",
+                "failed",
+                "of them conflicts",
+            ],
             list.iter().map(|r| {
                 vec![
+                    text(&r.cluster),
                     text(&r.name),
                     r.writes.to_string(),
                     r.no_op_writes.to_string(),

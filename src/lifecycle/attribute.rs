@@ -5,6 +5,7 @@
 use crate::analyze::{attribution, Analysis};
 use crate::source::audit::{self, AuditEvent, AuditInput, ReadSummary, Stage};
 use crate::store::audit::{AuditRequest, JoinSummary};
+use crate::store::cluster::Cluster;
 use crate::store::Backend;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
@@ -27,7 +28,8 @@ const PARENT_SUBRESOURCES: [&str; 8] = [
 /// What one `attribute` read and found.
 #[derive(Debug, Serialize)]
 pub struct Attributed {
-    /// etcd's cluster id (hex) the requests were joined to.
+    /// The cluster the requests were joined to: its name, or etcd's cluster
+    /// id (hex) when it has none.
     pub cluster: String,
     pub read: ReadSummary,
     /// Completed write requests the logs hold (reads, other stages and
@@ -83,67 +85,48 @@ fn write_request(event: AuditEvent) -> Option<AuditRequest> {
     })
 }
 
-/// The cluster `wanted` names (etcd's cluster id, hex), or the only one the
-/// database holds.
-fn cluster(store: &dyn Backend, wanted: Option<&str>) -> Result<(i64, String)> {
-    let clusters = store.cluster_names()?;
-    let names = || {
-        clusters
-            .iter()
-            .map(|c| c.1.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    match wanted {
-        Some(w) => match clusters.iter().find(|c| c.1.eq_ignore_ascii_case(w)) {
-            Some(c) => Ok(c.clone()),
-            None => bail!(
-                "{} holds no cluster {w} (it holds: {})",
-                store.location().display(),
-                names()
-            ),
-        },
-        None => match &clusters[..] {
-            [one] => Ok(one.clone()),
-            [] => bail!(
-                "{} holds no run yet: snapshot the cluster first",
-                store.location().display()
-            ),
-            _ => bail!(
-                "{} holds several clusters ({}): say which the audit logs are of with --cluster-id",
-                store.location().display(),
-                names()
-            ),
-        },
+/// The cluster `wanted` names (its name or etcd's cluster id, hex), or the
+/// only one the database holds.
+fn cluster(store: &dyn Backend, wanted: Option<&str>) -> Result<Cluster> {
+    let clusters = store.clusters()?;
+    let database = store.location().display().to_string();
+    match (wanted, &clusters[..]) {
+        (Some(w), _) => Ok(crate::store::cluster::find(&clusters, w, &database)?.clone()),
+        (None, [one]) => Ok(one.clone()),
+        (None, []) => bail!("{database} holds no run yet: snapshot the cluster first"),
+        (None, _) => bail!(
+            "{database} holds several clusters ({}): say which the audit logs are of with --cluster",
+            crate::store::cluster::listed(&clusters)
+        ),
     }
 }
 
 /// Reads `inputs` into `store`, joins every staged request of the cluster
-/// (`cluster_id`, or the only one) to its stored revisions and, given
-/// `detectors`, analyzes the cluster again (the audit detectors read what
-/// the join found).
+/// (`wanted`, by name or etcd's cluster id, or the only one) to its stored
+/// revisions and, given `detectors`, analyzes the cluster again (the audit
+/// detectors read what the join found).
 pub fn attribute(
     store: &dyn Backend,
     inputs: &[AuditInput],
-    cluster_id: Option<&str>,
+    wanted: Option<&str>,
     detectors: Option<&crate::analyze::Options>,
 ) -> Result<Attributed> {
-    let (row, name) = cluster(store, cluster_id)?;
-    let mut found = attribute_cluster(store, inputs, row, name)?;
+    let cluster = cluster(store, wanted)?;
+    let row = cluster.row;
+    let mut found = attribute_cluster(store, inputs, cluster)?;
     if let Some(options) = detectors {
         found.analysis = Some(crate::analyze::analyze(store, Some(row), options)?);
     }
     Ok(found)
 }
 
-/// Reads `inputs` as the audit logs of cluster row `cluster` (etcd's id
-/// `name`) and joins.
+/// Reads `inputs` as the audit logs of `cluster` and joins.
 pub(super) fn attribute_cluster(
     store: &dyn Backend,
     inputs: &[AuditInput],
-    cluster: i64,
-    name: String,
+    cluster: Cluster,
 ) -> Result<Attributed> {
+    let (name, cluster) = (cluster.label().to_string(), cluster.row);
     let mut staging = store.stage_audit(cluster)?;
     let mut writes = 0;
     let read = audit::read(inputs, |event| {

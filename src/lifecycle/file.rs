@@ -48,7 +48,8 @@ pub(super) fn read(
         .unwrap_or_else(|| format!("file:{}", &info.sha256[..16]));
     let compact = info.finished_compact.unwrap_or(0);
     let head = info.head();
-    let plan = Plan::new(store, &cluster_id, compact, prefix, &settings.filter)?;
+    let name = settings.cluster_name.as_ref();
+    let plan = Plan::new(store, &cluster_id, name, compact, prefix, &settings.filter)?;
     let cluster = plan.cluster;
     store.record(run, plan.target(head, compact))?;
     let read_file = RunFact::File {

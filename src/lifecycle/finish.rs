@@ -52,12 +52,11 @@ fn attribute_run(
         return Ok(None);
     }
     let name = store
-        .cluster_names()?
+        .clusters()?
         .into_iter()
-        .find(|c| c.0 == cluster)
-        .map(|c| c.1)
+        .find(|c| c.row == cluster)
         .context("the run's cluster is missing")?;
-    super::attribute::attribute_cluster(store, &options.audit_logs, cluster, name).map(Some)
+    super::attribute::attribute_cluster(store, &options.audit_logs, name).map(Some)
 }
 
 /// Ends the run as its outcome says (`None`: stopped by a signal), runs the

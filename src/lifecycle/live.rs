@@ -36,6 +36,7 @@ pub(super) async fn planned(
     let plan = Plan::new(
         store,
         &pinned.cluster_id,
+        settings.cluster_name.as_ref(),
         compact,
         &options.prefix,
         &settings.filter,

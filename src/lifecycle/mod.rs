@@ -26,6 +26,7 @@ use crate::canon::semantic::FieldConfig;
 use crate::decrypt::Decryptor;
 use crate::source::etcd::Connection;
 use crate::source::filter::ResourceFilter;
+use crate::store::cluster::ClusterName;
 use crate::store::hash_key::HashKeyOptions;
 use crate::store::{Backend, RunFact};
 use crate::store::{Gap, RevisionWriter, RunId, StoreError};
@@ -59,6 +60,9 @@ pub struct RecordOptions {
     pub hash_key: HashKeyOptions,
     /// Audit logs to attribute the stored revisions with when the run ends.
     pub audit_logs: Vec<crate::source::audit::AuditInput>,
+    /// The name the run gives its cluster (`--cluster`); `None` leaves the
+    /// cluster's name as it is.
+    pub cluster_name: Option<ClusterName>,
 }
 
 /// Where a snapshot run reads.
@@ -115,6 +119,8 @@ struct Settings {
     fields: FieldConfig,
     filter: ResourceFilter,
     decryptor: Option<Arc<Decryptor>>,
+    /// The name the run gives its cluster.
+    cluster_name: Option<ClusterName>,
 }
 
 impl Settings {
@@ -144,6 +150,7 @@ impl Settings {
             fields: store.field_config(options.field_depth, &options.sensitive_paths)?,
             filter: options.filter.clone(),
             decryptor: options.decryptor.clone(),
+            cluster_name: options.cluster_name.clone(),
         })
     }
 

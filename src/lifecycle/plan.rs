@@ -5,6 +5,7 @@ use super::progress::Progress;
 use crate::source::etcd::{Etcd, Replay, Scope};
 use crate::source::filter::ResourceFilter;
 use crate::source::{LiveKey, ReadError};
+use crate::store::cluster::ClusterName;
 use crate::store::{Backend, RunFact};
 use crate::store::{Gap, Previous, RevisionWriter, RunId};
 use anyhow::Result;
@@ -32,14 +33,20 @@ pub(super) struct Plan {
 }
 
 impl Plan {
+    /// The plan of a run of etcd's cluster `cluster_id`, which it names
+    /// `name` when given (saying so when that renames it).
     pub fn new(
         store: &dyn Backend,
         cluster_id: &str,
+        name: Option<&ClusterName>,
         compact: i64,
         prefix: &str,
         filter: &ResourceFilter,
     ) -> Result<Plan> {
-        let cluster = store.cluster(cluster_id)?;
+        let (cluster, renamed) = store.cluster(cluster_id, name)?;
+        if let (Some(old), Some(new)) = (renamed, name) {
+            eprintln!("warning: etcd cluster {cluster_id} was named {old}; it is {new} now");
+        }
         let everything = ResourceFilter::default().describe();
         let previous = store.previous_head(cluster, prefix, &filter.describe(), &everything)?;
         let mut gaps = Vec::new();

@@ -36,7 +36,6 @@ tr.sample td { border-bottom:1px solid var(--line); padding:2px 8px 10px 24px; }
 "#;
 
 const SCRIPT: &str = r#"
-const data = JSON.parse(document.getElementById('report-data').textContent);
 const colours = { create:'#52c41a', delete:'#ff4d4f', rewrite:'#ffc53d', 'encoding-only':'#faad14', 'metadata-only':'#8c8c8c',
   'status-only':'#13c2c2', spec:'#4ea1ff', mixed:'#b37feb', 'first-seen':'#5c6b7a', unknown:'#434343' };
 const order = { critical:0, high:1, medium:2, low:3, info:4 };
@@ -49,8 +48,12 @@ function el(tag, attrs, ...kids) {
 function svg(tag, attrs) { const e = document.createElementNS('http://www.w3.org/2000/svg', tag); for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v); return e; }
 function short(v) { const s = v === null ? '(absent)' : (typeof v === 'string' ? v : JSON.stringify(v)); return s.length > 80 ? s.slice(0, 79) + '…' : s; }
 
+// One report (a fleet report has one per cluster), inside `root`.
+function renderReport(root) {
+const data = JSON.parse(root.querySelector('.report-data').textContent);
+const part = name => root.querySelector('.' + name);
 // Cards.
-const cards = document.getElementById('cards');
+const cards = part('cards');
 const bySev = {}; let total = 0;
 for (const by of Object.values(data.summary.findings)) for (const [s, n] of Object.entries(by)) { bySev[s] = (bySev[s] || 0) + n; total += n; }
 cards.append(el('div', {class:'card'}, el('b', {}, total), 'findings'));
@@ -67,7 +70,7 @@ function title(g) {
   return g.every_object ? `every ${r} object` : g.namespace ? `${r} · namespace ${g.namespace}` : r;
 }
 function span(g) { return g.first_revision === null ? '-' : g.first_revision === g.last_revision ? String(g.first_revision) : `${g.first_revision}–${g.last_revision}`; }
-const body = document.getElementById('findings-body');
+const body = part('findings-body');
 function renderGroups(groups) {
   const out = [];
   for (const g of groups) {
@@ -87,15 +90,15 @@ function sortBy(key) {
   asc = key === sortKey ? !asc : true; sortKey = key;
   const val = g => key === 'severity' ? order[g.severity] : key === 'count' ? -g.count : key === 'revisions' ? (g.first_revision || 0) : key === 'group' ? title(g) : String(g[key]);
   rows.sort((a, b) => (val(a) < val(b) ? -1 : val(a) > val(b) ? 1 : 0) * (asc ? 1 : -1));
-  document.querySelectorAll('#findings th').forEach(th => { th.classList.toggle('sorted', th.dataset.key === key); th.classList.toggle('asc', th.dataset.key === key && asc); });
+  root.querySelectorAll('.findings th').forEach(th => { th.classList.toggle('sorted', th.dataset.key === key); th.classList.toggle('asc', th.dataset.key === key && asc); });
   applyFilter();
 }
 function applyFilter() {
-  const q = document.getElementById('filter').value.toLowerCase();
+  const q = part('filter').value.toLowerCase();
   renderGroups(rows.filter(g => !q || JSON.stringify(g).toLowerCase().includes(q)));
 }
-document.querySelectorAll('#findings th').forEach(th => th.addEventListener('click', () => sortBy(th.dataset.key)));
-document.getElementById('filter').addEventListener('input', applyFilter);
+root.querySelectorAll('.findings th').forEach(th => th.addEventListener('click', () => sortBy(th.dataset.key)));
+part('filter').addEventListener('input', applyFilter);
 sortBy('severity');
 
 // Who wrote a revision and when, once `attribute` read an audit log.
@@ -107,10 +110,10 @@ const writer = r => {
 };
 
 // Legend and timelines.
-const legend = document.getElementById('legend');
+const legend = part('legend');
 for (const [c, col] of Object.entries(colours)) legend.append(el('span', {}, el('i', {style:'background:' + col}), c));
 const hits = new Set(data.groups.flatMap(g => g.sample).flatMap(f => f.revisions.map(r => f.keys[0] + '@' + r)));
-const timelines = document.getElementById('timelines');
+const timelines = part('timelines');
 for (const t of data.timelines) {
   const box = el('div', {class:'timeline'}, el('h3', {}, t.key));
   const w = Math.max(240, 40 + t.revisions.length * 26), h = 44;
@@ -145,35 +148,95 @@ for (const t of data.timelines) {
 }
 
 // Runs.
-const runs = document.getElementById('runs-body');
+const runs = part('runs-body');
 for (const r of data.runs) runs.append(el('tr', {}, el('td', {}, r.id), el('td', {}, r.status), el('td', {class:'mono'}, r.source), el('td', {}, r.started_at),
   el('td', {}, r.head_revision ?? '-'), el('td', {}, r.history_from ?? '-'), el('td', {}, r.gaps.map(g => g.from_revision + '-' + g.to_revision).join(', ') || 'none')));
+}
+document.querySelectorAll('.report').forEach(renderReport);
 document.body.dataset.rendered = 'true';
 "#;
 
-/// The page.
-pub fn render(r: &ReportData) -> String {
+/// One report's parts, which the script fills from its embedded JSON.
+fn report_parts(r: &ReportData) -> String {
     let json = html_script_json(&serde_json::to_string(r).expect("report data serializes"));
-    let title = "etcd-inspector report";
+    format!(
+        r#"<main class="report">
+<section><h2>Summary</h2><div class="cards"></div></section>
+<section><h2>Findings</h2><input class="filter" type="search" placeholder="Filter findings…">
+<table class="findings"><thead><tr><th data-key="severity">severity</th><th data-key="detector">detector</th><th data-key="group">objects</th><th data-key="count">findings</th><th data-key="revisions">revisions</th></tr></thead>
+<tbody class="findings-body"></tbody></table></section>
+<section><h2>Timelines</h2><div class="legend"></div><div class="timelines"></div></section>
+<section><h2>Runs</h2><table><thead><tr><th>run</th><th>status</th><th>source</th><th>started</th><th>head</th><th>history from</th><th>gaps</th></tr></thead><tbody class="runs-body"></tbody></table></section>
+<script type="application/json" class="report-data">{json}</script>
+</main>
+"#
+    )
+}
+
+/// A page holding `content` under `title`.
+fn page(title: &str, subtitle: &str, content: &str) -> String {
     format!(
         r#"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title><style>{STYLE}</style></head>
 <body>
-<header><h1>{title}</h1><p class="mono">{db} · generated {generated}</p></header>
-<main>
-<section><h2>Summary</h2><div id="cards" class="cards"></div></section>
-<section><h2>Findings</h2><input id="filter" type="search" placeholder="Filter findings…">
-<table id="findings"><thead><tr><th data-key="severity">severity</th><th data-key="detector">detector</th><th data-key="group">objects</th><th data-key="count">findings</th><th data-key="revisions">revisions</th></tr></thead>
-<tbody id="findings-body"></tbody></table></section>
-<section><h2>Timelines</h2><div id="legend" class="legend"></div><div id="timelines"></div></section>
-<section><h2>Runs</h2><table><thead><tr><th>run</th><th>status</th><th>source</th><th>started</th><th>head</th><th>history from</th><th>gaps</th></tr></thead><tbody id="runs-body"></tbody></table></section>
-</main>
-<script type="application/json" id="report-data">{json}</script>
-<script>{SCRIPT}</script>
+<header><h1>{title}</h1><p class="mono">{subtitle}</p></header>
+{content}<script>{SCRIPT}</script>
 </body></html>
-"#,
-        db = html(&r.database),
-        generated = html(&r.generated_at),
+"#
     )
+}
+
+/// The page.
+pub fn render(r: &ReportData) -> String {
+    let cluster = r
+        .cluster
+        .as_deref()
+        .map(|c| format!("cluster {} · ", html(c)))
+        .unwrap_or_default();
+    let subtitle = format!(
+        "{cluster}{} · generated {}",
+        html(&r.database),
+        html(&r.generated_at)
+    );
+    page("etcd-inspector report", &subtitle, &report_parts(r))
+}
+
+/// The fleet page: a table of clusters × detectors linking to each
+/// cluster's report below it.
+pub fn render_fleet(r: &super::fleet::FleetReport) -> String {
+    let fleet = &r.fleet;
+    let mut table = String::from("<main><section><h2>Clusters</h2><table class=\"fleet\"><thead><tr>");
+    for h in fleet.header() {
+        table += &format!("<th>{}</th>", html(h));
+    }
+    table += "</tr></thead><tbody>";
+    for row in &fleet.clusters {
+        table += &format!(
+            "<tr><td><a href=\"#{}\">{}</a></td>",
+            html(&row.anchor),
+            html(&row.cluster)
+        );
+        for n in fleet.counts(row) {
+            table += &format!("<td>{n}</td>");
+        }
+        table += "</tr>";
+    }
+    table += "</tbody></table></section></main>\n";
+    for (_, section) in &r.sections {
+        let cluster = section.cluster.as_deref().unwrap_or("-");
+        table += &format!(
+            "<header id=\"{}\"><h1>Cluster {}</h1></header>\n",
+            html(&super::fleet::anchor(cluster)),
+            html(cluster)
+        );
+        table += &report_parts(section);
+    }
+    let subtitle = format!(
+        "{} clusters · {} · generated {}",
+        fleet.clusters.len(),
+        html(&r.database),
+        html(&r.generated_at)
+    );
+    page("etcd-inspector fleet report", &subtitle, &table)
 }

@@ -18,6 +18,13 @@ fn value(v: &serde_json::Value) -> String {
 pub fn render(r: &ReportData) -> String {
     let mut s = String::new();
     writeln!(s, "# etcd-inspector report\n").unwrap();
+    body(&mut s, r, "");
+    s
+}
+
+/// The report's content under its title, each heading below the title's
+/// level, with `h` (`#`) more.
+fn body(s: &mut String, r: &ReportData, h: &str) {
     writeln!(
         s,
         "Database {}, generated {}.",
@@ -34,7 +41,10 @@ pub fn render(r: &ReportData) -> String {
         )
         .unwrap();
     }
-    writeln!(s, "\n## Runs\n\n| run | status | source | started | head | compacted | history from | gaps |\n|---|---|---|---|---|---|---|---|").unwrap();
+    if let Some(cluster) = &r.cluster {
+        writeln!(s, "Cluster {}.", markdown_code(cluster)).unwrap();
+    }
+    writeln!(s, "\n{h}## Runs\n\n| run | status | source | started | head | compacted | history from | gaps |\n|---|---|---|---|---|---|---|---|").unwrap();
     for run in &r.runs {
         let gaps: Vec<String> = run.gaps.iter().map(ToString::to_string).collect();
         writeln!(
@@ -57,7 +67,7 @@ pub fn render(r: &ReportData) -> String {
     }
     writeln!(
         s,
-        "\n## Summary\n\n| detector | severity | findings |\n|---|---|---|"
+        "\n{h}## Summary\n\n| detector | severity | findings |\n|---|---|---|"
     )
     .unwrap();
     for (detector, by) in &r.summary.findings {
@@ -108,7 +118,7 @@ pub fn render(r: &ReportData) -> String {
     }
     writeln!(
         s,
-        "\n## Findings\n\n| severity | group | findings | revisions |\n|---|---|---|---|"
+        "\n{h}## Findings\n\n| severity | group | findings | revisions |\n|---|---|---|---|"
     )
     .unwrap();
     for g in &r.groups {
@@ -155,11 +165,11 @@ pub fn render(r: &ReportData) -> String {
             .unwrap();
         }
     }
-    writeln!(s, "\n## Timelines").unwrap();
+    writeln!(s, "\n{h}## Timelines").unwrap();
     for t in &r.timelines {
         writeln!(
             s,
-            "\n### {}\n\n| revision | written | change | fields (old → new, by) |\n|---|---|---|---|",
+            "\n{h}### {}\n\n| revision | written | change | fields (old → new, by) |\n|---|---|---|---|",
             markdown_code(&t.key)
         )
         .unwrap();
@@ -207,6 +217,40 @@ pub fn render(r: &ReportData) -> String {
             )
             .unwrap();
         }
+    }
+}
+
+/// The fleet report: a table of clusters × detectors, each cluster linking
+/// to its section, then each cluster's report.
+pub fn render_fleet(r: &super::fleet::FleetReport) -> String {
+    let mut s = String::new();
+    let fleet = &r.fleet;
+    writeln!(s, "# etcd-inspector fleet report\n").unwrap();
+    writeln!(
+        s,
+        "Database {}, generated {}: {} clusters.\n",
+        markdown_code(&r.database),
+        text(&r.generated_at),
+        fleet.clusters.len()
+    )
+    .unwrap();
+    let header: Vec<String> = fleet.header().into_iter().map(text).collect();
+    writeln!(s, "| {} |\n|{}", header.join(" | "), "---|".repeat(header.len())).unwrap();
+    for row in &fleet.clusters {
+        let mut cells = vec![format!("[{}](#{})", text(&row.cluster), row.anchor)];
+        cells.extend(fleet.counts(row));
+        writeln!(s, "| {} |", cells.join(" | ")).unwrap();
+    }
+    for (_, section) in &r.sections {
+        let cluster = section.cluster.as_deref().unwrap_or("-");
+        writeln!(
+            s,
+            "\n<a id=\"{}\"></a>\n\n## Cluster {}\n",
+            super::fleet::anchor(cluster),
+            text(cluster)
+        )
+        .unwrap();
+        body(&mut s, section, "#");
     }
     s
 }

@@ -6,6 +6,7 @@
 //! findings.
 
 pub mod escape;
+pub mod fleet;
 pub mod html;
 pub mod json_array;
 pub mod markdown;
@@ -203,6 +204,9 @@ pub struct Timeline {
 pub struct ReportData {
     pub generated_at: String,
     pub database: String,
+    /// The cluster the report is about (its name, or etcd's cluster id);
+    /// `None` for a database that holds none.
+    pub cluster: Option<String>,
     pub from_revision: Option<i64>,
     pub to_revision: Option<i64>,
     pub runs: Vec<RunInfo>,
@@ -250,9 +254,13 @@ fn subject(f: &StoredFinding, prefixes: &HashMap<String, String>) -> (Option<Str
     }
 }
 
-/// The `findings` command that lists a group.
-fn command(detector: &str, resource: Option<&str>, namespace: Option<&str>) -> String {
+/// The `findings` command that lists a group (of `cluster`, when the
+/// database holds several).
+fn command(detector: &str, resource: Option<&str>, namespace: Option<&str>, cluster: Option<&str>) -> String {
     let mut c = format!("findings --detector {detector}");
+    if let Some(name) = cluster {
+        c += &format!(" --cluster {name}");
+    }
     if let Some(r) = resource {
         // `findings --resource` takes the resource as keys store it.
         let plural = r.split_once('.').map_or(r, |(plural, _)| plural);
@@ -265,8 +273,13 @@ fn command(detector: &str, resource: Option<&str>, namespace: Option<&str>) -> S
 }
 
 /// Merges each detector's groups of a resource into one when it found
-/// every object of the resource (one cause for all, said once).
-fn merge_every_object(groups: Vec<Group>, resources: &[crate::store::ResourceUsage]) -> Vec<Group> {
+/// every object of the resource (one cause for all, said once); `cluster`
+/// goes into the merged group's command.
+fn merge_every_object(
+    groups: Vec<Group>,
+    resources: &[crate::store::ResourceUsage],
+    cluster: Option<&str>,
+) -> Vec<Group> {
     let objects: HashMap<String, i64> = resources
         .iter()
         .map(|u| (qualified(&u.resource, &u.group), u.objects))
@@ -306,7 +319,7 @@ fn merge_every_object(groups: Vec<Group>, resources: &[crate::store::ResourceUsa
             None => merged.push(Group {
                 namespace: None,
                 every_object: true,
-                command: command(&g.detector, g.resource.as_deref(), None),
+                command: command(&g.detector, g.resource.as_deref(), None, cluster),
                 ..g
             }),
         }
@@ -329,15 +342,16 @@ fn min_some(a: Option<i64>, b: Option<i64>) -> Option<i64> {
     }
 }
 
-/// A timeline of `key`: its revisions in range, at most the first
-/// [`TIMELINE_HEAD`] and last [`TIMELINE_TAIL`] besides those in `named`.
+/// A timeline of `key` (of the scope's cluster): its revisions in range, at
+/// most the first [`TIMELINE_HEAD`] and last [`TIMELINE_TAIL`] besides those
+/// in `named`.
 fn timeline(
     store: &dyn HistoryReader,
     key: &str,
     named: &HashSet<i64>,
     scope: &Scope,
 ) -> Result<Timeline, StoreError> {
-    let mut rows = store.history(key.as_bytes())?;
+    let mut rows = store.history(key.as_bytes(), scope.objects.cluster)?;
     rows.retain(|r| in_range(r.mod_revision, scope));
     let total = rows.len();
     if total > TIMELINE_HEAD + TIMELINE_TAIL {
@@ -357,9 +371,22 @@ fn timeline(
 
 /// Gathers a report's content in one pass over the findings: aggregates
 /// come from SQL; what is held is a count per group, a few findings of each
-/// and the timelines of their keys, whatever the number of findings.
+/// and the timelines of their keys, whatever the number of findings. A
+/// filter with a cluster makes it that cluster's report (its runs only, and
+/// `--cluster` in its commands); without one it covers the database, which
+/// should then hold one cluster at most (else [`fleet::build`]).
 pub fn build(store: &dyn HistoryReader, filter: &Filter) -> Result<ReportData, StoreError> {
     let scope = &filter.scope;
+    let clusters = store.clusters()?;
+    let chosen = scope
+        .objects
+        .cluster
+        .and_then(|row| clusters.iter().find(|c| c.row == row));
+    let cluster = match (chosen, clusters.as_slice()) {
+        (Some(c), _) | (None, [c]) => Some(c),
+        _ => None,
+    };
+    let named = chosen.map(|c| c.label());
     let all_runs = store.runs()?;
     let prefixes: HashMap<String, String> = all_runs
         .iter()
@@ -367,6 +394,7 @@ pub fn build(store: &dyn HistoryReader, filter: &Filter) -> Result<ReportData, S
         .collect();
     let runs: Vec<RunInfo> = all_runs
         .into_iter()
+        .filter(|r| chosen.is_none_or(|c| r.cluster_id.as_deref() == Some(c.etcd_cluster_id.as_str())))
         .filter(|r| {
             let head = r.head_revision.unwrap_or(0);
             let start = r.history_from.unwrap_or(head);
@@ -401,7 +429,7 @@ pub fn build(store: &dyn HistoryReader, filter: &Filter) -> Result<ReportData, S
         let group = groups
             .entry((f.detector.clone(), resource.clone(), namespace.clone()))
             .or_insert_with(|| Group {
-                command: command(&f.detector, resource.as_deref(), namespace.as_deref()),
+                command: command(&f.detector, resource.as_deref(), namespace.as_deref(), named),
                 detector: f.detector.clone(),
                 severity: f.severity,
                 resource,
@@ -425,13 +453,13 @@ pub fn build(store: &dyn HistoryReader, filter: &Filter) -> Result<ReportData, S
         }
         Ok(())
     })?;
-    let resources = store.resource_usage(scope, None)?;
+    let resources = store.resource_usage(scope)?;
     // In a fixed order, so that a merged group's sample is the same each time.
     let mut groups: Vec<Group> = groups.into_values().collect();
     groups.sort_by(|a, b| {
         (&a.detector, &a.resource, &a.namespace).cmp(&(&b.detector, &b.resource, &b.namespace))
     });
-    let mut groups = merge_every_object(groups, &resources);
+    let mut groups = merge_every_object(groups, &resources, named);
     groups.sort_by(|a, b| {
         (b.severity, b.count, &a.detector, &a.resource, &a.namespace).cmp(&(
             a.severity,
@@ -465,6 +493,7 @@ pub fn build(store: &dyn HistoryReader, filter: &Filter) -> Result<ReportData, S
     Ok(ReportData {
         generated_at: crate::decode::gotime::now(),
         database: store.location().display().to_string(),
+        cluster: cluster.map(|c| c.label().to_string()),
         from_revision: scope.from_revision,
         to_revision: scope.to_revision,
         runs,
@@ -482,11 +511,7 @@ pub fn write_json(
     data: &ReportData,
     out: &mut dyn std::io::Write,
 ) -> anyhow::Result<()> {
-    let head = serde_json::to_string_pretty(data)?;
-    // A pretty JSON object ends in "\n}": the findings go before it.
-    let open = head.strip_suffix("\n}").expect("a JSON object");
-    out.write_all(open.as_bytes())?;
-    out.write_all(b",\n  \"findings\": ")?;
+    open_object(data, "findings", out)?;
     let mut array = json_array::JsonArray::open(out, "  ")?;
     let mut failed = None;
     each_finding(store, filter, &mut |f| {
@@ -500,6 +525,18 @@ pub fn write_json(
     }
     array.close()?;
     out.write_all(b"\n}\n")?;
+    Ok(())
+}
+
+/// Writes `value`, a JSON object, pretty and left open for one more member
+/// written after it: `{ ...its members..., "field": `. The caller writes
+/// the member's value and the closing `\n}`.
+fn open_object(value: &impl Serialize, field: &str, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
+    let head = serde_json::to_string_pretty(value)?;
+    // A pretty JSON object ends in "\n}": the new member goes before it.
+    let open = head.strip_suffix("\n}").expect("a JSON object");
+    out.write_all(open.as_bytes())?;
+    write!(out, ",\n  {}: ", serde_json::to_string(field)?)?;
     Ok(())
 }
 

@@ -14,7 +14,17 @@ pub fn render(r: &ReportData) -> String {
             t.map_or("end".into(), |v| v.to_string())
         ),
     };
-    writeln!(s, "etcd-inspector report: {} ({range})", terminal(&r.database)).unwrap();
+    let cluster = r
+        .cluster
+        .as_deref()
+        .map(|c| format!(", cluster {}", terminal(c)))
+        .unwrap_or_default();
+    writeln!(
+        s,
+        "etcd-inspector report: {}{cluster} ({range})",
+        terminal(&r.database)
+    )
+    .unwrap();
     for run in &r.runs {
         let gaps: Vec<String> = run.gaps.iter().map(ToString::to_string).collect();
         writeln!(
@@ -61,6 +71,51 @@ pub fn render(r: &ReportData) -> String {
         if g.more() > 0 {
             writeln!(s, "      and {} more: {}", g.more(), terminal(&g.command)).unwrap();
         }
+    }
+    s
+}
+
+/// The fleet report: the table of clusters × detectors, then each
+/// cluster's report.
+pub fn render_fleet(r: &super::fleet::FleetReport) -> String {
+    let mut s = String::new();
+    let fleet = &r.fleet;
+    writeln!(
+        s,
+        "etcd-inspector fleet report: {} ({} clusters)",
+        terminal(&r.database),
+        fleet.clusters.len()
+    )
+    .unwrap();
+    let mut rows = vec![fleet
+        .header()
+        .into_iter()
+        .map(|h| terminal(h).into_owned())
+        .collect::<Vec<_>>()];
+    for row in &fleet.clusters {
+        let mut cells = vec![terminal(&row.cluster).into_owned()];
+        cells.extend(fleet.counts(row));
+        rows.push(cells);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    for cells in &rows {
+        let line: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        writeln!(s, "  {}", line.join("  ").trim_end()).unwrap();
+    }
+    for (_, section) in &r.sections {
+        writeln!(
+            s,
+            "\n== cluster {} ==",
+            terminal(section.cluster.as_deref().unwrap_or("-"))
+        )
+        .unwrap();
+        s += &render(section);
     }
     s
 }

@@ -251,9 +251,6 @@ pub type JoinKey<'a> = dyn Fn(&[KeyRevision], &[KeyRequest]) -> KeyAttribution +
 
 /// What `attribute` writes.
 pub trait AuditRecorder {
-    /// Every cluster the database holds: row id and etcd's cluster id.
-    fn cluster_names(&self) -> Result<Vec<(i64, String)>, crate::store::StoreError>;
-
     /// Starts staging requests of `cluster`.
     fn stage_audit(&self, cluster: i64) -> Result<Box<dyn AuditStage + '_>, crate::store::StoreError>;
 

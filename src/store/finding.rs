@@ -58,6 +58,9 @@ pub struct Finding {
 #[derive(Clone, Debug, Serialize)]
 pub struct StoredFinding {
     pub id: i64,
+    /// The cluster's name, or etcd's cluster id when it has none.
+    pub cluster: String,
+    /// etcd's cluster id (hex).
     pub cluster_id: String,
     pub detector: String,
     pub severity: Severity,
@@ -79,6 +82,14 @@ pub struct FindingQuery {
     pub objects: super::ObjectFilter,
     pub detector: Option<String>,
     pub severity: Option<Severity>,
+}
+
+/// How many findings one detector has in one cluster (its row id).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FindingCount {
+    pub cluster: i64,
+    pub detector: String,
+    pub count: i64,
 }
 
 /// Stored findings as they are read, most severe first, then oldest first:

@@ -6,6 +6,9 @@ use serde::Serialize;
 /// One stored revision of a key, as `history` shows it.
 #[derive(Clone, Debug, Serialize)]
 pub struct HistoryRow {
+    /// The cluster's name, or etcd's cluster id when it has none.
+    pub cluster: String,
+    /// etcd's cluster id (hex).
     pub cluster_id: String,
     pub mod_revision: i64,
     pub create_revision: i64,

@@ -8,6 +8,7 @@ mod base;
 mod blob;
 pub mod classify;
 pub mod clock;
+pub mod cluster;
 mod field_blob;
 pub mod finding;
 pub mod hash_key;

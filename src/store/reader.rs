@@ -8,6 +8,8 @@
 
 use crate::decrypt::policy::Policy;
 use crate::store::audit::{AuditedObject, AuditedRequest};
+use crate::store::cluster::Cluster;
+use crate::store::finding::{FindingCount, Severity};
 use crate::store::object::ObjectRevision;
 use crate::store::values::Contents;
 use crate::store::{
@@ -45,8 +47,8 @@ pub trait HistoryReader {
     /// contents, oldest first.
     fn contents_of(&self, cluster: i64, group: &str, resource: &str) -> Result<Vec<Contents>, StoreError>;
 
-    /// Every cluster the database holds, by row id.
-    fn clusters(&self) -> Result<Vec<i64>, StoreError>;
+    /// Every cluster the database holds, in the order first seen.
+    fn clusters(&self) -> Result<Vec<Cluster>, StoreError>;
 
     /// Every run, oldest first.
     fn runs(&self) -> Result<Vec<RunInfo>, StoreError>;
@@ -57,22 +59,26 @@ pub trait HistoryReader {
     /// The cluster and head revision of a run.
     fn run_head(&self, run: i64) -> Result<Option<(i64, i64)>, StoreError>;
 
-    /// The head revision of the last complete run started by `time`.
-    fn revision_at_time(&self, time: &str) -> Result<Option<i64>, StoreError>;
+    /// The head revision of the last complete run (of `cluster`, when
+    /// given) started by `time`.
+    fn revision_at_time(&self, cluster: Option<i64>, time: &str) -> Result<Option<i64>, StoreError>;
 
-    /// Where the clock of a database holding one cluster places `time`:
-    /// with `after`, the first revision that may have been written at or
-    /// after it (`None`: any may have); else the last that may have been
-    /// written by then (`None`: any may have). `Err`-free `None` outside:
-    /// no clock to ask (several clusters, or never analyzed).
+    /// Where the clock of `cluster` (when `None`, of the database's only
+    /// cluster) places `time`: with `after`, the first revision that may
+    /// have been written at or after it (`None`: any may have); else the
+    /// last that may have been written by then (`None`: any may have).
+    /// `Err`-free `None` outside: no clock to ask (several clusters and none
+    /// chosen, or never analyzed).
     fn revision_by_clock(
         &self,
+        cluster: Option<i64>,
         time: jiff::Timestamp,
         after: bool,
     ) -> Result<Option<Option<i64>>, StoreError>;
 
-    /// Every stored revision of one key, oldest first, across clusters.
-    fn history(&self, key: &[u8]) -> Result<Vec<HistoryRow>, StoreError>;
+    /// Every stored revision of one key, oldest first, of `cluster` or, when
+    /// `None`, of every cluster (one after the other).
+    fn history(&self, key: &[u8], cluster: Option<i64>) -> Result<Vec<HistoryRow>, StoreError>;
 
     /// Fills each row's `diff`: its changed paths with the previous
     /// revision's and its own values (sensitive ones redacted).
@@ -86,12 +92,23 @@ pub trait HistoryReader {
     /// read.
     fn findings(&self, query: &FindingQuery) -> FindingIter<'_>;
 
-    /// Objects, revisions, bytes, encodings and writes per resource, the
-    /// largest and busiest keys and the writes per field manager.
-    fn usage(&self, scope: &Scope, cluster: Option<i64>, top: i64) -> Result<Usage, StoreError>;
+    /// Objects, revisions, bytes, encodings and writes per cluster and
+    /// resource, the largest and busiest keys and the writes per field
+    /// manager.
+    fn usage(&self, scope: &Scope, top: i64) -> Result<Usage, StoreError>;
 
-    /// What `usage` shows per resource.
-    fn resource_usage(&self, scope: &Scope, cluster: Option<i64>) -> Result<Vec<ResourceUsage>, StoreError>;
+    /// What `usage` shows per cluster and resource.
+    fn resource_usage(&self, scope: &Scope) -> Result<Vec<ResourceUsage>, StoreError>;
+
+    /// How many stored findings `scope` keeps (one with a revision in its
+    /// range, or none at all, naming a key its objects keep), at or above
+    /// `severity`, per cluster (row id) and detector; counted by the
+    /// backend, never read one by one.
+    fn finding_counts(
+        &self,
+        scope: &Scope,
+        severity: Option<Severity>,
+    ) -> Result<Vec<FindingCount>, StoreError>;
 
     /// Writes per change class.
     fn writes_by_class(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError>;

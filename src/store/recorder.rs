@@ -3,6 +3,7 @@
 //! findings) and what `prune` removes. [`super::Store`] is its SQLite
 //! implementation; another backend implements the same trait.
 
+use super::cluster::ClusterName;
 use super::hash_key::{HashKeyOptions, KeyNotice};
 use super::{
     ClassifyStats, FindingsWriter, Gap, Previous, Pruned, RevisionWriter, RunId, RunStatus, ServedBy,
@@ -80,8 +81,15 @@ pub trait RunRecorder {
         error: Option<&str>,
     ) -> Result<i64, StoreError>;
 
-    /// The cluster's row id, created on first sight.
-    fn cluster(&self, etcd_cluster_id: &str) -> Result<i64, StoreError>;
+    /// The row id of the cluster with etcd's `etcd_cluster_id`, created on
+    /// first sight, named `name` when given, and the name that replaced
+    /// (a rename). A name another cluster has is refused
+    /// ([`StoreError::Conflict`]); without `name`, the cluster keeps its own.
+    fn cluster(
+        &self,
+        etcd_cluster_id: &str,
+        name: Option<&ClusterName>,
+    ) -> Result<(i64, Option<ClusterName>), StoreError>;
 
     /// The highest revision up to which a run of the cluster reading the
     /// same prefix with the same filter stored everything, and from where

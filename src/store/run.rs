@@ -138,6 +138,10 @@ pub struct RunTime {
 pub struct RunInfo {
     pub id: RunId,
     pub status: RunStatus,
+    /// The cluster's name, or etcd's cluster id when it has none; `None`
+    /// for a run that never reached its cluster.
+    pub cluster: Option<String>,
+    /// etcd's cluster id (hex).
     pub cluster_id: Option<String>,
     pub source: String,
     pub prefix: String,

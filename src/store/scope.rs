@@ -1,11 +1,15 @@
 //! Which objects and revisions a reading command looks at.
 
-/// Which objects a command looks at (`--namespace`, `--resource`,
-/// `--key-prefix`): the one object filter `report`, `diff`, `findings` and
-/// the aggregates share. Namespace and resource are the key's, as the run
-/// that stored it parsed them with its own prefix.
+/// Which objects a command looks at (`--cluster`, `--namespace`,
+/// `--resource`, `--key-prefix`): the one object filter `report`, `diff`,
+/// `findings`, `stats` and the aggregates share. Namespace and resource are
+/// the key's, as the run that stored it parsed them with its own prefix.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ObjectFilter {
+    /// Only objects of this cluster (its row id); `None`: every cluster.
+    /// The backend applies it where it reads keys; [`ObjectFilter::matches`]
+    /// is about one cluster's keys.
+    pub cluster: Option<i64>,
     pub namespace: Option<String>,
     pub resource: Option<String>,
     pub key_prefix: Option<String>,

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 /// One resource (and group).
 #[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
 pub struct ResourceUsage {
+    /// The cluster's name, or etcd's cluster id when it has none.
+    pub cluster: String,
     pub group: String,
     pub resource: String,
     /// Live at the newest stored revision in scope.
@@ -26,6 +28,8 @@ pub struct ResourceUsage {
 /// A key by the bytes of its stored revisions.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct LargestKey {
+    /// The cluster's name, or etcd's cluster id when it has none.
+    pub cluster: String,
     pub key: String,
     pub bytes_all_revisions: i64,
     pub revisions: i64,
@@ -35,6 +39,8 @@ pub struct LargestKey {
 /// A key by its stored revisions, with the writes that changed nothing.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct BusiestKey {
+    /// The cluster's name, or etcd's cluster id when it has none.
+    pub cluster: String,
     pub key: String,
     pub revisions: i64,
     /// Rewrites and encoding-only writes.
@@ -45,6 +51,8 @@ pub struct BusiestKey {
 /// Writes a field manager made to one resource.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct ManagerUsage {
+    /// The cluster's name, or etcd's cluster id when it has none.
+    pub cluster: String,
     pub manager: String,
     pub group: String,
     pub resource: String,
@@ -60,6 +68,8 @@ pub struct ManagerUsage {
 /// One namespace's totals (`-` for cluster-scoped objects).
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct NamespaceUsage {
+    /// The cluster's name, or etcd's cluster id when it has none.
+    pub cluster: String,
     pub namespace: String,
     pub objects: i64,
     pub revisions: i64,
@@ -71,6 +81,8 @@ pub struct NamespaceUsage {
 /// `attribute` read.
 #[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
 pub struct RequesterUsage {
+    /// The cluster's name, or etcd's cluster id when it has none.
+    pub cluster: String,
     /// The user or the user agent (`-` when the log named none).
     pub name: String,
     /// Stored revisions in scope attributed to its requests.

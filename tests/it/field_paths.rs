@@ -229,6 +229,9 @@ fn as_written_before_segments(db: &Path) {
            DROP TABLE clock_marks;
            DROP TABLE clock_envelope;
            ALTER TABLE revisions DROP COLUMN event_time;
+           DROP INDEX clusters_by_name;
+           DROP INDEX findings_by_cluster_severity;
+           ALTER TABLE clusters DROP COLUMN name;
            PRAGMA user_version = 13;"#,
     )
     .unwrap();

@@ -18,6 +18,7 @@ mod encode_roundtrip;
 mod encryption;
 mod fetch_choice;
 mod field_paths;
+mod fleet;
 mod get_cli;
 mod hash_key;
 mod kms_client;

@@ -28,10 +28,6 @@ pub(in crate::store) struct AuditStaging<'a> {
 }
 
 impl AuditRecorder for Store {
-    fn cluster_names(&self) -> Result<Vec<(i64, String)>, StoreError> {
-        self.read_cluster_names()
-    }
-
     fn stage_audit(&self, cluster: i64) -> Result<Box<dyn AuditStage + '_>, StoreError> {
         Ok(Box::new(self.begin_audit_stage(cluster)?))
     }
@@ -42,16 +38,6 @@ impl AuditRecorder for Store {
 }
 
 impl Store {
-    pub(in crate::store) fn read_cluster_names(&self) -> Result<Vec<(i64, String)>, StoreError> {
-        let err = |e| self.err(e);
-        let mut stmt = self
-            .conn
-            .prepare("SELECT id, etcd_cluster_id FROM clusters ORDER BY id")
-            .map_err(err)?;
-        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(err)?;
-        rows.collect::<Result<_, _>>().map_err(err)
-    }
-
     pub(in crate::store) fn begin_audit_stage(&self, cluster: i64) -> Result<AuditStaging<'_>, StoreError> {
         self.conn
             .execute_batch("BEGIN IMMEDIATE")

@@ -184,17 +184,6 @@ impl Store {
         Ok(stats)
     }
 
-    /// Every cluster's row id.
-    pub(in crate::store) fn read_clusters(&self) -> Result<Vec<i64>, StoreError> {
-        let err = |e| self.err(e);
-        let mut stmt = self
-            .conn
-            .prepare("SELECT id FROM clusters ORDER BY id")
-            .map_err(err)?;
-        let rows = stmt.query_map([], |r| r.get(0)).map_err(err)?;
-        rows.collect::<Result<_, _>>().map_err(err)
-    }
-
     /// The cluster a run read.
     pub(in crate::store) fn read_run_cluster(&self, run: i64) -> Result<Option<i64>, StoreError> {
         use rusqlite::OptionalExtension;

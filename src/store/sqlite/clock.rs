@@ -138,22 +138,29 @@ impl Store {
     /// where the ones that may place it after begin.
     pub(in crate::store) fn read_revision_by_clock(
         &self,
+        cluster: Option<i64>,
         time: Timestamp,
         after: bool,
     ) -> Result<Option<Option<i64>>, StoreError> {
         let err = |e| self.err(e);
-        let clusters: Vec<i64> = {
-            let mut stmt = self
-                .conn
-                .prepare("SELECT DISTINCT cluster_id FROM clock_envelope LIMIT 2")
-                .map_err(err)?;
-            let rows = stmt.query_map([], |r| r.get(0)).map_err(err)?;
-            rows.collect::<Result<_, _>>().map_err(err)?
+        let cluster = match cluster {
+            Some(c) => c,
+            None => match self.read_clusters()?.as_slice() {
+                [only] => only.row,
+                _ => return Ok(None),
+            },
         };
-        let (one, all) = (clusters.first().copied(), self.read_cluster_names()?.len());
-        let Some(cluster) = one.filter(|_| clusters.len() == 1 && all == 1) else {
+        let clocked: bool = self
+            .conn
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM clock_envelope WHERE cluster_id = ?1)",
+                [cluster],
+                |r| r.get(0),
+            )
+            .map_err(err)?;
+        if !clocked {
             return Ok(None);
-        };
+        }
         let at = micros(time);
         let found: Option<i64> = match after {
             // Every revision up to the last anchor written no later than

@@ -4,7 +4,9 @@
 
 use super::Store;
 use crate::store::audit::WrittenBy;
-use crate::store::finding::{Finding, FindingIter, FindingQuery, FindingsWriter, Severity, StoredFinding};
+use crate::store::finding::{
+    Finding, FindingCount, FindingIter, FindingQuery, FindingsWriter, Severity, StoredFinding,
+};
 use crate::store::StoreError;
 use rusqlite::{params, OptionalExtension};
 use sha2::{Digest, Sha256};
@@ -206,8 +208,9 @@ impl Store {
         Ok(out)
     }
 
-    /// One stored finding from its row (`id, cluster, detector, severity,
-    /// keys, revisions, summary, details, analyzed_at`).
+    /// One stored finding from its row (`id, etcd cluster id, detector,
+    /// severity, keys, revisions, summary, details, analyzed_at`, then the
+    /// cluster's [`super::clusters::CLUSTER_COLUMNS`]).
     fn finding_row(&self, r: &rusqlite::Row) -> Result<StoredFinding, StoreError> {
         let err = |e| self.err(e);
         let text = |i: usize| -> Result<String, StoreError> { r.get(i).map_err(err) };
@@ -221,6 +224,7 @@ impl Store {
         let revisions = json(5, "findings.revisions")?;
         Ok(StoredFinding {
             id: r.get(0).map_err(err)?,
+            cluster: self.cluster_at(r, 9)?.label().to_string(),
             cluster_id: text(1)?,
             detector: text(2)?,
             severity: Severity::parse(&severity).map_err(|e| self.damaged("findings.severity", e))?,
@@ -265,7 +269,12 @@ impl Pages<'_> {
     fn fill(&mut self) -> Result<bool, StoreError> {
         let store = self.store;
         let err = |e| store.err(e);
-        let filtered = self.query.objects != crate::store::ObjectFilter::default();
+        // The cluster is chosen in the query; the rest key by key.
+        let by_key = crate::store::ObjectFilter {
+            cluster: None,
+            ..self.query.objects.clone()
+        };
+        let filtered = by_key != crate::store::ObjectFilter::default();
         if !self.checked {
             let known: Vec<String> = Severity::ALL
                 .iter()
@@ -295,14 +304,22 @@ impl Pages<'_> {
             };
             let mut stmt = store
                 .conn
-                .prepare_cached(
+                .prepare_cached(&format!(
                     "SELECT f.id, c.etcd_cluster_id, f.detector, f.severity, f.keys, f.revisions, f.summary, f.details, \
-                     f.analyzed_at, f.cluster_id FROM findings f JOIN clusters c ON c.id = f.cluster_id \
-                     WHERE f.severity = ?1 AND f.id > ?2 AND (?3 IS NULL OR f.detector = ?3) ORDER BY f.id LIMIT ?4",
-                )
+                     f.analyzed_at, {} FROM findings f JOIN clusters c ON c.id = f.cluster_id \
+                     WHERE f.severity = ?1 AND f.id > ?2 AND (?3 IS NULL OR f.detector = ?3) \
+                     AND (?5 IS NULL OR f.cluster_id = ?5) ORDER BY f.id LIMIT ?4",
+                    super::clusters::CLUSTER_COLUMNS
+                ))
                 .map_err(err)?;
             let mut rows = stmt
-                .query(params![severity.as_str(), self.after, self.query.detector, PAGE])
+                .query(params![
+                    severity.as_str(),
+                    self.after,
+                    self.query.detector,
+                    PAGE,
+                    self.query.objects.cluster
+                ])
                 .map_err(err)?;
             let mut read = 0;
             while let Some(r) = rows.next().map_err(err)? {
@@ -331,6 +348,60 @@ impl Pages<'_> {
             }
         }
         Ok(true)
+    }
+}
+
+impl Store {
+    /// See [`crate::store::HistoryReader::finding_counts`]: a finding is
+    /// kept, as the report keeps it, when one of its revisions is in range
+    /// (or it names none) and the object filter keeps one of its keys, as
+    /// the key was stored (or, not stored, by its text alone).
+    pub(in crate::store) fn read_finding_counts(
+        &self,
+        scope: &crate::store::Scope,
+        severity: Option<Severity>,
+    ) -> Result<Vec<FindingCount>, StoreError> {
+        let err = |e| self.err(e);
+        let severities: Vec<String> = Severity::ALL
+            .iter()
+            .filter(|s| severity.is_none_or(|min| **s >= min))
+            .map(|s| format!("'{}'", s.as_str()))
+            .collect();
+        let o = &scope.objects;
+        let by_key = o.namespace.is_some() || o.resource.is_some() || o.key_prefix.is_some();
+        let sql = format!(
+            "SELECT f.cluster_id, f.detector, count(*) FROM findings f \
+             WHERE f.severity IN ({}) AND (?6 IS NULL OR f.cluster_id = ?6) \
+             AND ((?1 IS NULL AND ?2 IS NULL) OR json_array_length(f.revisions) = 0 OR EXISTS ( \
+               SELECT 1 FROM json_each(f.revisions) v \
+               WHERE (?1 IS NULL OR v.value >= ?1) AND (?2 IS NULL OR v.value <= ?2))) \
+             AND (?7 = 0 OR EXISTS ( \
+               SELECT 1 FROM json_each(f.keys) j LEFT JOIN keys k ON k.cluster_id = f.cluster_id \
+                 AND k.key = CAST(j.value AS BLOB) \
+               WHERE (?3 IS NULL OR k.namespace = ?3) AND (?4 IS NULL OR k.resource = ?4) \
+                 AND (?5 IS NULL OR substr(j.value, 1, length(?5)) = ?5))) \
+             GROUP BY f.cluster_id, f.detector ORDER BY f.cluster_id, f.detector",
+            severities.join(", ")
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(err)?;
+        let by_key = i64::from(by_key);
+        let rows = stmt
+            .query_map(
+                rusqlite::params_from_iter(
+                    super::stats::scope_params(scope)
+                        .into_iter()
+                        .chain([&by_key as &dyn rusqlite::ToSql]),
+                ),
+                |r| {
+                    Ok(FindingCount {
+                        cluster: r.get(0)?,
+                        detector: r.get(1)?,
+                        count: r.get(2)?,
+                    })
+                },
+            )
+            .map_err(err)?;
+        rows.collect::<Result<_, _>>().map_err(err)
     }
 }
 
@@ -476,5 +547,85 @@ mod tests {
         drop(w);
         let ids = |fs: &[StoredFinding]| fs.iter().map(|f| f.id).collect::<Vec<_>>();
         assert_eq!(ids(&read(&store, &FindingQuery::default())), ids(&after));
+    }
+
+    /// The counts a fleet report's table shows are those of the findings
+    /// read and kept as a report keeps them, whatever the range, objects,
+    /// severity and cluster.
+    #[test]
+    fn counts_are_the_findings_a_report_reads() {
+        use crate::store::Scope;
+        let dir = tempfile::tempdir().unwrap();
+        let (store, cluster) = database(&dir);
+        let mut all: Vec<Finding> = (0..40)
+            .map(|n| {
+                let severity = [Severity::Low, Severity::High][n as usize % 2];
+                finding(if n % 3 == 0 { "two" } else { "one" }, severity, n)
+            })
+            .collect();
+        all.push(Finding {
+            revisions: vec![],
+            ..finding("one", Severity::Low, 100)
+        });
+        all.push(Finding {
+            keys: vec!["/registry/configmaps/a/never-stored".into()],
+            ..finding("two", Severity::High, 101)
+        });
+        replace(&store, cluster, &all);
+        let (other, _) = store.cluster("other", None).unwrap();
+        let mut w = store.findings_writer(other, &["one"]).unwrap();
+        w.put(&finding("one", Severity::High, 7)).unwrap();
+        w.commit().unwrap();
+
+        let some = |s: &str| Some(s.to_string());
+        let cases = [
+            (None, None, None, None, None, None),
+            (Some(cluster), None, None, None, None, None),
+            (Some(other), None, None, None, None, None),
+            (Some(cluster), Some(10), Some(20), None, None, None),
+            (None, Some(30), None, some("b"), None, Some(Severity::High)),
+            (
+                Some(cluster),
+                None,
+                Some(5),
+                None,
+                some("/registry/configmaps/a/"),
+                None,
+            ),
+            (None, None, None, None, some("/registry/configmaps/a/never"), None),
+        ];
+        for (wanted, from, to, namespace, key_prefix, severity) in cases {
+            let scope = Scope {
+                from_revision: from,
+                to_revision: to,
+                objects: ObjectFilter {
+                    cluster: wanted,
+                    namespace,
+                    resource: None,
+                    key_prefix,
+                },
+            };
+            let mut expected: std::collections::BTreeMap<(i64, String), i64> = Default::default();
+            let query = FindingQuery {
+                objects: scope.objects.clone(),
+                detector: None,
+                severity,
+            };
+            for f in read(&store, &query) {
+                let in_range = |r: &i64| from.is_none_or(|f| *r >= f) && to.is_none_or(|t| *r <= t);
+                if f.revisions.is_empty() || f.revisions.iter().any(in_range) {
+                    let row = if f.cluster_id == "other" { other } else { cluster };
+                    *expected.entry((row, f.detector)).or_default() += 1;
+                }
+            }
+            let counted: std::collections::BTreeMap<(i64, String), i64> = store
+                .read_finding_counts(&scope, severity)
+                .unwrap()
+                .into_iter()
+                .map(|c| ((c.cluster, c.detector), c.count))
+                .collect();
+            assert!(!expected.is_empty(), "{scope:?}");
+            assert_eq!(counted, expected, "{scope:?} {severity:?}");
+        }
     }
 }

@@ -21,8 +21,18 @@ fn json_column<T: serde::de::DeserializeOwned>(
 }
 
 impl Store {
-    /// Every stored revision of `key`, per cluster, oldest first.
-    pub(in crate::store) fn read_history(&self, key: &[u8]) -> Result<Vec<HistoryRow>, StoreError> {
+    /// Every stored revision of `key`, of `cluster` or of each cluster in
+    /// turn, oldest first.
+    pub(in crate::store) fn read_history(
+        &self,
+        key: &[u8],
+        cluster: Option<i64>,
+    ) -> Result<Vec<HistoryRow>, StoreError> {
+        let labels: std::collections::HashMap<i64, String> = self
+            .read_clusters()?
+            .into_iter()
+            .map(|c| (c.row, c.label().to_string()))
+            .collect();
         let mut stmt = self
             .conn
             .prepare(&format!(
@@ -32,12 +42,12 @@ impl Store {
                  FROM revisions r JOIN keys k ON k.id = r.key_id JOIN clusters c ON c.id = k.cluster_id \
                  LEFT JOIN revision_writers w ON w.key_id = r.key_id AND w.mod_revision = r.mod_revision \
                  LEFT JOIN audit_requests a ON a.id = w.request_id \
-                 WHERE k.key = ?1 ORDER BY c.id, r.mod_revision",
+                 WHERE k.key = ?1 AND (?2 IS NULL OR c.id = ?2) ORDER BY c.id, r.mod_revision",
                 super::audit::WRITTEN_BY_COLUMNS
             ))
             .map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map([key], |r| {
+            .query_map(rusqlite::params![key, cluster], |r| {
                 let written_by = super::audit::written_by(r)?;
                 let written_at = written_by.as_ref().map(|w| w.time.clone());
                 Ok((
@@ -45,6 +55,7 @@ impl Store {
                     HistoryRow {
                         written_at,
                         written_between: [None, None],
+                        cluster: String::new(),
                         cluster_id: r.get("etcd_cluster_id")?,
                         mod_revision: r.get("mod_revision")?,
                         create_revision: r.get("create_revision")?,
@@ -78,6 +89,7 @@ impl Store {
         let mut out = Vec::new();
         for row in rows {
             let (cluster, mut row) = row.map_err(|e| self.err(e))?;
+            row.cluster = labels.get(&cluster).cloned().unwrap_or_default();
             // An attributed revision's time is exact; others the clock bounds.
             row.written_between = match &row.written_at {
                 Some(at) => [Some(at.clone()), Some(at.clone())],
@@ -129,12 +141,17 @@ impl Store {
     }
 
     /// Fills each row's `diff`: its changed paths with the previous
-    /// revision's and its own values.
+    /// revision's (of the same cluster) and its own values.
     pub(in crate::store) fn read_add_diffs(&self, rows: &mut [HistoryRow]) -> Result<(), StoreError> {
         let redacted = serde_json::Value::String("<redacted>".into());
         let mut prev: Option<serde_json::Value> = None;
         let mut prev_keyed = false;
+        let mut prev_cluster: Option<String> = None;
         for row in rows.iter_mut() {
+            if prev_cluster.as_ref() != Some(&row.cluster_id) {
+                (prev, prev_keyed) = (None, false);
+                prev_cluster = Some(row.cluster_id.clone());
+            }
             let hash = row.semantic_sha256.as_deref().and_then(unhex);
             let value = match &hash {
                 Some(h) => self.read_canonical_value(h)?,

@@ -5,6 +5,7 @@
 mod audit;
 mod changes;
 mod clock;
+mod clusters;
 mod findings;
 mod hash_key;
 mod history;
@@ -42,7 +43,7 @@ fn missing(path: &Path) -> StoreError {
 /// The migrations, applied in order when a database is opened.
 /// How many migrations [`migrations`] holds.
 #[cfg(test)]
-const MIGRATION_COUNT: usize = 20;
+const MIGRATION_COUNT: usize = 21;
 
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
@@ -77,6 +78,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../../migrations/0018_run_members.sql")),
         M::up(include_str!("../../../migrations/0019_audit_attribution.sql")),
         M::up(include_str!("../../../migrations/0020_clock.sql")),
+        M::up(include_str!("../../../migrations/0021_cluster_names.sql")),
     ])
 }
 

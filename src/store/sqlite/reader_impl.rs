@@ -3,6 +3,8 @@
 use super::Store;
 use crate::decrypt::policy::Policy;
 use crate::store::audit::{AuditedObject, AuditedRequest};
+use crate::store::cluster::Cluster;
+use crate::store::finding::{FindingCount, Severity};
 use crate::store::object::ObjectRevision;
 use crate::store::{
     Contents, FindingIter, FindingQuery, Gap, HistoryReader, HistoryRow, LiveIter, ResourceUsage, RunInfo,
@@ -43,7 +45,7 @@ impl HistoryReader for Store {
     fn contents_of(&self, cluster: i64, group: &str, resource: &str) -> Result<Vec<Contents>, StoreError> {
         Store::read_contents_of(self, cluster, group, resource)
     }
-    fn clusters(&self) -> Result<Vec<i64>, StoreError> {
+    fn clusters(&self) -> Result<Vec<Cluster>, StoreError> {
         Store::read_clusters(self)
     }
 
@@ -59,20 +61,21 @@ impl HistoryReader for Store {
         Store::read_run_head(self, run)
     }
 
-    fn revision_at_time(&self, time: &str) -> Result<Option<i64>, StoreError> {
-        Store::read_revision_at_time(self, time)
+    fn revision_at_time(&self, cluster: Option<i64>, time: &str) -> Result<Option<i64>, StoreError> {
+        Store::read_revision_at_time(self, cluster, time)
     }
 
     fn revision_by_clock(
         &self,
+        cluster: Option<i64>,
         time: jiff::Timestamp,
         after: bool,
     ) -> Result<Option<Option<i64>>, StoreError> {
-        Store::read_revision_by_clock(self, time, after)
+        Store::read_revision_by_clock(self, cluster, time, after)
     }
 
-    fn history(&self, key: &[u8]) -> Result<Vec<HistoryRow>, StoreError> {
-        Store::read_history(self, key)
+    fn history(&self, key: &[u8], cluster: Option<i64>) -> Result<Vec<HistoryRow>, StoreError> {
+        Store::read_history(self, key, cluster)
     }
 
     fn add_diffs(&self, rows: &mut [HistoryRow]) -> Result<(), StoreError> {
@@ -87,12 +90,20 @@ impl HistoryReader for Store {
         Store::read_findings(self, query)
     }
 
-    fn usage(&self, scope: &Scope, cluster: Option<i64>, top: i64) -> Result<Usage, StoreError> {
-        Store::read_usage(self, scope, cluster, top)
+    fn usage(&self, scope: &Scope, top: i64) -> Result<Usage, StoreError> {
+        Store::read_usage(self, scope, top)
     }
 
-    fn resource_usage(&self, scope: &Scope, cluster: Option<i64>) -> Result<Vec<ResourceUsage>, StoreError> {
-        Store::read_resource_usage(self, scope, cluster)
+    fn resource_usage(&self, scope: &Scope) -> Result<Vec<ResourceUsage>, StoreError> {
+        Store::read_resource_usage(self, scope)
+    }
+
+    fn finding_counts(
+        &self,
+        scope: &Scope,
+        severity: Option<Severity>,
+    ) -> Result<Vec<FindingCount>, StoreError> {
+        Store::read_finding_counts(self, scope, severity)
     }
 
     fn writes_by_class(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError> {

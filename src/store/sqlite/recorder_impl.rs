@@ -7,6 +7,7 @@ use crate::canon::semantic::FieldConfig;
 use crate::decrypt::Decryptor;
 use crate::source::filter::ResourceFilter;
 use crate::source::LiveKey;
+use crate::store::cluster::ClusterName;
 use crate::store::hash_key::{HashKeyOptions, KeyNotice};
 use crate::store::recorder::{RunFact, RunRecorder};
 use crate::store::{
@@ -37,8 +38,12 @@ impl RunRecorder for Store {
         Store::finish_run(self, run, status, keys_seen, error)
     }
 
-    fn cluster(&self, etcd_cluster_id: &str) -> Result<i64, StoreError> {
-        Store::cluster(self, etcd_cluster_id)
+    fn cluster(
+        &self,
+        etcd_cluster_id: &str,
+        name: Option<&ClusterName>,
+    ) -> Result<(i64, Option<ClusterName>), StoreError> {
+        Store::cluster(self, etcd_cluster_id, name)
     }
 
     fn previous_head(

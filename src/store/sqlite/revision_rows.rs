@@ -256,7 +256,7 @@ pub(in crate::store) fn test_record(
 pub(in crate::store) fn test_writer(store: &Store) -> (i64, RevisionWriter<'_>) {
     store.load_hash_key(&Default::default()).unwrap();
     let run = store.begin_run("test", "/registry/", "").unwrap();
-    let cluster = store.cluster("test").unwrap();
+    let (cluster, _) = store.cluster("test", None).unwrap();
     let fields = store.field_config(None, &[]).unwrap();
     let writer = store
         .revision_writer(cluster, run, "/registry/", fields, Default::default(), None)

@@ -50,23 +50,6 @@ impl Store {
         Ok(RunId(self.conn.last_insert_rowid()))
     }
 
-    /// The cluster's row id, created on first sight.
-    pub(in crate::store) fn cluster(&self, etcd_cluster_id: &str) -> Result<i64, StoreError> {
-        self.conn
-            .execute(
-                "INSERT OR IGNORE INTO clusters (etcd_cluster_id, first_seen) VALUES (?1, ?2)",
-                params![etcd_cluster_id, now()],
-            )
-            .map_err(|e| self.err(e))?;
-        self.conn
-            .query_row(
-                "SELECT id FROM clusters WHERE etcd_cluster_id = ?1",
-                [etcd_cluster_id],
-                |r| r.get(0),
-            )
-            .map_err(|e| self.err(e))
-    }
-
     /// The highest revision up to which some run of the cluster, reading
     /// the same prefix with the same resource filter, stored everything (a
     /// complete run's head, or how far a `follow` run got), and from which
@@ -316,12 +299,14 @@ impl Store {
     pub(in crate::store) fn read_runs(&self) -> Result<Vec<RunInfo>, StoreError> {
         let mut stmt = self
             .conn
-            .prepare(
-                "SELECT r.id, r.status, c.etcd_cluster_id, r.source, r.prefix, r.started_at, r.finished_at, r.head_revision, \
+            .prepare(&format!(
+                "SELECT r.id, r.status, r.source, r.prefix, r.started_at, r.finished_at, r.head_revision, \
                  r.compact_revision, r.history_from, r.keys_seen, r.revisions_added, r.error, r.tool_version, \
                  r.file_size, r.file_sha256, r.file_first_revision, r.file_last_revision, r.etcd_version, \
-                 r.encryption_policy, r.fetched, r.salvage, r.schema, r.hash_key FROM runs r LEFT JOIN clusters c ON c.id = r.cluster_id ORDER BY r.id",
-            )
+                 r.encryption_policy, r.fetched, r.salvage, r.schema, r.hash_key, r.cluster_id AS cluster_row, {} \
+                 FROM runs r LEFT JOIN clusters c ON c.id = r.cluster_id ORDER BY r.id",
+                super::clusters::CLUSTER_COLUMNS
+            ))
             .map_err(|e| self.err(e))?;
         let err = |e| self.err(e);
         let mut rows = stmt.query([]).map_err(err)?;
@@ -330,10 +315,14 @@ impl Store {
             let json = |column: &str| -> Result<Option<String>, StoreError> { r.get(column).map_err(err) };
             let status: String = r.get("status").map_err(err)?;
             let salvage = json("salvage")?;
+            let cluster_row: Option<i64> = r.get("cluster_row").map_err(err)?;
+            let at = r.as_ref().column_index("cluster_row").map_err(err)? + 1;
+            let cluster = cluster_row.map(|_| self.cluster_at(r, at)).transpose()?;
             runs.push(RunInfo {
                 id: RunId(r.get("id").map_err(err)?),
                 status: RunStatus::parse(&status).map_err(|e| self.damaged("runs.status", e))?,
-                cluster_id: r.get("etcd_cluster_id").map_err(err)?,
+                cluster: cluster.as_ref().map(|c| c.label().to_string()),
+                cluster_id: cluster.map(|c| c.etcd_cluster_id),
                 source: r.get("source").map_err(err)?,
                 prefix: r.get("prefix").map_err(err)?,
                 started_at: r.get("started_at").map_err(err)?,

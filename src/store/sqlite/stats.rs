@@ -7,8 +7,9 @@ use crate::store::StoreError;
 use rusqlite::params;
 
 /// A [`crate::store::Scope`] as SQL conditions over `r` (revisions) and `k`
-/// (keys), with its values bound to ?1..?5: the revision range, then the
-/// object filter's namespace, resource and key prefix.
+/// (keys), with its values bound to ?1..?6 ([`scope_params`]): the revision
+/// range, then the object filter's namespace, resource, key prefix and
+/// cluster.
 ///
 /// It opens with `r.key_id > 0`, true of every row: without it SQLite scans
 /// `revisions` through `revisions_by_revision` and looks every row up in
@@ -18,7 +19,19 @@ use rusqlite::params;
 pub(super) const SCOPE: &str =
     "r.key_id > 0 AND (?1 IS NULL OR r.mod_revision >= ?1) AND (?2 IS NULL OR r.mod_revision <= ?2) \
      AND (?3 IS NULL OR k.namespace = ?3) AND (?4 IS NULL OR k.resource = ?4) \
-     AND (?5 IS NULL OR substr(k.key, 1, length(?5)) = CAST(?5 AS BLOB))";
+     AND (?5 IS NULL OR substr(k.key, 1, length(?5)) = CAST(?5 AS BLOB)) AND (?6 IS NULL OR k.cluster_id = ?6)";
+
+/// The values [`SCOPE`] binds, in order.
+pub(super) fn scope_params(scope: &Scope) -> [&dyn rusqlite::ToSql; 6] {
+    [
+        &scope.from_revision,
+        &scope.to_revision,
+        &scope.objects.namespace,
+        &scope.objects.resource,
+        &scope.objects.key_prefix,
+        &scope.objects.cluster,
+    ]
+}
 
 impl Store {
     /// Stored revisions counted per `label` (grouped by `group`), most
@@ -33,20 +46,17 @@ impl Store {
         let err = |e| self.err(e);
         let sql = format!(
             "SELECT coalesce({label}, '-'), count(*) FROM revisions r JOIN keys k ON k.id = r.key_id \
-             WHERE {} GROUP BY {group} ORDER BY 2 DESC, 1 LIMIT ?6",
+             WHERE {} GROUP BY {group} ORDER BY 2 DESC, 1 LIMIT ?7",
             SCOPE
         );
         let mut stmt = self.conn.prepare(&sql).map_err(err)?;
         let rows = stmt
             .query_map(
-                params![
-                    scope.from_revision,
-                    scope.to_revision,
-                    scope.objects.namespace,
-                    scope.objects.resource,
-                    scope.objects.key_prefix,
-                    limit
-                ],
+                rusqlite::params_from_iter(
+                    scope_params(scope)
+                        .into_iter()
+                        .chain([&limit as &dyn rusqlite::ToSql]),
+                ),
                 |r| {
                     // Keys are blobs; labels are shown as (lossy) text.
                     let label = match r.get_ref(0)? {
@@ -86,12 +96,18 @@ impl Store {
     }
 
     /// The stored revision at or before a time, by runs: the head of the
-    /// last run that started at or before `time` (RFC 3339).
-    pub(in crate::store) fn read_revision_at_time(&self, time: &str) -> Result<Option<i64>, StoreError> {
+    /// last run (of `cluster`, when given) that started at or before `time`
+    /// (RFC 3339).
+    pub(in crate::store) fn read_revision_at_time(
+        &self,
+        cluster: Option<i64>,
+        time: &str,
+    ) -> Result<Option<i64>, StoreError> {
         self.conn
             .query_row(
-                "SELECT max(head_revision) FROM runs WHERE started_at <= ?1 AND status = 'complete'",
-                [time],
+                "SELECT max(head_revision) FROM runs WHERE started_at <= ?1 AND status = 'complete' \
+                 AND (?2 IS NULL OR cluster_id = ?2)",
+                params![time, cluster],
                 |r| r.get(0),
             )
             .map_err(|e| self.err(e))

@@ -7,7 +7,7 @@ use crate::store::StoreError;
 use crate::store::{
     BusiestKey, LargestKey, ManagerUsage, NamespaceUsage, RequesterUsage, ResourceUsage, Scope, Usage,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// The last segments of field paths whose change is a clock ticking.
 const TIME_FIELDS: &[&str] = &[
@@ -26,17 +26,19 @@ const TIME_FIELDS: &[&str] = &[
     "time",
 ];
 
-/// The revisions in scope with their key's names and whether each is its
-/// key's newest in scope and not a tombstone (`live`), gathered once into a
-/// temporary table (`rows`, in SQLite's temporary database, never the
-/// file), which every aggregate then reads: each scanned and joined the
-/// whole history before. Queries bind `?1`, the row limit of per-key lists.
+/// The revisions in scope with their key's cluster and names and whether
+/// each is its key's newest in scope and not a tombstone (`live`), gathered
+/// once into a temporary table (`rows`, in SQLite's temporary database,
+/// never the file), which every aggregate then reads: each scanned and
+/// joined the whole history before. Queries bind `?1`, the row limit of
+/// per-key lists. Every aggregate is per cluster; `labels` names them.
 struct Scoped<'a> {
     store: &'a Store,
+    labels: HashMap<i64, String>,
 }
 
 impl<'a> Scoped<'a> {
-    fn new(store: &'a Store, scope: &Scope, cluster: Option<i64>) -> Result<Self, StoreError> {
+    fn new(store: &'a Store, scope: &Scope) -> Result<Self, StoreError> {
         let err = |e| store.err(e);
         store
             .conn
@@ -45,9 +47,9 @@ impl<'a> Scoped<'a> {
         let sql = format!(
             "CREATE TEMP TABLE rows AS \
              WITH scoped AS (SELECT r.key_id, r.mod_revision, r.deleted, r.value_size, r.encoding, r.encryption, \
-               r.change_class, r.changed_paths, r.changed_by, k.key, coalesce(k.api_group, '') AS grp, \
-               coalesce(k.resource, '-') AS res, coalesce(k.namespace, '-') AS ns \
-               FROM revisions r JOIN keys k ON k.id = r.key_id WHERE {} AND (?6 IS NULL OR k.cluster_id = ?6)), \
+               r.change_class, r.changed_paths, r.changed_by, k.key, k.cluster_id AS cluster, \
+               coalesce(k.api_group, '') AS grp, coalesce(k.resource, '-') AS res, coalesce(k.namespace, '-') AS ns \
+               FROM revisions r JOIN keys k ON k.id = r.key_id WHERE {}), \
              newest AS (SELECT key_id, max(mod_revision) AS m FROM scoped GROUP BY key_id) \
              SELECT s.*, (n.m IS NOT NULL AND s.deleted = 0) AS live FROM scoped s \
              LEFT JOIN newest n ON n.key_id = s.key_id AND n.m = s.mod_revision",
@@ -55,19 +57,20 @@ impl<'a> Scoped<'a> {
         );
         store
             .conn
-            .execute(
-                &sql,
-                rusqlite::params![
-                    scope.from_revision,
-                    scope.to_revision,
-                    scope.objects.namespace,
-                    scope.objects.resource,
-                    scope.objects.key_prefix,
-                    cluster
-                ],
-            )
+            .execute(&sql, super::stats::scope_params(scope).as_slice())
             .map_err(err)?;
-        Ok(Scoped { store })
+        let labels = store
+            .read_clusters()?
+            .into_iter()
+            .map(|c| (c.row, c.label().to_string()))
+            .collect();
+        Ok(Scoped { store, labels })
+    }
+
+    /// The label of a cluster by row id, read from column `at`.
+    fn label(&self, r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<String> {
+        let row: i64 = r.get(at)?;
+        Ok(self.labels.get(&row).cloned().unwrap_or_else(|| row.to_string()))
     }
 
     /// `sql` over `rows`.
@@ -85,17 +88,18 @@ fn requesters(
 ) -> Result<(Vec<RequesterUsage>, Vec<RequesterUsage>), StoreError> {
     let err = |e| scoped.store.err(e);
     let mut stmt = scoped.query(
-        "SELECT username, user_agent, sum(writes), sum(no_op), sum(conflicts), sum(failed) FROM ( \
-           SELECT a.username, a.user_agent, count(*) AS writes, 0 AS no_op, 0 AS conflicts, 0 AS failed \
+        "SELECT username, user_agent, sum(writes), sum(no_op), sum(conflicts), sum(failed), cluster FROM ( \
+           SELECT a.username, a.user_agent, count(*) AS writes, 0 AS no_op, 0 AS conflicts, 0 AS failed, rows.cluster \
              FROM rows JOIN revision_writers w ON w.key_id = rows.key_id AND w.mod_revision = rows.mod_revision \
-             JOIN audit_requests a ON a.id = w.request_id GROUP BY 1, 2 \
+             JOIN audit_requests a ON a.id = w.request_id GROUP BY 1, 2, 7 \
            UNION ALL \
-           SELECT a.username, a.user_agent, 0, sum(a.outcome = 'no-op'), sum(a.code = 409), sum(a.outcome = 'failed') \
-             FROM audit_requests a WHERE a.key_id IN (SELECT key_id FROM rows) GROUP BY 1, 2) \
-         GROUP BY 1, 2",
+           SELECT a.username, a.user_agent, 0, sum(a.outcome = 'no-op'), sum(a.code = 409), sum(a.outcome = 'failed'), \
+             k.cluster_id FROM audit_requests a JOIN keys k ON k.id = a.key_id \
+             WHERE a.key_id IN (SELECT key_id FROM rows) GROUP BY 1, 2, 7) \
+         GROUP BY 1, 2, 7",
     )?;
-    let mut users: BTreeMap<String, RequesterUsage> = BTreeMap::new();
-    let mut agents: BTreeMap<String, RequesterUsage> = BTreeMap::new();
+    let mut users: BTreeMap<(String, String), RequesterUsage> = BTreeMap::new();
+    let mut agents: BTreeMap<(String, String), RequesterUsage> = BTreeMap::new();
     let mut rows = stmt.query([]).map_err(err)?;
     while let Some(r) = rows.next().map_err(err)? {
         let user: String = r.get(0).map_err(err)?;
@@ -106,25 +110,30 @@ fn requesters(
             r.get(4).map_err(err)?,
             r.get(5).map_err(err)?,
         ];
+        let cluster = scoped.label(r, 6).map_err(err)?;
         for (map, name) in [
             (&mut users, user.clone()),
             (&mut agents, agent.unwrap_or_else(|| "-".into())),
         ] {
-            let entry = map.entry(name.clone()).or_insert_with(|| RequesterUsage {
-                name,
-                ..Default::default()
-            });
+            let entry = map
+                .entry((cluster.clone(), name.clone()))
+                .or_insert_with(|| RequesterUsage {
+                    cluster: cluster.clone(),
+                    name,
+                    ..Default::default()
+                });
             entry.writes += counts[0];
             entry.no_op_writes += counts[1];
             entry.conflicts += counts[2];
             entry.failed += counts[3];
         }
     }
-    let busiest = |map: BTreeMap<String, RequesterUsage>| {
+    let busiest = |map: BTreeMap<(String, String), RequesterUsage>| {
         let mut list: Vec<RequesterUsage> = map.into_values().collect();
         list.sort_by(|a, b| {
             (b.writes + b.no_op_writes + b.failed, &a.name)
                 .cmp(&(a.writes + a.no_op_writes + a.failed, &b.name))
+                .then(a.cluster.cmp(&b.cluster))
         });
         list.truncate(top.max(0) as usize);
         list
@@ -145,9 +154,8 @@ impl Store {
     pub(in crate::store) fn read_resource_usage(
         &self,
         scope: &Scope,
-        cluster: Option<i64>,
     ) -> Result<Vec<ResourceUsage>, StoreError> {
-        self.resources_in(&Scoped::new(self, scope, cluster)?)
+        self.resources_in(&Scoped::new(self, scope)?)
     }
 
     /// What [`Store::read_resource_usage`] gives, over the rows gathered.
@@ -155,17 +163,18 @@ impl Store {
         let err = |e| self.err(e);
         let (query, bind) = (|sql: &str| scoped.query(sql), rusqlite::params![]);
 
-        let mut resources: BTreeMap<(String, String), ResourceUsage> = BTreeMap::new();
+        let mut resources: BTreeMap<(i64, String, String), ResourceUsage> = BTreeMap::new();
         let mut stmt = query(
             "SELECT grp, res, sum(live), count(*), coalesce(sum(CASE WHEN live THEN value_size END), 0), \
-             coalesce(sum(value_size), 0) FROM rows GROUP BY grp, res",
+             coalesce(sum(value_size), 0), cluster FROM rows GROUP BY cluster, grp, res",
         )?;
         let mut rows = stmt.query(bind).map_err(err)?;
         while let Some(r) = rows.next().map_err(err)? {
             let (group, resource): (String, String) = (r.get(0).map_err(err)?, r.get(1).map_err(err)?);
             resources.insert(
-                (group.clone(), resource.clone()),
+                (r.get(6).map_err(err)?, group.clone(), resource.clone()),
                 ResourceUsage {
+                    cluster: scoped.label(r, 6).map_err(err)?,
                     group,
                     resource,
                     objects: r.get(2).map_err(err)?,
@@ -185,11 +194,16 @@ impl Store {
             ("coalesce(change_class, 'unclassified')", 2),
         ] {
             let mut stmt = query(&format!(
-                "SELECT grp, res, {column} AS label, count(*) FROM rows GROUP BY grp, res, label HAVING label IS NOT NULL"
+                "SELECT grp, res, {column} AS label, count(*), cluster FROM rows GROUP BY cluster, grp, res, label \
+                 HAVING label IS NOT NULL"
             ))?;
             let mut rows = stmt.query(bind).map_err(err)?;
             while let Some(r) = rows.next().map_err(err)? {
-                let key: (String, String) = (r.get(0).map_err(err)?, r.get(1).map_err(err)?);
+                let key: (i64, String, String) = (
+                    r.get(4).map_err(err)?,
+                    r.get(0).map_err(err)?,
+                    r.get(1).map_err(err)?,
+                );
                 let (label, n): (String, i64) = (r.get(2).map_err(err)?, r.get(3).map_err(err)?);
                 if let Some(u) = resources.get_mut(&key) {
                     let map = match into {
@@ -206,20 +220,16 @@ impl Store {
             b.bytes_all_revisions
                 .cmp(&a.bytes_all_revisions)
                 .then(a.resource.cmp(&b.resource))
+                .then(a.cluster.cmp(&b.cluster))
         });
         Ok(resources)
     }
 
     /// `stats`: the usage of the revisions `scope` keeps (of one cluster
     /// when given); `top` rows of the per-key and per-manager lists.
-    pub(in crate::store) fn read_usage(
-        &self,
-        scope: &Scope,
-        cluster: Option<i64>,
-        top: i64,
-    ) -> Result<Usage, StoreError> {
+    pub(in crate::store) fn read_usage(&self, scope: &Scope, top: i64) -> Result<Usage, StoreError> {
         let err = |e| self.err(e);
-        let scoped = Scoped::new(self, scope, cluster)?;
+        let scoped = Scoped::new(self, scope)?;
         let resources = self.resources_in(&scoped)?;
         let (query, bind) = (|sql: &str| scoped.query(sql), [top]);
 
@@ -227,11 +237,12 @@ impl Store {
             Ok(String::from_utf8_lossy(&r.get::<_, Vec<u8>>(0)?).into_owned())
         };
         let largest = query(
-            "SELECT key, sum(value_size), count(*), max(CASE WHEN live THEN value_size ELSE 0 END) FROM rows \
-             GROUP BY key_id ORDER BY 2 DESC, key LIMIT ?1",
+            "SELECT key, sum(value_size), count(*), max(CASE WHEN live THEN value_size ELSE 0 END), cluster FROM rows \
+             GROUP BY key_id ORDER BY 2 DESC, key, cluster LIMIT ?1",
         )?
         .query_map(bind, |r| {
             Ok(LargestKey {
+                cluster: scoped.label(r, 4)?,
                 key: text_key(r)?,
                 bytes_all_revisions: r.get(1)?,
                 revisions: r.get(2)?,
@@ -242,12 +253,13 @@ impl Store {
         .collect::<Result<Vec<_>, _>>()
         .map_err(err)?;
         let busiest = query(
-            "SELECT key, count(*), sum(change_class IN ('rewrite', 'encoding-only')) FROM rows \
-             GROUP BY key_id ORDER BY 2 DESC, key LIMIT ?1",
+            "SELECT key, count(*), sum(change_class IN ('rewrite', 'encoding-only')), cluster FROM rows \
+             GROUP BY key_id ORDER BY 2 DESC, key, cluster LIMIT ?1",
         )?
         .query_map(bind, |r| {
             let (revisions, nothing): (i64, i64) = (r.get(1)?, r.get(2)?);
             Ok(BusiestKey {
+                cluster: scoped.label(r, 3)?,
                 key: text_key(r)?,
                 revisions,
                 changed_nothing: nothing,
@@ -270,15 +282,16 @@ impl Store {
         let managers = query(&format!(
             "SELECT m.value AS manager, grp, res, count(*), sum(change_class = 'metadata-only'), \
              sum(NOT EXISTS (SELECT 1 FROM (SELECT replace(p.value, '\\.', char(1)) AS path FROM json_each(rows.changed_paths) p) v \
-                 WHERE replace(v.path, rtrim(v.path, replace(v.path, '.', '')), '') NOT IN ({}))) \
+                 WHERE replace(v.path, rtrim(v.path, replace(v.path, '.', '')), '') NOT IN ({}))), rows.cluster \
              FROM rows, (SELECT DISTINCT w.key_id AS kid, w.mod_revision AS rev, m.value FROM rows AS w, \
                          json_each(w.changed_by) c, json_each(c.value) m WHERE w.changed_by IS NOT NULL) m \
-             WHERE m.kid = rows.key_id AND m.rev = rows.mod_revision GROUP BY manager, grp, res \
-             ORDER BY 4 DESC, manager LIMIT ?1",
+             WHERE m.kid = rows.key_id AND m.rev = rows.mod_revision GROUP BY rows.cluster, manager, grp, res \
+             ORDER BY 4 DESC, manager, rows.cluster LIMIT ?1",
             times.join(", ")
         ))?
         .query_map(bind, |r| {
             Ok(ManagerUsage {
+                cluster: scoped.label(r, 6)?,
                 manager: r.get(0)?,
                 group: r.get(1)?,
                 resource: r.get(2)?,
@@ -293,10 +306,11 @@ impl Store {
 
         let namespaces = query(
             "SELECT ns, sum(live), count(*), coalesce(sum(CASE WHEN live THEN value_size END), 0), \
-             coalesce(sum(value_size), 0) FROM rows GROUP BY ns ORDER BY 5 DESC, ns",
+             coalesce(sum(value_size), 0), cluster FROM rows GROUP BY cluster, ns ORDER BY 5 DESC, ns, cluster",
         )?
         .query_map([], |r| {
             Ok(NamespaceUsage {
+                cluster: scoped.label(r, 5)?,
                 namespace: r.get(0)?,
                 objects: r.get(1)?,
                 revisions: r.get(2)?,

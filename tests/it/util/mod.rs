@@ -199,7 +199,7 @@ pub fn stored_revisions(db: &Path) -> i64 {
     let Ok(store) = Store::open_for_reading(db) else {
         return 0;
     };
-    match store.resource_usage(&Default::default(), None) {
+    match store.resource_usage(&Default::default()) {
         Ok(usage) => usage.iter().map(|u| u.revisions).sum(),
         Err(_) => 0,
     }
@@ -276,14 +276,14 @@ pub fn every_revision(db: &Path) -> Vec<(String, etcd_inspector::store::HistoryR
     let mut keys = std::collections::BTreeSet::new();
     for cluster in store.clusters().unwrap() {
         store
-            .key_histories(cluster, &mut |history| {
+            .key_histories(cluster.row, &mut |history| {
                 keys.extend(history.first().map(|r| r.key.clone()));
             })
             .unwrap();
     }
     keys.into_iter()
         .flat_map(|key| {
-            let rows = store.history(key.as_bytes()).unwrap();
+            let rows = store.history(key.as_bytes(), None).unwrap();
             rows.into_iter().map(move |r| (key.clone(), r))
         })
         .collect()
