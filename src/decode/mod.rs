@@ -9,6 +9,7 @@ pub mod encode;
 pub mod envelope;
 pub mod gotime;
 pub mod key;
+pub mod names;
 mod plan;
 mod protobuf;
 pub mod protos;
