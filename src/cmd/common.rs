@@ -2,10 +2,11 @@
 //! lifecycle's options, the exit statuses, and the lines a finished run and
 //! an analysis print.
 
+use super::output::print_document;
 use super::Status;
 use crate::analyze::Analysis;
 use crate::canon::sensitive::{is_secret, redact_secret};
-use crate::cli::{DetectorArgs, EncryptionArgs, FetchMode, ObjectArgs, RangeArgs, RecordArgs, SchemaArgs};
+use crate::cli::{DetectorArgs, EncryptionArgs, FetchMode, RangeArgs, RecordArgs, SchemaArgs};
 use crate::cli::{Format, ViewArgs};
 use crate::decode;
 use crate::decrypt::{self, config, Decryptor};
@@ -17,7 +18,7 @@ use crate::source::filter::ResourceFilter;
 use crate::store::finding::Severity;
 use crate::store::hash_key::HashKeyOptions;
 use crate::store::HistoryReader;
-use crate::store::{ObjectFilter, RunStatus};
+use crate::store::RunStatus;
 use anyhow::{bail, Context, Result};
 use std::io::Write;
 use std::path::Path;
@@ -37,16 +38,6 @@ pub fn fail_on_status(fail_on: Option<Severity>, found: impl IntoIterator<Item =
     match fail_on {
         Some(level) if found.into_iter().any(|s| s >= level) => EXIT_FINDINGS,
         _ => 0,
-    }
-}
-
-impl From<&ObjectArgs> for ObjectFilter {
-    fn from(a: &ObjectArgs) -> Self {
-        ObjectFilter {
-            namespace: a.namespace.clone(),
-            resource: a.resource.clone(),
-            key_prefix: a.key_prefix.clone(),
-        }
     }
 }
 
@@ -122,21 +113,33 @@ pub fn revision_range(store: &crate::store::Store, range: &RangeArgs) -> Result<
                 .map(|r| r + 1),
         },
     };
-    let to = match range.until.as_deref().map(|t| bound(t, "--until")).transpose()? {
+    let to = match &range.until {
         None => None,
-        Some(Bound::Revision(r)) => Some(r),
-        Some(Bound::Time(t)) => match store.revision_by_clock(t, false)? {
-            Some(by_clock) => by_clock,
-            None => match store.revision_at_time(&crate::decode::gotime::rfc3339(t))? {
-                Some(r) => Some(r),
-                None => bail!(
-                    "--until {}: no complete run started by then",
-                    range.until.as_deref().unwrap_or("")
-                ),
-            },
-        },
+        Some(text) => Some(revision_until(store, text, "--until")?),
     };
     Ok((from, to))
+}
+
+/// The revision `text` (`rev:N`, or an RFC 3339 time; `flag` names it in
+/// errors) ends at: a time is the last revision the cluster's clock says
+/// may have been written by then, or without a clock the head of the last
+/// complete run started by then.
+pub fn revision_until(store: &crate::store::Store, text: &str, flag: &str) -> Result<i64> {
+    match bound(text, flag)? {
+        Bound::Revision(r) => Ok(r),
+        Bound::Time(t) => match store.revision_by_clock(t, false)? {
+            Some(Some(by_clock)) => Ok(by_clock),
+            // The clock says any revision may have been written by then.
+            Some(None) => match store.runs()?.iter().filter_map(|r| r.head_revision).max() {
+                Some(head) => Ok(head),
+                None => bail!("{flag} {text}: no run reached its cluster"),
+            },
+            None => match store.revision_at_time(&crate::decode::gotime::rfc3339(t))? {
+                Some(r) => Ok(r),
+                None => bail!("{flag} {text}: no complete run started by then"),
+            },
+        },
+    }
 }
 
 /// The lifecycle's options from the recording flags.
@@ -309,7 +312,10 @@ pub fn show(
                 .trim()
                 .parse()
                 .with_context(|| format!("{label}: compact_rev_key value {text:?} is not a revision"))?;
-            print_object(&serde_json::json!({ "compactRevision": rev }), args.output)?;
+            print_document(
+                &serde_json::json!({ "compactRevision": rev }),
+                matches!(args.output, Format::Yaml),
+            )?;
             Ok(0)
         }
         Opened::Decoded { decoded, encryption } => {
@@ -377,7 +383,7 @@ pub fn show(
                     )?;
                 }
             }
-            print_object(&d.object, args.output)?;
+            print_document(&d.object, matches!(args.output, Format::Yaml))?;
             Ok(0)
         }
         Opened::Encrypted { error: Some(e), .. } => bail!("{label}: {e}"),
@@ -396,17 +402,4 @@ pub fn show(
         }
         Opened::Undecodable { error, .. } => bail!("{label}: {error}"),
     }
-}
-
-fn print_object(object: &serde_json::Value, format: Format) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    match format {
-        Format::Json => {
-            serde_json::to_writer_pretty(&mut out, object)?;
-            writeln!(out)?;
-        }
-        Format::Yaml => serde_yaml_ng::to_writer(&mut out, object)?,
-    }
-    out.flush()?;
-    Ok(())
 }

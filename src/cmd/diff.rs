@@ -1,5 +1,6 @@
 //! `etcd-inspector diff RUN_A RUN_B`: field-level drift between two points.
 
+use super::object::{current_at, redacted_note, stored_object};
 use super::Status;
 use crate::analyze::drift::{compare, ObjectDrift};
 use crate::canon::path::FieldPath;
@@ -7,7 +8,7 @@ use crate::cli::{DiffArgs, ListFormat};
 use crate::report::escape::terminal;
 use crate::report::json_array::JsonArray;
 use crate::store::HistoryReader;
-use crate::store::{LiveObject, Looked, ObjectFilter, Store, ValueReader};
+use crate::store::{LiveObject, Looked, Store, ValueReader};
 use anyhow::{bail, Result};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::Value;
@@ -48,7 +49,10 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
             _ => bail!("{} holds several clusters: name a run to pick one", db.display()),
         },
     };
-    let filter = ObjectFilter::from(&args.objects);
+    let filter = super::object::object_filter(&store, &args.objects)?;
+    if let (true, Some(key)) = (args.unified, &filter.key) {
+        return unified(&store, key, rev_a, rev_b);
+    }
     // A value the database cannot give back fails the command, instead of
     // showing as redacted.
     let mut values = ValueReader::new(&store);
@@ -77,6 +81,16 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
             let tail = serde_json::to_string_pretty(&tail)?;
             // The rest of the document: its fields after `objects`.
             writeln!(out, ",\n{}", tail.trim_start_matches("{\n"))?;
+        }
+        ListFormat::Yaml => {
+            let mut objects = Vec::new();
+            let summary = compare(a, b, &filter, &mut value_at, &mut |o| {
+                objects.push(serde_json::to_value(o)?);
+                Ok(())
+            })?;
+            let document = serde_json::json!({"cluster": cluster, "objects": objects,
+                "revision_a": rev_a, "revision_b": rev_b, "summary": summary});
+            serde_yaml_ng::to_writer(&mut out, &document)?;
         }
         ListFormat::Table => {
             writeln!(out, "revision {rev_a} → {rev_b}")?;
@@ -157,4 +171,53 @@ fn object_lines(out: &mut dyn Write, o: &ObjectDrift) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// The YAML of `key` as stored at each revision, as a unified diff (an
+/// absent or deleted object is empty, as `diff -N` shows it). The header
+/// names both revisions; `resourceVersion`, which always differs, is left
+/// out.
+fn unified(store: &Store, key: &str, rev_a: i64, rev_b: i64) -> Result<Status> {
+    let rows = store.history(key.as_bytes())?;
+    let mut name = key.to_string();
+    let mut side = |rev: i64| -> Result<String> {
+        let Some(row) = current_at(&rows, Some(rev)).filter(|r| !r.deleted) else {
+            return Ok(String::new());
+        };
+        let mut shown = stored_object(store, key, row, false)?;
+        if shown.redacted {
+            eprintln!("{}", terminal(&redacted_note(key, row)));
+        }
+        if let Some(meta) = shown.object.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("resourceVersion");
+        }
+        name = file_name(&shown.object).unwrap_or_else(|| name.clone());
+        Ok(serde_yaml_ng::to_string(&shown.object)?)
+    };
+    let (a, b) = (side(rev_a)?, side(rev_b)?);
+    let diff = similar::TextDiff::from_lines(&a, &b);
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    write!(
+        out,
+        "{}",
+        diff.unified_diff().context_radius(3).header(
+            &format!("revision-{rev_a}/{name}"),
+            &format!("revision-{rev_b}/{name}")
+        )
+    )?;
+    out.flush()?;
+    Ok(0)
+}
+
+/// `apps.v1.Deployment.shop.web`, as `kubectl diff` names an object's file.
+fn file_name(object: &Value) -> Option<String> {
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+    let api_version = text(object.get("apiVersion"))?.replace('/', ".");
+    let kind = text(object.get("kind"))?;
+    let meta = object.get("metadata");
+    let name = text(meta.and_then(|m| m.get("name")))?;
+    Some(match text(meta.and_then(|m| m.get("namespace"))) {
+        Some(ns) => format!("{api_version}.{kind}.{ns}.{name}"),
+        None => format!("{api_version}.{kind}.{name}"),
+    })
 }

@@ -4,14 +4,14 @@ use super::output::{lines, print_stream, text};
 use super::Status;
 use crate::cli::FindingsArgs;
 use crate::store::HistoryReader;
-use crate::store::{FindingQuery, ObjectFilter, Store};
+use crate::store::{FindingQuery, Store};
 use anyhow::Result;
 use std::path::Path;
 
 pub fn run(db: &Path, args: &FindingsArgs) -> Result<Status> {
     let store = Store::open_for_reading(db)?;
     let query = FindingQuery {
-        objects: ObjectFilter::from(&args.objects),
+        objects: super::object::object_filter(&store, &args.objects)?,
         detector: args.detector.clone(),
         severity: args.severity,
     };

@@ -1,4 +1,4 @@
-//! `etcd-inspector history KEY`: every stored revision of one key.
+//! `etcd-inspector history OBJECT`: every stored revision of one object.
 
 use super::output::{lines, or_dash, print_list, text};
 use super::Status;
@@ -19,9 +19,10 @@ fn short(v: &serde_json::Value) -> String {
 
 pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
     let store = Store::open_for_reading(db)?;
-    let mut rows = store.history(args.etcd_key.as_bytes())?;
+    let key = super::object::target_key(&store, &args.target)?;
+    let mut rows = store.history(key.as_bytes())?;
     if rows.is_empty() {
-        bail!("no revisions of {} in {}", args.etcd_key, db.display());
+        bail!("no revisions of {key} in {}", db.display());
     }
     if args.diff {
         store.add_diffs(&mut rows)?;
@@ -39,7 +40,7 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
             }
         }
         if rows.is_empty() {
-            bail!("no stored revision of {} changed {field}", args.etcd_key);
+            bail!("no stored revision of {key} changed {field}");
         }
     }
     print_list(

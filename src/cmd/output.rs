@@ -30,7 +30,7 @@ pub fn print_list<T: Serialize>(
 }
 
 /// [`print_list`] for items as they are read: the JSON array is written an
-/// item at a time (the same text `serde_json` writes for the whole list)
+/// item at a time (YAML, which has no streaming writer, at the end) (the same text `serde_json` writes for the whole list)
 /// and a table every [`TABLE_ROWS`] rows, so memory does not grow with the
 /// list. An item that fails to read ends the output with its error.
 pub fn print_stream<T: Serialize, E: Into<anyhow::Error>>(
@@ -50,6 +50,12 @@ pub fn print_stream<T: Serialize, E: Into<anyhow::Error>>(
             writeln!(out)?;
             out.flush()?;
         }
+        ListFormat::Yaml => {
+            let all = items
+                .map(|i| Ok(serde_json::to_value(i.map_err(Into::into)?)?))
+                .collect::<Result<Vec<serde_json::Value>>>()?;
+            print_document(&all, true)?;
+        }
         ListFormat::Table => {
             let (mut rows, mut printed) = (Vec::new(), false);
             for item in items {
@@ -65,6 +71,19 @@ pub fn print_stream<T: Serialize, E: Into<anyhow::Error>>(
             }
         }
     }
+    Ok(())
+}
+
+/// Prints one document: pretty JSON, or YAML as kubectl prints it.
+pub fn print_document<T: Serialize + ?Sized>(value: &T, yaml: bool) -> Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    if yaml {
+        serde_yaml_ng::to_writer(&mut out, value)?;
+    } else {
+        serde_json::to_writer_pretty(&mut out, value)?;
+        writeln!(out)?;
+    }
+    out.flush()?;
     Ok(())
 }
 

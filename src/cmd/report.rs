@@ -5,7 +5,7 @@ use super::common::{fail_on_status, revision_range};
 use super::Status;
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::report::{self, Filter, ReportData};
-use crate::store::{ObjectFilter, Scope, Store};
+use crate::store::{Scope, Store};
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::Path;
@@ -17,7 +17,7 @@ pub fn run(db: &Path, args: &ReportArgs) -> Result<Status> {
         scope: Scope {
             from_revision,
             to_revision,
-            objects: ObjectFilter::from(&args.objects),
+            objects: super::object::object_filter(&store, &args.objects)?,
         },
         severity: args.severity,
     };

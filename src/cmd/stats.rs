@@ -6,10 +6,9 @@ use super::output::{print_table, text};
 use super::Status;
 use crate::cli::{ListFormat, StatsArgs};
 use crate::store::HistoryReader;
-use crate::store::{ObjectFilter, Scope, Store, Usage};
+use crate::store::{Scope, Store, Usage};
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 
 pub fn run(db: &Path, args: &StatsArgs) -> Result<Status> {
@@ -27,14 +26,12 @@ pub fn run(db: &Path, args: &StatsArgs) -> Result<Status> {
     let scope = Scope {
         from_revision,
         to_revision,
-        objects: ObjectFilter::from(&args.objects),
+        objects: super::object::object_filter(&store, &args.objects)?,
     };
     let usage = store.usage(&scope, cluster, args.top)?;
     match args.output {
-        ListFormat::Json => {
-            let mut out = std::io::stdout().lock();
-            serde_json::to_writer_pretty(&mut out, &usage)?;
-            writeln!(out)?;
+        ListFormat::Json | ListFormat::Yaml => {
+            super::output::print_document(&usage, matches!(args.output, ListFormat::Yaml))?
         }
         ListFormat::Table => tables(&usage)?,
     }

@@ -18,7 +18,8 @@ use rusqlite::params;
 pub(super) const SCOPE: &str =
     "r.key_id > 0 AND (?1 IS NULL OR r.mod_revision >= ?1) AND (?2 IS NULL OR r.mod_revision <= ?2) \
      AND (?3 IS NULL OR k.namespace = ?3) AND (?4 IS NULL OR k.resource = ?4) \
-     AND (?5 IS NULL OR substr(k.key, 1, length(?5)) = CAST(?5 AS BLOB))";
+     AND (?5 IS NULL OR substr(k.key, 1, length(?5)) = CAST(?5 AS BLOB)) \
+     AND (?7 IS NULL OR k.key = CAST(?7 AS BLOB))";
 
 impl Store {
     /// Stored revisions counted per `label` (grouped by `group`), most
@@ -45,7 +46,8 @@ impl Store {
                     scope.objects.namespace,
                     scope.objects.resource,
                     scope.objects.key_prefix,
-                    limit
+                    limit,
+                    scope.objects.key
                 ],
                 |r| {
                     // Keys are blobs; labels are shown as (lossy) text.

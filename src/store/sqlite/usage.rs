@@ -63,7 +63,8 @@ impl<'a> Scoped<'a> {
                     scope.objects.namespace,
                     scope.objects.resource,
                     scope.objects.key_prefix,
-                    cluster
+                    cluster,
+                    scope.objects.key
                 ],
             )
             .map_err(err)?;

@@ -1,0 +1,51 @@
+//! `etcd-inspector show OBJECT`: one object as it was stored at a revision,
+//! a time or a run, or as a manifest to recreate it.
+
+use super::object::{redacted_note, revision_at, revision_of, stored_object, target_key};
+use super::output::print_document;
+use super::Status;
+use crate::canon::manifest::{for_apply, ApplyOptions};
+use crate::cli::{Format, ShowArgs};
+use crate::report::escape::terminal;
+use crate::store::{HistoryReader, Store};
+use anyhow::{bail, Result};
+use std::path::Path;
+
+pub fn run(db: &Path, args: &ShowArgs) -> Result<Status> {
+    let store = Store::open_for_reading(db)?;
+    let key = target_key(&store, &args.target)?;
+    let row = revision_at(&store, &key, revision_of(&store, &args.when)?)?;
+    let mut shown = stored_object(&store, &key, &row, args.show_managed_fields)?;
+    if shown.redacted {
+        if args.for_apply {
+            bail!(
+                "{key} at revision {}: its values are never stored (only keyed hashes), so it cannot be recreated from the database",
+                row.mod_revision
+            );
+        }
+        eprintln!("{}", terminal(&redacted_note(&key, &row)));
+    }
+    if args.for_apply {
+        let options = ApplyOptions {
+            keep_owner_references: args.keep_owner_references,
+            keep_last_applied: args.keep_last_applied,
+        };
+        let mut failure = None;
+        let mut live = |uid: &str| match store.uid_live(uid) {
+            Ok(live) => live,
+            Err(e) => {
+                failure.get_or_insert(e);
+                true
+            }
+        };
+        let dropped = for_apply(&mut shown.object, options, &mut live);
+        if let Some(e) = failure {
+            return Err(e.into());
+        }
+        for line in dropped {
+            eprintln!("note: {}", terminal(&line));
+        }
+    }
+    print_document(&shown.object, matches!(args.output, Format::Yaml))?;
+    Ok(0)
+}
