@@ -161,8 +161,9 @@ pub struct WhenArgs {
     /// As stored at revision N: its newest stored revision at or before N.
     #[arg(long, value_name = "N")]
     pub rev: Option<i64>,
-    /// As stored at TIME (RFC 3339): by the cluster's clock, or else at the
-    /// head of the last complete run started by then.
+    /// As stored at TIME (RFC 3339): its newest revision the cluster's clock
+    /// says was certainly written before then (without a clock: by the
+    /// head of the last complete run started by then).
     #[arg(long, value_name = "TIME")]
     pub at: Option<String>,
     /// As stored at run N's head revision.

@@ -106,38 +106,46 @@ pub fn revision_range(store: &crate::store::Store, range: &RangeArgs) -> Result<
     let from = match range.since.as_deref().map(|t| bound(t, "--since")).transpose()? {
         None => None,
         Some(Bound::Revision(r)) => Some(r),
-        Some(Bound::Time(t)) => match store.revision_by_clock(t, true)? {
-            Some(by_clock) => by_clock,
-            None => store
-                .revision_at_time(&crate::decode::gotime::rfc3339(t))?
-                .map(|r| r + 1),
-        },
+        Some(Bound::Time(t)) => first_at_or_after(store, t)?,
     };
-    let to = match &range.until {
+    let to = match range.until.as_deref().map(|t| bound(t, "--until")).transpose()? {
         None => None,
-        Some(text) => Some(revision_until(store, text, "--until")?),
+        Some(Bound::Revision(r)) => Some(r),
+        Some(Bound::Time(t)) => match store.revision_by_clock(t, false)? {
+            Some(by_clock) => by_clock,
+            None => match store.revision_at_time(&crate::decode::gotime::rfc3339(t))? {
+                Some(r) => Some(r),
+                None => bail!(
+                    "--until {}: no complete run started by then",
+                    range.until.as_deref().unwrap_or("")
+                ),
+            },
+        },
     };
     Ok((from, to))
 }
 
+/// The first revision that may have been written at or after `t` (`None`:
+/// any may have): by the cluster's clock, or without one the revision after
+/// the head of the last complete run started by then.
+fn first_at_or_after(store: &crate::store::Store, t: jiff::Timestamp) -> Result<Option<i64>> {
+    Ok(match store.revision_by_clock(t, true)? {
+        Some(by_clock) => by_clock,
+        None => store
+            .revision_at_time(&crate::decode::gotime::rfc3339(t))?
+            .map(|r| r + 1),
+    })
+}
+
 /// The revision `text` (`rev:N`, or an RFC 3339 time; `flag` names it in
-/// errors) ends at: a time is the last revision the cluster's clock says
-/// may have been written by then, or without a clock the head of the last
-/// complete run started by then.
-pub fn revision_until(store: &crate::store::Store, text: &str, flag: &str) -> Result<i64> {
+/// errors) names: for a time, the last revision certainly written before
+/// it (the one before [`first_at_or_after`]).
+pub fn revision_before(store: &crate::store::Store, text: &str, flag: &str) -> Result<i64> {
     match bound(text, flag)? {
         Bound::Revision(r) => Ok(r),
-        Bound::Time(t) => match store.revision_by_clock(t, false)? {
-            Some(Some(by_clock)) => Ok(by_clock),
-            // The clock says any revision may have been written by then.
-            Some(None) => match store.runs()?.iter().filter_map(|r| r.head_revision).max() {
-                Some(head) => Ok(head),
-                None => bail!("{flag} {text}: no run reached its cluster"),
-            },
-            None => match store.revision_at_time(&crate::decode::gotime::rfc3339(t))? {
-                Some(r) => Ok(r),
-                None => bail!("{flag} {text}: no complete run started by then"),
-            },
+        Bound::Time(t) => match first_at_or_after(store, t)? {
+            Some(first) => Ok(first - 1),
+            None => bail!("{flag} {text}: no stored revision is known to have been written by then"),
         },
     }
 }

@@ -2,10 +2,10 @@
 //! the database; and one stored revision of one, as the object it was.
 //! Shared by `history`, `show`, `diff`, `findings`, `report` and `stats`.
 
-use super::common::revision_until;
+use super::common::revision_before;
 use crate::canon::manifest::{object_of, redacted_object, Described};
 use crate::cli::{ObjectArgs, TargetArgs, WhenArgs};
-use crate::decode::names::{parse_object, Catalog, ObjectRef, ObjectSpec};
+use crate::decode::names::{parse_object, Catalog, NameError, ObjectRef, ObjectSpec};
 use crate::hex::unhex;
 use crate::store::{HistoryReader, HistoryRow, ObjectFilter, Store};
 use anyhow::{bail, Result};
@@ -17,9 +17,19 @@ const LISTED: i64 = 5;
 /// CRDs are stored under this group and resource.
 const CRDS: (&str, &str) = ("apiextensions.k8s.io", "customresourcedefinitions");
 
+/// The object `word`/`name` names in `namespace`: a built-in type by any
+/// of its names first (as kubectl's discovery lists built-in groups before
+/// custom ones), else a custom resource of a stored CRD.
+fn resolve(store: &Store, word: &str, name: &str, namespace: Option<&str>) -> Result<ObjectRef> {
+    match Catalog::built_in().object(word, name, namespace) {
+        Err(NameError::Unknown { .. }) => Ok(with_crds(store)?.object(word, name, namespace)?),
+        found => Ok(found?),
+    }
+}
+
 /// The built-in resource types and those of every CRD the database holds
 /// (its newest stored content, also of a CRD deleted since).
-pub fn catalog(store: &Store) -> Result<Catalog> {
+fn with_crds(store: &Store) -> Result<Catalog> {
     let mut catalog = Catalog::built_in();
     for cluster in store.clusters()? {
         for revisions in store.contents_of(cluster, CRDS.0, CRDS.1)? {
@@ -44,7 +54,7 @@ pub fn stored_key(
         ObjectSpec::Key(key) => return Ok(key),
         ObjectSpec::Named { word, name } => (word, name),
     };
-    let wanted = catalog(store)?.object(&word, &name, namespace)?;
+    let wanted = resolve(store, &word, &name, namespace)?;
     let (group, resource) = (&wanted.resource.group, &wanted.resource.resource);
     let ns = wanted.namespace.as_deref();
     if let [one] = &store.keys_named(group, resource, ns, Some(&name), 2)?[..] {
@@ -109,7 +119,7 @@ pub fn object_filter(store: &Store, args: &ObjectArgs) -> Result<ObjectFilter> {
 pub fn revision_of(store: &Store, when: &WhenArgs) -> Result<Option<i64>> {
     Ok(match (when.rev, &when.at, when.run) {
         (Some(rev), ..) => Some(rev),
-        (_, Some(time), _) => Some(revision_until(store, time, "--at")?),
+        (_, Some(time), _) => Some(revision_before(store, time, "--at")?),
         (.., Some(run)) => match store.run_head(run)? {
             Some((_, head)) => Some(head),
             None => bail!(

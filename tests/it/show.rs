@@ -199,6 +199,22 @@ fn the_object_from_before_the_incident_comes_back_as_yaml_and_for_apply() {
         )),
         shown
     );
+    let by_rev = |text: &str| {
+        yaml(inspector(
+            &db,
+            &["show", "deploy/web", "-n", "shop", "--at", text],
+        ))
+    };
+    assert_eq!(by_rev(&format!("rev:{before}")), shown);
+    let run_1 = json(inspector(&db, &["runs", "-o", "json"]))[0]["finished_at"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(by_rev(&run_1), shown, "when run 1 had read it");
+    one_line_error(&inspector(
+        &db,
+        &["show", "deploy/web", "-n", "shop", "--at", "2000-01-01T00:00:00Z"],
+    ));
     let now = yaml(inspector(&db, &["show", "deploy/web", "-n", "shop"]));
     assert_eq!(now["spec"]["replicas"], 1);
     assert_eq!(
