@@ -48,7 +48,7 @@ pub fn object_of(form: Value, api_version: &str, mod_revision: i64, managed_fiel
 /// What is known of a revision whose content holds sensitive values and is
 /// never stored: its row's columns.
 #[derive(Clone, Debug, Default)]
-pub struct Described<'a> {
+pub struct RowColumns<'a> {
     pub api_version: &'a str,
     pub kind: &'a str,
     pub namespace: Option<&'a str>,
@@ -69,7 +69,7 @@ pub fn hashed(hash: &[u8; FIELD_HASH_LEN]) -> Value {
 /// An object rebuilt from what is stored of content never stored: its
 /// metadata from the row, every other hashed field (for a Secret, each
 /// `data` key) as [`hashed`] at the deepest field path stored.
-pub fn redacted_object(row: &Described, fields: &BTreeMap<FieldPath, [u8; FIELD_HASH_LEN]>) -> Value {
+pub fn redacted_object(row: &RowColumns, fields: &BTreeMap<FieldPath, [u8; FIELD_HASH_LEN]>) -> Value {
     let mut meta = Map::new();
     let mut put = |k: &str, v: Option<Value>| {
         if let Some(v) = v {
@@ -106,16 +106,12 @@ pub fn redacted_object(row: &Described, fields: &BTreeMap<FieldPath, [u8; FIELD_
         }
         let mut at = &mut object;
         for p in parents {
-            let next = at.entry(p.as_str()).or_insert_with(|| Value::Object(Map::new()));
-            match next {
-                Value::Object(m) => at = m,
-                // A shallower path holds a placeholder: a deeper one is more precise.
-                other => {
-                    *other = Value::Object(Map::new());
-                    let Value::Object(m) = other else { unreachable!() };
-                    at = m;
-                }
+            let next = at.entry(p.as_str()).or_insert(Value::Null);
+            // A shallower path's placeholder gives way to the deeper paths.
+            if !next.is_object() {
+                *next = Value::Object(Map::new());
             }
+            at = next.as_object_mut().expect("made an object");
         }
         if !matches!(at.get(last.as_str()), Some(Value::Object(_))) {
             at.insert(last.clone(), hashed(hash));
@@ -228,7 +224,7 @@ mod tests {
 
     #[test]
     fn content_never_stored_shows_its_hashes() {
-        let row = Described {
+        let row = RowColumns {
             api_version: "v1",
             kind: "Secret",
             namespace: Some("shop"),

@@ -180,12 +180,13 @@ fn object_lines(out: &mut dyn Write, o: &ObjectDrift) -> Result<()> {
 fn unified(store: &Store, key: &str, rev_a: i64, rev_b: i64) -> Result<Status> {
     let rows = store.history(key.as_bytes())?;
     let mut name = key.to_string();
+    let mut noted = false;
     let mut side = |rev: i64| -> Result<String> {
         let Some(row) = current_at(&rows, Some(rev)).filter(|r| !r.deleted) else {
             return Ok(String::new());
         };
         let mut shown = stored_object(store, key, row, false)?;
-        if shown.redacted {
+        if shown.redacted && !std::mem::replace(&mut noted, true) {
             eprintln!("{}", terminal(&redacted_note(key, row)));
         }
         if let Some(meta) = shown.object.get_mut("metadata").and_then(Value::as_object_mut) {

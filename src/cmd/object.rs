@@ -3,7 +3,7 @@
 //! Shared by `history`, `show`, `diff`, `findings`, `report` and `stats`.
 
 use super::common::revision_before;
-use crate::canon::manifest::{object_of, redacted_object, Described};
+use crate::canon::manifest::{object_of, redacted_object, RowColumns};
 use crate::cli::{ObjectArgs, TargetArgs, WhenArgs};
 use crate::decode::names::{parse_object, Catalog, NameError, ObjectRef, ObjectSpec};
 use crate::hex::unhex;
@@ -57,10 +57,18 @@ pub fn stored_key(
     let wanted = resolve(store, &word, &name, namespace)?;
     let (group, resource) = (&wanted.resource.group, &wanted.resource.resource);
     let ns = wanted.namespace.as_deref();
-    if let [one] = &store.keys_named(group, resource, ns, Some(&name), 2)?[..] {
-        return Ok(one.key.clone());
+    match &store.keys_named(group, resource, ns, Some(&name), LISTED)?[..] {
+        [] => not_found(store, &wanted),
+        [one] => Ok(one.key.clone()),
+        several => bail!(
+            "{wanted} is stored under several keys (storage prefixes): {}; give the key",
+            several
+                .iter()
+                .map(|k| k.key.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
-    not_found(store, &wanted)
 }
 
 /// Why `wanted` is not stored: the namespaces that hold its name, or the
@@ -204,7 +212,7 @@ pub fn stored_object(
             redacted: false,
         });
     }
-    let described = Described {
+    let described = RowColumns {
         api_version,
         kind: row.kind.as_deref().unwrap_or_default(),
         namespace: row.namespace.as_deref(),
