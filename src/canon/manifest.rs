@@ -134,8 +134,8 @@ pub struct ApplyOptions {
 /// Turns `object` into a manifest that recreates it: no server-set
 /// metadata, no `status`, no ownerReference to an owner `owner_live` says
 /// is gone (a garbage collector would delete the object again), no
-/// last-applied annotation unless `options` keep them. Returns one line per
-/// ownerReference dropped.
+/// last-applied annotation unless `options` keep them; the order of what
+/// stays is kept. Returns one line per ownerReference dropped.
 pub fn for_apply(
     object: &mut Value,
     options: ApplyOptions,
@@ -145,18 +145,18 @@ pub fn for_apply(
     let Some(map) = object.as_object_mut() else {
         return dropped;
     };
-    map.remove("status");
+    map.shift_remove("status");
     let Some(Value::Object(meta)) = map.get_mut("metadata") else {
         return dropped;
     };
     for field in SERVER_SET {
-        meta.remove(field);
+        meta.shift_remove(field);
     }
     if !options.keep_last_applied {
         if let Some(Value::Object(annotations)) = meta.get_mut("annotations") {
-            annotations.remove(LAST_APPLIED);
+            annotations.shift_remove(LAST_APPLIED);
             if annotations.is_empty() {
-                meta.remove("annotations");
+                meta.shift_remove("annotations");
             }
         }
     }
@@ -176,7 +176,7 @@ pub fn for_apply(
                 live
             });
             if owners.is_empty() {
-                meta.remove("ownerReferences");
+                meta.shift_remove("ownerReferences");
             }
         }
     }
@@ -202,9 +202,9 @@ mod tests {
     #[test]
     fn for_apply_drops_what_the_server_sets() {
         let mut o = json!({"apiVersion": "v1", "kind": "ConfigMap", "status": {"x": 1},
-            "metadata": {"name": "app.config", "namespace": "shop", "uid": "u1", "resourceVersion": "9",
+            "metadata": {"annotations": {LAST_APPLIED: "{}", "app.kubernetes.io/note": "kept"},
                 "creationTimestamp": "2026-01-01T00:00:00Z", "generation": 2,
-                "annotations": {LAST_APPLIED: "{}", "app.kubernetes.io/note": "kept"},
+                "name": "app.config", "namespace": "shop", "resourceVersion": "9", "uid": "u1",
                 "ownerReferences": [{"kind": "Deployment", "name": "gone", "uid": "dead"},
                                     {"kind": "Deployment", "name": "web", "uid": "live"}]},
             "data": {"app.properties": "a=1"}});
@@ -212,6 +212,8 @@ mod tests {
         let dropped = for_apply(&mut o, ApplyOptions::default(), &mut live);
         assert_eq!(dropped.len(), 1);
         assert!(dropped[0].contains("Deployment gone"), "{dropped:?}");
+        let order: Vec<&String> = o["metadata"].as_object().unwrap().keys().collect();
+        assert_eq!(order, ["annotations", "name", "namespace", "ownerReferences"]);
         assert_eq!(
             o,
             json!({"apiVersion": "v1", "kind": "ConfigMap",

@@ -190,7 +190,7 @@ fn unified(store: &Store, key: &str, rev_a: i64, rev_b: i64) -> Result<Status> {
             eprintln!("{}", terminal(&redacted_note(key, row)));
         }
         if let Some(meta) = shown.object.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.remove("resourceVersion");
+            meta.shift_remove("resourceVersion");
         }
         name = file_name(&shown.object).unwrap_or_else(|| name.clone());
         Ok(serde_yaml_ng::to_string(&shown.object)?)
