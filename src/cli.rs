@@ -126,8 +126,16 @@ pub enum Command {
     /// bash > /etc/bash_completion.d/etcd-inspector`.
     Completion(CompletionArgs),
     /// Print the manual page (roff), e.g. `etcd-inspector man >
-    /// /usr/local/share/man/man1/etcd-inspector.1`.
-    Man,
+    /// /usr/local/share/man/man1/etcd-inspector.1`; with a command, its own
+    /// page (`etcd-inspector man show > etcd-inspector-show.1`).
+    Man(ManArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ManArgs {
+    /// A command, for its own page (every flag it takes).
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -178,6 +186,7 @@ pub struct ShowArgs {
     /// Default: its newest stored revision.
     #[command(flatten)]
     pub when: WhenArgs,
+    /// How the object is printed: YAML as `kubectl get -o yaml`, or JSON.
     #[arg(short, long, value_enum, default_value_t = Format::Yaml)]
     pub output: Format,
     /// Print a manifest that `kubectl apply -f` or `kubectl create -f`

@@ -69,6 +69,6 @@ pub fn dispatch(cli: &Cli) -> anyhow::Result<Status> {
         Command::Stats(args) => stats::run(&cli.db, args),
         Command::Attribute(args) => attribute::run(&cli.db, args),
         Command::Completion(args) => completion::run(args),
-        Command::Man => man::run(),
+        Command::Man(args) => man::run(args),
     }
 }

@@ -561,6 +561,13 @@ fn completions_and_the_man_page() {
         &man[..200.min(man.len())]
     );
     assert!(man.contains("etcd\\-inspector") && man.contains("show"), "{man}");
+    let show = stdout(&ok(run_inspector(&["man", "show"], None)));
+    assert!(
+        show.contains("etcd\\-inspector\\-show") && show.contains("for\\-apply"),
+        "{show}"
+    );
+    let e = one_line_error(&run_inspector(&["man", "shwo"], None));
+    assert!(e.contains("show"), "{e}");
     let e = run_inspector(&["completion", "tcsh"], None);
     assert_eq!(e.status.code(), Some(2));
 }
