@@ -682,8 +682,7 @@ pub struct ViewArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct GetArgs {
-    /// Built-in kinds and `RESOURCE.GROUP/NAME` only: the custom resources'
-    /// short names are in stored CRDs, which `get` does not read.
+    /// A custom resource's names are read from the CRDs etcd holds.
     #[command(flatten)]
     pub target: TargetArgs,
     /// Read the key as of this revision instead of the current one.

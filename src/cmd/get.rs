@@ -1,52 +1,82 @@
-//! `etcd-inspector get KEY`: read one key from a live etcd and decode it.
+//! `etcd-inspector get OBJECT`: read one key from a live etcd and decode it.
 
 use super::common::show;
 use super::Status;
 use crate::cli::GetArgs;
-use crate::decode::key::key_of;
-use crate::decode::names::{parse_object, Catalog, NameError, ObjectSpec};
-use crate::source::etcd::Connection;
+use crate::decode::key::{key_of, parse_key};
+use crate::decode::names::{parse_object, Catalog, NameError, ObjectSpec, CRDS};
+use crate::ingest::open::{open, KeyClass, Opened};
+use crate::source::etcd::{Connection, Etcd};
+use crate::source::Record;
 use anyhow::{bail, Context, Result};
 use std::io::Write;
 
-/// The key OBJECT names: a built-in kind by any of its names, or a custom
-/// resource as `PLURAL.GROUP/NAME` (namespaced when -n is given).
-fn key(args: &GetArgs) -> Result<String> {
+/// CRDs read per request.
+const PAGE: i64 = 500;
+
+/// The key OBJECT names: a built-in kind by any of its names, else a custom
+/// resource by the names of a CRD etcd holds.
+async fn key(args: &GetArgs, etcd: &Etcd) -> Result<String> {
     let t = &args.target;
     let (word, name) = match parse_object(&t.object, t.name.as_deref())? {
         ObjectSpec::Key(key) => return Ok(key),
         ObjectSpec::Named { word, name } => (word, name),
     };
-    let prefix = &args.view.prefix;
-    match Catalog::built_in().object(&word, &name, t.namespace.as_deref()) {
-        Ok(o) => Ok(key_of(
-            prefix,
-            &o.resource.group,
-            &o.resource.resource,
-            o.namespace.as_deref(),
-            &name,
-        )),
-        Err(NameError::Unknown { .. }) if word.split_once('.').is_some_and(|(_, g)| g.contains('.')) => {
-            let (resource, group) = word.split_once('.').expect("checked");
-            Ok(key_of(prefix, group, resource, t.namespace.as_deref(), &name))
+    let ns = t.namespace.as_deref();
+    let o = match Catalog::built_in().object(&word, &name, ns) {
+        Err(NameError::Unknown { .. }) => live_catalog(etcd, &args.view.prefix)
+            .await?
+            .object(&word, &name, ns)?,
+        found => found?,
+    };
+    let (group, resource) = (&o.resource.group, &o.resource.resource);
+    Ok(key_of(
+        &args.view.prefix,
+        group,
+        resource,
+        o.namespace.as_deref(),
+        &name,
+    ))
+}
+
+/// The built-in types and those of every CRD etcd holds now.
+async fn live_catalog(etcd: &Etcd, prefix: &str) -> Result<Catalog> {
+    let crds = key_of(prefix, CRDS.0, CRDS.1, None, "");
+    let head = etcd.pin().await?.head;
+    let mut records: Vec<Record> = Vec::new();
+    etcd.read_state(crds.as_bytes(), head, PAGE, &mut records)
+        .await
+        .with_context(|| format!("reading the CRDs under {crds}"))?;
+    let mut catalog = Catalog::built_in();
+    for r in records.iter().filter(|r| r.key.starts_with(crds.as_bytes())) {
+        let key = String::from_utf8_lossy(&r.key);
+        let class = KeyClass::of(parse_key(&key, prefix).ok().as_ref(), None);
+        if let Opened::Decoded { decoded, .. } = open(&class, &r.key, &r.value, None) {
+            catalog.add_crd(&decoded.object);
         }
-        Err(e) => Err(e.into()),
     }
+    Ok(catalog)
 }
 
 pub fn run(args: &GetArgs) -> Result<Status> {
-    let key = key(args)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let kv = runtime.block_on(async {
+    let (key, kv) = runtime.block_on(async {
         let etcd = Connection::from(&args.etcd).connect().await?;
-        let got = etcd.get(key.as_bytes(), args.rev).await;
+        let key = key(args, &etcd).await;
+        let got = match &key {
+            Ok(key) => etcd
+                .get(key.as_bytes(), args.rev)
+                .await
+                .map_err(anyhow::Error::from),
+            Err(_) => Ok(None),
+        };
         for warning in etcd.take_events().iter().filter_map(|e| e.warning()) {
             eprintln!("warning: {warning}");
         }
-        got
+        anyhow::Ok((key?, got?))
     })?;
     let Some(kv) = kv else {
         let at = if args.rev > 0 {

@@ -5,7 +5,7 @@
 use super::common::revision_before;
 use crate::canon::manifest::{object_of, redacted_object, RowColumns};
 use crate::cli::{ObjectArgs, TargetArgs, WhenArgs};
-use crate::decode::names::{parse_object, Catalog, NameError, ObjectRef, ObjectSpec};
+use crate::decode::names::{parse_object, Catalog, NameError, ObjectRef, ObjectSpec, CRDS};
 use crate::hex::unhex;
 use crate::store::{HistoryReader, HistoryRow, ObjectFilter, Store};
 use anyhow::{bail, Result};
@@ -13,9 +13,6 @@ use serde_json::Value;
 
 /// Stored names listed when an object is not found, at most.
 const LISTED: i64 = 5;
-
-/// CRDs are stored under this group and resource.
-const CRDS: (&str, &str) = ("apiextensions.k8s.io", "customresourcedefinitions");
 
 /// The object `word`/`name` names in `namespace`: a built-in type by any
 /// of its names first (as kubectl's discovery lists built-in groups before

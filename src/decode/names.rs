@@ -12,6 +12,9 @@ use std::collections::BTreeMap;
 
 static DISCOVERY_TSV: &str = include_str!("discovery.tsv");
 
+/// The group and resource CRDs are stored as.
+pub const CRDS: (&str, &str) = ("apiextensions.k8s.io", "customresourcedefinitions");
+
 /// Resource types listed in an unknown name's error, at most.
 const SUGGESTED: usize = 8;
 

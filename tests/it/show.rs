@@ -93,6 +93,17 @@ fn validate(manifests: &[(&str, &[u8])]) -> bool {
     true
 }
 
+/// `get OBJECT -n shop -o yaml` from `etcd`, parsed.
+fn live_yaml(etcd: &TestEtcd, object: &[&str]) -> Value {
+    let args = [
+        &["get"][..],
+        object,
+        &["-n", "shop", "--endpoints", &etcd.endpoint, "-o", "yaml"],
+    ]
+    .concat();
+    yaml(run_inspector(&args, None))
+}
+
 /// `diff --object OBJECT -n shop --rev-a A --rev-b B EXTRA...`.
 fn object_diff(db: &std::path::Path, object: &str, a: &str, b: &str, extra: &[&str]) -> Output {
     let args = [
@@ -404,34 +415,9 @@ fn the_object_from_before_the_incident_comes_back_as_yaml_and_for_apply() {
         .all(|t| t["key"] == DEP));
 
     // `get` takes kubectl names too, and prints YAML.
-    let live = yaml(run_inspector(
-        &[
-            "get",
-            "deploy/web",
-            "-n",
-            "shop",
-            "--endpoints",
-            &etcd.endpoint,
-            "-o",
-            "yaml",
-        ],
-        None,
-    ));
+    let live = live_yaml(&etcd, &["deploy/web"]);
     assert_eq!(live["spec"]["replicas"], 1);
-    let svc = yaml(run_inspector(
-        &[
-            "get",
-            "svc",
-            "web",
-            "-n",
-            "shop",
-            "--endpoints",
-            &etcd.endpoint,
-            "-o",
-            "yaml",
-        ],
-        None,
-    ));
+    let svc = live_yaml(&etcd, &["svc", "web"]);
     assert_eq!(svc["kind"], "Service");
 }
 
@@ -481,6 +467,15 @@ fn secrets_show_only_hashes_and_custom_resources_go_by_their_crd_names() {
         assert_eq!(yaml(inspector(&db, &args)), by_plural, "{name:?}");
     }
     let e = one_line_error(&inspector(&db, &["show", "gizmoz/g1", "-n", "shop"]));
+    assert!(e.contains("gizmos.example.com"), "{e}");
+
+    // `get` reads a custom resource's names from the CRDs etcd holds.
+    let live = live_yaml(&etcd, &["gz/g1"]);
+    assert_eq!(live["spec"]["size"], 2);
+    let e = one_line_error(&run_inspector(
+        &["get", "gizmoz/g1", "--endpoints", &etcd.endpoint],
+        None,
+    ));
     assert!(e.contains("gizmos.example.com"), "{e}");
 
     // A Secret: its data only as hashes, and said so; never for apply.
