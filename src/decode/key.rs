@@ -89,7 +89,6 @@ pub fn builtin_group(resource: &str) -> String {
     groups.first().map(|g| g.to_string()).unwrap_or_default()
 }
 
-/// Parses `key` stored under `prefix` (normally [`DEFAULT_PREFIX`]).
 /// A resource as kubectl names it with its group: `pods`,
 /// `deployments.apps` (the core group has no suffix).
 pub fn qualified(resource: &str, group: &str) -> String {
@@ -100,6 +99,7 @@ pub fn qualified(resource: &str, group: &str) -> String {
     }
 }
 
+/// Parses `key` stored under `prefix` (normally [`DEFAULT_PREFIX`]).
 pub fn parse_key(key: &str, prefix: &str) -> Result<ParsedKey, KeyError> {
     let mut parsed = ParsedKey {
         prefix: String::new(),
@@ -146,7 +146,7 @@ pub fn parse_key(key: &str, prefix: &str) -> Result<ParsedKey, KeyError> {
     } else if let Some((_, group, resource)) = segs.get(1).and_then(|second| {
         RENAMED
             .iter()
-            .find(|(seg, ..)| *seg == format!("{}/{second}", segs[0]))
+            .find(|(seg, ..)| seg.split_once('/') == Some((segs[0], second)))
     }) {
         parsed.group = (*group).into();
         parsed.resource = (*resource).into();
