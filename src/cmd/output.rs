@@ -30,9 +30,9 @@ pub fn print_list<T: Serialize>(
 }
 
 /// [`print_list`] for items as they are read: the JSON array is written an
-/// item at a time (YAML, which has no streaming writer, at the end) (the same text `serde_json` writes for the whole list)
-/// and a table every [`TABLE_ROWS`] rows, so memory does not grow with the
-/// list. An item that fails to read ends the output with its error.
+/// item at a time (the same text `serde_json` writes for the whole list),
+/// the YAML sequence an entry at a time, and a table every [`TABLE_ROWS`]
+/// rows, so memory does not grow with the list. An item that fails to read ends the output with its error.
 pub fn print_stream<T: Serialize, E: Into<anyhow::Error>>(
     items: impl Iterator<Item = std::result::Result<T, E>>,
     format: ListFormat,
@@ -51,10 +51,18 @@ pub fn print_stream<T: Serialize, E: Into<anyhow::Error>>(
             out.flush()?;
         }
         ListFormat::Yaml => {
-            let all = items
-                .map(|i| Ok(serde_json::to_value(i.map_err(Into::into)?)?))
-                .collect::<Result<Vec<serde_json::Value>>>()?;
-            print_document(&all, true)?;
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            let mut empty = true;
+            for item in items {
+                // A one-entry sequence is `- ` and the entry: these written
+                // one after another are the whole sequence.
+                serde_yaml_ng::to_writer(&mut out, &[item.map_err(Into::into)?])?;
+                empty = false;
+            }
+            if empty {
+                writeln!(out, "[]")?;
+            }
+            out.flush()?;
         }
         ListFormat::Table => {
             let (mut rows, mut printed) = (Vec::new(), false);

@@ -376,25 +376,33 @@ fn the_object_from_before_the_incident_comes_back_as_yaml_and_for_apply() {
         "{history:#}"
     );
     let all = json(inspector(&db, &["findings", "-o", "json"]));
-    let of_cm: Vec<&Value> = all
+    let findings = |object: &str, format: &str| {
+        let out = inspector(&db, &["findings", "--object", object, "-n", "shop", "-o", format]);
+        if format == "yaml" {
+            yaml(out)
+        } else {
+            json(out)
+        }
+    };
+    let of_dep: Vec<&Value> = all
         .as_array()
         .unwrap()
         .iter()
-        .filter(|f| f["keys"].as_array().unwrap().iter().any(|k| k == CM))
+        .filter(|f| f["keys"].as_array().unwrap().iter().any(|k| k == DEP))
         .collect();
-    let found = json(inspector(
-        &db,
-        &[
-            "findings",
-            "--object",
-            "cm/app.config",
-            "-n",
-            "shop",
-            "-o",
-            "json",
-        ],
-    ));
-    assert_eq!(found.as_array().unwrap().len(), of_cm.len());
+    assert!(
+        !of_dep.is_empty(),
+        "its spec changed without a new generation: {all:#}"
+    );
+    let found = findings("deploy/web", "json");
+    assert_eq!(found.as_array().unwrap().iter().collect::<Vec<_>>(), of_dep);
+    assert_eq!(
+        findings("deploy/web", "yaml"),
+        found,
+        "YAML streamed an entry at a time"
+    );
+    assert_eq!(findings("svc/web", "json"), j!([]));
+    assert_eq!(findings("svc/web", "yaml"), j!([]));
     let report = json(inspector(
         &db,
         &[
