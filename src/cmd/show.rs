@@ -6,6 +6,7 @@ use super::output::print_document;
 use super::Status;
 use crate::canon::manifest::{for_apply, ApplyOptions};
 use crate::cli::{Format, ShowArgs};
+use crate::decode::names::newer_api_version;
 use crate::report::escape::terminal;
 use crate::store::{HistoryReader, Store};
 use anyhow::{bail, Result};
@@ -44,6 +45,14 @@ pub fn run(db: &Path, args: &ShowArgs) -> Result<Status> {
         }
         for line in dropped {
             eprintln!("note: {}", terminal(&line));
+        }
+        let (api_version, kind) = (row.api_version.as_deref(), row.kind.as_deref());
+        if let Some(newer) = api_version.zip(kind).and_then(|(v, k)| newer_api_version(v, k)) {
+            eprintln!(
+                "note: stored as {}; a cluster that no longer serves it takes {} {newer} (convert the manifest, e.g. with kubectl convert)",
+                terminal(api_version.unwrap_or_default()),
+                terminal(kind.unwrap_or_default())
+            );
         }
     }
     print_document(&shown.object, matches!(args.output, Format::Yaml))?;

@@ -300,6 +300,39 @@ impl Catalog {
     }
 }
 
+/// Kubernetes' version priority (`v1` > `v1beta2` > `v1beta1` >
+/// `v1alpha1`), as a sortable key; `None` for a name not in that form.
+fn version_rank(version: &str) -> Option<(u32, u32, u32)> {
+    let rest = version.strip_prefix('v')?;
+    let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+    let major: u32 = rest[..digits].parse().ok()?;
+    let (stage, minor) = match &rest[digits..] {
+        "" => (2, 0),
+        tail => match (tail.strip_prefix("beta"), tail.strip_prefix("alpha")) {
+            (Some(n), _) => (1, n.parse().ok()?),
+            (_, Some(n)) => (0, n.parse().ok()?),
+            _ => return None,
+        },
+    };
+    Some((stage, major, minor))
+}
+
+/// The newest apiVersion the schema has `kind` of `api_version`'s group in,
+/// when it is newer than `api_version` (an object stored as `apps/v1beta2`
+/// that a current cluster serves only as `apps/v1`).
+pub fn newer_api_version(api_version: &str, kind: &str) -> Option<String> {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let rank = version_rank(version)?;
+    schema()
+        .kinds()
+        .iter()
+        .filter(|k| k.kind == kind && k.group() == group)
+        .filter_map(|k| Some((version_rank(k.api_version.rsplit('/').next()?)?, &k.api_version)))
+        .filter(|(r, _)| *r > rank)
+        .max()
+        .map(|(_, v)| v.clone())
+}
+
 /// Levenshtein distance between two short names.
 fn edits(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
@@ -378,6 +411,22 @@ mod tests {
         let e = c.resolve("gz").unwrap_err().to_string();
         assert!(e.contains("gizmos.example.com, gizmos.other.example.org"), "{e}");
         assert!(!c.add_crd(&json!({"spec": {}})));
+    }
+
+    #[test]
+    fn newer_versions_of_a_stored_kind() {
+        assert_eq!(
+            newer_api_version("apps/v1beta2", "Deployment").as_deref(),
+            Some("apps/v1")
+        );
+        assert_eq!(newer_api_version("apps/v1", "Deployment"), None);
+        assert_eq!(newer_api_version("v1", "ConfigMap"), None);
+        assert_eq!(newer_api_version("example.com/v1alpha1", "Gizmo"), None);
+        assert!(version_rank("v1") > version_rank("v1beta2"));
+        assert!(version_rank("v1beta2") > version_rank("v1beta1"));
+        assert!(version_rank("v1beta1") > version_rank("v1alpha3"));
+        assert!(version_rank("v2") > version_rank("v1"));
+        assert_eq!(version_rank("version1"), None);
     }
 
     #[test]

@@ -448,6 +448,14 @@ fn secrets_show_only_hashes_and_custom_resources_go_by_their_crd_names() {
             "metadata": {"name": "g1", "namespace": "shop", "uid": "u-g1"}, "spec": {"size": size}}))
     };
     etcd.put("/registry/example.com/gizmos/shop/g1", &gizmo(2));
+    etcd.put(
+        "/registry/statefulsets/shop/db",
+        &pb(&j!({"apiVersion": "apps/v1beta2", "kind": "StatefulSet",
+            "metadata": {"name": "db", "namespace": "shop", "uid": "u-sts"},
+            "spec": {"serviceName": "db", "selector": {"matchLabels": {"app.kubernetes.io/name": "db"}},
+                "template": {"metadata": {"labels": {"app.kubernetes.io/name": "db"}},
+                    "spec": {"containers": [{"name": "db", "image": "db:1"}]}}}})),
+    );
     let password = "hunter2-in-the-db";
     let secret = "/registry/secrets/shop/db.creds";
     let first = etcd.put(
@@ -476,6 +484,17 @@ fn secrets_show_only_hashes_and_custom_resources_go_by_their_crd_names() {
     }
     let e = one_line_error(&inspector(&db, &["show", "gizmoz/g1", "-n", "shop"]));
     assert!(e.contains("gizmos.example.com"), "{e}");
+
+    // A kind stored in a version newer clusters no longer serve says so.
+    let sts = ok(inspector(&db, &["show", "sts/db", "-n", "shop", "--for-apply"]));
+    assert!(
+        stderr(&sts)
+            .contains("stored as apps/v1beta2; a cluster that no longer serves it takes StatefulSet apps/v1"),
+        "{}",
+        stderr(&sts)
+    );
+    let by_gizmo = ok(inspector(&db, &["show", "gz/g1", "-n", "shop", "--for-apply"]));
+    assert_eq!(stderr(&by_gizmo), "");
 
     // `get` reads a custom resource's names from the CRDs etcd holds.
     let live = live_yaml(&etcd, &["gz/g1"]);
