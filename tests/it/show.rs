@@ -422,6 +422,17 @@ fn the_object_from_before_the_incident_comes_back_as_yaml_and_for_apply() {
         .iter()
         .all(|t| t["key"] == DEP));
 
+    let stats = json(inspector(
+        &db,
+        &["stats", "--object", "deploy/web", "-n", "shop", "-o", "json"],
+    ));
+    let resources = stats["resources"].as_array().unwrap();
+    assert_eq!(resources.len(), 1, "{stats:#}");
+    assert_eq!(
+        (&resources[0]["resource"], &resources[0]["revisions"]),
+        (&j!("deployments"), &j!(2))
+    );
+
     // `get` takes kubectl names too, and prints YAML.
     let live = live_yaml(&etcd, &["deploy/web"]);
     assert_eq!(live["spec"]["replicas"], 1);
