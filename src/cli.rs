@@ -140,6 +140,7 @@ pub struct ManArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct CompletionArgs {
+    /// The shell the script is for.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
 }
@@ -183,7 +184,7 @@ pub struct WhenArgs {
 pub struct ShowArgs {
     #[command(flatten)]
     pub target: TargetArgs,
-    /// Default: its newest stored revision.
+    /// Which revision (default: the newest stored).
     #[command(flatten)]
     pub when: WhenArgs,
     /// How the object is printed: YAML as `kubectl get -o yaml`, or JSON.
