@@ -108,9 +108,14 @@ pub enum Command {
     Prune(PruneArgs),
     /// List the runs recorded in the database.
     Runs(RunsArgs),
-    /// Every stored revision of one key, oldest first, across deletes and
-    /// recreates, with its change class.
+    /// Every stored revision of one object, oldest first, across deletes
+    /// and recreates, with its change class.
     History(HistoryArgs),
+    /// One object as it was stored at a revision, a time or a run, from
+    /// the database (also long after etcd compacted it away), as YAML (the
+    /// default, as kubectl prints it) or JSON; with --for-apply, as a
+    /// manifest `kubectl apply -f` takes to recreate it.
+    Show(ShowArgs),
     /// Classify new revisions and run the detectors, storing their
     /// findings. `snapshot` runs it at its end unless given --no-analyze.
     ///
@@ -141,6 +146,93 @@ pub enum Command {
     /// cannot tell stays unattributed and is counted. Reads logs as often
     /// as given: each request is stored once. Never stores a body.
     Attribute(AttributeArgs),
+    /// Print a shell completion script, e.g. `etcd-inspector completion
+    /// bash > /etc/bash_completion.d/etcd-inspector`.
+    Completion(CompletionArgs),
+    /// Print the manual page (roff), e.g. `etcd-inspector man >
+    /// /usr/local/share/man/man1/etcd-inspector.1`; with a command, its own
+    /// page (`etcd-inspector man show > etcd-inspector-show.1`).
+    Man(ManArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ManArgs {
+    /// A command, for its own page (every flag it takes).
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CompletionArgs {
+    /// The shell the script is for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// One object, as kubectl names it or by its etcd key.
+#[derive(clap::Args, Debug)]
+pub struct TargetArgs {
+    /// TYPE/NAME as kubectl takes it (`deploy/web`, `deployments.apps/web`,
+    /// `cm/app.config`, a custom resource as `gizmos.example.com/g1` or by
+    /// its CRD's short name), TYPE alone with NAME after it, or the etcd
+    /// key (`/registry/deployments/shop/web`).
+    #[arg(value_name = "OBJECT")]
+    pub object: String,
+    /// The object's name, when OBJECT is only its type (`cm app.config`).
+    #[arg(value_name = "NAME")]
+    pub name: Option<String>,
+    /// The object's namespace (default `default`, as kubectl; cluster-scoped
+    /// kinds ignore it).
+    #[arg(short, long)]
+    pub namespace: Option<String>,
+}
+
+/// Which stored revision of an object.
+#[derive(clap::Args, Debug)]
+#[group(multiple = false)]
+pub struct WhenArgs {
+    /// As stored at revision N: its newest stored revision at or before N.
+    #[arg(long, value_name = "N")]
+    pub rev: Option<i64>,
+    /// As stored at TIME (RFC 3339): its newest revision the cluster's clock
+    /// says was certainly written before then (without a clock: by the
+    /// head of the last complete run started by then).
+    #[arg(long, value_name = "TIME")]
+    pub at: Option<String>,
+    /// As stored at run N's head revision.
+    #[arg(long, value_name = "N")]
+    pub run: Option<i64>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Which revision (default: the newest stored).
+    #[command(flatten)]
+    pub when: WhenArgs,
+    /// How the object is printed: YAML as `kubectl get -o yaml`, or JSON.
+    #[arg(short, long, value_enum, default_value_t = Format::Yaml)]
+    pub output: Format,
+    /// Print a manifest that `kubectl apply -f` or `kubectl create -f`
+    /// takes to recreate the object: without resourceVersion, uid,
+    /// creationTimestamp, generation, managedFields, selfLink,
+    /// deletionTimestamp, status, the last-applied-configuration annotation
+    /// and ownerReferences to owners that no longer exist.
+    #[arg(long)]
+    pub for_apply: bool,
+    /// With --for-apply: keep every ownerReference.
+    #[arg(long, requires = "for_apply")]
+    pub keep_owner_references: bool,
+    /// With --for-apply: keep the `kubectl.kubernetes.io/last-applied-configuration`
+    /// annotation (the manifest last applied, the user's intent).
+    #[arg(long, requires = "for_apply")]
+    pub keep_last_applied: bool,
+    /// Include metadata.managedFields (hidden by default, as kubectl does).
+    #[arg(long, conflicts_with = "for_apply")]
+    pub show_managed_fields: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -163,6 +255,10 @@ pub struct DiffArgs {
     pub cluster: ClusterArgs,
     #[command(flatten)]
     pub objects: ObjectArgs,
+    /// With --object: a unified diff of the object's YAML at the two
+    /// points, as `kubectl diff` prints it (sensitive values redacted).
+    #[arg(long, requires = "object")]
+    pub unified: bool,
 }
 
 /// Which cluster a reading command looks at.
@@ -177,8 +273,13 @@ pub struct ClusterArgs {
 /// Which objects `diff`, `report`, `stats` and `findings` look at.
 #[derive(clap::Args, Debug)]
 pub struct ObjectArgs {
+    /// Only this object: TYPE/NAME as kubectl takes it (`deploy/web`,
+    /// `cm/app.config`, `gizmos.example.com/g1`) in --namespace, or its
+    /// etcd key.
+    #[arg(long, value_name = "OBJECT")]
+    pub object: Option<String>,
     /// Only objects in this namespace.
-    #[arg(long)]
+    #[arg(short, long)]
     pub namespace: Option<String>,
     /// Only this resource (plural, e.g. `deployments`).
     #[arg(long)]
@@ -454,11 +555,12 @@ pub struct PruneArgs {
     pub vacuum: bool,
 }
 
-/// Table for people, JSON for programs.
+/// Table for people, JSON or YAML for programs.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum ListFormat {
     Table,
     Json,
+    Yaml,
 }
 
 /// The audit logs a command reads.
@@ -504,9 +606,8 @@ pub struct RunsArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct HistoryArgs {
-    /// The etcd key, e.g. /registry/pods/default/web-1.
-    #[arg(value_name = "KEY")]
-    pub etcd_key: String,
+    #[command(flatten)]
+    pub target: TargetArgs,
     #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
     pub output: ListFormat,
     /// Show each revision's changed fields with old → new values (sensitive
@@ -652,9 +753,9 @@ pub struct ViewArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct GetArgs {
-    /// The etcd key, e.g. /registry/pods/default/web-1.
-    #[arg(value_name = "KEY")]
-    pub etcd_key: String,
+    /// A custom resource's names are read from the CRDs etcd holds.
+    #[command(flatten)]
+    pub target: TargetArgs,
     /// Read the key as of this revision instead of the current one.
     #[arg(long, default_value_t = 0)]
     pub rev: i64,

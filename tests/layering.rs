@@ -92,7 +92,8 @@ fn no_command_imports_another() {
     let commands: BTreeSet<String> = files
         .iter()
         .map(|f| f.file_stem().unwrap().to_string_lossy().into_owned())
-        .filter(|name| !matches!(name.as_str(), "mod" | "common" | "output"))
+        // Modules the commands share, not commands: `object` finds named objects.
+        .filter(|name| !matches!(name.as_str(), "mod" | "common" | "output" | "object"))
         .collect();
     let mut broken = Vec::new();
     for file in &files {

@@ -81,8 +81,9 @@ fn main() -> Result<()> {
     inspector(&format!("--db {db_arg} snapshot --endpoints {ep}"))?;
     inspector(&format!("--db {db_arg} runs"))?;
     inspector(&format!("--db {db_arg} findings"))?;
+    inspector(&format!("--db {db_arg} history deploy/web -n shop --diff"))?;
     inspector(&format!(
-        "--db {db_arg} history /registry/deployments/shop/web --diff"
+        "--db {db_arg} show deploy/web -n shop --run 1 --for-apply"
     ))?;
     inspector(&format!("--db {db_arg} diff 1 2"))?;
 
@@ -125,7 +126,7 @@ fn main() -> Result<()> {
         md.display()
     );
     println!(
-        "Database: {db_arg}; explore it with `cargo run -- --db {db_arg} findings` or `history KEY --diff`."
+        "Database: {db_arg}; explore it with `cargo run -- --db {db_arg} findings`, `history deploy/web -n shop --diff` or `show deploy/web -n shop --run 1`."
     );
     Ok(())
 }

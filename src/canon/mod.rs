@@ -7,6 +7,7 @@ pub mod facts;
 mod hash_reuse;
 pub mod keyed_hash;
 pub mod managed;
+pub mod manifest;
 pub mod path;
 pub mod semantic;
 pub mod sensitive;

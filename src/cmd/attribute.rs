@@ -9,7 +9,6 @@ use crate::lifecycle::{attribute, Attributed};
 use crate::report::escape::terminal;
 use crate::store::Store;
 use anyhow::{bail, Result};
-use std::io::Write;
 use std::path::Path;
 
 pub fn run(db: &Path, args: &AttributeArgs) -> Result<Status> {
@@ -25,10 +24,8 @@ pub fn run(db: &Path, args: &AttributeArgs) -> Result<Status> {
         tracing::info!("{}", terminal(&analysis_summary(analysis)));
     }
     match args.output {
-        ListFormat::Json => {
-            let mut out = std::io::stdout().lock();
-            serde_json::to_writer_pretty(&mut out, &found)?;
-            writeln!(out)?;
+        ListFormat::Json | ListFormat::Yaml => {
+            super::output::print_document(&found, matches!(args.output, ListFormat::Yaml))?
         }
         ListFormat::Table => print_summary(&found)?,
     }

@@ -2,12 +2,11 @@
 //! lifecycle's options, the exit statuses, and the lines a finished run and
 //! an analysis print.
 
+use super::output::print_document;
 use super::Status;
 use crate::analyze::Analysis;
 use crate::canon::sensitive::{is_secret, redact_secret};
-use crate::cli::{
-    ClusterArgs, DetectorArgs, EncryptionArgs, FetchMode, ObjectArgs, RangeArgs, RecordArgs, SchemaArgs,
-};
+use crate::cli::{ClusterArgs, DetectorArgs, EncryptionArgs, FetchMode, RangeArgs, RecordArgs, SchemaArgs};
 use crate::cli::{Format, ViewArgs};
 use crate::decode;
 use crate::decrypt::{self, config, Decryptor};
@@ -20,7 +19,7 @@ use crate::store::cluster::{self, Cluster};
 use crate::store::finding::Severity;
 use crate::store::hash_key::HashKeyOptions;
 use crate::store::HistoryReader;
-use crate::store::{ObjectFilter, RunStatus};
+use crate::store::RunStatus;
 use anyhow::{bail, Context, Result};
 use std::io::Write;
 use std::path::Path;
@@ -40,17 +39,6 @@ pub fn fail_on_status(fail_on: Option<Severity>, found: impl IntoIterator<Item =
     match fail_on {
         Some(level) if found.into_iter().any(|s| s >= level) => EXIT_FINDINGS,
         _ => 0,
-    }
-}
-
-/// The objects `--namespace`, `--resource` and `--key-prefix` keep, of
-/// the cluster with row id `cluster` (else of every cluster).
-pub fn object_filter(a: &ObjectArgs, cluster: Option<i64>) -> ObjectFilter {
-    ObjectFilter {
-        cluster,
-        namespace: a.namespace.clone(),
-        resource: a.resource.clone(),
-        key_prefix: a.key_prefix.clone(),
     }
 }
 
@@ -135,12 +123,7 @@ pub fn revision_range(
     let from = match range.since.as_deref().map(|t| bound(t, "--since")).transpose()? {
         None => None,
         Some(Bound::Revision(r)) => Some(r),
-        Some(Bound::Time(t)) => match store.revision_by_clock(cluster, t, true)? {
-            Some(by_clock) => by_clock,
-            None => store
-                .revision_at_time(cluster, &crate::decode::gotime::rfc3339(t))?
-                .map(|r| r + 1),
-        },
+        Some(Bound::Time(t)) => first_at_or_after(store, cluster, t)?,
     };
     let to = match range.until.as_deref().map(|t| bound(t, "--until")).transpose()? {
         None => None,
@@ -157,6 +140,40 @@ pub fn revision_range(
         },
     };
     Ok((from, to))
+}
+
+/// The first revision of `cluster` that may have been written at or after
+/// `t` (`None`: any may have): by the cluster's clock, or without one the
+/// revision after the head of the last complete run started by then.
+fn first_at_or_after(
+    store: &dyn HistoryReader,
+    cluster: Option<i64>,
+    t: jiff::Timestamp,
+) -> Result<Option<i64>> {
+    Ok(match store.revision_by_clock(cluster, t, true)? {
+        Some(by_clock) => by_clock,
+        None => store
+            .revision_at_time(cluster, &crate::decode::gotime::rfc3339(t))?
+            .map(|r| r + 1),
+    })
+}
+
+/// The revision `text` (`rev:N`, or an RFC 3339 time; `flag` names it in
+/// errors) names in `cluster`: for a time, the last revision certainly
+/// written before it (the one before [`first_at_or_after`]).
+pub fn revision_before(
+    store: &dyn HistoryReader,
+    cluster: Option<i64>,
+    text: &str,
+    flag: &str,
+) -> Result<i64> {
+    match bound(text, flag)? {
+        Bound::Revision(r) => Ok(r),
+        Bound::Time(t) => match first_at_or_after(store, cluster, t)? {
+            Some(first) => Ok(first - 1),
+            None => bail!("{flag} {text}: no stored revision is known to have been written by then"),
+        },
+    }
 }
 
 /// The lifecycle's options from the recording flags.
@@ -330,7 +347,10 @@ pub fn show(
                 .trim()
                 .parse()
                 .with_context(|| format!("{label}: compact_rev_key value {text:?} is not a revision"))?;
-            print_object(&serde_json::json!({ "compactRevision": rev }), args.output)?;
+            print_document(
+                &serde_json::json!({ "compactRevision": rev }),
+                matches!(args.output, Format::Yaml),
+            )?;
             Ok(0)
         }
         Opened::Decoded { decoded, encryption } => {
@@ -398,7 +418,7 @@ pub fn show(
                     )?;
                 }
             }
-            print_object(&d.object, args.output)?;
+            print_document(&d.object, matches!(args.output, Format::Yaml))?;
             Ok(0)
         }
         Opened::Encrypted { error: Some(e), .. } => bail!("{label}: {e}"),
@@ -417,17 +437,4 @@ pub fn show(
         }
         Opened::Undecodable { error, .. } => bail!("{label}: {error}"),
     }
-}
-
-fn print_object(object: &serde_json::Value, format: Format) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    match format {
-        Format::Json => {
-            serde_json::to_writer_pretty(&mut out, object)?;
-            writeln!(out)?;
-        }
-        Format::Yaml => serde_yaml_ng::to_writer(&mut out, object)?,
-    }
-    out.flush()?;
-    Ok(())
 }

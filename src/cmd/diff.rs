@@ -1,6 +1,7 @@
 //! `etcd-inspector diff RUN_A RUN_B`: field-level drift between two points.
 
-use super::common::{chosen_cluster, object_filter};
+use super::common::chosen_cluster;
+use super::object::{current_at, redacted_note, stored_object};
 use super::Status;
 use crate::analyze::drift::{compare, ObjectDrift};
 use crate::canon::path::FieldPath;
@@ -65,7 +66,10 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
         .find(|c| c.row == row)
         .map(|c| c.label().to_string())
         .unwrap_or_default();
-    let filter = object_filter(&args.objects, Some(row));
+    let filter = super::object::object_filter(&store, &args.objects, Some(row))?;
+    if let (true, Some(key)) = (args.unified, &filter.key) {
+        return unified(&store, key, row, rev_a, rev_b);
+    }
     // A value the database cannot give back fails the command, instead of
     // showing as redacted.
     let mut values = ValueReader::new(&store);
@@ -91,6 +95,23 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
             let tail = serde_json::to_string_pretty(&tail)?;
             // The rest of the document: its fields after `objects`.
             writeln!(out, ",\n{}", tail.trim_start_matches("{\n"))?;
+        }
+        ListFormat::Yaml => {
+            // Written an object at a time, as the JSON is: every object of
+            // a cluster may have changed.
+            let head = serde_json::json!({"cluster": cluster, "revision_a": rev_a, "revision_b": rev_b});
+            serde_yaml_ng::to_writer(&mut out, &head)?;
+            writeln!(out, "objects:")?;
+            let mut any = false;
+            let summary = compare(a, b, &filter, &mut value_at, &mut |o| {
+                any = true;
+                serde_yaml_ng::to_writer(&mut out, &[o])?;
+                Ok(())
+            })?;
+            if !any {
+                writeln!(out, "  []")?;
+            }
+            serde_yaml_ng::to_writer(&mut out, &serde_json::json!({"summary": summary}))?;
         }
         ListFormat::Table => {
             writeln!(out, "cluster {}: revision {rev_a} → {rev_b}", terminal(&cluster))?;
@@ -171,4 +192,54 @@ fn object_lines(out: &mut dyn Write, o: &ObjectDrift) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// The YAML of `key` as stored at each revision, as a unified diff (an
+/// absent or deleted object is empty, as `diff -N` shows it). The header
+/// names both revisions; `resourceVersion`, which always differs, is left
+/// out.
+fn unified(store: &Store, key: &str, cluster: i64, rev_a: i64, rev_b: i64) -> Result<Status> {
+    let rows = store.history(key.as_bytes(), Some(cluster))?;
+    let mut name = key.to_string();
+    let mut noted = false;
+    let mut side = |rev: i64| -> Result<String> {
+        let Some(row) = current_at(&rows, Some(rev)).filter(|r| !r.deleted) else {
+            return Ok(String::new());
+        };
+        let mut shown = stored_object(store, key, row, false)?;
+        if shown.redacted && !std::mem::replace(&mut noted, true) {
+            tracing::info!("{}", terminal(&redacted_note(key, row)));
+        }
+        if let Some(meta) = shown.object.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.shift_remove("resourceVersion");
+        }
+        name = file_name(&shown.object).unwrap_or_else(|| name.clone());
+        Ok(serde_yaml_ng::to_string(&shown.object)?)
+    };
+    let (a, b) = (side(rev_a)?, side(rev_b)?);
+    let diff = similar::TextDiff::from_lines(&a, &b);
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    write!(
+        out,
+        "{}",
+        diff.unified_diff().context_radius(3).header(
+            &format!("revision-{rev_a}/{name}"),
+            &format!("revision-{rev_b}/{name}")
+        )
+    )?;
+    out.flush()?;
+    Ok(0)
+}
+
+/// `apps.v1.Deployment.shop.web`, as `kubectl diff` names an object's file.
+fn file_name(object: &Value) -> Option<String> {
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+    let api_version = text(object.get("apiVersion"))?.replace('/', ".");
+    let kind = text(object.get("kind"))?;
+    let meta = object.get("metadata");
+    let name = text(meta.and_then(|m| m.get("name")))?;
+    Some(match text(meta.and_then(|m| m.get("namespace"))) {
+        Some(ns) => format!("{api_version}.{kind}.{ns}.{name}"),
+        None => format!("{api_version}.{kind}.{name}"),
+    })
 }

@@ -1,6 +1,6 @@
 //! `etcd-inspector findings`: the stored findings, printed as they are read.
 
-use super::common::{chosen_cluster, object_filter};
+use super::common::chosen_cluster;
 use super::output::{lines, print_stream, text};
 use super::Status;
 use crate::cli::FindingsArgs;
@@ -13,7 +13,7 @@ pub fn run(db: &Path, args: &FindingsArgs) -> Result<Status> {
     let store = Store::open_for_reading(db)?;
     let cluster = chosen_cluster(&store, &args.cluster)?;
     let query = FindingQuery {
-        objects: object_filter(&args.objects, cluster.map(|c| c.row)),
+        objects: super::object::object_filter(&store, &args.objects, cluster.map(|c| c.row))?,
         detector: args.detector.clone(),
         severity: args.severity,
     };

@@ -1,4 +1,4 @@
-//! `etcd-inspector history KEY`: every stored revision of one key.
+//! `etcd-inspector history OBJECT`: every stored revision of one object.
 
 use super::common::chosen_cluster;
 use super::output::{lines, or_dash, print_list, text};
@@ -21,16 +21,16 @@ fn short(v: &serde_json::Value) -> String {
 pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
     let store = Store::open_for_reading(db)?;
     let cluster = chosen_cluster(&store, &args.cluster)?;
-    let mut rows = store.history(args.etcd_key.as_bytes(), cluster.as_ref().map(|c| c.row))?;
+    let key = super::object::target_key(&store, &args.target)?;
+    let mut rows = store.history(key.as_bytes(), cluster.as_ref().map(|c| c.row))?;
     if rows.is_empty() {
         match &cluster {
             Some(c) => bail!(
-                "no revisions of {} in cluster {} in {}",
-                args.etcd_key,
+                "no revisions of {key} in cluster {} in {}",
                 c.label(),
                 db.display()
             ),
-            None => bail!("no revisions of {} in {}", args.etcd_key, db.display()),
+            None => bail!("no revisions of {key} in {}", db.display()),
         }
     }
     if args.diff {
@@ -49,7 +49,7 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
             }
         }
         if rows.is_empty() {
-            bail!("no stored revision of {} changed {field}", args.etcd_key);
+            bail!("no stored revision of {key} changed {field}");
         }
     }
     print_list(

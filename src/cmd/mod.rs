@@ -3,6 +3,7 @@
 pub mod analyze;
 pub mod attribute;
 mod common;
+pub mod completion;
 pub mod decode;
 pub mod diff;
 pub mod findings;
@@ -10,10 +11,13 @@ pub mod follow;
 pub mod get;
 pub mod history;
 pub mod log;
+pub mod man;
+mod object;
 mod output;
 pub mod prune;
 pub mod report;
 pub mod runs;
+pub mod show;
 pub mod snapshot;
 pub mod stats;
 
@@ -58,11 +62,14 @@ pub fn dispatch(cli: &Cli) -> anyhow::Result<Status> {
         Command::Prune(args) => prune::run(&cli.db, args),
         Command::Runs(args) => runs::run(&cli.db, args),
         Command::History(args) => history::run(&cli.db, args),
+        Command::Show(args) => show::run(&cli.db, args),
         Command::Analyze(args) => analyze::run(&cli.db, args),
         Command::Findings(args) => findings::run(&cli.db, args),
         Command::Diff(args) => diff::run(&cli.db, args),
         Command::Report(args) => report::run(&cli.db, args),
         Command::Stats(args) => stats::run(&cli.db, args),
         Command::Attribute(args) => attribute::run(&cli.db, args),
+        Command::Completion(args) => completion::run(args),
+        Command::Man(args) => man::run(args),
     }
 }

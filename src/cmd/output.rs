@@ -30,9 +30,9 @@ pub fn print_list<T: Serialize>(
 }
 
 /// [`print_list`] for items as they are read: the JSON array is written an
-/// item at a time (the same text `serde_json` writes for the whole list)
-/// and a table every [`TABLE_ROWS`] rows, so memory does not grow with the
-/// list. An item that fails to read ends the output with its error.
+/// item at a time (the same text `serde_json` writes for the whole list),
+/// the YAML sequence an entry at a time, and a table every [`TABLE_ROWS`]
+/// rows, so memory does not grow with the list. An item that fails to read ends the output with its error.
 pub fn print_stream<T: Serialize, E: Into<anyhow::Error>>(
     items: impl Iterator<Item = std::result::Result<T, E>>,
     format: ListFormat,
@@ -50,6 +50,20 @@ pub fn print_stream<T: Serialize, E: Into<anyhow::Error>>(
             writeln!(out)?;
             out.flush()?;
         }
+        ListFormat::Yaml => {
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            let mut empty = true;
+            for item in items {
+                // A one-entry sequence is `- ` and the entry: these written
+                // one after another are the whole sequence.
+                serde_yaml_ng::to_writer(&mut out, &[item.map_err(Into::into)?])?;
+                empty = false;
+            }
+            if empty {
+                writeln!(out, "[]")?;
+            }
+            out.flush()?;
+        }
         ListFormat::Table => {
             let (mut rows, mut printed) = (Vec::new(), false);
             for item in items {
@@ -65,6 +79,19 @@ pub fn print_stream<T: Serialize, E: Into<anyhow::Error>>(
             }
         }
     }
+    Ok(())
+}
+
+/// Prints one document: pretty JSON, or YAML as kubectl prints it.
+pub fn print_document<T: Serialize + ?Sized>(value: &T, yaml: bool) -> Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    if yaml {
+        serde_yaml_ng::to_writer(&mut out, value)?;
+    } else {
+        serde_json::to_writer_pretty(&mut out, value)?;
+        writeln!(out)?;
+    }
+    out.flush()?;
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! `etcd-inspector report`: a post-mortem report in text, Markdown, JSON or
 //! HTML.
 
-use super::common::{chosen_cluster, fail_on_status, object_filter, revision_range};
+use super::common::{chosen_cluster, fail_on_status, revision_range};
 use super::Status;
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::report::{self, Filter, ReportData};
@@ -20,7 +20,7 @@ pub fn run(db: &Path, args: &ReportArgs) -> Result<Status> {
             scope: Scope {
                 from_revision,
                 to_revision,
-                objects: object_filter(&args.objects, cluster),
+                objects: super::object::object_filter(&store, &args.objects, cluster)?,
             },
             severity: args.severity,
         })

@@ -1,7 +1,7 @@
 //! `etcd-inspector stats`: what the database holds of each resource, key,
 //! field manager and namespace, and what it costs.
 
-use super::common::{chosen_cluster, object_filter, revision_range};
+use super::common::{chosen_cluster, revision_range};
 use super::output::{print_table, text};
 use super::Status;
 use crate::cli::{ListFormat, StatsArgs};
@@ -9,7 +9,6 @@ use crate::store::HistoryReader;
 use crate::store::{Scope, Store, Usage};
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 
 pub fn run(db: &Path, args: &StatsArgs) -> Result<Status> {
@@ -28,14 +27,12 @@ pub fn run(db: &Path, args: &StatsArgs) -> Result<Status> {
     let scope = Scope {
         from_revision,
         to_revision,
-        objects: object_filter(&args.objects, cluster),
+        objects: super::object::object_filter(&store, &args.objects, cluster)?,
     };
     let usage = store.usage(&scope, args.top)?;
     match args.output {
-        ListFormat::Json => {
-            let mut out = std::io::stdout().lock();
-            serde_json::to_writer_pretty(&mut out, &usage)?;
-            writeln!(out)?;
+        ListFormat::Json | ListFormat::Yaml => {
+            super::output::print_document(&usage, matches!(args.output, ListFormat::Yaml))?
         }
         ListFormat::Table => tables(&usage)?,
     }

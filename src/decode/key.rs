@@ -52,23 +52,32 @@ pub struct KeyError {
     pub prefix: String,
 }
 
-/// Storage segments whose resource (and group) differ from their name.
-fn renamed_segment(segment: &str) -> Option<(&'static str, &'static str, Option<SpecialKey>)> {
-    Some(match segment {
-        "minions" => ("", "nodes", None),
-        "controllers" => ("", "replicationcontrollers", None),
-        "ingress" => ("networking.k8s.io", "ingresses", None),
-        "podsecuritypolicy" => ("policy", "podsecuritypolicies", None),
-        "masterleases" => ("", "endpoints", Some(SpecialKey::MasterLease)),
-        "ranges" => ("", "rangeallocations", Some(SpecialKey::RangeAllocation)),
-        _ => return None,
-    })
-}
+/// Storage segments whose resource (and group) differ from their name
+/// (reference §1.2): (segment, group, resource). Read both ways: by
+/// [`parse_key`] and by [`key_of`].
+const RENAMED: &[(&str, &str, &str)] = &[
+    ("minions", "", "nodes"),
+    ("controllers", "", "replicationcontrollers"),
+    ("services/specs", "", "services"),
+    ("services/endpoints", "", "endpoints"),
+    ("ingress", "networking.k8s.io", "ingresses"),
+    ("podsecuritypolicy", "policy", "podsecuritypolicies"),
+];
+
+/// Segments of keys that hold no ordinary object: (segment, group, resource).
+const SPECIAL: &[(&str, &str, &str, SpecialKey)] = &[
+    ("masterleases", "", "endpoints", SpecialKey::MasterLease),
+    ("ranges", "", "rangeallocations", SpecialKey::RangeAllocation),
+];
+
+/// Groups whose servers (apiextensions, the aggregator) prefix their keys
+/// with the group, as custom resources are (reference §1.3).
+const GROUP_PREFIXED: &[&str] = &["apiextensions.k8s.io", "apiregistration.k8s.io"];
 
 /// The group a built-in resource is stored under. Cohabiting resources
 /// (events, deployments, networkpolicies, ...) live in the first enabled
 /// group: core before any other, `extensions` never first.
-fn builtin_group(resource: &str) -> String {
+pub fn builtin_group(resource: &str) -> String {
     let mut groups: Vec<&str> = schema()
         .kinds()
         .iter()
@@ -80,7 +89,6 @@ fn builtin_group(resource: &str) -> String {
     groups.first().map(|g| g.to_string()).unwrap_or_default()
 }
 
-/// Parses `key` stored under `prefix` (normally [`DEFAULT_PREFIX`]).
 /// A resource as kubectl names it with its group: `pods`,
 /// `deployments.apps` (the core group has no suffix).
 pub fn qualified(resource: &str, group: &str) -> String {
@@ -91,6 +99,7 @@ pub fn qualified(resource: &str, group: &str) -> String {
     }
 }
 
+/// Parses `key` stored under `prefix` (normally [`DEFAULT_PREFIX`]).
 pub fn parse_key(key: &str, prefix: &str) -> Result<ParsedKey, KeyError> {
     let mut parsed = ParsedKey {
         prefix: String::new(),
@@ -134,18 +143,22 @@ pub fn parse_key(key: &str, prefix: &str) -> Result<ParsedKey, KeyError> {
         parsed.group = segs[0].into();
         parsed.resource = segs.get(1).copied().unwrap_or_default().into();
         object_path = segs.get(2..).unwrap_or_default();
-    } else if segs[0] == "services" && matches!(segs.get(1), Some(&"specs") | Some(&"endpoints")) {
-        parsed.resource = if segs[1] == "specs" {
-            "services"
-        } else {
-            "endpoints"
-        }
-        .into();
+    } else if let Some((_, group, resource)) = segs.get(1).and_then(|second| {
+        RENAMED
+            .iter()
+            .find(|(seg, ..)| seg.split_once('/') == Some((segs[0], second)))
+    }) {
+        parsed.group = (*group).into();
+        parsed.resource = (*resource).into();
         object_path = &segs[2..];
-    } else if let Some((group, resource, special)) = renamed_segment(segs[0]) {
-        parsed.group = group.into();
-        parsed.resource = resource.into();
-        parsed.special = special;
+    } else if let Some((_, group, resource)) = RENAMED.iter().find(|(seg, ..)| *seg == segs[0]) {
+        parsed.group = (*group).into();
+        parsed.resource = (*resource).into();
+        object_path = &segs[1..];
+    } else if let Some((_, group, resource, special)) = SPECIAL.iter().find(|(seg, ..)| *seg == segs[0]) {
+        parsed.group = (*group).into();
+        parsed.resource = (*resource).into();
+        parsed.special = Some(*special);
         object_path = &segs[1..];
     } else {
         parsed.resource = segs[0].into();
@@ -161,6 +174,27 @@ pub fn parse_key(key: &str, prefix: &str) -> Result<ParsedKey, KeyError> {
         }
     }
     Ok(parsed)
+}
+
+/// The key kube-apiserver stores an object of `group`/`resource` under
+/// `prefix`: the inverse of [`parse_key`]. `group` is the storage group
+/// ([`builtin_group`] for a built-in resource); `namespace` is `None` for
+/// a cluster-scoped object.
+pub fn key_of(prefix: &str, group: &str, resource: &str, namespace: Option<&str>, name: &str) -> String {
+    let prefix = prefix.strip_suffix('/').unwrap_or(prefix);
+    let segment = match RENAMED.iter().find(|(_, g, r)| *g == group && *r == resource) {
+        Some((segment, ..)) => (*segment).to_string(),
+        None if GROUP_PREFIXED.contains(&group)
+            || (group.contains('.') && builtin_group(resource) != group) =>
+        {
+            format!("{group}/{resource}")
+        }
+        None => resource.to_string(),
+    };
+    match namespace {
+        Some(ns) => format!("{prefix}/{segment}/{ns}/{name}"),
+        None => format!("{prefix}/{segment}/{name}"),
+    }
 }
 
 #[cfg(test)]
@@ -316,6 +350,40 @@ mod tests {
                 None
             )
         );
+    }
+
+    #[test]
+    fn key_of_is_the_inverse_of_parse_key() {
+        let keys = [
+            "/registry/pods/default/web-1",
+            "/registry/namespaces/kube-system",
+            "/registry/deployments/shop/web",
+            "/registry/services/specs/default/kubernetes",
+            "/registry/services/endpoints/default/kubernetes",
+            "/registry/minions/node-1",
+            "/registry/controllers/ns/rc",
+            "/registry/ingress/ns/web",
+            "/registry/leases/kube-node-lease/n1",
+            "/registry/clusterroles/admin",
+            "/registry/apiextensions.k8s.io/customresourcedefinitions/gizmos.example.com",
+            "/registry/apiregistration.k8s.io/apiservices/v1.apps",
+            "/registry/example.com/gizmos/ns/g1",
+            "/registry/example.com/clustergizmos/g1",
+        ];
+        for key in keys {
+            let k = parse_key(key, DEFAULT_PREFIX).unwrap();
+            let name = k.name.as_deref().unwrap();
+            assert_eq!(
+                key_of(
+                    DEFAULT_PREFIX,
+                    &k.group,
+                    &k.resource,
+                    k.namespace.as_deref(),
+                    name
+                ),
+                key
+            );
+        }
     }
 
     #[test]

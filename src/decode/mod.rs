@@ -4,11 +4,13 @@
 
 mod cbor;
 #[cfg(test)]
+#[cfg(test)]
 pub(crate) mod corpus_check;
 pub mod encode;
 pub mod envelope;
 pub mod gotime;
 pub mod key;
+pub mod names;
 mod plan;
 mod protobuf;
 pub mod protos;

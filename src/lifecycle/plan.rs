@@ -45,7 +45,7 @@ impl Plan {
     ) -> Result<Plan> {
         let (cluster, renamed) = store.cluster(cluster_id, name)?;
         if let (Some(old), Some(new)) = (renamed, name) {
-            eprintln!("warning: etcd cluster {cluster_id} was named {old}; it is {new} now");
+            tracing::warn!("etcd cluster {cluster_id} was named {old}; it is {new} now");
         }
         let everything = ResourceFilter::default().describe();
         let previous = store.previous_head(cluster, prefix, &filter.describe(), &everything)?;

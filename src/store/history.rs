@@ -60,3 +60,11 @@ pub struct FieldChange {
     /// Field managers that wrote the change.
     pub managers: Vec<String>,
 }
+
+/// A stored key found by its object's resource, namespace and name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamedKey {
+    pub key: String,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+}

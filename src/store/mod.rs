@@ -30,7 +30,7 @@ mod writer;
 
 pub use classify::ClassifyStats;
 pub use finding::{FindingIter, FindingQuery, FindingsWriter, StoredFinding};
-pub use history::{FieldChange, HistoryRow};
+pub use history::{FieldChange, HistoryRow, NamedKey};
 pub use live::{LiveIter, LiveObject};
 pub use prune::Pruned;
 pub use reader::HistoryReader;

@@ -6,6 +6,8 @@
 //! `findings`) show. [`Store`] is its SQLite implementation; another backend
 //! implements the same trait.
 
+use crate::canon::path::FieldPath;
+use crate::canon::semantic::FIELD_HASH_LEN;
 use crate::decrypt::policy::Policy;
 use crate::store::audit::{AuditedObject, AuditedRequest};
 use crate::store::cluster::Cluster;
@@ -13,10 +15,11 @@ use crate::store::finding::{FindingCount, Severity};
 use crate::store::object::ObjectRevision;
 use crate::store::values::Contents;
 use crate::store::{
-    FindingIter, FindingQuery, Gap, HistoryRow, LiveIter, ResourceUsage, RunInfo, RunTime, Scope, StoreError,
-    Usage,
+    FindingIter, FindingQuery, Gap, HistoryRow, LiveIter, NamedKey, ResourceUsage, RunInfo, RunTime, Scope,
+    StoreError, Usage,
 };
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// A cluster's stored history, read key by key.
@@ -123,6 +126,29 @@ pub trait HistoryReader {
         cluster: i64,
         visit: &mut dyn FnMut(&AuditedObject, &[AuditedRequest]),
     ) -> Result<(), StoreError>;
+
+    /// Keys stored for `group`/`resource` (the key's storage group), in
+    /// `namespace` (`None`: any; cluster-scoped keys have none) and named
+    /// `name` (`None`: any), at most `limit`, in key order.
+    fn keys_named(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: Option<&str>,
+        name: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<NamedKey>, StoreError>;
+
+    /// The field hashes stored with a semantic hash (the only trace of
+    /// content holding sensitive values); empty when unknown.
+    fn semantic_fields(
+        &self,
+        semantic_sha256: &[u8],
+    ) -> Result<BTreeMap<FieldPath, [u8; FIELD_HASH_LEN]>, StoreError>;
+
+    /// Whether an object with `uid` is live in the newest stored state of
+    /// its key.
+    fn uid_live(&self, uid: &str) -> Result<bool, StoreError>;
 
     /// The keys written most, at most `limit`.
     fn busiest_keys(&self, scope: &Scope, limit: i64) -> Result<Vec<(String, i64)>, StoreError>;

@@ -29,5 +29,6 @@ mod report;
 mod salvage;
 mod scheduled;
 mod semantic_property;
+mod show;
 mod snapshot;
 mod stats;

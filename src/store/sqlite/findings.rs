@@ -368,18 +368,20 @@ impl Store {
             .map(|s| format!("'{}'", s.as_str()))
             .collect();
         let o = &scope.objects;
-        let by_key = o.namespace.is_some() || o.resource.is_some() || o.key_prefix.is_some();
+        let by_key =
+            o.namespace.is_some() || o.resource.is_some() || o.key_prefix.is_some() || o.key.is_some();
         let sql = format!(
             "SELECT f.cluster_id, f.detector, count(*) FROM findings f \
              WHERE f.severity IN ({}) AND (?6 IS NULL OR f.cluster_id = ?6) \
              AND ((?1 IS NULL AND ?2 IS NULL) OR json_array_length(f.revisions) = 0 OR EXISTS ( \
                SELECT 1 FROM json_each(f.revisions) v \
                WHERE (?1 IS NULL OR v.value >= ?1) AND (?2 IS NULL OR v.value <= ?2))) \
-             AND (?7 = 0 OR EXISTS ( \
+             AND (?8 = 0 OR EXISTS ( \
                SELECT 1 FROM json_each(f.keys) j LEFT JOIN keys k ON k.cluster_id = f.cluster_id \
                  AND k.key = CAST(j.value AS BLOB) \
                WHERE (?3 IS NULL OR k.namespace = ?3) AND (?4 IS NULL OR k.resource = ?4) \
-                 AND (?5 IS NULL OR substr(j.value, 1, length(?5)) = ?5))) \
+                 AND (?5 IS NULL OR substr(j.value, 1, length(?5)) = ?5) \
+                 AND (?7 IS NULL OR j.value = ?7))) \
              GROUP BY f.cluster_id, f.detector ORDER BY f.cluster_id, f.detector",
             severities.join(", ")
         );

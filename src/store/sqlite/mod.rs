@@ -11,6 +11,7 @@ mod hash_key;
 mod history;
 mod legacy_paths;
 mod live;
+mod named;
 mod prune;
 mod reader_impl;
 mod recorder_impl;

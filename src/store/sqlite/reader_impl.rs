@@ -1,16 +1,19 @@
 //! [`HistoryReader`] over the SQLite database.
 
 use super::Store;
+use crate::canon::path::FieldPath;
+use crate::canon::semantic::FIELD_HASH_LEN;
 use crate::decrypt::policy::Policy;
 use crate::store::audit::{AuditedObject, AuditedRequest};
 use crate::store::cluster::Cluster;
 use crate::store::finding::{FindingCount, Severity};
 use crate::store::object::ObjectRevision;
 use crate::store::{
-    Contents, FindingIter, FindingQuery, Gap, HistoryReader, HistoryRow, LiveIter, ResourceUsage, RunInfo,
-    RunTime, Scope, StoreError, Usage,
+    Contents, FindingIter, FindingQuery, Gap, HistoryReader, HistoryRow, LiveIter, NamedKey, ResourceUsage,
+    RunInfo, RunTime, Scope, StoreError, Usage,
 };
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 impl HistoryReader for Store {
@@ -76,6 +79,28 @@ impl HistoryReader for Store {
 
     fn history(&self, key: &[u8], cluster: Option<i64>) -> Result<Vec<HistoryRow>, StoreError> {
         Store::read_history(self, key, cluster)
+    }
+
+    fn keys_named(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: Option<&str>,
+        name: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<NamedKey>, StoreError> {
+        Store::read_keys_named(self, group, resource, namespace, name, limit)
+    }
+
+    fn semantic_fields(
+        &self,
+        semantic_sha256: &[u8],
+    ) -> Result<BTreeMap<FieldPath, [u8; FIELD_HASH_LEN]>, StoreError> {
+        Store::read_semantic_fields(self, semantic_sha256)
+    }
+
+    fn uid_live(&self, uid: &str) -> Result<bool, StoreError> {
+        Store::read_uid_live(self, uid)
     }
 
     fn add_diffs(&self, rows: &mut [HistoryRow]) -> Result<(), StoreError> {

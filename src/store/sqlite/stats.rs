@@ -7,9 +7,9 @@ use crate::store::StoreError;
 use rusqlite::params;
 
 /// A [`crate::store::Scope`] as SQL conditions over `r` (revisions) and `k`
-/// (keys), with its values bound to ?1..?6 ([`scope_params`]): the revision
-/// range, then the object filter's namespace, resource, key prefix and
-/// cluster.
+/// (keys), with its values bound to ?1..?7 ([`scope_params`]): the revision
+/// range, then the object filter's namespace, resource, key prefix,
+/// cluster and key.
 ///
 /// It opens with `r.key_id > 0`, true of every row: without it SQLite scans
 /// `revisions` through `revisions_by_revision` and looks every row up in
@@ -19,10 +19,11 @@ use rusqlite::params;
 pub(super) const SCOPE: &str =
     "r.key_id > 0 AND (?1 IS NULL OR r.mod_revision >= ?1) AND (?2 IS NULL OR r.mod_revision <= ?2) \
      AND (?3 IS NULL OR k.namespace = ?3) AND (?4 IS NULL OR k.resource = ?4) \
-     AND (?5 IS NULL OR substr(k.key, 1, length(?5)) = CAST(?5 AS BLOB)) AND (?6 IS NULL OR k.cluster_id = ?6)";
+     AND (?5 IS NULL OR substr(k.key, 1, length(?5)) = CAST(?5 AS BLOB)) AND (?6 IS NULL OR k.cluster_id = ?6) \
+     AND (?7 IS NULL OR k.key = CAST(?7 AS BLOB))";
 
 /// The values [`SCOPE`] binds, in order.
-pub(super) fn scope_params(scope: &Scope) -> [&dyn rusqlite::ToSql; 6] {
+pub(super) fn scope_params(scope: &Scope) -> [&dyn rusqlite::ToSql; 7] {
     [
         &scope.from_revision,
         &scope.to_revision,
@@ -30,6 +31,7 @@ pub(super) fn scope_params(scope: &Scope) -> [&dyn rusqlite::ToSql; 6] {
         &scope.objects.resource,
         &scope.objects.key_prefix,
         &scope.objects.cluster,
+        &scope.objects.key,
     ]
 }
 
@@ -46,7 +48,7 @@ impl Store {
         let err = |e| self.err(e);
         let sql = format!(
             "SELECT coalesce({label}, '-'), count(*) FROM revisions r JOIN keys k ON k.id = r.key_id \
-             WHERE {} GROUP BY {group} ORDER BY 2 DESC, 1 LIMIT ?7",
+             WHERE {} GROUP BY {group} ORDER BY 2 DESC, 1 LIMIT ?8",
             SCOPE
         );
         let mut stmt = self.conn.prepare(&sql).map_err(err)?;
