@@ -3,11 +3,11 @@
 //! Kubernetes manifests.
 
 use crate::util::etcd::TestEtcd;
-use crate::util::k8s::{pod, widget};
+use crate::util::k8s::{config_map, pod, widget};
 use crate::util::proxy::Proxy;
 use crate::util::{
-    assert_exit, history, inspector, json, missing, mod_revisions, ok, run_statuses, runs, snapshot,
-    spawn_inspector, stderr, temp_db, terminate,
+    assert_exit, history, inspector, json, missing, mod_revisions, ok, one_line_error, run_statuses, runs,
+    snapshot, spawn_inspector, stderr, temp_db, terminate,
 };
 use std::path::Path;
 use std::process::Command;
@@ -358,14 +358,14 @@ fn prune_keeps_diff_between_the_remaining_runs() {
     );
 }
 
-/// The CronJob manifests against the Kubernetes schemas, with the PyPI
+/// The CronJob and follow Deployment manifests against the Kubernetes schemas, with the PyPI
 /// package `kubernetes-validate` (.ci/run installs it).
 #[test]
 fn kubernetes_manifests_pass_schema_validation() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kubernetes");
     let validator = std::env::var("KUBERNETES_VALIDATE").unwrap_or_else(|_| "kubernetes-validate".into());
     let run = |files: &[&Path]| Command::new(&validator).arg("--strict").args(files).output();
-    let manifests = ["namespace.yaml", "pvc.yaml", "cronjob.yaml"].map(|f| dir.join(f));
+    let manifests = ["namespace.yaml", "pvc.yaml", "cronjob.yaml", "follow-deployment.yaml"].map(|f| dir.join(f));
     let out = match run(&manifests.iter().map(|p| p.as_path()).collect::<Vec<_>>()) {
         Ok(out) => out,
         Err(e) => {
@@ -389,4 +389,125 @@ fn kubernetes_manifests_pass_schema_validation() {
     );
     std::fs::write(broken.path(), text).unwrap();
     assert!(!run(&[broken.path()]).unwrap().status.success());
+}
+
+/// `GET path` on `addr`: the status code and the body.
+fn http_get(addr: &str, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("follow listens");
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
+    let code = head.split(' ').nth(1).and_then(|c| c.parse().ok()).expect("a status line");
+    (code, body.to_string())
+}
+
+/// Polls `GET path` until `done` holds of its answer; panics after 90 s.
+fn http_until(addr: &str, path: &str, done: impl Fn(u16, &str) -> bool) -> (u16, String) {
+    let start = Instant::now();
+    loop {
+        if let Ok(answer) = std::panic::catch_unwind(|| http_get(addr, path)) {
+            if done(answer.0, &answer.1) {
+                return answer;
+            }
+        }
+        assert!(start.elapsed() < Duration::from_secs(90), "{path} never answered as expected");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A follow Deployment: `/metrics` has the metrics file's series and
+/// `/healthz` fails once the watch has been down longer than the stall
+/// limit, then recovers; with `--log-format json` every line on standard
+/// error is a JSON object with a level and a message.
+#[test]
+fn follow_serves_metrics_and_health_and_logs_json() {
+    let etcd = TestEtcd::start();
+    let proxy = Proxy::new(&etcd.endpoint);
+    let (_dir, db) = temp_db();
+    let key = "/registry/configmaps/default/app.config";
+    let data = |n: &str| config_map("default", "app.config", "uid-1", &[("app.properties", n)]);
+    let first = etcd.put(key, &data("replicas=1"));
+    let addr = format!("127.0.0.1:{}", crate::util::etcd::free_port());
+    let child = spawn_inspector(
+        &db,
+        &[
+            "--log-format=json",
+            "follow",
+            "--endpoints",
+            &proxy.endpoint,
+            "--commit-every=200ms",
+            "--dial-timeout=1s",
+            "--command-timeout=2s",
+            "--listen",
+            &addr,
+            "--stall-limit=1s",
+        ],
+    );
+    let (code, body) = http_until(&addr, "/healthz", |_, body| body.contains("revision"));
+    assert_eq!(code, 200, "{body}");
+    let second = etcd.put(key, &data("replicas=2"));
+    wait_for(&db, key, 2);
+    assert_eq!(mod_revisions(&db, key), [first, second]);
+    let (_, text) = http_until(&addr, "/metrics", |_, body| {
+        body.contains(&format!("etcd_inspector_follow_complete_through_revision{{cluster=\"{}\"}} {second}", cluster_hex(&db)))
+    });
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
+    let cluster = cluster_hex(&db);
+    assert_eq!(gauge(&scrape, "etcd_inspector_follow_stalled", &[("cluster", &cluster)]), 0.0);
+    assert_eq!(http_get(&addr, "/nothing").0, 404);
+
+    // No member delivers: stalled, and past the limit the probe fails.
+    proxy.cut();
+    let (code, body) = http_until(&addr, "/healthz", |code, _| code != 200);
+    assert_eq!(code, 503, "{body}");
+    assert!(body.contains("stalled"), "{body}");
+    let (_, text) = http_get(&addr, "/metrics");
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
+    assert_eq!(gauge(&scrape, "etcd_inspector_follow_stalled", &[("cluster", &cluster)]), 1.0);
+
+    // The member is back: follow catches up and the probe passes again.
+    proxy.restore();
+    let third = etcd.put(key, &data("replicas=3"));
+    http_until(&addr, "/healthz", |code, body| {
+        code == 200 && body.contains(&format!("through revision {third}"))
+    });
+    let out = terminate(child);
+    assert_exit(&out, 130);
+    assert_eq!(mod_revisions(&db, key), [first, second, third]);
+
+    let err = stderr(&out);
+    let lines: Vec<serde_json::Value> = err
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
+        .collect();
+    assert!(
+        lines.iter().any(|l| l["level"] == "WARN"
+            && l["message"].as_str().is_some_and(|m| m.starts_with("watching stopped at revision"))),
+        "{err}"
+    );
+    assert!(
+        lines.iter().any(|l| l["level"] == "INFO"
+            && l["message"].as_str().is_some_and(|m| m.contains("interrupted"))),
+        "{err}"
+    );
+    assert!(lines.iter().all(|l| l["timestamp"].is_string()), "{err}");
+
+    // An address in use fails the run at once, in one line naming it.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = taken.local_addr().unwrap().to_string();
+    let out = inspector(
+        &db,
+        &["follow", "--endpoints", &etcd.endpoint, "--listen", &taken, "--duration=1s"],
+    );
+    let err = one_line_error(&out);
+    assert!(err.contains(&format!("cannot listen on {taken}")), "{err}");
+    assert_eq!(runs(&db).last().unwrap()["status"], "failed");
+}
+
+/// etcd's cluster id as `runs -o json` gives it.
+fn cluster_hex(db: &Path) -> String {
+    runs(db)[0]["cluster_id"].as_str().expect("a cluster id").to_string()
 }
