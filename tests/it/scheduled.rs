@@ -365,7 +365,13 @@ fn kubernetes_manifests_pass_schema_validation() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kubernetes");
     let validator = std::env::var("KUBERNETES_VALIDATE").unwrap_or_else(|_| "kubernetes-validate".into());
     let run = |files: &[&Path]| Command::new(&validator).arg("--strict").args(files).output();
-    let manifests = ["namespace.yaml", "pvc.yaml", "cronjob.yaml", "follow-deployment.yaml"].map(|f| dir.join(f));
+    let manifests = [
+        "namespace.yaml",
+        "pvc.yaml",
+        "cronjob.yaml",
+        "follow-deployment.yaml",
+    ]
+    .map(|f| dir.join(f));
     let out = match run(&manifests.iter().map(|p| p.as_path()).collect::<Vec<_>>()) {
         Ok(out) => out,
         Err(e) => {
@@ -396,11 +402,19 @@ fn http_get(addr: &str, path: &str) -> (u16, String) {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr).expect("follow listens");
     stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
-    let code = head.split(' ').nth(1).and_then(|c| c.parse().ok()).expect("a status line");
+    let code = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("a status line");
     (code, body.to_string())
 }
 
@@ -413,7 +427,10 @@ fn http_until(addr: &str, path: &str, done: impl Fn(u16, &str) -> bool) -> (u16,
                 return answer;
             }
         }
-        assert!(start.elapsed() < Duration::from_secs(90), "{path} never answered as expected");
+        assert!(
+            start.elapsed() < Duration::from_secs(90),
+            "{path} never answered as expected"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
 }
@@ -452,11 +469,17 @@ fn follow_serves_metrics_and_health_and_logs_json() {
     wait_for(&db, key, 2);
     assert_eq!(mod_revisions(&db, key), [first, second]);
     let (_, text) = http_until(&addr, "/metrics", |_, body| {
-        body.contains(&format!("etcd_inspector_follow_complete_through_revision{{cluster=\"{}\"}} {second}", cluster_hex(&db)))
+        body.contains(&format!(
+            "etcd_inspector_follow_complete_through_revision{{cluster=\"{}\"}} {second}",
+            cluster_hex(&db)
+        ))
     });
     let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
     let cluster = cluster_hex(&db);
-    assert_eq!(gauge(&scrape, "etcd_inspector_follow_stalled", &[("cluster", &cluster)]), 0.0);
+    assert_eq!(
+        gauge(&scrape, "etcd_inspector_follow_stalled", &[("cluster", &cluster)]),
+        0.0
+    );
     assert_eq!(http_get(&addr, "/nothing").0, 404);
 
     // No member delivers: stalled, and past the limit the probe fails.
@@ -466,7 +489,10 @@ fn follow_serves_metrics_and_health_and_logs_json() {
     assert!(body.contains("stalled"), "{body}");
     let (_, text) = http_get(&addr, "/metrics");
     let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
-    assert_eq!(gauge(&scrape, "etcd_inspector_follow_stalled", &[("cluster", &cluster)]), 1.0);
+    assert_eq!(
+        gauge(&scrape, "etcd_inspector_follow_stalled", &[("cluster", &cluster)]),
+        1.0
+    );
 
     // The member is back: follow catches up and the probe passes again.
     proxy.restore();
@@ -485,7 +511,9 @@ fn follow_serves_metrics_and_health_and_logs_json() {
         .collect();
     assert!(
         lines.iter().any(|l| l["level"] == "WARN"
-            && l["message"].as_str().is_some_and(|m| m.starts_with("watching stopped at revision"))),
+            && l["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("watching stopped at revision"))),
         "{err}"
     );
     assert!(
@@ -500,7 +528,14 @@ fn follow_serves_metrics_and_health_and_logs_json() {
     let taken = taken.local_addr().unwrap().to_string();
     let out = inspector(
         &db,
-        &["follow", "--endpoints", &etcd.endpoint, "--listen", &taken, "--duration=1s"],
+        &[
+            "follow",
+            "--endpoints",
+            &etcd.endpoint,
+            "--listen",
+            &taken,
+            "--duration=1s",
+        ],
     );
     let err = one_line_error(&out);
     assert!(err.contains(&format!("cannot listen on {taken}")), "{err}");
@@ -509,5 +544,8 @@ fn follow_serves_metrics_and_health_and_logs_json() {
 
 /// etcd's cluster id as `runs -o json` gives it.
 fn cluster_hex(db: &Path) -> String {
-    runs(db)[0]["cluster_id"].as_str().expect("a cluster id").to_string()
+    runs(db)[0]["cluster_id"]
+        .as_str()
+        .expect("a cluster id")
+        .to_string()
 }

@@ -13,6 +13,45 @@ use etcd_inspector::source::server_version::ServerVersion;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+/// A new etcd holds nothing at revision 1: both fetch modes end at once
+/// with an empty, complete run (they used to wait for an event at revision
+/// 1 that never comes).
+#[test]
+fn a_new_empty_etcd_gives_an_empty_complete_run() {
+    let etcd = TestEtcd::start();
+    for fetch in ["auto", "watch"] {
+        let (_dir, db) = temp_db();
+        let child = spawn_inspector(
+            &db,
+            &[
+                "snapshot",
+                "--endpoints",
+                &etcd.endpoint,
+                "--fetch",
+                fetch,
+                "--no-analyze",
+            ],
+        );
+        let start = std::time::Instant::now();
+        let mut child = child;
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed() > std::time::Duration::from_secs(60) {
+                let out = terminate(child);
+                panic!(
+                    "--fetch {fetch} on an empty etcd still runs after 60 s: {}",
+                    stderr(&out)
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let out = child.wait_with_output().unwrap();
+        assert_exit(&out, 0);
+        let run = &runs(&db)[0];
+        assert_eq!(run["status"], "complete", "--fetch {fetch}");
+        assert_eq!(run["keys_seen"], 0, "--fetch {fetch}: {run}");
+    }
+}
+
 #[test]
 fn history_of_create_update_rewrite_delete_recreate() {
     let etcd = TestEtcd::start();

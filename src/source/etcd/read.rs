@@ -222,6 +222,11 @@ impl Etcd {
     /// dropped it on etcd up to 3.4.33 and 3.5.15. Any doubt answers yes:
     /// the watch then decides.
     pub(super) async fn event_retained_at(&self, head: i64) -> Result<bool, EtcdError> {
+        // A new etcd is at revision 1 with nothing written: the first write
+        // is revision 2. (Reading at revision 0 below would mean "now".)
+        if head <= 1 {
+            return Ok(false);
+        }
         let written_at_head = self
             .call(Reading::Prefix(b""), |client| async move {
                 let read = client

@@ -604,6 +604,8 @@ mod tests {
                     cluster: wanted,
                     namespace,
                     resource: None,
+                    // A whole key is the narrowest prefix: the same rows.
+                    key: key_prefix.clone().filter(|p| p.ends_with("/never")),
                     key_prefix,
                 },
             };
