@@ -63,6 +63,10 @@ pub enum StoreError {
     Backend { path: PathBuf, source: BackendError },
     #[error("database {path}: cannot upgrade the schema: {source}")]
     Migrate { path: PathBuf, source: BackendError },
+    /// Written by a newer etcd-inspector: its schema is past what this one
+    /// knows, so nothing is read or written.
+    #[error("database {path} was written by a newer etcd-inspector (schema version {found}; this one knows up to {known}): use that version or newer")]
+    TooNew { path: PathBuf, found: i64, known: i64 },
     #[error("database {path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
     #[error("database {path} {message}")]

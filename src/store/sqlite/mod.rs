@@ -41,11 +41,12 @@ fn missing(path: &Path) -> StoreError {
     }
 }
 
-/// The migrations, applied in order when a database is opened.
-/// How many migrations [`migrations`] holds.
-#[cfg(test)]
+/// How many migrations [`migrations`] holds: the schema version (SQLite's
+/// `user_version`) of a database this binary has upgraded. A test checks
+/// that the two agree.
 const MIGRATION_COUNT: usize = 21;
 
+/// The migrations, applied in order when a database is opened.
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
         M::up(include_str!("../../../migrations/0001_runs_keys_revisions.sql")),
@@ -168,6 +169,16 @@ impl Store {
         // snapshot rewrites often (index interiors) are copied back once.
         conn.pragma_update(None, "wal_autocheckpoint", 16384)
             .map_err(sql)?;
+        let found: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(sql)?;
+        if found > MIGRATION_COUNT as i64 {
+            return Err(StoreError::TooNew {
+                path: path.to_path_buf(),
+                found,
+                known: MIGRATION_COUNT as i64,
+            });
+        }
         if migrate {
             migrations()
                 .to_latest(&mut conn)
@@ -349,5 +360,27 @@ mod tests {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
         assert_eq!(version as usize, MIGRATION_COUNT);
+    }
+
+    #[test]
+    fn a_database_from_a_newer_version_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new.sqlite");
+        drop(Store::open_for_writing(&path).unwrap());
+        let newer = MIGRATION_COUNT + 1;
+        Connection::open(&path)
+            .unwrap()
+            .pragma_update(None, "user_version", newer)
+            .unwrap();
+        for opened in [Store::open_for_reading(&path), Store::open_for_writing(&path)] {
+            let message = opened.err().expect("refused").to_string();
+            assert_eq!(
+                message,
+                format!(
+                    "database {} was written by a newer etcd-inspector (schema version {newer}; this one knows up to {MIGRATION_COUNT}): use that version or newer",
+                    path.display()
+                )
+            );
+        }
     }
 }
