@@ -22,17 +22,33 @@ const SERVER_SET: [&str; 8] = [
     "deletionGracePeriodSeconds",
 ];
 
+/// Kinds whose `spec.replicas` the apiserver sets (to 1) when a write
+/// leaves it unset, in every version that stores them: a stored one always
+/// has it, so a semantic form without it (which drops zeros as empty) had
+/// `replicas: 0`.
+const DEFAULTED_REPLICAS: [&str; 4] = ["Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"];
+
 /// The object whose semantic form is `form`, as the apiserver would serve
 /// it: `apiVersion` back from the revision (the form keeps only the group),
 /// `metadata.resourceVersion` its mod_revision, `managedFields` only when
-/// asked for (kubectl hides them too). Keys sorted, as `kubectl -o yaml`
-/// prints them.
+/// asked for (kubectl hides them too), a workload's `replicas: 0` back (see
+/// [`DEFAULTED_REPLICAS`]). Keys sorted, as `kubectl -o yaml` prints them.
 pub fn object_of(form: Value, api_version: &str, mod_revision: i64, managed_fields: bool) -> Value {
     let Value::Object(mut map) = form else {
         return form;
     };
     map.remove("apiGroup");
     map.insert("apiVersion".into(), Value::String(api_version.to_string()));
+    let scalable = map
+        .get("kind")
+        .and_then(Value::as_str)
+        .is_some_and(|k| DEFAULTED_REPLICAS.contains(&k));
+    if let (true, Some(Value::Object(spec))) = (scalable, map.get_mut("spec")) {
+        if !spec.contains_key("replicas") {
+            spec.insert("replicas".into(), Value::from(0));
+            spec.sort_keys();
+        }
+    }
     let meta = map.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(meta) = meta {
         if !managed_fields {
@@ -197,6 +213,27 @@ mod tests {
             serde_json::to_string(&o).unwrap(),
             r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","resourceVersion":"42"},"spec":{"replicas":3}}"#
         );
+    }
+
+    #[test]
+    fn a_workload_scaled_to_zero_keeps_its_zero() {
+        for (kind, api_version) in [
+            ("Deployment", "apps/v1"),
+            ("StatefulSet", "apps/v1"),
+            ("ReplicationController", "v1"),
+        ] {
+            let form =
+                json!({"kind": kind, "metadata": {"name": "web"}, "spec": {"selector": {"app": "web"}}});
+            let o = object_of(form, api_version, 7, false);
+            assert_eq!(o["spec"]["replicas"], 0, "{kind}");
+        }
+        let scaled = json!({"kind": "Deployment", "metadata": {"name": "web"}, "spec": {"replicas": 3}});
+        assert_eq!(object_of(scaled, "apps/v1", 7, false)["spec"]["replicas"], 3);
+        // Others have no defaulted replicas: nothing is added.
+        let job = json!({"kind": "Job", "metadata": {"name": "j"}, "spec": {"parallelism": 2}});
+        assert!(object_of(job, "batch/v1", 7, false)["spec"]
+            .get("replicas")
+            .is_none());
     }
 
     #[test]
