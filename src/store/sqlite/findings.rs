@@ -604,8 +604,12 @@ mod tests {
                     cluster: wanted,
                     namespace,
                     resource: None,
-                    // A whole key is the narrowest prefix: the same rows.
-                    key: key_prefix.clone().filter(|p| p.ends_with("/never")),
+                    // With that prefix, the one key under it (never
+                    // stored): the same findings.
+                    key: key_prefix
+                        .as_ref()
+                        .filter(|p| p.ends_with("/never"))
+                        .map(|p| format!("{p}-stored")),
                     key_prefix,
                 },
             };
