@@ -10,6 +10,7 @@ const STYLE: &str = r#"
 :root { --bg:#0f1419; --panel:#171d24; --ink:#e6e6e6; --mute:#8b98a5; --line:#2a333d; --accent:#4ea1ff; }
 * { box-sizing: border-box; }
 body { margin:0; font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif; background:var(--bg); color:var(--ink); }
+a { color:var(--accent); }
 header { padding:20px 28px; border-bottom:1px solid var(--line); background:var(--panel); }
 header h1 { margin:0 0 4px; font-size:20px; } header p { margin:0; color:var(--mute); }
 main { padding:20px 28px; display:grid; gap:20px; }
