@@ -67,17 +67,20 @@ struct Recorder<'w, 's> {
 /// whether it is stalled.
 struct Gauges {
     path: Option<std::path::PathBuf>,
-    /// etcd's cluster id, the metrics' label.
+    /// etcd's cluster id and the cluster's name, the metrics' labels.
     cluster: String,
+    name: String,
     health: Arc<Health>,
 }
 
 impl Gauges {
     fn write(&self, complete_through: i64, stalled: bool) {
-        self.health.set(&self.cluster, complete_through, stalled);
+        self.health
+            .set(&self.cluster, &self.name, complete_through, stalled);
         let Some(path) = &self.path else { return };
         let text = crate::report::metrics::render_following(&crate::report::metrics::Following {
             cluster: &self.cluster,
+            name: &self.name,
             complete_through,
             stalled,
         });
@@ -201,14 +204,15 @@ pub(super) async fn follow(
         return Ok(None);
     };
     store.record(run, RunFact::CompleteThrough(summary.head))?;
+    let this = store.runs()?.into_iter().find(|r| r.id == run);
+    let cluster = this
+        .as_ref()
+        .and_then(|r| r.cluster_id.clone())
+        .unwrap_or_default();
     let gauges = Gauges {
         path: options.metrics_file.clone(),
-        cluster: store
-            .runs()?
-            .into_iter()
-            .find(|r| r.id == run)
-            .and_then(|r| r.cluster_id)
-            .unwrap_or_default(),
+        name: this.and_then(|r| r.cluster).unwrap_or_else(|| cluster.clone()),
+        cluster,
         health,
     };
     gauges.write(summary.head, false);

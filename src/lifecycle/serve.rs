@@ -22,8 +22,9 @@ pub(super) struct Health {
 
 #[derive(Default)]
 struct State {
-    /// etcd's cluster id, once the first read found it.
-    cluster: Option<String>,
+    /// etcd's cluster id and the cluster's name, once the first read found
+    /// them.
+    cluster: Option<(String, String)>,
     complete_through: i64,
     /// Since when no member delivers the watch.
     stalled_since: Option<Instant>,
@@ -41,11 +42,12 @@ impl Health {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Follow stored everything through `complete_through` of `cluster`,
-    /// and records (`stalled` false) or waits for a member (true).
-    pub(super) fn set(&self, cluster: &str, complete_through: i64, stalled: bool) {
+    /// Follow stored everything through `complete_through` of `cluster`
+    /// (etcd's id) named `name`, and records (`stalled` false) or waits for
+    /// a member (true).
+    pub(super) fn set(&self, cluster: &str, name: &str, complete_through: i64, stalled: bool) {
         let mut s = self.state();
-        s.cluster = Some(cluster.to_string());
+        s.cluster = Some((cluster.to_string(), name.to_string()));
         s.complete_through = complete_through;
         s.stalled_since = match stalled {
             true => s.stalled_since.or(Some(Instant::now())),
@@ -56,9 +58,10 @@ impl Health {
     /// The metrics text; empty until the first read found the cluster.
     fn metrics(&self) -> String {
         let s = self.state();
-        s.cluster.as_deref().map_or_else(String::new, |cluster| {
+        s.cluster.as_ref().map_or_else(String::new, |(cluster, name)| {
             render_following(&Following {
                 cluster,
+                name,
                 complete_through: s.complete_through,
                 stalled: s.stalled_since.is_some(),
             })

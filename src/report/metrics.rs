@@ -10,6 +10,16 @@ use std::fmt::Write;
 use std::io;
 use std::path::Path;
 
+/// The labels every series has: etcd's cluster id and the cluster's name
+/// (`--cluster`; the id again when it has none), for alerts across a fleet.
+fn cluster_labels(cluster_id: &str, name: &str) -> String {
+    format!(
+        "cluster=\"{}\",cluster_name=\"{}\"",
+        label(cluster_id),
+        label(name)
+    )
+}
+
 fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP etcd_inspector_{name} {help}");
     let _ = writeln!(out, "# TYPE etcd_inspector_{name} {kind}");
@@ -24,7 +34,7 @@ pub fn render(
     findings: impl Iterator<Item = Result<StoredFinding, StoreError>>,
 ) -> Result<String, StoreError> {
     let cluster = run.cluster_id.clone().unwrap_or_default();
-    let c = format!("cluster=\"{}\"", label(&cluster));
+    let c = cluster_labels(&cluster, run.cluster.as_deref().unwrap_or(&cluster));
     let mut out = String::new();
     family(
         &mut out,
@@ -103,6 +113,8 @@ pub fn render(
 pub struct Following<'a> {
     /// etcd's cluster id.
     pub cluster: &'a str,
+    /// The cluster's name (its id when it has none).
+    pub name: &'a str,
     /// Everything up to this revision is stored.
     pub complete_through: i64,
     /// No member delivers the watch: the run waits for one.
@@ -111,7 +123,7 @@ pub struct Following<'a> {
 
 /// The metrics text of a `follow` run that is still running.
 pub fn render_following(f: &Following<'_>) -> String {
-    let c = format!("cluster=\"{}\"", label(f.cluster));
+    let c = cluster_labels(f.cluster, f.name);
     let mut out = String::new();
     let now = jiff::Timestamp::now().as_second();
     for (name, help, value) in [

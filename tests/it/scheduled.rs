@@ -461,6 +461,8 @@ fn follow_serves_metrics_and_health_and_logs_json() {
             "--listen",
             &addr,
             "--stall-limit=1s",
+            "--cluster",
+            "prod-eu-1",
         ],
     );
     let (code, body) = http_until(&addr, "/healthz", |_, body| body.contains("revision"));
@@ -470,14 +472,18 @@ fn follow_serves_metrics_and_health_and_logs_json() {
     assert_eq!(mod_revisions(&db, key), [first, second]);
     let (_, text) = http_until(&addr, "/metrics", |_, body| {
         body.contains(&format!(
-            "etcd_inspector_follow_complete_through_revision{{cluster=\"{}\"}} {second}",
+            "etcd_inspector_follow_complete_through_revision{{cluster=\"{}\",cluster_name=\"prod-eu-1\"}} {second}",
             cluster_hex(&db)
         ))
     });
     let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
     let cluster = cluster_hex(&db);
     assert_eq!(
-        gauge(&scrape, "etcd_inspector_follow_stalled", &[("cluster", &cluster)]),
+        gauge(
+            &scrape,
+            "etcd_inspector_follow_stalled",
+            &[("cluster", &cluster), ("cluster_name", "prod-eu-1")]
+        ),
         0.0
     );
     assert_eq!(http_get(&addr, "/nothing").0, 404);
