@@ -1,7 +1,7 @@
 //! `etcd-inspector diff RUN_A RUN_B`: field-level drift between two points.
 
 use super::common::chosen_cluster;
-use super::object::{current_at, redacted_note, stored_object};
+use super::common::object::{current_at, redacted_note, stored_object};
 use super::Status;
 use crate::analyze::drift::{compare, ObjectDrift};
 use crate::canon::path::FieldPath;
@@ -66,7 +66,7 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
         .find(|c| c.row == row)
         .map(|c| c.label().to_string())
         .unwrap_or_default();
-    let filter = super::object::object_filter(&store, &args.objects, Some(row))?;
+    let filter = super::common::object::object_filter(&store, &args.objects, Some(row))?;
     if let (true, Some(key)) = (args.unified, &filter.key) {
         return unified(&store, key, row, rev_a, rev_b);
     }

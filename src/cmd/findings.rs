@@ -13,7 +13,7 @@ pub fn run(db: &Path, args: &FindingsArgs) -> Result<Status> {
     let store = Store::open_for_reading(db)?;
     let cluster = chosen_cluster(&store, &args.cluster)?;
     let query = FindingQuery {
-        objects: super::object::object_filter(&store, &args.objects, cluster.map(|c| c.row))?,
+        objects: super::common::object::object_filter(&store, &args.objects, cluster.map(|c| c.row))?,
         detector: args.detector.clone(),
         severity: args.severity,
     };

@@ -21,7 +21,7 @@ fn short(v: &serde_json::Value) -> String {
 pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
     let store = Store::open_for_reading(db)?;
     let cluster = chosen_cluster(&store, &args.cluster)?;
-    let key = super::object::target_key(&store, &args.target)?;
+    let key = super::common::object::target_key(&store, &args.target)?;
     let mut rows = store.history(key.as_bytes(), cluster.as_ref().map(|c| c.row))?;
     if rows.is_empty() {
         match &cluster {

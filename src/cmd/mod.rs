@@ -12,7 +12,6 @@ pub mod get;
 pub mod history;
 pub mod log;
 pub mod man;
-mod object;
 mod output;
 pub mod prune;
 pub mod report;

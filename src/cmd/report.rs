@@ -20,7 +20,7 @@ pub fn run(db: &Path, args: &ReportArgs) -> Result<Status> {
             scope: Scope {
                 from_revision,
                 to_revision,
-                objects: super::object::object_filter(&store, &args.objects, cluster)?,
+                objects: super::common::object::object_filter(&store, &args.objects, cluster)?,
             },
             severity: args.severity,
         })

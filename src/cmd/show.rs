@@ -2,7 +2,7 @@
 //! a time or a run, or as a manifest to recreate it.
 
 use super::common::chosen_cluster;
-use super::object::{redacted_note, revision_at, revision_of, stored_object, target_key};
+use super::common::object::{redacted_note, revision_at, revision_of, stored_object, target_key};
 use super::output::print_document;
 use super::Status;
 use crate::canon::manifest::{for_apply, ApplyOptions};

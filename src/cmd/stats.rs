@@ -27,7 +27,7 @@ pub fn run(db: &Path, args: &StatsArgs) -> Result<Status> {
     let scope = Scope {
         from_revision,
         to_revision,
-        objects: super::object::object_filter(&store, &args.objects, cluster)?,
+        objects: super::common::object::object_filter(&store, &args.objects, cluster)?,
     };
     let usage = store.usage(&scope, args.top)?;
     match args.output {

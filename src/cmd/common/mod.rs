@@ -1,6 +1,8 @@
 //! What several commands share: turning recording flags into the run
-//! lifecycle's options, the exit statuses, and the lines a finished run and
-//! an analysis print.
+//! lifecycle's options, the exit statuses, the lines a finished run and an
+//! analysis print, and ([`object`]) objects found by their kubectl names.
+
+pub mod object;
 
 use super::output::print_document;
 use super::Status;

@@ -2,7 +2,7 @@
 //! the database; and one stored revision of one, as the object it was.
 //! Shared by `history`, `show`, `diff`, `findings`, `report` and `stats`.
 
-use super::common::revision_before;
+use super::revision_before;
 use crate::canon::manifest::{object_of, redacted_object, RowColumns};
 use crate::cli::{ObjectArgs, TargetArgs, WhenArgs};
 use crate::decode::names::{parse_object, Catalog, NameError, ObjectRef, ObjectSpec, CRDS};
