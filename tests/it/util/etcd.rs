@@ -18,13 +18,32 @@ pub struct TestEtcd {
     auth: Option<(String, String)>,
 }
 
-/// A loopback port nothing listens on (until someone binds it).
+/// The ports [`free_port`] hands out: below Linux's ephemeral range
+/// (32768–60999), so no outgoing connection of a running test can take one
+/// between the check and the server binding it, as a port from `bind(0)` can.
+const PORTS: std::ops::Range<u16> = 20000..32000;
+
+/// A loopback port nothing listens on, never handed out twice by this
+/// process; the start is spread by process id so concurrent test processes
+/// mostly pick different ports.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    let span = u32::from(PORTS.end - PORTS.start);
+    let _ = NEXT.compare_exchange(
+        u32::MAX,
+        std::process::id().wrapping_mul(7919) % span,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
+    for _ in 0..span {
+        let offset = NEXT.fetch_add(1, Ordering::SeqCst) % span;
+        let port = PORTS.start + offset as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in {PORTS:?}");
 }
 
 /// Server and client certificates for a TLS etcd, as PEM files.
@@ -126,6 +145,19 @@ impl TestEtcd {
     }
 
     fn start_inner(tls: Option<&Tls>, quota: u64) -> TestEtcd {
+        // Another process may still bind a port between our check and
+        // etcd's; then start again on other ports.
+        for _ in 0..3 {
+            if let Some(etcd) = Self::try_start(tls, quota) {
+                return etcd;
+            }
+        }
+        panic!("etcd found no free ports in three tries");
+    }
+
+    /// Starts etcd and waits until it answers; `None` when it exited because
+    /// a port was taken meanwhile.
+    fn try_start(tls: Option<&Tls>, quota: u64) -> Option<TestEtcd> {
         let bin = etcd_binary();
         let dir = tempfile::tempdir().unwrap();
         let (client, peer) = (free_port(), free_port());
@@ -188,7 +220,7 @@ impl TestEtcd {
                     std::fs::read(&t.client_key).unwrap(),
                 ))
         });
-        let etcd = TestEtcd {
+        let mut etcd = TestEtcd {
             child,
             endpoint,
             dir,
@@ -199,7 +231,10 @@ impl TestEtcd {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if etcd.client_result().is_ok() {
-                return etcd;
+                return Some(etcd);
+            }
+            if matches!(etcd.child.try_wait(), Ok(Some(_))) && etcd.log().contains("address already in use") {
+                return None;
             }
             assert!(Instant::now() < deadline, "etcd did not start: {}", etcd.log());
             std::thread::sleep(Duration::from_millis(100));
