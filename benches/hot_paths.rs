@@ -13,7 +13,7 @@ use etcd_inspector::decode::{decode_value, parse_key, Outcome};
 use etcd_inspector::ingest::open::KeyClass;
 use etcd_inspector::ingest::revision::ingest;
 use etcd_inspector::source::{Record, Sink};
-use etcd_inspector::store::{RunRecorder, Store};
+use etcd_inspector::store::Store;
 use serde_json::json;
 use std::hint::black_box;
 

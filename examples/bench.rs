@@ -203,7 +203,6 @@ fn object(i: usize, round: usize) -> (String, Vec<u8>) {
 
 /// How the newest run of the database at `db` fetched.
 fn runs_fetched(db: &Path) -> Result<String> {
-    use etcd_inspector::store::HistoryReader;
     let runs = etcd_inspector::store::Store::open_for_reading(db)?.runs()?;
     Ok(runs
         .last()

@@ -19,7 +19,7 @@ mod etcd;
 
 use anyhow::Result;
 use etcd_inspector::decode::encode::encode_protobuf;
-use etcd_inspector::store::{HistoryReader, Store};
+use etcd_inspector::store::Store;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -8,7 +8,7 @@
 use anyhow::{Context, Result};
 use etcd_inspector::decode::encode::encode_protobuf;
 use etcd_inspector::source::{Record, Sink};
-use etcd_inspector::store::{RunFact, RunRecorder, RunStatus, Store};
+use etcd_inspector::store::{RunFact, RunStatus, Store};
 use serde_json::json;
 
 const REVISIONS_PER_KEY: i64 = 50;

@@ -19,7 +19,6 @@ mod scenario;
 use anyhow::{Context, Result};
 use clap::Parser;
 use etcd_inspector::cli::Cli;
-use etcd_inspector::store::HistoryReader;
 use std::path::Path;
 
 /// Runs one etcd-inspector command line, as a user would type it.

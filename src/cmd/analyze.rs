@@ -5,7 +5,6 @@ use super::Status;
 use crate::analyze::analyze;
 use crate::cli::AnalyzeArgs;
 use crate::report::escape::terminal;
-use crate::store::HistoryReader;
 use crate::store::Store;
 use anyhow::{bail, Result};
 use std::path::Path;
@@ -20,9 +19,9 @@ pub fn run(db: &Path, args: &AnalyzeArgs) -> Result<Status> {
                 db.display()
             ),
         },
-        None => chosen_cluster(&store, &args.cluster)?.map(|c| c.row),
+        None => chosen_cluster(&*store, &args.cluster)?.map(|c| c.row),
     };
-    let analysis = analyze(&store, cluster, &(&args.detectors).into())?;
+    let analysis = analyze(&*store, cluster, &(&args.detectors).into())?;
     tracing::info!("{}", terminal(&analysis_summary(&analysis)));
     Ok(fail_on_status(
         args.fail_on,

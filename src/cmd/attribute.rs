@@ -17,7 +17,7 @@ pub fn run(db: &Path, args: &AttributeArgs) -> Result<Status> {
     }
     let logs = audit_logs(&args.audit)?;
     let store = Store::open_existing_for_writing(db)?;
-    let store: &dyn crate::store::Backend = &store;
+    let store: &dyn crate::store::Backend = &*store;
     let detectors = (!args.no_analyze).then(|| (&args.detectors).into());
     let found = attribute(store, &logs, args.cluster.as_deref(), detectors.as_ref())?;
     if let Some(analysis) = &found.analysis {

@@ -9,7 +9,6 @@ use crate::cli::{DiffArgs, ListFormat};
 use crate::report::escape::terminal;
 use crate::report::json_array::JsonArray;
 use crate::store::cluster;
-use crate::store::HistoryReader;
 use crate::store::{LiveObject, Looked, Store, ValueReader};
 use anyhow::{bail, Result};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
@@ -38,7 +37,7 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
     let (Some(rev_a), Some(rev_b)) = (rev_a, rev_b) else {
         bail!("give two runs (diff RUN_A RUN_B) or two revisions (--rev-a N --rev-b M)");
     };
-    let chosen = chosen_cluster(&store, &args.cluster)?;
+    let chosen = chosen_cluster(&*store, &args.cluster)?;
     let clusters = store.clusters()?;
     let row = match (cluster_a, cluster_b, chosen.as_ref().map(|c| c.row)) {
         (Some(a), Some(b), _) if a != b => bail!(
@@ -72,7 +71,7 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
     }
     // A value the database cannot give back fails the command, instead of
     // showing as redacted.
-    let mut values = ValueReader::new(&store);
+    let mut values = ValueReader::new(&*store);
     let mut value_at = |o: &LiveObject, path: &FieldPath| -> Value {
         match values.at(o.semantic_sha256.as_deref(), path) {
             Looked::Found(v) => v.clone(),

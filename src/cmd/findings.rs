@@ -4,14 +4,13 @@ use super::common::chosen_cluster;
 use super::output::{lines, print_stream, text};
 use super::Status;
 use crate::cli::FindingsArgs;
-use crate::store::HistoryReader;
 use crate::store::{FindingQuery, Store};
 use anyhow::Result;
 use std::path::Path;
 
 pub fn run(db: &Path, args: &FindingsArgs) -> Result<Status> {
     let store = Store::open_for_reading(db)?;
-    let cluster = chosen_cluster(&store, &args.cluster)?;
+    let cluster = chosen_cluster(&*store, &args.cluster)?;
     let query = FindingQuery {
         objects: super::common::object::object_filter(&store, &args.objects, cluster.map(|c| c.row))?,
         detector: args.detector.clone(),

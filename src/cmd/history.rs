@@ -6,7 +6,6 @@ use super::Status;
 use crate::canon::path::{FieldPath, MANAGED_FIELDS};
 use crate::cli::{HistoryArgs, ListFormat};
 use crate::report::escape::terminal;
-use crate::store::HistoryReader;
 use crate::store::Store;
 use anyhow::{bail, Result};
 use std::io::Write;
@@ -20,7 +19,7 @@ fn short(v: &serde_json::Value) -> String {
 
 pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
     let store = Store::open_for_reading(db)?;
-    let cluster = chosen_cluster(&store, &args.cluster)?;
+    let cluster = chosen_cluster(&*store, &args.cluster)?;
     let key = super::common::object::target_key(&store, &args.target)?;
     let mut rows = store.history(key.as_bytes(), cluster.as_ref().map(|c| c.row))?;
     if rows.is_empty() {

@@ -2,7 +2,6 @@
 
 use super::Status;
 use crate::cli::PruneArgs;
-use crate::store::RunRecorder;
 use crate::store::Store;
 use anyhow::{Context, Result};
 use std::path::Path;

@@ -5,7 +5,6 @@ use super::common::{chosen_cluster, fail_on_status, revision_range};
 use super::Status;
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::report::{self, Filter, ReportData};
-use crate::store::HistoryReader;
 use crate::store::{Scope, Store};
 use anyhow::{Context, Result};
 use std::io::Write;
@@ -13,9 +12,9 @@ use std::path::Path;
 
 pub fn run(db: &Path, args: &ReportArgs) -> Result<Status> {
     let store = Store::open_for_reading(db)?;
-    let chosen = chosen_cluster(&store, &args.cluster)?;
+    let chosen = chosen_cluster(&*store, &args.cluster)?;
     let filter_of = |cluster: Option<i64>| -> Result<Filter> {
-        let (from_revision, to_revision) = revision_range(&store, &args.range, cluster)?;
+        let (from_revision, to_revision) = revision_range(&*store, &args.range, cluster)?;
         Ok(Filter {
             scope: Scope {
                 from_revision,
@@ -35,12 +34,12 @@ pub fn run(db: &Path, args: &ReportArgs) -> Result<Status> {
                 Ok((c, filter))
             })
             .collect::<Result<Vec<_>>>()?;
-        let fleet = report::fleet::build(&store, sections)?;
+        let fleet = report::fleet::build(&*store, sections)?;
         let write = |out: &mut dyn Write| -> Result<()> {
             match args.format {
                 ReportFormat::Text => out.write_all(report::text::render_fleet(&fleet).as_bytes())?,
                 ReportFormat::Md => out.write_all(report::markdown::render_fleet(&fleet).as_bytes())?,
-                ReportFormat::Json => report::fleet::write_json(&store, &fleet, out)?,
+                ReportFormat::Json => report::fleet::write_json(&*store, &fleet, out)?,
                 ReportFormat::Html => out.write_all(report::html::render_fleet(&fleet).as_bytes())?,
             }
             Ok(out.flush()?)
@@ -50,12 +49,12 @@ pub fn run(db: &Path, args: &ReportArgs) -> Result<Status> {
         return Ok(fail_on_status(args.fail_on, found));
     }
     let filter = filter_of(chosen.map(|c| c.row))?;
-    let data = report::build(&store, &filter)?;
+    let data = report::build(&*store, &filter)?;
     let write = |out: &mut dyn Write| -> Result<()> {
         match args.format {
             ReportFormat::Text => out.write_all(report::text::render(&data).as_bytes())?,
             ReportFormat::Md => out.write_all(report::markdown::render(&data).as_bytes())?,
-            ReportFormat::Json => report::write_json(&store, &filter, &data, out)?,
+            ReportFormat::Json => report::write_json(&*store, &filter, &data, out)?,
             ReportFormat::Html => out.write_all(report::html::render(&data).as_bytes())?,
         }
         Ok(out.flush()?)

@@ -4,7 +4,6 @@ use super::common::chosen_cluster;
 use super::output::{or_dash, print_list, text};
 use super::Status;
 use crate::cli::RunsArgs;
-use crate::store::HistoryReader;
 use crate::store::{ServedBy, Store};
 use anyhow::Result;
 use std::path::Path;
@@ -12,7 +11,7 @@ use std::path::Path;
 pub fn run(db: &Path, args: &RunsArgs) -> Result<Status> {
     let store = Store::open_for_reading(db)?;
     let mut runs = store.runs()?;
-    if let Some(c) = chosen_cluster(&store, &args.cluster)? {
+    if let Some(c) = chosen_cluster(&*store, &args.cluster)? {
         runs.retain(|r| r.cluster_id.as_deref() == Some(c.etcd_cluster_id.as_str()));
     }
     print_list(

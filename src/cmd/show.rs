@@ -9,13 +9,13 @@ use crate::canon::manifest::{for_apply, ApplyOptions};
 use crate::cli::{Format, ShowArgs};
 use crate::decode::names::newer_api_version;
 use crate::report::escape::terminal;
-use crate::store::{HistoryReader, Store};
+use crate::store::Store;
 use anyhow::{bail, Result};
 use std::path::Path;
 
 pub fn run(db: &Path, args: &ShowArgs) -> Result<Status> {
     let store = Store::open_for_reading(db)?;
-    let cluster = chosen_cluster(&store, &args.cluster)?.map(|c| c.row);
+    let cluster = chosen_cluster(&*store, &args.cluster)?.map(|c| c.row);
     let key = target_key(&store, &args.target)?;
     let row = revision_at(&store, &key, cluster, revision_of(&store, cluster, &args.when)?)?;
     let mut shown = stored_object(&store, &key, &row, args.show_managed_fields)?;

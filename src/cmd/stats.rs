@@ -5,7 +5,6 @@ use super::common::{chosen_cluster, revision_range};
 use super::output::{print_table, text};
 use super::Status;
 use crate::cli::{ListFormat, StatsArgs};
-use crate::store::HistoryReader;
 use crate::store::{Scope, Store, Usage};
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
@@ -19,8 +18,8 @@ pub fn run(db: &Path, args: &StatsArgs) -> Result<Status> {
             None => bail!("run {run} is not in {} or never reached its head", db.display()),
         },
         None => {
-            let cluster = chosen_cluster(&store, &args.cluster)?.map(|c| c.row);
-            let (from, to) = revision_range(&store, &args.range, cluster)?;
+            let cluster = chosen_cluster(&*store, &args.cluster)?.map(|c| c.row);
+            let (from, to) = revision_range(&*store, &args.range, cluster)?;
             (from, to, cluster)
         }
     };

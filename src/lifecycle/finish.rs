@@ -4,7 +4,6 @@
 use super::signal::stopping;
 use super::{RecordOptions, Summary};
 use crate::analyze::Analysis;
-use crate::store::RunRecorder;
 use crate::store::{Backend, RunFact};
 use crate::store::{RunId, RunStatus, Store};
 use anyhow::{Context, Result};

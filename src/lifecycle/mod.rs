@@ -182,13 +182,13 @@ pub fn snapshot(db: &Path, source: &Source, options: &RecordOptions) -> Result<F
     let (runtime, signalled) = signal::runtime()?;
     let outcome = runtime.block_on(async {
         tokio::select! {
-            r = read(&store, run, source, options, db, &bar) => r.transpose(),
+            r = read(&*store, run, source, options, db, &bar) => r.transpose(),
             _ = signalled.notified() => None,
         }
     });
     progress::spinning(&bar);
     bar.set_message("analyzing");
-    let finished = finish::finish(&store, run, outcome, options, started);
+    let finished = finish::finish(&*store, run, outcome, options, started);
     bar.finish_and_clear();
     finished
 }
@@ -208,11 +208,11 @@ pub fn follow(
     let (runtime, signalled) = signal::runtime()?;
     let outcome = runtime
         .block_on(follow::follow(
-            &store, run, db, connection, options, follow, &signalled, &bar,
+            &*store, run, db, connection, options, follow, &signalled, &bar,
         ))
         .transpose();
     bar.finish_and_clear();
-    finish::finish(&store, run, outcome, options, started)
+    finish::finish(&*store, run, outcome, options, started)
 }
 
 /// Reads `source`; `None` when a signal stopped the read.

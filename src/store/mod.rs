@@ -15,7 +15,9 @@ pub mod hash_key;
 mod history;
 mod live;
 pub mod object;
+mod open;
 mod pipeline;
+pub mod postgres;
 mod prepare;
 mod prune;
 mod reader;
@@ -42,7 +44,7 @@ pub trait Backend: HistoryReader + RunRecorder + audit::AuditRecorder + clock::C
 impl<T: HistoryReader + RunRecorder + audit::AuditRecorder + clock::ClockRecorder> Backend for T {}
 pub use run::{FileInfo, Gap, Previous, RunId, RunInfo, RunStatus, RunTime, ServedBy, Shortfall};
 pub use scope::{ObjectFilter, Scope};
-pub use sqlite::Store;
+pub use open::Store;
 pub use usage::{BusiestKey, LargestKey, ManagerUsage, NamespaceUsage, RequesterUsage, ResourceUsage, Usage};
 pub use values::{Contents, Looked, ValueReader};
 pub use writer::RevisionWriter;

@@ -3,7 +3,8 @@
 //! showing a damaged value as missing.
 
 use crate::store::Contents;
-use crate::store::{Store, StoreError};
+use super::Store;
+use crate::store::StoreError;
 
 impl Store {
     /// Every stored revision of `cluster`'s keys of one resource, per key

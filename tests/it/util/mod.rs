@@ -10,7 +10,7 @@ pub mod kms_plugin;
 pub mod proxy;
 
 use etcd::TestEtcd;
-use etcd_inspector::store::{HistoryReader, Store};
+use etcd_inspector::store::Store;
 use serde_json::Value;
 use std::borrow::Borrow;
 use std::fmt::Display;

@@ -1,0 +1,299 @@
+//! The PostgreSQL backend: a fleet's runs of many clusters in one database
+//! server, in the schema `etcd_inspector`; the schema changes only through
+//! `migrations/postgres/`. Every SQL statement and postgres type of this
+//! backend lives in this module. Writers of different clusters run at once;
+//! a cluster has one writer at a time (a session advisory lock).
+
+mod audit;
+mod changes;
+mod clock;
+mod clusters;
+pub mod connect;
+mod findings;
+mod hash_key;
+mod history;
+mod live;
+mod named;
+mod prune;
+mod reader_impl;
+mod recorder_impl;
+mod revision_rows;
+mod runs;
+mod settings;
+mod stats;
+mod usage;
+mod values;
+
+use super::StoreError;
+use postgres::types::ToSql;
+use postgres::{Client, Row};
+use std::cell::{Cell, OnceCell, RefCell, RefMut};
+use std::path::{Path, PathBuf};
+
+/// The schema every table of ours is in.
+const SCHEMA: &str = "etcd_inspector";
+
+/// The migrations, applied in order: the version of a database this binary
+/// has upgraded is their count.
+const MIGRATIONS: &[&str] = &[include_str!("../../../migrations/postgres/0001_schema.sql")];
+
+/// Rows fetched per page where a read streams.
+pub(in crate::store) const PAGE: i64 = 1000;
+
+/// An open PostgreSQL database.
+pub struct Store {
+    client: RefCell<Client>,
+    /// The URI without its password, for messages and `runs`.
+    pub(in crate::store) path: PathBuf,
+    /// Whether a transaction is open (statements then join it).
+    in_tx: Cell<bool>,
+    /// Names of cursors open at once.
+    cursors: Cell<u64>,
+    /// The key this handle's runs hash with, once loaded.
+    hash_key: OnceCell<crate::canon::keyed_hash::HashKey>,
+}
+
+impl Store {
+    /// The connection, for one statement or one page of rows; never held
+    /// while a caller's closure runs.
+    pub(in crate::store) fn client(&self) -> RefMut<'_, Client> {
+        self.client.borrow_mut()
+    }
+
+    pub(in crate::store) fn err(&self, source: postgres::Error) -> StoreError {
+        StoreError::Backend {
+            path: self.path.clone(),
+            source: Box::new(connect::Described(source)),
+        }
+    }
+
+    /// The error for a stored value that cannot be what its column holds.
+    pub(in crate::store) fn damaged(&self, column: &str, problem: impl std::fmt::Display) -> StoreError {
+        StoreError::Damaged {
+            path: self.path.clone(),
+            what: format!("{column}: {problem}"),
+        }
+    }
+
+    /// Runs `f` in one transaction (or in the open one): committed when it
+    /// succeeds, rolled back when it fails.
+    pub(in crate::store) fn in_transaction<T, E: From<StoreError>>(
+        &self,
+        f: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        if self.in_tx.get() {
+            return f();
+        }
+        self.begin()?;
+        match f() {
+            Ok(value) => {
+                self.commit()?;
+                Ok(value)
+            }
+            Err(e) => {
+                self.rollback();
+                Err(e)
+            }
+        }
+    }
+
+    pub(in crate::store) fn begin(&self) -> Result<(), StoreError> {
+        self.client().batch_execute("BEGIN").map_err(|e| self.err(e))?;
+        self.in_tx.set(true);
+        Ok(())
+    }
+
+    pub(in crate::store) fn commit(&self) -> Result<(), StoreError> {
+        self.in_tx.set(false);
+        self.client().batch_execute("COMMIT").map_err(|e| self.err(e))
+    }
+
+    pub(in crate::store) fn rollback(&self) {
+        if self.in_tx.replace(false) {
+            let _ = self.client().batch_execute("ROLLBACK");
+        }
+    }
+
+    pub(in crate::store) fn in_transaction_now(&self) -> bool {
+        self.in_tx.get()
+    }
+
+    /// One statement's rows.
+    pub(in crate::store) fn query(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, StoreError> {
+        self.client().query(sql, params).map_err(|e| self.err(e))
+    }
+
+    /// One statement's only row, if any.
+    pub(in crate::store) fn query_opt(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<Row>, StoreError> {
+        self.client().query_opt(sql, params).map_err(|e| self.err(e))
+    }
+
+    /// Runs one statement: the rows it changed.
+    pub(in crate::store) fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, StoreError> {
+        self.client().execute(sql, params).map_err(|e| self.err(e))
+    }
+
+    /// Streams a query's rows `PAGE` at a time through a cursor, in a
+    /// transaction (its own unless one is open), without holding the
+    /// connection while `visit` runs: `visit` may query the store, and
+    /// memory stays bounded however many rows there are.
+    pub(in crate::store) fn each_page(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+        visit: &mut dyn FnMut(&[Row]) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.in_transaction(|| {
+            let n = self.cursors.get();
+            self.cursors.set(n + 1);
+            let name = format!("page_cursor_{n}");
+            let walked = (|| {
+                self.execute(&format!("DECLARE {name} NO SCROLL CURSOR FOR {sql}"), params)?;
+                loop {
+                    let rows = self.query(&format!("FETCH {PAGE} FROM {name}"), &[])?;
+                    if rows.is_empty() {
+                        break;
+                    }
+                    visit(&rows)?;
+                }
+                self.client()
+                    .batch_execute(&format!("CLOSE {name}"))
+                    .map_err(|e| self.err(e))
+            })();
+            self.cursors.set(n);
+            walked
+        })
+    }
+
+    /// What a backend not yet able to do `what` says.
+    pub(in crate::store) fn unported(&self, what: &str) -> StoreError {
+        StoreError::Conflict {
+            path: self.path.clone(),
+            message: format!("is PostgreSQL, where {what} is not supported yet; use a SQLite --db for it"),
+        }
+    }
+
+    /// Connects, checks the schema version and upgrades it when `migrate`.
+    fn open_inner(uri: &str, migrate: bool) -> Result<Store, StoreError> {
+        let (client, shown) = connect::connect(uri)?;
+        let store = Store {
+            client: RefCell::new(client),
+            path: PathBuf::from(shown),
+            in_tx: Cell::new(false),
+            cursors: Cell::new(0),
+            hash_key: OnceCell::new(),
+        };
+        store.prepare_schema(migrate)?;
+        Ok(store)
+    }
+
+    /// Finds (or, when `migrate`, creates and upgrades) our schema, and
+    /// refuses one a newer version wrote or another application owns.
+    fn prepare_schema(&self, migrate: bool) -> Result<(), StoreError> {
+        let version_table = self
+            .query_opt(
+                "SELECT to_regclass($1)::text, (SELECT count(*) FROM pg_namespace WHERE nspname = $2)",
+                &[&format!("{SCHEMA}.schema_version"), &SCHEMA],
+            )?
+            .expect("a row");
+        let (table, schema): (Option<String>, i64) = (version_table.get(0), version_table.get(1));
+        let found: i64 = match (table, schema) {
+            (Some(_), _) => self
+                .query_opt(&format!("SELECT max(version) FROM {SCHEMA}.schema_version"), &[])?
+                .and_then(|r| r.get::<_, Option<i64>>(0))
+                .unwrap_or(0),
+            (None, 0) => 0,
+            (None, _) => {
+                return Err(StoreError::Conflict {
+                    path: self.path.clone(),
+                    message: format!(
+                        "has a schema {SCHEMA} that etcd-inspector did not create (no {SCHEMA}.schema_version): \
+                         another application's; use another database"
+                    ),
+                })
+            }
+        };
+        let known = MIGRATIONS.len() as i64;
+        if found > known {
+            return Err(StoreError::TooNew {
+                path: self.path.clone(),
+                found,
+                known,
+            });
+        }
+        if found == 0 && !migrate {
+            return Err(StoreError::Io {
+                path: self.path.clone(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "holds no etcd-inspector data (run `etcd-inspector snapshot` first)",
+                ),
+            });
+        }
+        if found < known && migrate {
+            self.migrate()?;
+        }
+        self.client()
+            .batch_execute(&format!("SET search_path TO {SCHEMA}"))
+            .map_err(|e| self.err(e))
+    }
+
+    /// Applies the migrations this database lacks, each in a transaction,
+    /// under a lock so that two upgrading processes take turns.
+    fn migrate(&self) -> Result<(), StoreError> {
+        let migrate_err = |e: postgres::Error| StoreError::Migrate {
+            path: self.path.clone(),
+            source: Box::new(connect::Described(e)),
+        };
+        let mut client = self.client();
+        let mut tx = client.transaction().map_err(migrate_err)?;
+        tx.batch_execute(&format!(
+            "SELECT pg_advisory_xact_lock(hashtext('{SCHEMA}.migrate'));
+             CREATE SCHEMA IF NOT EXISTS {SCHEMA};
+             SET LOCAL search_path TO {SCHEMA};
+             CREATE TABLE IF NOT EXISTS schema_version (version BIGINT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+        ))
+        .map_err(migrate_err)?;
+        let found: i64 = tx
+            .query_one("SELECT coalesce(max(version), 0) FROM schema_version", &[])
+            .map_err(migrate_err)?
+            .get(0);
+        for (at, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+            tx.batch_execute(sql).map_err(migrate_err)?;
+            tx.execute("INSERT INTO schema_version (version) VALUES ($1)", &[&(at as i64 + 1)])
+                .map_err(migrate_err)?;
+        }
+        tx.commit().map_err(migrate_err)
+    }
+
+    /// Opens the database to write runs, creating the schema when needed.
+    pub fn open_for_writing(uri: &str) -> Result<Store, StoreError> {
+        Store::open_inner(uri, true)
+    }
+
+    /// Opens a database that holds our schema, to change it.
+    pub fn open_existing_for_writing(uri: &str) -> Result<Store, StoreError> {
+        let store = Store::open_inner(uri, false)?;
+        // Upgrade an older schema in place, as a writer does.
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// Opens a database that holds our schema, to read it.
+    pub fn open_for_reading(uri: &str) -> Result<Store, StoreError> {
+        Store::open_inner(uri, false)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Whether `db` names a PostgreSQL database rather than a SQLite file.
+pub fn is_uri(db: &str) -> bool {
+    db.starts_with("postgresql://") || db.starts_with("postgres://")
+}
