@@ -79,6 +79,102 @@ pub enum KeyError {
     NotLoaded,
 }
 
+/// What [`load`] asks a backend.
+pub(super) trait KeyRecords {
+    /// The database, for messages.
+    fn location(&self) -> &Path;
+    /// The key file when none is named.
+    fn default_file(&self) -> PathBuf;
+    /// The id of the key the newest run that recorded one hashed with.
+    fn newest_key_id(&self) -> Result<Option<String>, crate::store::StoreError>;
+    /// The key an older version kept in the database.
+    fn legacy_key(&self) -> Result<Option<HashKey>, crate::store::StoreError> {
+        Ok(None)
+    }
+    /// Moves the legacy key out of the database for good.
+    fn drop_legacy_key(&self, _legacy: &HashKey) -> Result<(), crate::store::StoreError> {
+        Ok(())
+    }
+}
+
+fn random_key(db: &dyn KeyRecords) -> Result<HashKey, crate::store::StoreError> {
+    HashKey::random().map_err(|e| crate::store::StoreError::Io {
+        path: db.location().to_path_buf(),
+        source: std::io::Error::other(format!("no randomness for the hash key: {e}")),
+    })
+}
+
+/// The key a run of `db` hashes with, as `options` say, and what a user
+/// should hear of it. An older database's key moves out first: into the
+/// default file (or a named file already holding it), then its row is
+/// deleted and overwritten.
+pub(super) fn load(
+    db: &dyn KeyRecords,
+    options: &HashKeyOptions,
+) -> Result<(HashKey, Option<KeyNotice>), crate::store::StoreError> {
+    let file = options.file.clone().unwrap_or_else(|| db.default_file());
+    let named = options.file.is_some();
+    let location = db.location().to_path_buf();
+    let mut on_disk = read(&file)?;
+    let mut notice = None;
+    if let Some(legacy) = db.legacy_key()? {
+        match &on_disk {
+            Some(k) if *k == legacy => {}
+            Some(_) => return Err(KeyError::Conflict { db: location, file }.into()),
+            None if named => return Err(KeyError::NamedAbsentLegacy { db: location, file }.into()),
+            None => write(&file, &legacy)?,
+        }
+        db.drop_legacy_key(&legacy)?;
+        on_disk = Some(legacy);
+        notice = Some(KeyNotice::Moved {
+            db: location.clone(),
+            file: file.clone(),
+        });
+    }
+    let expected = db.newest_key_id()?;
+    let key = match (options.new, on_disk) {
+        (true, Some(k)) if named => {
+            if expected.as_deref() == Some(&k.id()) {
+                return Err(KeyError::NotNew {
+                    db: location,
+                    file,
+                    id: k.id(),
+                }
+                .into());
+            }
+            k
+        }
+        (_, None) if named => return Err(KeyError::NamedAbsent { file }.into()),
+        (true, _) => {
+            let k = random_key(db)?;
+            write(&file, &k)?;
+            k
+        }
+        (false, Some(k)) => match expected {
+            Some(expected) if expected != k.id() => {
+                return Err(KeyError::Mismatch {
+                    db: location,
+                    file,
+                    found: k.id(),
+                    expected,
+                }
+                .into())
+            }
+            _ => k,
+        },
+        (false, None) if expected.is_some() => return Err(KeyError::Missing { db: location, file }.into()),
+        (false, None) => {
+            let k = random_key(db)?;
+            write(&file, &k)?;
+            k
+        }
+    };
+    if options.new {
+        notice = Some(KeyNotice::Started { file, id: key.id() });
+    }
+    Ok((key, notice))
+}
+
 /// `<db>.key`.
 pub fn beside(db: &Path) -> PathBuf {
     let mut name = db.as_os_str().to_owned();

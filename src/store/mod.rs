@@ -25,6 +25,7 @@ pub mod recorder;
 mod rows;
 mod run;
 mod scope;
+mod settings;
 pub mod sqlite;
 mod usage;
 mod values;
@@ -42,9 +43,9 @@ pub use recorder::{RunFact, RunRecorder};
 pub trait Backend: HistoryReader + RunRecorder + audit::AuditRecorder + clock::ClockRecorder {}
 
 impl<T: HistoryReader + RunRecorder + audit::AuditRecorder + clock::ClockRecorder> Backend for T {}
+pub use open::Store;
 pub use run::{FileInfo, Gap, Previous, RunId, RunInfo, RunStatus, RunTime, ServedBy, Shortfall};
 pub use scope::{ObjectFilter, Scope};
-pub use open::Store;
 pub use usage::{BusiestKey, LargestKey, ManagerUsage, NamespaceUsage, RequesterUsage, ResourceUsage, Usage};
 pub use values::{Contents, Looked, ValueReader};
 pub use writer::RevisionWriter;

@@ -12,77 +12,22 @@
 
 use super::Store;
 use crate::canon::keyed_hash::{HashKey, KEY_LEN};
-use crate::store::hash_key::{beside, read, write, HashKeyOptions, KeyError, KeyNotice};
+use crate::store::hash_key::{beside, load, HashKeyOptions, KeyError, KeyNotice, KeyRecords};
 use crate::store::StoreError;
 use rusqlite::OptionalExtension;
+use std::path::{Path, PathBuf};
 
 /// The `settings` row where versions before the key file kept the key.
 const LEGACY_ROW: &str = "value_hmac_key";
 
 impl Store {
     /// Loads the key this handle's runs hash with, as `options` say, and
-    /// what a user should hear of it. An older database's key moves out
-    /// first: into `<db>.key` (or a named file already holding it), then
-    /// its row is deleted and overwritten.
+    /// what a user should hear of it (see [`crate::store::hash_key::load`]).
     pub(in crate::store) fn load_hash_key(
         &self,
         options: &HashKeyOptions,
     ) -> Result<Option<KeyNotice>, StoreError> {
-        let file = options.file.clone().unwrap_or_else(|| beside(&self.path));
-        let named = options.file.is_some();
-        let db = self.path.clone();
-        let mut on_disk = read(&file)?;
-        let mut notice = None;
-        if let Some(legacy) = self.legacy_key()? {
-            match &on_disk {
-                Some(k) if *k == legacy => {}
-                Some(_) => return Err(KeyError::Conflict { db, file }.into()),
-                None if named => return Err(KeyError::NamedAbsentLegacy { db, file }.into()),
-                None => write(&file, &legacy)?,
-            }
-            self.drop_legacy_key(&legacy)?;
-            on_disk = Some(legacy);
-            notice = Some(KeyNotice::Moved {
-                db: db.clone(),
-                file: file.clone(),
-            });
-        }
-        let expected = self.newest_key_id()?;
-        let key = match (options.new, on_disk) {
-            (true, Some(k)) if named => {
-                if expected.as_deref() == Some(&k.id()) {
-                    return Err(KeyError::NotNew { db, file, id: k.id() }.into());
-                }
-                k
-            }
-            (_, None) if named => return Err(KeyError::NamedAbsent { file }.into()),
-            (true, _) => {
-                let k = self.random_key()?;
-                write(&file, &k)?;
-                k
-            }
-            (false, Some(k)) => match expected {
-                Some(expected) if expected != k.id() => {
-                    return Err(KeyError::Mismatch {
-                        db,
-                        file,
-                        found: k.id(),
-                        expected,
-                    }
-                    .into())
-                }
-                _ => k,
-            },
-            (false, None) if expected.is_some() => return Err(KeyError::Missing { db, file }.into()),
-            (false, None) => {
-                let k = self.random_key()?;
-                write(&file, &k)?;
-                k
-            }
-        };
-        if options.new {
-            notice = Some(KeyNotice::Started { file, id: key.id() });
-        }
+        let (key, notice) = load(self, options)?;
         // A second load of one handle keeps the first key.
         let _ = self.hash_key.set(key);
         Ok(notice)
@@ -92,12 +37,15 @@ impl Store {
     pub(in crate::store) fn hash_key(&self) -> Result<&HashKey, StoreError> {
         self.hash_key.get().ok_or(StoreError::Key(KeyError::NotLoaded))
     }
+}
 
-    fn random_key(&self) -> Result<HashKey, StoreError> {
-        HashKey::random().map_err(|e| StoreError::Io {
-            path: self.path.clone(),
-            source: std::io::Error::other(format!("no randomness for the hash key: {e}")),
-        })
+impl KeyRecords for Store {
+    fn location(&self) -> &Path {
+        &self.path
+    }
+
+    fn default_file(&self) -> PathBuf {
+        beside(&self.path)
     }
 
     /// The id of the key the newest run that recorded one hashed with.
@@ -172,6 +120,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::hash_key::read;
     use std::path::{Path, PathBuf};
 
     fn open(dir: &tempfile::TempDir) -> (Store, PathBuf) {
