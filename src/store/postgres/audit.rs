@@ -2,8 +2,8 @@
 //! this name for what it does.)
 
 use super::Store;
-use crate::store::StoreError;
 use crate::store::audit::{AuditRecorder, AuditStage, AuditedObject, AuditedRequest, JoinKey, JoinSummary};
+use crate::store::StoreError;
 
 impl AuditRecorder for Store {
     fn stage_audit(&self, _cluster: i64) -> Result<Box<dyn AuditStage + '_>, StoreError> {

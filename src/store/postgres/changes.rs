@@ -2,9 +2,9 @@
 //! this name for what it does.)
 
 use super::Store;
-use crate::store::StoreError;
 use crate::store::object::ObjectRevision;
 use crate::store::ClassifyStats;
+use crate::store::StoreError;
 
 impl Store {
     pub(in crate::store) fn classify_pending(&self) -> Result<ClassifyStats, StoreError> {

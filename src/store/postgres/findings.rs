@@ -2,8 +2,8 @@
 //! this name for what it does.)
 
 use super::Store;
-use crate::store::StoreError;
 use crate::store::finding::{FindingCount, Severity};
+use crate::store::StoreError;
 use crate::store::{FindingIter, FindingQuery, FindingsWriter, Scope};
 
 impl Store {

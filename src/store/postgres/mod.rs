@@ -27,7 +27,7 @@ mod values;
 use super::StoreError;
 use postgres::types::ToSql;
 use postgres::{Client, Row};
-use std::cell::{Cell, OnceCell, RefCell, RefMut};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::path::{Path, PathBuf};
 
 /// The schema every table of ours is in.
@@ -49,15 +49,23 @@ pub struct Store {
     in_tx: Cell<bool>,
     /// Names of cursors open at once.
     cursors: Cell<u64>,
+    /// `<address>-<port>-<database>` of the server, naming its default key
+    /// file.
+    server: String,
     /// The key this handle's runs hash with, once loaded.
     hash_key: OnceCell<crate::canon::keyed_hash::HashKey>,
 }
 
 impl Store {
-    /// The connection, for one statement or one page of rows; never held
-    /// while a caller's closure runs.
-    pub(in crate::store) fn client(&self) -> RefMut<'_, Client> {
-        self.client.borrow_mut()
+    /// Runs `f` on the connection. The `postgres` client drives its own
+    /// runtime, which may not start inside a runtime's thread (a live run
+    /// reads etcd in one), so `f` runs as a blocking section; the
+    /// connection is never held while a caller's closure runs.
+    pub(in crate::store) fn with_client<T>(
+        &self,
+        f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
+    ) -> Result<T, StoreError> {
+        tokio::task::block_in_place(|| f(&mut self.client.borrow_mut())).map_err(|e| self.err(e))
     }
 
     pub(in crate::store) fn err(&self, source: postgres::Error) -> StoreError {
@@ -98,19 +106,19 @@ impl Store {
     }
 
     pub(in crate::store) fn begin(&self) -> Result<(), StoreError> {
-        self.client().batch_execute("BEGIN").map_err(|e| self.err(e))?;
+        self.with_client(|c| c.batch_execute("BEGIN"))?;
         self.in_tx.set(true);
         Ok(())
     }
 
     pub(in crate::store) fn commit(&self) -> Result<(), StoreError> {
         self.in_tx.set(false);
-        self.client().batch_execute("COMMIT").map_err(|e| self.err(e))
+        self.with_client(|c| c.batch_execute("COMMIT"))
     }
 
     pub(in crate::store) fn rollback(&self) {
         if self.in_tx.replace(false) {
-            let _ = self.client().batch_execute("ROLLBACK");
+            let _ = self.with_client(|c| c.batch_execute("ROLLBACK"));
         }
     }
 
@@ -119,8 +127,12 @@ impl Store {
     }
 
     /// One statement's rows.
-    pub(in crate::store) fn query(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, StoreError> {
-        self.client().query(sql, params).map_err(|e| self.err(e))
+    pub(in crate::store) fn query(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, StoreError> {
+        self.with_client(|c| c.query(sql, params))
     }
 
     /// One statement's only row, if any.
@@ -129,12 +141,16 @@ impl Store {
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Option<Row>, StoreError> {
-        self.client().query_opt(sql, params).map_err(|e| self.err(e))
+        self.with_client(|c| c.query_opt(sql, params))
     }
 
     /// Runs one statement: the rows it changed.
-    pub(in crate::store) fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, StoreError> {
-        self.client().execute(sql, params).map_err(|e| self.err(e))
+    pub(in crate::store) fn execute(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64, StoreError> {
+        self.with_client(|c| c.execute(sql, params))
     }
 
     /// Streams a query's rows `PAGE` at a time through a cursor, in a
@@ -160,9 +176,7 @@ impl Store {
                     }
                     visit(&rows)?;
                 }
-                self.client()
-                    .batch_execute(&format!("CLOSE {name}"))
-                    .map_err(|e| self.err(e))
+                self.with_client(|c| c.batch_execute(&format!("CLOSE {name}")))
             })();
             self.cursors.set(n);
             walked
@@ -185,8 +199,23 @@ impl Store {
             path: PathBuf::from(shown),
             in_tx: Cell::new(false),
             cursors: Cell::new(0),
+            server: String::new(),
             hash_key: OnceCell::new(),
         };
+        let mut store = store;
+        let me = store
+            .query_opt(
+                "SELECT coalesce(host(inet_server_addr()), 'local'), coalesce(inet_server_port(), 0), current_database()",
+                &[],
+            )?
+            .expect("a row");
+        store.server = format!(
+            "{}-{}-{}",
+            me.get::<_, String>(0),
+            me.get::<_, i32>(1),
+            me.get::<_, String>(2)
+        )
+        .replace(['/', ':'], "_");
         store.prepare_schema(migrate)?;
         Ok(store)
     }
@@ -207,15 +236,13 @@ impl Store {
                 .and_then(|r| r.get::<_, Option<i64>>(0))
                 .unwrap_or(0),
             (None, 0) => 0,
-            (None, _) => {
-                return Err(StoreError::Conflict {
-                    path: self.path.clone(),
-                    message: format!(
-                        "has a schema {SCHEMA} that etcd-inspector did not create (no {SCHEMA}.schema_version): \
+            (None, _) => return Err(StoreError::Conflict {
+                path: self.path.clone(),
+                message: format!(
+                    "has a schema {SCHEMA} that etcd-inspector did not create (no {SCHEMA}.schema_version): \
                          another application's; use another database"
-                    ),
-                })
-            }
+                ),
+            }),
         };
         let known = MIGRATIONS.len() as i64;
         if found > known {
@@ -237,9 +264,7 @@ impl Store {
         if found < known && migrate {
             self.migrate()?;
         }
-        self.client()
-            .batch_execute(&format!("SET search_path TO {SCHEMA}"))
-            .map_err(|e| self.err(e))
+        self.with_client(|c| c.batch_execute(&format!("SET search_path TO {SCHEMA}")))
     }
 
     /// Applies the migrations this database lacks, each in a transaction,
@@ -249,25 +274,32 @@ impl Store {
             path: self.path.clone(),
             source: Box::new(connect::Described(e)),
         };
-        let mut client = self.client();
-        let mut tx = client.transaction().map_err(migrate_err)?;
+        tokio::task::block_in_place(|| self.migrate_now(migrate_err))
+    }
+
+    fn migrate_now(&self, migrate_err: impl Fn(postgres::Error) -> StoreError) -> Result<(), StoreError> {
+        let mut client = self.client.borrow_mut();
+        let mut tx = client.transaction().map_err(&migrate_err)?;
         tx.batch_execute(&format!(
             "SELECT pg_advisory_xact_lock(hashtext('{SCHEMA}.migrate'));
              CREATE SCHEMA IF NOT EXISTS {SCHEMA};
              SET LOCAL search_path TO {SCHEMA};
              CREATE TABLE IF NOT EXISTS schema_version (version BIGINT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
         ))
-        .map_err(migrate_err)?;
+        .map_err(&migrate_err)?;
         let found: i64 = tx
             .query_one("SELECT coalesce(max(version), 0) FROM schema_version", &[])
-            .map_err(migrate_err)?
+            .map_err(&migrate_err)?
             .get(0);
         for (at, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
-            tx.batch_execute(sql).map_err(migrate_err)?;
-            tx.execute("INSERT INTO schema_version (version) VALUES ($1)", &[&(at as i64 + 1)])
-                .map_err(migrate_err)?;
+            tx.batch_execute(sql).map_err(&migrate_err)?;
+            tx.execute(
+                "INSERT INTO schema_version (version) VALUES ($1)",
+                &[&(at as i64 + 1)],
+            )
+            .map_err(&migrate_err)?;
         }
-        tx.commit().map_err(migrate_err)
+        tx.commit().map_err(&migrate_err)
     }
 
     /// Opens the database to write runs, creating the schema when needed.

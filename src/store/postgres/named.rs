@@ -2,10 +2,10 @@
 //! this name for what it does.)
 
 use super::Store;
-use crate::store::StoreError;
 use crate::canon::path::FieldPath;
 use crate::canon::semantic::FIELD_HASH_LEN;
 use crate::store::NamedKey;
+use crate::store::StoreError;
 use std::collections::BTreeMap;
 
 impl Store {

@@ -2,11 +2,15 @@
 //! this name for what it does.)
 
 use super::Store;
-use crate::store::StoreError;
 use crate::store::Pruned;
+use crate::store::StoreError;
 
 impl Store {
-    pub(in crate::store) fn prune(&self, _before: Option<&str>, _keep: Option<u32>) -> Result<Pruned, StoreError> {
+    pub(in crate::store) fn prune(
+        &self,
+        _before: Option<&str>,
+        _keep: Option<u32>,
+    ) -> Result<Pruned, StoreError> {
         Err(self.unported("prune"))
     }
 

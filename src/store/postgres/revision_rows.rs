@@ -1,22 +1,206 @@
-//! (Not ported yet: every method says so; see the SQLite module's file of
-//! this name for what it does.)
+//! [`RevisionRows`] over PostgreSQL: revisions go in by binary `COPY` in
+//! pages of [`COPY_PAGE`] rows, inside the writer's transactions; what the
+//! writer asks about keys this run created is answered from memory (no
+//! round trip per revision), and anything else is read after the pending
+//! page is copied in, so reads see every row written before them.
 
 use super::Store;
-use crate::store::StoreError;
+use crate::canon::facts::ObjectFacts;
 use crate::canon::path::FieldPath;
 use crate::decode::key::ParsedKey;
-use crate::store::base::Base;
+use crate::ingest::revision::Described;
+use crate::store::base::{Base, BaseBlob};
 use crate::store::rows::{ContentRow, RevisionRow, RevisionRows};
+use crate::store::StoreError;
+use postgres::binary_copy::BinaryCopyInWriter;
+use postgres::types::{ToSql, Type};
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
+
+/// Revisions held before they are copied in.
+const COPY_PAGE: usize = 5000;
+/// Keys whose stored revisions are remembered; past this, what is
+/// remembered is dropped and read again when needed (bounds memory).
+const KNOWN_KEYS: usize = 200_000;
+
+/// The columns a revision is copied into, in the order [`PendingRevision`]
+/// writes them.
+const COLUMNS: &str = "key_id, mod_revision, create_revision, version, lease, deleted, value_size, value_sha256, \
+     value_hash, encoding, encryption, api_version, kind, namespace, name, uid, generation, decode_error, run_id, \
+     semantic_sha256, owner_kind, owner_name, owner_uid, generate_name, spec_hash, creation_timestamp, \
+     deletion_timestamp, phase, node, desired, managers, duplicates, observed_generation, finalizers, owner_refs, \
+     written_at, hash_key, event_time";
+
+const TYPES: [Type; 38] = [
+    Type::INT8,
+    Type::INT8,
+    Type::INT8,
+    Type::INT8,
+    Type::INT8,
+    Type::BOOL,
+    Type::INT8,
+    Type::BYTEA,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::INT8,
+    Type::TEXT,
+    Type::INT8,
+    Type::BYTEA,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::BYTEA,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::INT8,
+    Type::TEXT,
+    Type::TEXT,
+    Type::INT8,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+];
+
+/// A revision waiting for the next copy.
+struct PendingRevision {
+    key_id: i64,
+    mod_revision: i64,
+    create_revision: i64,
+    version: i64,
+    lease: i64,
+    deleted: bool,
+    value_size: i64,
+    value_sha256: Option<Vec<u8>>,
+    value_hash: Option<String>,
+    described: Described,
+    run: i64,
+    semantic: Option<Vec<u8>>,
+    facts: ObjectFacts,
+    duplicates: Option<String>,
+    hash_key: Option<String>,
+}
+
+impl PendingRevision {
+    fn values(&self) -> [&(dyn ToSql + Sync); 38] {
+        let (d, f) = (&self.described, &self.facts);
+        [
+            &self.key_id,
+            &self.mod_revision,
+            &self.create_revision,
+            &self.version,
+            &self.lease,
+            &self.deleted,
+            &self.value_size,
+            &self.value_sha256,
+            &self.value_hash,
+            &d.encoding,
+            &d.encryption,
+            &d.api_version,
+            &d.kind,
+            &d.namespace,
+            &d.name,
+            &d.uid,
+            &d.generation,
+            &d.error,
+            &self.run,
+            &self.semantic,
+            &f.owner_kind,
+            &f.owner_name,
+            &f.owner_uid,
+            &f.generate_name,
+            &f.spec_hash,
+            &f.creation_timestamp,
+            &f.deletion_timestamp,
+            &f.phase,
+            &f.node,
+            &f.desired,
+            &f.managers,
+            &self.duplicates,
+            &f.observed_generation,
+            &f.finalizers,
+            &f.owner_refs,
+            &f.written_at,
+            &self.hash_key,
+            &f.event_time,
+        ]
+    }
+}
+
+/// What this run knows of a key without asking the database.
+#[derive(Default)]
+struct KnownKey {
+    /// Every stored revision of the key, when all are known.
+    revisions: HashSet<i64>,
+    /// The newest stored revision and its generation.
+    newest: Option<(i64, i64)>,
+}
 
 /// The rows of one run.
 pub(in crate::store) struct PgRows<'s> {
     store: &'s Store,
+    pending: Vec<PendingRevision>,
+    /// Keys whose stored revisions are all known: those this run created,
+    /// and those read once.
+    known: HashMap<i64, KnownKey>,
 }
 
 impl<'s> PgRows<'s> {
     pub(in crate::store) fn new(store: &'s Store) -> Self {
-        PgRows { store }
+        PgRows {
+            store,
+            pending: Vec::new(),
+            known: HashMap::new(),
+        }
+    }
+
+    /// Copies the pending revisions in.
+    fn copy_pending(&mut self) -> Result<(), StoreError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let pending = &self.pending;
+        self.store.with_client(|client| {
+            let sink = client.copy_in(&format!("COPY revisions ({COLUMNS}) FROM STDIN (FORMAT binary)"))?;
+            let mut writer = BinaryCopyInWriter::new(sink, &TYPES);
+            for p in pending {
+                writer.write(&p.values())?;
+            }
+            writer.finish()
+        })?;
+        self.pending.clear();
+        Ok(())
+    }
+
+    /// Remembers `key`, reading its stored revisions when it is not new.
+    fn known(&mut self, key_id: i64) -> Result<&mut KnownKey, StoreError> {
+        if !self.known.contains_key(&key_id) {
+            if self.known.len() >= KNOWN_KEYS {
+                self.known.clear();
+            }
+            self.copy_pending()?;
+            let mut k = KnownKey::default();
+            for r in self.store.query(
+                "SELECT mod_revision, create_revision FROM revisions WHERE key_id = $1 ORDER BY mod_revision",
+                &[&key_id],
+            )? {
+                let (revision, generation): (i64, i64) = (r.get(0), r.get(1));
+                k.revisions.insert(revision);
+                k.newest = Some((revision, generation));
+            }
+            self.known.insert(key_id, k);
+        }
+        Ok(self.known.get_mut(&key_id).expect("just inserted"))
     }
 }
 
@@ -26,44 +210,167 @@ impl RevisionRows for PgRows<'_> {
     }
 
     fn begin(&mut self) -> Result<(), StoreError> {
-        Err(self.store.unported("writing revisions"))
+        self.store.begin()
     }
 
     fn commit(&mut self) -> Result<(), StoreError> {
-        Err(self.store.unported("writing revisions"))
+        self.copy_pending()?;
+        self.store.commit()
     }
 
-    fn rollback(&mut self) {}
-
-    fn key_id(&mut self, _cluster: i64, _key: &[u8], _names: Option<&ParsedKey>) -> Result<i64, StoreError> {
-        Err(self.store.unported("writing revisions"))
+    fn rollback(&mut self) {
+        self.pending.clear();
+        // What was remembered may be rolled back with it.
+        self.known.clear();
+        self.store.rollback();
     }
 
-    fn path_id(&mut self, _path: &FieldPath) -> Result<i64, StoreError> {
-        Err(self.store.unported("writing revisions"))
+    fn key_id(&mut self, cluster: i64, key: &[u8], names: Option<&ParsedKey>) -> Result<i64, StoreError> {
+        let inserted = self.store.query_opt(
+            "INSERT INTO keys (cluster_id, key, api_group, resource, namespace, name) VALUES ($1, $2, $3, $4, $5, $6) \
+             ON CONFLICT (cluster_id, key) DO NOTHING RETURNING id",
+            &[
+                &cluster,
+                &key,
+                &names.map(|p| p.group.as_str()),
+                &names.map(|p| p.resource.as_str()),
+                &names.and_then(|p| p.namespace.as_deref()),
+                &names.and_then(|p| p.name.as_deref()),
+            ],
+        )?;
+        if let Some(row) = inserted {
+            let id: i64 = row.get(0);
+            if self.known.len() >= KNOWN_KEYS {
+                self.known.clear();
+            }
+            self.known.insert(id, KnownKey::default());
+            return Ok(id);
+        }
+        Ok(self
+            .store
+            .query_opt(
+                "SELECT id FROM keys WHERE cluster_id = $1 AND key = $2",
+                &[&cluster, &key],
+            )?
+            .expect("the key conflicted, so it is there")
+            .get(0))
     }
 
-    fn has_revision(&mut self, _key_id: i64, _mod_revision: i64) -> Result<bool, StoreError> {
-        Err(self.store.unported("writing revisions"))
+    fn path_id(&mut self, path: &FieldPath) -> Result<i64, StoreError> {
+        let inserted = self.store.query_opt(
+            "INSERT INTO field_paths (path) VALUES ($1) ON CONFLICT (path) DO NOTHING RETURNING id",
+            &[&path.as_str()],
+        )?;
+        if let Some(row) = inserted {
+            return Ok(row.get(0));
+        }
+        Ok(self
+            .store
+            .query_opt("SELECT id FROM field_paths WHERE path = $1", &[&path.as_str()])?
+            .expect("the path conflicted, so it is there")
+            .get(0))
     }
 
-    fn generation_before(&mut self, _key_id: i64, _mod_revision: i64) -> Result<Option<i64>, StoreError> {
-        Err(self.store.unported("writing revisions"))
+    fn has_revision(&mut self, key_id: i64, mod_revision: i64) -> Result<bool, StoreError> {
+        Ok(self.known(key_id)?.revisions.contains(&mod_revision))
     }
 
-    fn latest_base(&mut self, _key_id: i64) -> Result<Option<Base>, StoreError> {
-        Err(self.store.unported("writing revisions"))
+    fn generation_before(&mut self, key_id: i64, mod_revision: i64) -> Result<Option<i64>, StoreError> {
+        if let Some((newest, generation)) = self.known(key_id)?.newest {
+            if newest < mod_revision {
+                return Ok(Some(generation));
+            }
+        }
+        self.copy_pending()?;
+        Ok(self
+            .store
+            .query_opt(
+                "SELECT create_revision FROM revisions WHERE key_id = $1 AND mod_revision < $2 \
+                 ORDER BY mod_revision DESC LIMIT 1",
+                &[&key_id, &mod_revision],
+            )?
+            .map(|r| r.get(0)))
     }
 
-    fn insert_content(&mut self, _content: &ContentRow<'_>) -> Result<Option<i64>, StoreError> {
-        Err(self.store.unported("writing revisions"))
+    fn latest_base(&mut self, key_id: i64) -> Result<Option<Base>, StoreError> {
+        if self.known(key_id)?.newest.is_none() {
+            return Ok(None);
+        }
+        self.copy_pending()?;
+        Ok(self
+            .store
+            .query_opt(
+                "SELECT b.id, b.canonical, b.fields, b.managed FROM revisions r \
+                 JOIN semantic_values s ON s.hash = r.semantic_sha256 \
+                 JOIN semantic_values b ON b.id = coalesce(s.base, s.id) \
+                 WHERE r.key_id = $1 AND b.codec = 'zstd' ORDER BY r.mod_revision DESC LIMIT 1",
+                &[&key_id],
+            )?
+            .map(|r| {
+                let blob = |i| BaseBlob::packed(r.get::<_, Option<Vec<u8>>>(i).unwrap_or_default());
+                Base {
+                    id: r.get(0),
+                    canonical: blob(1),
+                    fields: blob(2),
+                    managed: blob(3),
+                }
+            }))
     }
 
-    fn insert_revision(&mut self, _revision: &RevisionRow<'_>) -> Result<(), StoreError> {
-        Err(self.store.unported("writing revisions"))
+    fn insert_content(&mut self, c: &ContentRow<'_>) -> Result<Option<i64>, StoreError> {
+        Ok(self
+            .store
+            .query_opt(
+                "INSERT INTO semantic_values (hash, keyed, codec, base, canonical, fields, managed) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (hash) DO NOTHING RETURNING id",
+                &[
+                    &c.hash,
+                    &c.keyed,
+                    &c.codec,
+                    &c.base,
+                    &c.canonical,
+                    &c.fields,
+                    &c.managed,
+                ],
+            )?
+            .map(|r| r.get(0)))
     }
 
-    fn insert_clock_mark(&mut self, _cluster: i64, _revision: i64, _at: &str) -> Result<(), StoreError> {
-        Err(self.store.unported("writing revisions"))
+    fn insert_revision(&mut self, row: &RevisionRow<'_>) -> Result<(), StoreError> {
+        let r = row.record;
+        let known = self.known(row.key_id)?;
+        known.revisions.insert(r.mod_revision);
+        if known.newest.is_none_or(|(newest, _)| newest < r.mod_revision) {
+            known.newest = Some((r.mod_revision, row.create_revision));
+        }
+        self.pending.push(PendingRevision {
+            key_id: row.key_id,
+            mod_revision: r.mod_revision,
+            create_revision: row.create_revision,
+            version: r.version,
+            lease: r.lease,
+            deleted: r.deleted,
+            value_size: row.value_size,
+            value_sha256: row.value_hash.map(|h| h.0.to_vec()),
+            value_hash: row.value_hash.map(|h| h.1.to_string()),
+            described: row.described.clone(),
+            run: row.run.0,
+            semantic: row.semantic_hash.map(<[u8]>::to_vec),
+            facts: row.facts.clone(),
+            duplicates: row.duplicates.map(str::to_string),
+            hash_key: row.hash_key.map(str::to_string),
+        });
+        if self.pending.len() >= COPY_PAGE {
+            self.copy_pending()?;
+        }
+        Ok(())
+    }
+
+    fn insert_clock_mark(&mut self, cluster: i64, revision: i64, at: &str) -> Result<(), StoreError> {
+        self.store.execute(
+            "INSERT INTO clock_marks (cluster_id, revision, at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+            &[&cluster, &revision, &at],
+        )?;
+        Ok(())
     }
 }

@@ -1,17 +1,40 @@
-//! (Not ported yet: every method says so; see the SQLite module's file of
-//! this name for what it does.)
+//! Per-database settings in the `settings` table; what they mean is
+//! [`crate::store::settings`]'s.
 
 use super::Store;
-use crate::store::StoreError;
 use crate::canon::path::FieldPath;
 use crate::canon::semantic::FieldConfig;
+use crate::store::settings::{field_config, Settings};
+use crate::store::StoreError;
+use std::path::Path;
+
+impl Settings for Store {
+    fn location(&self) -> &Path {
+        &self.path
+    }
+
+    fn setting(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self
+            .query_opt("SELECT value FROM settings WHERE name = $1", &[&name])?
+            .map(|r| r.get(0)))
+    }
+
+    fn set_setting(&self, name: &str, value: &[u8]) -> Result<(), StoreError> {
+        self.execute(
+            "INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            &[&name, &value],
+        )?;
+        Ok(())
+    }
+}
 
 impl Store {
+    /// See [`crate::store::settings::field_config`].
     pub(in crate::store) fn field_config(
         &self,
-        _depth: Option<usize>,
-        _sensitive: &[FieldPath],
+        depth: Option<usize>,
+        sensitive: &[FieldPath],
     ) -> Result<FieldConfig, StoreError> {
-        Err(self.unported("settings"))
+        field_config(self, depth, sensitive)
     }
 }

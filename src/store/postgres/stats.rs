@@ -2,15 +2,21 @@
 //! this name for what it does.)
 
 use super::Store;
-use crate::store::StoreError;
 use crate::store::Scope;
+use crate::store::StoreError;
 
 impl Store {
-    pub(in crate::store) fn read_writes_by_class(&self, _scope: &Scope) -> Result<Vec<(String, i64)>, StoreError> {
+    pub(in crate::store) fn read_writes_by_class(
+        &self,
+        _scope: &Scope,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
         Err(self.unported("stats"))
     }
 
-    pub(in crate::store) fn read_writes_by_resource(&self, _scope: &Scope) -> Result<Vec<(String, i64)>, StoreError> {
+    pub(in crate::store) fn read_writes_by_resource(
+        &self,
+        _scope: &Scope,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
         Err(self.unported("stats"))
     }
 

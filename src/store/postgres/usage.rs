@@ -6,7 +6,10 @@ use crate::store::StoreError;
 use crate::store::{ResourceUsage, Scope, Usage};
 
 impl Store {
-    pub(in crate::store) fn read_resource_usage(&self, _scope: &Scope) -> Result<Vec<ResourceUsage>, StoreError> {
+    pub(in crate::store) fn read_resource_usage(
+        &self,
+        _scope: &Scope,
+    ) -> Result<Vec<ResourceUsage>, StoreError> {
         Err(self.unported("stats"))
     }
 

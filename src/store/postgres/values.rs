@@ -2,8 +2,8 @@
 //! this name for what it does.)
 
 use super::Store;
-use crate::store::StoreError;
 use crate::store::Contents;
+use crate::store::StoreError;
 
 impl Store {
     pub(in crate::store) fn read_contents_of(
