@@ -113,22 +113,32 @@ fn no_command_imports_another() {
     assert!(broken.is_empty(), "{}", broken.join("\n"));
 }
 
-/// The SQLite backend is one module: no other file names rusqlite, so a
-/// second backend is a new module beside it, not a rewrite.
+/// Each backend is one module: no other file names its crate (rusqlite,
+/// postgres), so a backend is a module beside the others, not a rewrite.
 #[test]
-fn only_the_sqlite_backend_names_rusqlite() {
+fn only_each_backend_names_its_crate() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let backend = src.join("store").join("sqlite");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
-    let outside: Vec<String> = files
-        .iter()
-        .filter(|f| !f.starts_with(&backend))
-        .filter(|f| std::fs::read_to_string(f).unwrap().contains("rusqlite"))
-        .map(|f| f.display().to_string())
-        .collect();
-    assert!(
-        outside.is_empty(),
-        "rusqlite outside src/store/sqlite: {outside:?}"
-    );
+    for (module, names) in [
+        ("sqlite", &["rusqlite"][..]),
+        ("postgres", &["postgres::", "tokio_postgres"][..]),
+    ] {
+        let backend = src.join("store").join(module);
+        let outside: Vec<String> = files
+            .iter()
+            .filter(|f| !f.starts_with(&backend))
+            .filter(|f| {
+                let code = std::fs::read_to_string(f).unwrap();
+                names
+                    .iter()
+                    .any(|n| code.contains(&format!("use {n}")) || code.contains(&format!(" {n}")))
+            })
+            .map(|f| f.display().to_string())
+            .collect();
+        assert!(
+            outside.is_empty(),
+            "{names:?} outside src/store/{module}: {outside:?}"
+        );
+    }
 }

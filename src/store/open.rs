@@ -3,7 +3,7 @@
 //! file path. Commands hold a [`Store`] and call the backend's traits
 //! through it, never a backend's own type.
 
-use super::{postgres, Backend, StoreError};
+use super::{Backend, StoreError};
 use std::path::Path;
 
 /// An open database of either backend.
@@ -22,7 +22,7 @@ impl Store {
     /// a second writer of the same database fails clearly.
     pub fn open_for_writing(db: &Path) -> Result<Store, StoreError> {
         if let Some(uri) = uri(db) {
-            return Ok(Store(Box::new(postgres::Store::open_for_writing(uri)?)));
+            return Ok(Store(Box::new(super::postgres::Store::open_for_writing(uri)?)));
         }
         Ok(Store(Box::new(super::sqlite::Store::open_for_writing(db)?)))
     }
@@ -31,15 +31,19 @@ impl Store {
     /// `attribute`): a missing one is an error, not a new empty database.
     pub fn open_existing_for_writing(db: &Path) -> Result<Store, StoreError> {
         if let Some(uri) = uri(db) {
-            return Ok(Store(Box::new(postgres::Store::open_existing_for_writing(uri)?)));
+            return Ok(Store(Box::new(
+                super::postgres::Store::open_existing_for_writing(uri)?,
+            )));
         }
-        Ok(Store(Box::new(super::sqlite::Store::open_existing_for_writing(db)?)))
+        Ok(Store(Box::new(super::sqlite::Store::open_existing_for_writing(
+            db,
+        )?)))
     }
 
     /// Opens an existing database to read it.
     pub fn open_for_reading(db: &Path) -> Result<Store, StoreError> {
         if let Some(uri) = uri(db) {
-            return Ok(Store(Box::new(postgres::Store::open_for_reading(uri)?)));
+            return Ok(Store(Box::new(super::postgres::Store::open_for_reading(uri)?)));
         }
         Ok(Store(Box::new(super::sqlite::Store::open_for_reading(db)?)))
     }
@@ -47,5 +51,5 @@ impl Store {
 
 /// The PostgreSQL URI `db` is, if it is one.
 fn uri(db: &Path) -> Option<&str> {
-    db.to_str().filter(|s| postgres::is_uri(s))
+    db.to_str().filter(|s| super::postgres::is_uri(s))
 }
