@@ -369,6 +369,7 @@ fn kubernetes_manifests_pass_schema_validation() {
         "namespace.yaml",
         "pvc.yaml",
         "cronjob.yaml",
+        "cronjob-postgres.yaml",
         "follow-deployment.yaml",
     ]
     .map(|f| dir.join(f));
