@@ -106,6 +106,12 @@ pub enum Command {
     /// remaining run's state and history (so `diff` between remaining runs
     /// is unchanged) and always the newest complete run of each cluster.
     Prune(PruneArgs),
+    /// Copy runs from one database into another: a SQLite file taken on a
+    /// laptop into the fleet's PostgreSQL (or back), with what they stored
+    /// and what was learnt of their clusters (findings, audit requests,
+    /// the clock). What the target holds already is left as it is, so a
+    /// second copy adds nothing; --db is not used.
+    Copy(CopyArgs),
     /// List the runs recorded in the database.
     Runs(RunsArgs),
     /// Every stored revision of one object, oldest first, across deletes
@@ -553,6 +559,22 @@ pub struct PruneArgs {
     /// Give the freed space back to the file system (rewrites the file).
     #[arg(long)]
     pub vacuum: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CopyArgs {
+    /// The database to copy from: a SQLite file or a PostgreSQL URI.
+    #[arg(long, value_name = "DB")]
+    pub from: PathBuf,
+    /// The database to copy into (created when it does not exist).
+    #[arg(long, value_name = "DB")]
+    pub to: PathBuf,
+    /// Only the runs of this cluster (its name or etcd's cluster id, hex).
+    #[arg(long, value_name = "NAME|HEX", conflicts_with = "run")]
+    pub cluster: Option<String>,
+    /// Only this run (its id in the source, as `runs` shows); repeatable.
+    #[arg(long, value_name = "N")]
+    pub run: Vec<i64>,
 }
 
 /// Table for people, JSON or YAML for programs.

@@ -4,6 +4,7 @@ pub mod analyze;
 pub mod attribute;
 mod common;
 pub mod completion;
+pub mod copy;
 pub mod decode;
 pub mod diff;
 pub mod findings;
@@ -59,6 +60,7 @@ pub fn dispatch(cli: &Cli) -> anyhow::Result<Status> {
         Command::Snapshot(args) => snapshot::run(&cli.db, cli.hash_key_file.as_deref(), args),
         Command::Follow(args) => follow::run(&cli.db, cli.hash_key_file.as_deref(), args),
         Command::Prune(args) => prune::run(&cli.db, args),
+        Command::Copy(args) => copy::run(args),
         Command::Runs(args) => runs::run(&cli.db, args),
         Command::History(args) => history::run(&cli.db, args),
         Command::Show(args) => show::run(&cli.db, args),

@@ -43,7 +43,7 @@ pub(super) fn encode<'h>(fields: impl IntoIterator<Item = (i64, &'h [u8; FIELD_H
 }
 
 /// A fields blob that does not parse.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Copy, Debug, thiserror::Error)]
 #[error("field-hash blob is damaged at byte {offset} of {len}")]
 pub struct Damaged {
     offset: usize,
@@ -107,6 +107,26 @@ pub(super) fn decode(
         .into_iter()
         .map(|(_, path, hash)| (path.clone(), hash))
         .collect())
+}
+
+/// The blob with each path id `id` replaced by `map(id)`, in the same
+/// order (ids `map` does not know are damage).
+pub(super) fn remap(blob: &[u8], map: &dyn Fn(i64) -> Option<i64>) -> Result<Vec<u8>, Damaged> {
+    let mut out = Vec::with_capacity(blob.len() + 8);
+    let mut pos = 0;
+    while pos < blob.len() {
+        let damaged = Damaged {
+            offset: pos,
+            len: blob.len(),
+        };
+        let id = read_varint(blob, &mut pos).ok_or(damaged)?;
+        let hash = blob.get(pos..pos + FIELD_HASH_LEN).ok_or(damaged)?;
+        let to = map(id as i64).ok_or(damaged)?;
+        put_varint(&mut out, to as u64);
+        out.extend_from_slice(hash);
+        pos += FIELD_HASH_LEN;
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ mod blob;
 pub mod classify;
 pub mod clock;
 pub mod cluster;
+pub mod copy;
 mod field_blob;
 pub mod finding;
 pub mod hash_key;
@@ -27,6 +28,7 @@ mod run;
 mod scope;
 mod settings;
 pub mod sqlite;
+pub mod tables;
 mod usage;
 mod values;
 mod writer;
@@ -40,9 +42,15 @@ pub use reader::HistoryReader;
 pub use recorder::{RunFact, RunRecorder};
 
 /// A whole backend: what runs write and what readers read.
-pub trait Backend: HistoryReader + RunRecorder + audit::AuditRecorder + clock::ClockRecorder {}
+pub trait Backend:
+    HistoryReader + RunRecorder + audit::AuditRecorder + clock::ClockRecorder + tables::Tables
+{
+}
 
-impl<T: HistoryReader + RunRecorder + audit::AuditRecorder + clock::ClockRecorder> Backend for T {}
+impl<T: HistoryReader + RunRecorder + audit::AuditRecorder + clock::ClockRecorder + tables::Tables> Backend
+    for T
+{
+}
 pub use open::Store;
 pub use run::{FileInfo, Gap, Previous, RunId, RunInfo, RunStatus, RunTime, ServedBy, Shortfall};
 pub use scope::{ObjectFilter, Scope};

@@ -21,6 +21,7 @@ mod revision_rows;
 mod runs;
 mod settings;
 mod stats;
+mod tables;
 mod usage;
 mod values;
 
@@ -236,13 +237,15 @@ impl Store {
                 .and_then(|r| r.get::<_, Option<i64>>(0))
                 .unwrap_or(0),
             (None, 0) => 0,
-            (None, _) => return Err(StoreError::Conflict {
-                path: self.path.clone(),
-                message: format!(
+            (None, _) => {
+                return Err(StoreError::Conflict {
+                    path: self.path.clone(),
+                    message: format!(
                     "has a schema {SCHEMA} that etcd-inspector did not create (no {SCHEMA}.schema_version): \
                          another application's; use another database"
                 ),
-            }),
+                })
+            }
         };
         let known = MIGRATIONS.len() as i64;
         if found > known {

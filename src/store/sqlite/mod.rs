@@ -19,6 +19,7 @@ mod revision_rows;
 mod runs;
 mod settings;
 mod stats;
+mod tables;
 mod usage;
 mod values;
 

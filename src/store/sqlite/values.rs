@@ -2,8 +2,8 @@
 //! and the first read that fails kept, so the caller fails instead of
 //! showing a damaged value as missing.
 
-use crate::store::Contents;
 use super::Store;
+use crate::store::Contents;
 use crate::store::StoreError;
 
 impl Store {

@@ -1,0 +1,250 @@
+//! Rows as tables hold them, for moving data between databases (`copy`):
+//! a value of either backend ([`Cell`]), which rows to read
+//! ([`RowFilter`]), the row-level access each backend gives ([`Tables`]),
+//! and the columns of each table copied, the same in both schemas.
+
+use super::StoreError;
+
+/// One column's value.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Cell {
+    Null,
+    /// Integers and flags (0/1; PostgreSQL's booleans).
+    Int(i64),
+    Text(String),
+    Bytes(Vec<u8>),
+}
+
+impl Cell {
+    pub fn int(&self) -> Option<i64> {
+        match self {
+            Cell::Int(n) => Some(*n),
+            _ => None,
+        }
+    }
+
+    pub fn bytes(&self) -> Option<&[u8]> {
+        match self {
+            Cell::Bytes(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Cell::Text(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// Which rows of a table to read.
+#[derive(Clone, Debug)]
+pub enum RowFilter {
+    All,
+    /// `column IN (ids)`.
+    In(&'static str, Vec<i64>),
+    /// `column = value`.
+    Eq(&'static str, Cell),
+    /// Rows whose `key_id` is a key of one of the clusters.
+    KeysOfClusters(Vec<i64>),
+}
+
+/// Row-level reads and writes of a backend's tables (names and columns
+/// from [`COLUMNS`], never from input).
+pub trait Tables {
+    /// Streams the `columns` of `table`'s rows that `filter` keeps, ordered
+    /// by `order` (a column), in bounded memory.
+    fn each_row(
+        &self,
+        table: &str,
+        columns: &[&str],
+        filter: &RowFilter,
+        order: &str,
+        visit: &mut dyn FnMut(&[Cell]) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError>;
+
+    /// Inserts a row unless it conflicts with one stored (a unique key):
+    /// whether it went in, and its `id` when `id` is asked for.
+    fn insert_row(
+        &self,
+        table: &str,
+        columns: &[&str],
+        values: &[Cell],
+        id: bool,
+    ) -> Result<Option<i64>, StoreError>;
+
+    /// The `id` of the row whose `columns` hold `values`.
+    fn find_id(&self, table: &str, columns: &[&str], values: &[Cell]) -> Result<Option<i64>, StoreError>;
+
+    /// Opens a transaction the rows that follow go into.
+    fn begin_rows(&self) -> Result<(), StoreError>;
+    fn commit_rows(&self) -> Result<(), StoreError>;
+    fn rollback_rows(&self);
+}
+
+/// The columns of each table a copy moves (row ids aside).
+pub const COLUMNS: &[(&str, &[&str])] = &[
+    ("settings", &["name", "value"]),
+    ("clusters", &["etcd_cluster_id", "first_seen", "name"]),
+    (
+        "runs",
+        &[
+            "cluster_id",
+            "source",
+            "prefix",
+            "started_at",
+            "finished_at",
+            "status",
+            "head_revision",
+            "compact_revision",
+            "history_from",
+            "keys_seen",
+            "revisions_added",
+            "error",
+            "tool_version",
+            "pid",
+            "file_size",
+            "file_sha256",
+            "file_first_revision",
+            "file_last_revision",
+            "resource_filter",
+            "complete_through",
+            "etcd_version",
+            "covered_from",
+            "encryption_policy",
+            "fetched",
+            "salvage",
+            "schema",
+            "hash_key",
+        ],
+    ),
+    (
+        "keys",
+        &["cluster_id", "key", "api_group", "resource", "namespace", "name"],
+    ),
+    ("field_paths", &["path"]),
+    (
+        "semantic_values",
+        &["hash", "keyed", "codec", "base", "canonical", "fields", "managed"],
+    ),
+    (
+        "revisions",
+        &[
+            "key_id",
+            "mod_revision",
+            "create_revision",
+            "version",
+            "lease",
+            "deleted",
+            "value_size",
+            "value_sha256",
+            "value_hash",
+            "encoding",
+            "encryption",
+            "api_version",
+            "kind",
+            "namespace",
+            "name",
+            "uid",
+            "generation",
+            "decode_error",
+            "run_id",
+            "semantic_sha256",
+            "change_class",
+            "change_cause",
+            "changed_paths",
+            "owner_kind",
+            "owner_name",
+            "owner_uid",
+            "generate_name",
+            "spec_hash",
+            "creation_timestamp",
+            "deletion_timestamp",
+            "phase",
+            "node",
+            "desired",
+            "managers",
+            "duplicates",
+            "observed_generation",
+            "changed_by",
+            "finalizers",
+            "owner_refs",
+            "written_at",
+            "hash_key",
+            "event_time",
+        ],
+    ),
+    (
+        "history_gaps",
+        &["run_id", "cluster_id", "from_revision", "to_revision"],
+    ),
+    (
+        "findings",
+        &[
+            "cluster_id",
+            "detector",
+            "severity",
+            "keys",
+            "revisions",
+            "summary",
+            "details",
+            "analyzed_at",
+        ],
+    ),
+    (
+        "run_members",
+        &["run_id", "at", "endpoint", "member_id", "moved_because"],
+    ),
+    (
+        "audit_requests",
+        &[
+            "cluster_id",
+            "audit_id",
+            "verb",
+            "api_group",
+            "resource",
+            "namespace",
+            "name",
+            "subresource",
+            "key_id",
+            "username",
+            "groups",
+            "impersonated_user",
+            "user_agent",
+            "source_ips",
+            "code",
+            "level",
+            "response_revision",
+            "precondition_revision",
+            "time",
+            "outcome",
+        ],
+    ),
+    (
+        "revision_writers",
+        &["key_id", "mod_revision", "request_id", "match"],
+    ),
+    ("clock_marks", &["cluster_id", "revision", "at"]),
+    (
+        "clock_envelope",
+        &["cluster_id", "revision", "earliest", "latest"],
+    ),
+];
+
+/// The columns of `table` a copy moves.
+pub fn columns(table: &str) -> &'static [&'static str] {
+    COLUMNS
+        .iter()
+        .find(|(t, _)| *t == table)
+        .map(|(_, c)| *c)
+        .expect("a table of ours")
+}
+
+/// Where `column` is in `table`'s [`columns`].
+pub fn at(table: &str, column: &str) -> usize {
+    columns(table)
+        .iter()
+        .position(|c| *c == column)
+        .expect("a column of the table")
+}
