@@ -44,6 +44,9 @@ pub struct Copied {
     pub clusters_to_analyze: Vec<String>,
 }
 
+/// What [`Copy::stream`] does with each row.
+type EachRow<'c, 'a> = dyn FnMut(&mut Copy<'a>, Vec<Cell>) -> Result<(), StoreError> + 'c;
+
 /// A copy in progress: the maps from source to target ids.
 struct Copy<'a> {
     from: &'a dyn Backend,
@@ -89,7 +92,7 @@ pub fn copy(from: &dyn Backend, to: &dyn Backend, which: &CopyWhich) -> Result<C
     }
 }
 
-impl Copy<'_> {
+impl<'a> Copy<'a> {
     fn run_all(&mut self, which: &CopyWhich) -> Result<(), StoreError> {
         self.settings()?;
         self.field_paths()?;
@@ -155,7 +158,7 @@ impl Copy<'_> {
         cols: &[&str],
         filter: RowFilter,
         order: &str,
-        each: &mut dyn FnMut(&mut Self, Vec<Cell>) -> Result<(), StoreError>,
+        each: &mut EachRow<'_, 'a>,
     ) -> Result<(), StoreError> {
         let from = self.from;
         let mut page: Vec<Vec<Cell>> = Vec::new();

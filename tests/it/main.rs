@@ -9,6 +9,7 @@ mod attribute;
 mod changes;
 mod clock;
 mod cluster;
+mod copy;
 mod decode_cli;
 mod decode_every_kind;
 mod decode_fixtures;
