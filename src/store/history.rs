@@ -72,10 +72,10 @@ pub struct NamedKey {
 /// Fills each row's `diff`: its changed paths with the previous revision's
 /// (of the same cluster) and its own values, read by `canonical` (a
 /// backend's stored canonical value of a semantic hash).
-pub(super) fn add_diffs(
-    rows: &mut [HistoryRow],
-    canonical: &dyn Fn(&[u8]) -> Result<Option<serde_json::Value>, super::StoreError>,
-) -> Result<(), super::StoreError> {
+pub(super) fn add_diffs<F>(rows: &mut [HistoryRow], canonical: F) -> Result<(), super::StoreError>
+where
+    F: Fn(&[u8]) -> Result<Option<serde_json::Value>, super::StoreError>,
+{
     let redacted = serde_json::Value::String("<redacted>".into());
     let mut prev: Option<serde_json::Value> = None;
     let mut prev_keyed = false;

@@ -165,6 +165,6 @@ impl Store {
 
     /// Fills each row's `diff` (see [`crate::store::history::add_diffs`]).
     pub(in crate::store) fn read_add_diffs(&self, rows: &mut [HistoryRow]) -> Result<(), StoreError> {
-        crate::store::history::add_diffs(rows, &|h| self.read_canonical_value(h))
+        crate::store::history::add_diffs(rows, |h| self.read_canonical_value(h))
     }
 }
