@@ -68,3 +68,54 @@ pub struct NamedKey {
     pub namespace: Option<String>,
     pub name: Option<String>,
 }
+
+/// Fills each row's `diff`: its changed paths with the previous revision's
+/// (of the same cluster) and its own values, read by `canonical` (a
+/// backend's stored canonical value of a semantic hash).
+pub(super) fn add_diffs<F>(rows: &mut [HistoryRow], canonical: F) -> Result<(), super::StoreError>
+where
+    F: Fn(&[u8]) -> Result<Option<serde_json::Value>, super::StoreError>,
+{
+    let redacted = serde_json::Value::String("<redacted>".into());
+    let mut prev: Option<serde_json::Value> = None;
+    let mut prev_keyed = false;
+    let mut prev_cluster: Option<String> = None;
+    for row in rows.iter_mut() {
+        if prev_cluster.as_ref() != Some(&row.cluster_id) {
+            (prev, prev_keyed) = (None, false);
+            prev_cluster = Some(row.cluster_id.clone());
+        }
+        let hash = row.semantic_sha256.as_deref().and_then(crate::hex::unhex);
+        let value = match &hash {
+            Some(h) => canonical(h)?,
+            None => None,
+        };
+        let keyed = hash.is_some() && value.is_none();
+        let changes = row
+            .changed_paths
+            .iter()
+            .map(|path| {
+                let side = |v: &Option<serde_json::Value>, keyed: bool| {
+                    if keyed {
+                        redacted.clone()
+                    } else {
+                        v.as_ref()
+                            .and_then(|v| path.get(v))
+                            .cloned()
+                            .unwrap_or(serde_json::Value::Null)
+                    }
+                };
+                FieldChange {
+                    path: path.clone(),
+                    old: side(&prev, prev_keyed),
+                    new: side(&value, keyed),
+                    managers: row.changed_by.get(path).cloned().unwrap_or_default(),
+                }
+            })
+            .collect();
+        row.diff = Some(changes);
+        prev = value;
+        prev_keyed = keyed;
+    }
+    Ok(())
+}

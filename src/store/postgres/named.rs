@@ -1,33 +1,70 @@
-//! (Not ported yet: every method says so; see the SQLite module's file of
-//! this name for what it does.)
+//! Finding stored objects by name, and what `show` reads of one revision
+//! beyond its row: the field hashes of content that is never stored, and
+//! whether an owner still exists.
 
+use super::changes::InOrder;
 use super::Store;
 use crate::canon::path::FieldPath;
 use crate::canon::semantic::FIELD_HASH_LEN;
-use crate::store::NamedKey;
-use crate::store::StoreError;
+use crate::store::{NamedKey, StoreError};
 use std::collections::BTreeMap;
 
 impl Store {
+    /// Keys stored for `group`/`resource`, in `namespace` (`None`: any) and
+    /// named `name` (`None`: any), at most `limit`, in key order.
     pub(in crate::store) fn read_keys_named(
         &self,
-        _group: &str,
-        _resource: &str,
-        _namespace: Option<&str>,
-        _name: Option<&str>,
-        _limit: i64,
+        group: &str,
+        resource: &str,
+        namespace: Option<&str>,
+        name: Option<&str>,
+        limit: i64,
     ) -> Result<Vec<NamedKey>, StoreError> {
-        Err(self.unported("objects by name"))
+        self.query(
+            "SELECT DISTINCT key, namespace, name FROM keys WHERE api_group = $1 AND resource = $2 \
+             AND ($3::text IS NULL OR namespace = $3) AND ($4::text IS NULL OR name = $4) ORDER BY key LIMIT $5",
+            &[&group, &resource, &namespace, &name, &limit],
+        )?
+        .iter()
+        .map(|r| {
+            let mut c = InOrder::new(self, r);
+            Ok(NamedKey {
+                key: String::from_utf8_lossy(&c.next::<Vec<u8>>()?).into_owned(),
+                namespace: c.next()?,
+                name: c.next()?,
+            })
+        })
+        .collect()
     }
 
+    /// The field hashes stored with a semantic hash; empty when unknown.
     pub(in crate::store) fn read_semantic_fields(
         &self,
-        _semantic_sha256: &[u8],
+        semantic_sha256: &[u8],
     ) -> Result<BTreeMap<FieldPath, [u8; FIELD_HASH_LEN]>, StoreError> {
-        Err(self.unported("field hashes"))
+        let paths = self.field_path_names()?;
+        let Some(r) = self.query_opt(
+            "SELECT s.codec, s.fields, b.fields FROM semantic_values s \
+             LEFT JOIN semantic_values b ON b.id = s.base WHERE s.hash = $1",
+            &[&semantic_sha256],
+        )?
+        else {
+            return Ok(BTreeMap::new());
+        };
+        let fields = InOrder::new(self, &r).packed()?;
+        Ok(self.decode_fields(&fields, &paths)?.unwrap_or_default())
     }
 
-    pub(in crate::store) fn read_uid_live(&self, _uid: &str) -> Result<bool, StoreError> {
-        Err(self.unported("owner look-ups"))
+    /// Whether an object with `uid` is live in the newest stored state of
+    /// its key.
+    pub(in crate::store) fn read_uid_live(&self, uid: &str) -> Result<bool, StoreError> {
+        self.query_opt(
+            "SELECT EXISTS (SELECT 1 FROM revisions r WHERE r.uid = $1 AND NOT r.deleted \
+             AND r.mod_revision = (SELECT max(mod_revision) FROM revisions WHERE key_id = r.key_id))",
+            &[&uid],
+        )?
+        .expect("EXISTS gives a row")
+        .try_get(0)
+        .map_err(|e| self.err(e))
     }
 }

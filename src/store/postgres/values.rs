@@ -1,17 +1,42 @@
-//! (Not ported yet: every method says so; see the SQLite module's file of
-//! this name for what it does.)
+//! Stored canonical values read back for detectors and diffs.
 
 use super::Store;
 use crate::store::Contents;
 use crate::store::StoreError;
 
 impl Store {
+    /// Every stored revision of `cluster`'s keys of one resource, per key
+    /// and oldest first: its mod_revision and stored content (`None` for a
+    /// deletion or content that is not stored).
     pub(in crate::store) fn read_contents_of(
         &self,
-        _cluster: i64,
-        _group: &str,
-        _resource: &str,
+        cluster: i64,
+        group: &str,
+        resource: &str,
     ) -> Result<Vec<Contents>, StoreError> {
-        Err(self.unported("analyze"))
+        let mut out: Vec<Contents> = Vec::new();
+        let mut last_key = None;
+        self.each_page(
+            "SELECT r.key_id, r.mod_revision, r.semantic_sha256 FROM revisions r JOIN keys k ON k.id = r.key_id \
+             WHERE k.cluster_id = $1 AND k.api_group = $2 AND k.resource = $3 ORDER BY r.key_id, r.mod_revision",
+            &[&cluster, &group, &resource],
+            &mut |rows| {
+                for r in rows {
+                    let mut c = super::changes::InOrder::new(self, r);
+                    let (key, revision, hash): (i64, i64, Option<Vec<u8>>) = (c.next()?, c.next()?, c.next()?);
+                    let content = match hash {
+                        Some(h) => self.read_canonical_value(&h)?,
+                        None => None,
+                    };
+                    if last_key != Some(key) {
+                        out.push(Vec::new());
+                        last_key = Some(key);
+                    }
+                    out.last_mut().expect("pushed").push((revision, content));
+                }
+                Ok(())
+            },
+        )?;
+        Ok(out)
     }
 }

@@ -2,15 +2,15 @@
 //! the classified history detectors read, and the findings they write.
 
 use super::Store;
-use crate::canon::change::{classify, ChangeCause, ChangeClass, Facts};
+use crate::canon::change::{ChangeCause, ChangeClass, Facts};
 use crate::canon::facts::ObjectFacts;
-use crate::canon::managed::{attribute, entries, Entry};
 use crate::canon::path::FieldPath;
 use crate::canon::semantic::FIELD_HASH_LEN;
 use crate::decode::envelope::Encoding;
 use crate::decrypt::label::Label;
 use crate::ingest::revision::TEXT_ENCODING;
 use crate::store::blob::Packed;
+use crate::store::classify::{classify_history, Revision};
 use crate::store::field_blob::PathNames;
 use crate::store::object::ObjectRevision;
 use crate::store::ClassifyStats;
@@ -18,31 +18,6 @@ use crate::store::StoreError;
 use crate::unknown::UnknownName;
 use rusqlite::params;
 use std::collections::BTreeMap;
-
-/// One revision as the classification pass sees it.
-struct Row {
-    mod_revision: i64,
-    create_revision: i64,
-    facts: Facts,
-    pending: bool,
-    /// Compressed `managedFields` JSON of the revision's content.
-    managed: Packed,
-}
-
-impl Row {
-    /// Its managedFields entries; none when the content has no
-    /// managedFields.
-    fn entries(&self, store: &Store) -> Result<Vec<Entry>, StoreError> {
-        let managed = self
-            .managed
-            .json()
-            .map_err(|e| store.damaged("semantic_values.managed", e))?;
-        Ok(match managed {
-            Some(v) => entries(&v),
-            None => Vec::new(),
-        })
-    }
-}
 
 /// Decodes a `semantic_values.fields` column (column `index` of its row);
 /// `None` when the value has none. A blob that does not decompress or parse
@@ -121,11 +96,11 @@ impl Store {
                 )
                 .map_err(err)?;
             for key in keys {
-                let rows: Vec<Row> = read
+                let rows: Vec<Revision> = read
                     .query_map([key], |r| {
                         let fields = super::packed(r, 9)?;
                         let managed = super::packed(r, 13)?;
-                        Ok(Row {
+                        Ok(Revision {
                             mod_revision: r.get(0)?,
                             create_revision: r.get(1)?,
                             facts: Facts {
@@ -151,33 +126,23 @@ impl Store {
                     self.check_encryption(row.facts.encryption.as_deref())?;
                 }
                 stats.rows_read += rows.len() as i64;
-                let mut prev: Option<&Row> = None;
-                for row in &rows {
-                    if row.pending {
-                        let same_generation = prev.filter(|p| p.create_revision == row.create_revision);
-                        let change = classify(same_generation.map(|p| &p.facts), &row.facts);
-                        let changed_paths = (!change.changed_paths.is_empty())
-                            .then(|| serde_json::to_string(&change.changed_paths).expect("JSON"));
-                        let changed_by = match same_generation.filter(|_| !change.changed_paths.is_empty()) {
-                            Some(p) => Some(attribute(&p.entries(self)?, &row.entries(self)?, &change.changed_paths))
-                                .filter(|by| !by.is_empty())
-                                .map(|by| serde_json::to_string(&by).expect("JSON")),
-                            None => None,
-                        };
+                stats.classified += classify_history(
+                    &rows,
+                    &|e| self.damaged("semantic_values.managed", e),
+                    &mut |c| {
                         write
                             .execute(params![
                                 key,
-                                row.mod_revision,
-                                change.class.as_str(),
-                                change.cause.map(|c| c.as_str()),
-                                changed_paths,
-                                changed_by
+                                c.mod_revision,
+                                c.class,
+                                c.cause,
+                                c.changed_paths,
+                                c.changed_by
                             ])
-                            .map_err(err)?;
-                        stats.classified += 1;
-                    }
-                    prev = Some(row);
-                }
+                            .map(|_| ())
+                            .map_err(err)
+                    },
+                )?;
             }
             Ok::<_, StoreError>(())
         })?;

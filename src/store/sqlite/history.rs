@@ -1,9 +1,9 @@
 //! Reading stored revisions back.
 
 use super::Store;
-use crate::hex::{hex, unhex};
+use crate::hex::hex;
+use crate::store::HistoryRow;
 use crate::store::StoreError;
-use crate::store::{FieldChange, HistoryRow};
 
 /// A JSON text column as `T`; text that does not parse is an error naming
 /// the column, not an empty value.
@@ -140,50 +140,8 @@ impl Store {
             .map_err(|e| self.damaged("semantic_values.canonical", e))
     }
 
-    /// Fills each row's `diff`: its changed paths with the previous
-    /// revision's (of the same cluster) and its own values.
+    /// Fills each row's `diff` (see [`crate::store::history::add_diffs`]).
     pub(in crate::store) fn read_add_diffs(&self, rows: &mut [HistoryRow]) -> Result<(), StoreError> {
-        let redacted = serde_json::Value::String("<redacted>".into());
-        let mut prev: Option<serde_json::Value> = None;
-        let mut prev_keyed = false;
-        let mut prev_cluster: Option<String> = None;
-        for row in rows.iter_mut() {
-            if prev_cluster.as_ref() != Some(&row.cluster_id) {
-                (prev, prev_keyed) = (None, false);
-                prev_cluster = Some(row.cluster_id.clone());
-            }
-            let hash = row.semantic_sha256.as_deref().and_then(unhex);
-            let value = match &hash {
-                Some(h) => self.read_canonical_value(h)?,
-                None => None,
-            };
-            let keyed = hash.is_some() && value.is_none();
-            let changes = row
-                .changed_paths
-                .iter()
-                .map(|path| {
-                    let side = |v: &Option<serde_json::Value>, keyed: bool| {
-                        if keyed {
-                            redacted.clone()
-                        } else {
-                            v.as_ref()
-                                .and_then(|v| path.get(v))
-                                .cloned()
-                                .unwrap_or(serde_json::Value::Null)
-                        }
-                    };
-                    FieldChange {
-                        path: path.clone(),
-                        old: side(&prev, prev_keyed),
-                        new: side(&value, keyed),
-                        managers: row.changed_by.get(path).cloned().unwrap_or_default(),
-                    }
-                })
-                .collect();
-            row.diff = Some(changes);
-            prev = value;
-            prev_keyed = keyed;
-        }
-        Ok(())
+        crate::store::history::add_diffs(rows, |h| self.read_canonical_value(h))
     }
 }
