@@ -60,7 +60,7 @@ impl Store {
                         // Generations begun before the cut lost revisions:
                         // the unbroken history now starts after it.
                         self.execute(
-                            "UPDATE runs SET covered_from = greatest(coalesce(covered_from, history_from, 1), $2 + 1) \
+                            "UPDATE runs SET covered_from = greatest(coalesce(covered_from, history_from, 1), $2::bigint + 1) \
                              WHERE cluster_id = $1 AND id NOT IN (SELECT id FROM doomed)",
                             &[&cluster, &start],
                         )?;
