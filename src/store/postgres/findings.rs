@@ -80,9 +80,9 @@ impl Store {
             &[&cluster, &detectors],
             &mut |rows| {
                 for r in rows {
-                    let text = |i| r.try_get::<_, &str>(i).map_err(|e| self.err(e));
+                    let text = |i| get::<&str>(self, r, i);
                     let id = identity(text(1)?, text(2)?, text(3)?, text(4)?);
-                    writer.vanishing.insert(id, r.try_get(0).map_err(|e| self.err(e))?);
+                    writer.vanishing.insert(id, get(self, r, 0)?);
                 }
                 Ok(())
             },
