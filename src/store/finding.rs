@@ -107,3 +107,50 @@ pub trait FindingsWriter {
     /// Makes the new findings the stored ones.
     fn commit(self: Box<Self>) -> Result<(), super::StoreError>;
 }
+
+/// What tells one finding from another, for a [`FindingsWriter`]: its
+/// detector, keys, revisions and summary (the details are evidence, which
+/// may change with it).
+pub(in crate::store) fn identity(detector: &str, keys: &str, revisions: &str, summary: &str) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for part in [detector, keys, revisions, summary] {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
+    h.finalize().into()
+}
+
+/// The JSON columns of a stored finding, read back.
+pub(in crate::store) struct StoredJson {
+    pub keys: Vec<String>,
+    pub revisions: Vec<i64>,
+    pub details: serde_json::Value,
+}
+
+/// A stored finding's keys, revisions and details from their JSON text; a
+/// damaged one as its column (`findings.keys`) and the problem.
+pub(in crate::store) fn stored_json(
+    keys: &str,
+    revisions: &str,
+    details: &str,
+) -> Result<StoredJson, (&'static str, String)> {
+    let json = |stored: &str, column| {
+        serde_json::from_str::<serde_json::Value>(stored)
+            .map_err(|e| (column, format!("{stored:?} is not JSON ({e})")))
+    };
+    let keys = json(keys, "findings.keys")?;
+    let revisions = json(revisions, "findings.revisions")?;
+    let details = json(details, "findings.details")?;
+    Ok(StoredJson {
+        keys: serde_json::from_value(keys.clone())
+            .map_err(|_| ("findings.keys", format!("{keys} is not a list of keys")))?,
+        revisions: serde_json::from_value(revisions.clone()).map_err(|_| {
+            (
+                "findings.revisions",
+                format!("{revisions} is not a list of revisions"),
+            )
+        })?,
+        details,
+    })
+}

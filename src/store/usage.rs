@@ -109,3 +109,77 @@ pub struct Usage {
     /// Per user agent, likewise.
     pub user_agents: Vec<RequesterUsage>,
 }
+
+/// The last segments of field paths whose change is a clock ticking.
+pub(in crate::store) const TIME_FIELDS: &[&str] = &[
+    "managedFields",
+    "renewTime",
+    "acquireTime",
+    "lastTransitionTime",
+    "lastHeartbeatTime",
+    "lastProbeTime",
+    "lastUpdateTime",
+    "lastTimestamp",
+    "firstTimestamp",
+    "eventTime",
+    "lastScheduleTime",
+    "lastSuccessfulTime",
+    "time",
+];
+
+/// Resources as `stats` lists them: most bytes first, then by resource and
+/// cluster.
+pub(in crate::store) fn sort_resources(resources: &mut [ResourceUsage]) {
+    resources.sort_by(|a, b| {
+        b.bytes_all_revisions
+            .cmp(&a.bytes_all_revisions)
+            .then(a.resource.cmp(&b.resource))
+            .then(a.cluster.cmp(&b.cluster))
+    });
+}
+
+/// Requests counted per user and per user agent of each cluster, as a
+/// backend's rows add them.
+#[derive(Default)]
+pub(in crate::store) struct Requesters {
+    users: BTreeMap<(String, String), RequesterUsage>,
+    agents: BTreeMap<(String, String), RequesterUsage>,
+}
+
+impl Requesters {
+    /// Adds one row's writes, no-op writes, conflicts and failures
+    /// (`counts`, in that order) to its user and its user agent.
+    pub fn add(&mut self, cluster: &str, user: String, agent: Option<String>, counts: [i64; 4]) {
+        for (map, name) in [
+            (&mut self.users, user),
+            (&mut self.agents, agent.unwrap_or_else(|| "-".into())),
+        ] {
+            let entry = map
+                .entry((cluster.to_string(), name.clone()))
+                .or_insert_with(|| RequesterUsage {
+                    cluster: cluster.to_string(),
+                    name,
+                    ..Default::default()
+                });
+            entry.writes += counts[0];
+            entry.no_op_writes += counts[1];
+            entry.conflicts += counts[2];
+            entry.failed += counts[3];
+        }
+    }
+
+    /// The `top` busiest users and user agents.
+    pub fn busiest(self, top: i64) -> (Vec<RequesterUsage>, Vec<RequesterUsage>) {
+        let busiest = |map: BTreeMap<(String, String), RequesterUsage>| {
+            let mut list: Vec<RequesterUsage> = map.into_values().collect();
+            list.sort_by(|a, b| {
+                (b.writes + b.no_op_writes + b.failed, &a.name)
+                    .cmp(&(a.writes + a.no_op_writes + a.failed, &b.name))
+                    .then(a.cluster.cmp(&b.cluster))
+            });
+            list.truncate(top.max(0) as usize);
+            list
+        };
+        (busiest(self.users), busiest(self.agents))
+    }
+}

@@ -1,29 +1,491 @@
-//! (Not ported yet: every method says so; see the SQLite module's file of
-//! this name for what it does.)
+//! Findings in the PostgreSQL database: written as `analyze` finds them,
+//! replacing a cluster's earlier findings in one transaction, and read back
+//! a page at a time, most severe first.
 
 use super::Store;
-use crate::store::finding::{FindingCount, Severity};
-use crate::store::StoreError;
-use crate::store::{FindingIter, FindingQuery, FindingsWriter, Scope};
+use crate::store::audit::{Match, WrittenBy};
+use crate::store::finding::{
+    identity, stored_json, Finding, FindingCount, FindingIter, FindingQuery, FindingsWriter, Severity,
+    StoredFinding,
+};
+use crate::store::{ObjectFilter, Scope, StoreError};
+use postgres::binary_copy::BinaryCopyInWriter;
+use postgres::types::{ToSql, Type};
+use postgres::Row;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+/// Column `at` of a row.
+fn get<'r, T: postgres::types::FromSql<'r>>(store: &Store, r: &'r Row, at: usize) -> Result<T, StoreError> {
+    r.try_get(at).map_err(|e| store.err(e))
+}
+
+/// The namespace and resource of stored keys, by cluster row id and key.
+type KeyNames = HashMap<(i64, String), (Option<String>, Option<String>)>;
+
+/// Findings read per query.
+const PAGE: i64 = 500;
+
+/// Findings a writer holds before it sends them, in one `COPY`.
+const BATCH: usize = 1000;
+
+/// A finding put and not sent yet, as its columns hold it.
+struct Unsent {
+    detector: &'static str,
+    severity: Severity,
+    keys: String,
+    revisions: String,
+    summary: String,
+    details: String,
+}
+
+/// The PostgreSQL [`FindingsWriter`]: one transaction from start to commit,
+/// holding the identities of the findings it replaces and at most [`BATCH`]
+/// new findings. Those go in binary `COPY`s of a batch each, so that the
+/// connection is free for the analysis's own reads between puts.
+struct Writer<'s> {
+    store: &'s Store,
+    cluster: i64,
+    /// Stored findings of the detectors not put again yet, by identity.
+    vanishing: HashMap<[u8; 32], i64>,
+    analyzed_at: String,
+    unsent: Vec<Unsent>,
+    open: bool,
+}
 
 impl Store {
+    /// A writer replacing `detectors`' findings of `cluster`. A transaction
+    /// lock on the cluster's findings makes a second writer of them wait,
+    /// as SQLite's write lock does, so that neither adds what the other
+    /// kept.
     pub(in crate::store) fn findings_writer(
         &self,
-        _cluster: i64,
-        _detectors: &[&str],
+        cluster: i64,
+        detectors: &[&str],
     ) -> Result<Box<dyn FindingsWriter + '_>, StoreError> {
-        Err(self.unported("analyze"))
+        self.begin()?;
+        let mut writer = Writer {
+            store: self,
+            cluster,
+            vanishing: HashMap::new(),
+            analyzed_at: crate::decode::gotime::now(),
+            unsent: Vec::with_capacity(BATCH),
+            open: true,
+        };
+        self.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended('etcd_inspector.findings.' || $1::bigint, 0))",
+            &[&cluster],
+        )?;
+        self.each_page(
+            "SELECT id, detector, keys, revisions, summary FROM findings WHERE cluster_id = $1 AND detector = ANY($2)",
+            &[&cluster, &detectors],
+            &mut |rows| {
+                for r in rows {
+                    let text = |i| get::<&str>(self, r, i);
+                    let id = identity(text(1)?, text(2)?, text(3)?, text(4)?);
+                    writer.vanishing.insert(id, get(self, r, 0)?);
+                }
+                Ok(())
+            },
+        )?;
+        Ok(Box::new(writer))
+    }
+}
+
+impl Writer<'_> {
+    /// Sends the findings put since the last batch.
+    fn send(&mut self) -> Result<(), StoreError> {
+        if self.unsent.is_empty() {
+            return Ok(());
+        }
+        let store = self.store;
+        let err = |e| store.err(e);
+        let mut client = store.client();
+        let sink = client
+            .copy_in(
+                "COPY findings (cluster_id, detector, severity, keys, revisions, summary, details, analyzed_at) \
+                 FROM STDIN BINARY",
+            )
+            .map_err(err)?;
+        let mut rows = BinaryCopyInWriter::new(
+            sink,
+            &[
+                Type::INT8,
+                Type::TEXT,
+                Type::TEXT,
+                Type::TEXT,
+                Type::TEXT,
+                Type::TEXT,
+                Type::TEXT,
+                Type::TEXT,
+            ],
+        );
+        for f in self.unsent.drain(..) {
+            rows.write(&[
+                &self.cluster,
+                &f.detector,
+                &f.severity.as_str(),
+                &f.keys,
+                &f.revisions,
+                &f.summary,
+                &f.details,
+                &self.analyzed_at,
+            ])
+            .map_err(err)?;
+        }
+        rows.finish().map_err(err)?;
+        Ok(())
+    }
+}
+
+impl FindingsWriter for Writer<'_> {
+    fn put(&mut self, f: &Finding) -> Result<(), StoreError> {
+        let keys = serde_json::to_string(&f.keys).expect("a list of strings is JSON");
+        let revisions = serde_json::to_string(&f.revisions).expect("a list of numbers is JSON");
+        if self
+            .vanishing
+            .remove(&identity(f.detector, &keys, &revisions, &f.summary))
+            .is_some()
+        {
+            return Ok(());
+        }
+        self.unsent.push(Unsent {
+            detector: f.detector,
+            severity: f.severity,
+            keys,
+            revisions,
+            summary: f.summary.clone(),
+            details: f.details.to_string(),
+        });
+        if self.unsent.len() >= BATCH {
+            self.send()?;
+        }
+        Ok(())
     }
 
-    pub(in crate::store) fn read_findings(&self, _query: &FindingQuery) -> FindingIter<'_> {
-        Box::new(std::iter::once(Err(self.unported("findings"))))
+    fn commit(mut self: Box<Self>) -> Result<(), StoreError> {
+        self.send()?;
+        let vanishing: Vec<i64> = self.vanishing.values().copied().collect();
+        for ids in vanishing.chunks(10_000) {
+            self.store
+                .execute("DELETE FROM findings WHERE id = ANY($1)", &[&ids])?;
+        }
+        self.open = false;
+        self.store.commit()
+    }
+}
+
+impl Drop for Writer<'_> {
+    /// A writer that did not commit (the analysis failed) leaves the stored
+    /// findings as they were.
+    fn drop(&mut self) {
+        if self.open {
+            self.store.rollback();
+        }
+    }
+}
+
+/// The pages of a [`FindingQuery`]: severity by severity, most severe
+/// first, each in id order. The keys and writers a page's findings name are
+/// looked up in one query per page, not one per finding.
+struct Pages<'s> {
+    store: &'s Store,
+    query: FindingQuery,
+    /// Severities still to read, the next last.
+    severities: Vec<Severity>,
+    /// The id the next page starts after.
+    after: i64,
+    page: VecDeque<StoredFinding>,
+    failed: bool,
+    /// Whether any revision has an attributed writer (once asked).
+    attributed: Option<bool>,
+    /// Cluster labels by row id (once read).
+    labels: Option<HashMap<i64, String>>,
+}
+
+impl Store {
+    /// The stored findings `query` selects, most severe first. (The schema's
+    /// CHECK keeps a severity one of ours, which SQLite has to check.)
+    pub(in crate::store) fn read_findings(&self, query: &FindingQuery) -> FindingIter<'_> {
+        let severities = Severity::ALL
+            .into_iter()
+            .filter(|s| query.severity.is_none_or(|min| *s >= min))
+            .collect();
+        Box::new(Pages {
+            store: self,
+            query: query.clone(),
+            severities,
+            after: 0,
+            page: VecDeque::new(),
+            failed: false,
+            attributed: None,
+            labels: None,
+        })
     }
 
+    /// Whether `attribute` attributed any revision.
+    fn any_writers(&self) -> Result<bool, StoreError> {
+        let row = self.query_opt("SELECT EXISTS (SELECT 1 FROM revision_writers)", &[])?;
+        Ok(row.is_some_and(|r| r.get(0)))
+    }
+
+    /// Who wrote the revisions of each finding's first key that it names
+    /// (`cluster` is a finding's cluster row id).
+    fn attach_writers(&self, found: &mut [(i64, StoredFinding)]) -> Result<(), StoreError> {
+        let (mut clusters, mut keys, mut revisions) = (Vec::new(), Vec::new(), Vec::new());
+        for (cluster, f) in found.iter() {
+            if let Some(key) = f.keys.first() {
+                for revision in &f.revisions {
+                    clusters.push(*cluster);
+                    keys.push(key.as_str());
+                    revisions.push(*revision);
+                }
+            }
+        }
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let rows = self.query(
+            "SELECT q.c, q.key, w.mod_revision, a.audit_id, w.match, a.username, a.groups, a.impersonated_user, \
+             a.user_agent, a.source_ips, a.verb, a.subresource, a.time \
+             FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS q(c, key, rev) \
+             JOIN keys k ON k.cluster_id = q.c AND k.key = convert_to(q.key, 'UTF8') \
+             JOIN revision_writers w ON w.key_id = k.id AND w.mod_revision = q.rev \
+             JOIN audit_requests a ON a.id = w.request_id",
+            &[&clusters, &keys, &revisions],
+        )?;
+        let mut writers: HashMap<(i64, String, i64), WrittenBy> = HashMap::new();
+        for r in &rows {
+            let at = (get(self, r, 0)?, get(self, r, 1)?, get(self, r, 2)?);
+            writers.insert(at, written_by(self, r)?);
+        }
+        for (cluster, f) in found.iter_mut() {
+            let Some(key) = f.keys.first() else { continue };
+            let mut by: BTreeMap<i64, WrittenBy> = BTreeMap::new();
+            for revision in &f.revisions {
+                if let Some(w) = writers.get(&(*cluster, key.clone(), *revision)) {
+                    by.insert(*revision, w.clone());
+                }
+            }
+            f.written_by = by;
+        }
+        Ok(())
+    }
+
+    /// The namespace and resource each stored key of `found` was stored
+    /// with, by cluster row id and key.
+    fn key_names(&self, found: &[(i64, StoredFinding)]) -> Result<KeyNames, StoreError> {
+        let (clusters, keys): (Vec<i64>, Vec<&str>) = found
+            .iter()
+            .flat_map(|(cluster, f)| f.keys.iter().map(|k| (*cluster, k.as_str())))
+            .unzip();
+        let rows = self.query(
+            "SELECT q.c, q.key, k.namespace, k.resource FROM unnest($1::bigint[], $2::text[]) AS q(c, key) \
+             JOIN keys k ON k.cluster_id = q.c AND k.key = convert_to(q.key, 'UTF8')",
+            &[&clusters, &keys],
+        )?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    (get(self, r, 0)?, get(self, r, 1)?),
+                    (get(self, r, 2)?, get(self, r, 3)?),
+                ))
+            })
+            .collect()
+    }
+
+    /// One stored finding from its row (`id, etcd cluster id, detector,
+    /// severity, keys, revisions, summary, details, analyzed_at, cluster
+    /// row id`), with its cluster row id.
+    fn finding_row(
+        &self,
+        r: &Row,
+        labels: &HashMap<i64, String>,
+    ) -> Result<(i64, StoredFinding), StoreError> {
+        let text = |i: usize| -> Result<String, StoreError> { get(self, r, i) };
+        let severity = text(3)?;
+        let json =
+            stored_json(&text(4)?, &text(5)?, &text(7)?).map_err(|(column, e)| self.damaged(column, e))?;
+        let cluster: i64 = get(self, r, 9)?;
+        let cluster_id = text(1)?;
+        Ok((
+            cluster,
+            StoredFinding {
+                id: get(self, r, 0)?,
+                cluster: labels
+                    .get(&cluster)
+                    .cloned()
+                    .unwrap_or_else(|| cluster_id.clone()),
+                cluster_id,
+                detector: text(2)?,
+                severity: Severity::parse(&severity).map_err(|e| self.damaged("findings.severity", e))?,
+                keys: json.keys,
+                revisions: json.revisions,
+                summary: text(6)?,
+                details: json.details,
+                analyzed_at: text(8)?,
+                written_by: Default::default(),
+            },
+        ))
+    }
+}
+
+/// Who wrote a revision, from columns 3.. of [`Store::attach_writers`]'
+/// rows.
+fn written_by(store: &Store, r: &Row) -> Result<WrittenBy, StoreError> {
+    let list = |at: usize, column: &str| -> Result<Vec<String>, StoreError> {
+        let text: String = get(store, r, at)?;
+        serde_json::from_str(&text).map_err(|e| store.damaged(column, format!("{text:?}: {e}")))
+    };
+    let match_name: String = get(store, r, 4)?;
+    Ok(WrittenBy {
+        audit_id: get(store, r, 3)?,
+        match_kind: Match::parse(&match_name).map_err(|e| store.damaged("revision_writers.match", e))?,
+        user: get(store, r, 5)?,
+        groups: list(6, "audit_requests.groups")?,
+        impersonated_user: get(store, r, 7)?,
+        user_agent: get(store, r, 8)?,
+        source_ips: list(9, "audit_requests.source_ips")?,
+        verb: get(store, r, 10)?,
+        subresource: get(store, r, 11)?,
+        time: get(store, r, 12)?,
+    })
+}
+
+impl Pages<'_> {
+    /// Reads the next page of the current severity into `page`; `false`
+    /// when every severity is read.
+    fn fill(&mut self) -> Result<bool, StoreError> {
+        let store = self.store;
+        // The cluster is chosen in the query; the rest key by key.
+        let by_key = ObjectFilter {
+            cluster: None,
+            ..self.query.objects.clone()
+        };
+        let filtered = by_key != ObjectFilter::default();
+        if self.labels.is_none() {
+            let clusters = store.read_clusters()?;
+            self.labels = Some(
+                clusters
+                    .into_iter()
+                    .map(|c| (c.row, c.label().to_string()))
+                    .collect(),
+            );
+        }
+        let labels = self.labels.as_ref().expect("read above");
+        while self.page.is_empty() {
+            let Some(&severity) = self.severities.last() else {
+                return Ok(false);
+            };
+            let rows = store.query(
+                "SELECT f.id, c.etcd_cluster_id, f.detector, f.severity, f.keys, f.revisions, f.summary, f.details, \
+                 f.analyzed_at, f.cluster_id FROM findings f JOIN clusters c ON c.id = f.cluster_id \
+                 WHERE f.severity = $1 AND f.id > $2 AND ($3::text IS NULL OR f.detector = $3::text) \
+                 AND ($5::bigint IS NULL OR f.cluster_id = $5::bigint) ORDER BY f.id LIMIT $4",
+                &[
+                    &severity.as_str(),
+                    &self.after,
+                    &self.query.detector,
+                    &PAGE,
+                    &self.query.objects.cluster,
+                ],
+            )?;
+            let mut found = rows
+                .iter()
+                .map(|r| store.finding_row(r, labels))
+                .collect::<Result<Vec<_>, _>>()?;
+            if let Some((_, last)) = found.last() {
+                self.after = last.id;
+            }
+            if filtered {
+                let names = store.key_names(&found)?;
+                found.retain(|(cluster, f)| {
+                    f.keys.iter().any(|key| {
+                        let (namespace, resource) = names
+                            .get(&(*cluster, key.clone()))
+                            .map_or((None, None), |(n, r)| (n.as_deref(), r.as_deref()));
+                        self.query.objects.matches(key, namespace, resource)
+                    })
+                });
+            }
+            if !found.is_empty() && *self.attributed.get_or_insert(store.any_writers()?) {
+                store.attach_writers(&mut found)?;
+            }
+            self.page.extend(found.into_iter().map(|(_, f)| f));
+            if (rows.len() as i64) < PAGE {
+                self.severities.pop();
+                self.after = 0;
+            }
+        }
+        Ok(true)
+    }
+}
+
+impl Store {
+    /// See [`crate::store::HistoryReader::finding_counts`]: a finding is
+    /// kept, as the report keeps it, when one of its revisions is in range
+    /// (or it names none) and the object filter keeps one of its keys, as
+    /// the key was stored (or, not stored, by its text alone). The JSON
+    /// columns are read as `jsonb`; detectors sort bytewise, as in SQLite.
     pub(in crate::store) fn read_finding_counts(
         &self,
-        _scope: &Scope,
-        _severity: Option<Severity>,
+        scope: &Scope,
+        severity: Option<Severity>,
     ) -> Result<Vec<FindingCount>, StoreError> {
-        Err(self.unported("finding counts"))
+        let severities: Vec<String> = Severity::ALL
+            .iter()
+            .filter(|s| severity.is_none_or(|min| **s >= min))
+            .map(|s| format!("'{}'", s.as_str()))
+            .collect();
+        let o = &scope.objects;
+        let by_key =
+            o.namespace.is_some() || o.resource.is_some() || o.key_prefix.is_some() || o.key.is_some();
+        let sql = format!(
+            r#"SELECT f.cluster_id, f.detector, count(*) FROM findings f
+               WHERE f.severity IN ({}) AND ($6::bigint IS NULL OR f.cluster_id = $6::bigint)
+               AND (($1::bigint IS NULL AND $2::bigint IS NULL) OR jsonb_array_length(f.revisions::jsonb) = 0
+                 OR EXISTS (SELECT 1 FROM jsonb_array_elements(f.revisions::jsonb) v(value)
+                   WHERE ($1::bigint IS NULL OR v.value::bigint >= $1::bigint)
+                     AND ($2::bigint IS NULL OR v.value::bigint <= $2::bigint)))
+               AND (NOT $8::boolean OR EXISTS (
+                 SELECT 1 FROM jsonb_array_elements_text(f.keys::jsonb) j(value) LEFT JOIN keys k
+                   ON k.cluster_id = f.cluster_id AND k.key = convert_to(j.value, 'UTF8')
+                 WHERE ($3::text IS NULL OR k.namespace = $3::text) AND ($4::text IS NULL OR k.resource = $4::text)
+                   AND ($5::text IS NULL OR starts_with(j.value, $5::text))
+                   AND ($7::text IS NULL OR j.value = $7::text)))
+               GROUP BY f.cluster_id, f.detector ORDER BY f.cluster_id, f.detector COLLATE "C""#,
+            severities.join(", ")
+        );
+        let params: Vec<&(dyn ToSql + Sync)> = super::stats::scope_params(scope)
+            .into_iter()
+            .chain([&by_key as _])
+            .collect();
+        self.query(&sql, &params)?
+            .iter()
+            .map(|r| {
+                Ok(FindingCount {
+                    cluster: get(self, r, 0)?,
+                    detector: get(self, r, 1)?,
+                    count: get(self, r, 2)?,
+                })
+            })
+            .collect()
+    }
+}
+
+impl Iterator for Pages<'_> {
+    type Item = Result<StoredFinding, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        match self.fill() {
+            Ok(true) => self.page.pop_front().map(Ok),
+            Ok(false) => None,
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
+            }
+        }
     }
 }

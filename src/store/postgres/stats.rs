@@ -1,38 +1,113 @@
-//! (Not ported yet: every method says so; see the SQLite module's file of
-//! this name for what it does.)
+//! Aggregates for reports, computed in SQL so memory does not grow with the
+//! history.
 
 use super::Store;
 use crate::store::Scope;
 use crate::store::StoreError;
+use postgres::types::{ToSql, Type};
+
+/// A [`Scope`] as SQL conditions over `r` (revisions) and `k` (keys), with
+/// its values bound to $1..$7 ([`scope_params`]): the revision range, then
+/// the object filter's namespace, resource, key prefix, cluster and key.
+/// Every use of a parameter is cast, since a NULL alone has no type. Keys
+/// are bytes: the prefix and key compare as their UTF-8.
+pub(super) const SCOPE: &str = "($1::bigint IS NULL OR r.mod_revision >= $1::bigint) \
+     AND ($2::bigint IS NULL OR r.mod_revision <= $2::bigint) \
+     AND ($3::text IS NULL OR k.namespace = $3::text) AND ($4::text IS NULL OR k.resource = $4::text) \
+     AND ($5::text IS NULL OR substr(k.key, 1, octet_length($5::text)) = convert_to($5::text, 'UTF8')) \
+     AND ($6::bigint IS NULL OR k.cluster_id = $6::bigint) \
+     AND ($7::text IS NULL OR k.key = convert_to($7::text, 'UTF8'))";
+
+/// The values [`SCOPE`] binds, in order.
+pub(super) fn scope_params(scope: &Scope) -> [&(dyn ToSql + Sync); 7] {
+    [
+        &scope.from_revision,
+        &scope.to_revision,
+        &scope.objects.namespace,
+        &scope.objects.resource,
+        &scope.objects.key_prefix,
+        &scope.objects.cluster,
+        &scope.objects.key,
+    ]
+}
+
+/// A row limit as SQL binds it: SQLite's negative limit (all rows) is
+/// PostgreSQL's NULL.
+pub(super) fn row_limit(limit: i64) -> Option<i64> {
+    (limit >= 0).then_some(limit)
+}
 
 impl Store {
+    /// Stored revisions counted per `label` (grouped by `group`), most
+    /// first, at most `limit` rows (-1: all). Labels sort bytewise, as
+    /// SQLite's do (`COLLATE "C"` for text).
+    fn counts(
+        &self,
+        scope: &Scope,
+        label: &str,
+        group: &str,
+        limit: i64,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        let sql = format!(
+            "SELECT coalesce({label}, '-'), count(*) FROM revisions r JOIN keys k ON k.id = r.key_id \
+             WHERE {SCOPE} GROUP BY {group} ORDER BY 2 DESC, 1 LIMIT $8"
+        );
+        let limit = row_limit(limit);
+        let params: Vec<&(dyn ToSql + Sync)> = scope_params(scope).into_iter().chain([&limit as _]).collect();
+        self.query(&sql, &params)?
+            .iter()
+            .map(|r| {
+                // Keys are bytes; labels are shown as (lossy) text.
+                let label = match *r.columns()[0].type_() {
+                    Type::BYTEA => {
+                        String::from_utf8_lossy(r.try_get::<_, &[u8]>(0).map_err(|e| self.err(e))?)
+                            .into_owned()
+                    }
+                    _ => r.try_get(0).map_err(|e| self.err(e))?,
+                };
+                Ok((label, r.try_get(1).map_err(|e| self.err(e))?))
+            })
+            .collect()
+    }
+
+    /// Stored revisions per change class.
     pub(in crate::store) fn read_writes_by_class(
         &self,
-        _scope: &Scope,
+        scope: &Scope,
     ) -> Result<Vec<(String, i64)>, StoreError> {
-        Err(self.unported("stats"))
+        self.counts(scope, r#"r.change_class COLLATE "C""#, "1", -1)
     }
 
+    /// Stored revisions per resource.
     pub(in crate::store) fn read_writes_by_resource(
         &self,
-        _scope: &Scope,
+        scope: &Scope,
     ) -> Result<Vec<(String, i64)>, StoreError> {
-        Err(self.unported("stats"))
+        self.counts(scope, r#"k.resource COLLATE "C""#, "1", -1)
     }
 
+    /// The keys with the most stored revisions.
     pub(in crate::store) fn read_busiest_keys(
         &self,
-        _scope: &Scope,
-        _limit: i64,
+        scope: &Scope,
+        limit: i64,
     ) -> Result<Vec<(String, i64)>, StoreError> {
-        Err(self.unported("stats"))
+        self.counts(scope, "k.key", "k.id", limit)
     }
 
+    /// The stored revision at or before a time, by runs: the head of the
+    /// last run (of `cluster`, when given) that started at or before `time`
+    /// (RFC 3339, compared bytewise as SQLite does).
     pub(in crate::store) fn read_revision_at_time(
         &self,
-        _cluster: Option<i64>,
-        _time: &str,
+        cluster: Option<i64>,
+        time: &str,
     ) -> Result<Option<i64>, StoreError> {
-        Err(self.unported("--at"))
+        let row = self.query_opt(
+            r#"SELECT max(head_revision) FROM runs WHERE started_at COLLATE "C" <= $1 AND status = 'complete'
+               AND ($2::bigint IS NULL OR cluster_id = $2::bigint)"#,
+            &[&time, &cluster],
+        )?;
+        row.map_or(Ok(None), |r| r.try_get(0).map_err(|e| self.err(e)))
     }
 }

@@ -5,26 +5,15 @@
 use super::Store;
 use crate::store::audit::WrittenBy;
 use crate::store::finding::{
-    Finding, FindingCount, FindingIter, FindingQuery, FindingsWriter, Severity, StoredFinding,
+    identity, stored_json, Finding, FindingCount, FindingIter, FindingQuery, FindingsWriter, Severity,
+    StoredFinding,
 };
 use crate::store::StoreError;
 use rusqlite::{params, OptionalExtension};
-use sha2::{Digest, Sha256};
 use std::collections::{HashMap, VecDeque};
 
 /// Findings read per query.
 const PAGE: i64 = 500;
-
-/// What tells one finding from another: its detector, keys, revisions and
-/// summary (the details are evidence, which may change with it).
-fn identity(detector: &str, keys: &str, revisions: &str, summary: &str) -> [u8; 32] {
-    let mut h = Sha256::new();
-    for part in [detector, keys, revisions, summary] {
-        h.update(part.as_bytes());
-        h.update([0]);
-    }
-    h.finalize().into()
-}
 
 /// The SQLite [`FindingsWriter`]: one write transaction from start to
 /// commit; the identities of the findings it replaces are all it holds.
@@ -214,30 +203,19 @@ impl Store {
     fn finding_row(&self, r: &rusqlite::Row) -> Result<StoredFinding, StoreError> {
         let err = |e| self.err(e);
         let text = |i: usize| -> Result<String, StoreError> { r.get(i).map_err(err) };
-        let json = |i: usize, column: &str| -> Result<serde_json::Value, StoreError> {
-            let stored = text(i)?;
-            serde_json::from_str(&stored)
-                .map_err(|e| self.damaged(column, format!("{stored:?} is not JSON ({e})")))
-        };
         let severity = text(3)?;
-        let keys = json(4, "findings.keys")?;
-        let revisions = json(5, "findings.revisions")?;
+        let json =
+            stored_json(&text(4)?, &text(5)?, &text(7)?).map_err(|(column, e)| self.damaged(column, e))?;
         Ok(StoredFinding {
             id: r.get(0).map_err(err)?,
             cluster: self.cluster_at(r, 9)?.label().to_string(),
             cluster_id: text(1)?,
             detector: text(2)?,
             severity: Severity::parse(&severity).map_err(|e| self.damaged("findings.severity", e))?,
-            keys: serde_json::from_value(keys.clone())
-                .map_err(|_| self.damaged("findings.keys", format!("{keys} is not a list of keys")))?,
-            revisions: serde_json::from_value(revisions.clone()).map_err(|_| {
-                self.damaged(
-                    "findings.revisions",
-                    format!("{revisions} is not a list of revisions"),
-                )
-            })?,
+            keys: json.keys,
+            revisions: json.revisions,
             summary: text(6)?,
-            details: json(7, "findings.details")?,
+            details: json.details,
             analyzed_at: text(8)?,
             written_by: Default::default(),
         })

@@ -3,28 +3,12 @@
 //! over the stored revisions a [`Scope`] keeps.
 
 use super::Store;
+use crate::store::usage::{sort_resources, Requesters, TIME_FIELDS};
 use crate::store::StoreError;
 use crate::store::{
     BusiestKey, LargestKey, ManagerUsage, NamespaceUsage, RequesterUsage, ResourceUsage, Scope, Usage,
 };
 use std::collections::{BTreeMap, HashMap};
-
-/// The last segments of field paths whose change is a clock ticking.
-const TIME_FIELDS: &[&str] = &[
-    "managedFields",
-    "renewTime",
-    "acquireTime",
-    "lastTransitionTime",
-    "lastHeartbeatTime",
-    "lastProbeTime",
-    "lastUpdateTime",
-    "lastTimestamp",
-    "firstTimestamp",
-    "eventTime",
-    "lastScheduleTime",
-    "lastSuccessfulTime",
-    "time",
-];
 
 /// The revisions in scope with their key's cluster and names and whether
 /// each is its key's newest in scope and not a tombstone (`live`), gathered
@@ -98,12 +82,9 @@ fn requesters(
              WHERE a.key_id IN (SELECT key_id FROM rows) GROUP BY 1, 2, 7) \
          GROUP BY 1, 2, 7",
     )?;
-    let mut users: BTreeMap<(String, String), RequesterUsage> = BTreeMap::new();
-    let mut agents: BTreeMap<(String, String), RequesterUsage> = BTreeMap::new();
+    let mut requesters = Requesters::default();
     let mut rows = stmt.query([]).map_err(err)?;
     while let Some(r) = rows.next().map_err(err)? {
-        let user: String = r.get(0).map_err(err)?;
-        let agent: Option<String> = r.get(1).map_err(err)?;
         let counts: [i64; 4] = [
             r.get(2).map_err(err)?,
             r.get(3).map_err(err)?,
@@ -111,34 +92,9 @@ fn requesters(
             r.get(5).map_err(err)?,
         ];
         let cluster = scoped.label(r, 6).map_err(err)?;
-        for (map, name) in [
-            (&mut users, user.clone()),
-            (&mut agents, agent.unwrap_or_else(|| "-".into())),
-        ] {
-            let entry = map
-                .entry((cluster.clone(), name.clone()))
-                .or_insert_with(|| RequesterUsage {
-                    cluster: cluster.clone(),
-                    name,
-                    ..Default::default()
-                });
-            entry.writes += counts[0];
-            entry.no_op_writes += counts[1];
-            entry.conflicts += counts[2];
-            entry.failed += counts[3];
-        }
+        requesters.add(&cluster, r.get(0).map_err(err)?, r.get(1).map_err(err)?, counts);
     }
-    let busiest = |map: BTreeMap<(String, String), RequesterUsage>| {
-        let mut list: Vec<RequesterUsage> = map.into_values().collect();
-        list.sort_by(|a, b| {
-            (b.writes + b.no_op_writes + b.failed, &a.name)
-                .cmp(&(a.writes + a.no_op_writes + a.failed, &b.name))
-                .then(a.cluster.cmp(&b.cluster))
-        });
-        list.truncate(top.max(0) as usize);
-        list
-    };
-    Ok((busiest(users), busiest(agents)))
+    Ok(requesters.busiest(top))
 }
 
 impl Drop for Scoped<'_> {
@@ -216,12 +172,7 @@ impl Store {
             }
         }
         let mut resources: Vec<ResourceUsage> = resources.into_values().collect();
-        resources.sort_by(|a, b| {
-            b.bytes_all_revisions
-                .cmp(&a.bytes_all_revisions)
-                .then(a.resource.cmp(&b.resource))
-                .then(a.cluster.cmp(&b.cluster))
-        });
+        sort_resources(&mut resources);
         Ok(resources)
     }
 
