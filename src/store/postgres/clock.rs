@@ -86,13 +86,22 @@ impl Store {
         cluster: i64,
         gather: &mut dyn FnMut(&mut AnchorSink<'_>) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
-        self.client()
-            .batch_execute(
-                "CREATE TEMP TABLE IF NOT EXISTS anchors (revision BIGINT NOT NULL, earliest BIGINT, latest BIGINT) \
-                   ON COMMIT DROP; \
-                 DELETE FROM pg_temp.anchors",
-            )
-            .map_err(|e| self.err(e))?;
+        // The anchors' table, emptied when an earlier rebuild of the same
+        // transaction made it (asked first: `IF NOT EXISTS` would send the
+        // client a notice).
+        let made = self
+            .query_opt("SELECT to_regclass('pg_temp.anchors') IS NOT NULL", &[])?
+            .is_some_and(|r| r.get(0));
+        self.execute(
+            match made {
+                true => "DELETE FROM pg_temp.anchors",
+                false => {
+                    "CREATE TEMP TABLE anchors (revision BIGINT NOT NULL, earliest BIGINT, latest BIGINT) \
+                     ON COMMIT DROP"
+                }
+            },
+            &[],
+        )?;
         let mut pending = Vec::with_capacity(ANCHOR_BATCH);
         gather(&mut |a| {
             pending.push(a);
