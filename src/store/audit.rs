@@ -191,6 +191,22 @@ pub struct JoinSummary {
     pub keyed: u64,
 }
 
+impl JoinSummary {
+    /// Counts `n` requests that ended in `outcome`, `keyed` of them naming a
+    /// stored key (revisions written are counted by their writers instead).
+    pub(in crate::store) fn count(&mut self, outcome: Outcome, n: u64, keyed: u64) {
+        self.requests += n;
+        self.keyed += keyed;
+        match outcome {
+            Outcome::Wrote => {}
+            Outcome::NoOp => self.no_op = n,
+            Outcome::Failed => self.failed = n,
+            Outcome::Ambiguous => self.ambiguous = n,
+            Outcome::Unmatched => self.unmatched = n,
+        }
+    }
+}
+
 /// The object a request addressed, as the audit log named it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct AuditedObject {
@@ -230,6 +246,56 @@ pub struct AuditedRequest {
     pub time_text: String,
     /// The (first) revision it wrote, when attributed.
     pub revision: Option<i64>,
+}
+
+/// Gathers rows ordered by object into each object's requests, in the
+/// order they were answered, for `read_audited_requests`.
+pub(in crate::store) struct ByObject<'v> {
+    visit: &'v mut dyn FnMut(&AuditedObject, &[AuditedRequest]),
+    object: Option<AuditedObject>,
+    requests: Vec<AuditedRequest>,
+}
+
+impl<'v> ByObject<'v> {
+    pub(in crate::store) fn new(visit: &'v mut dyn FnMut(&AuditedObject, &[AuditedRequest])) -> Self {
+        ByObject {
+            visit,
+            object: None,
+            requests: Vec::new(),
+        }
+    }
+
+    /// One row: a request of `object`, which ends the object before it.
+    pub(in crate::store) fn push(&mut self, object: AuditedObject, request: AuditedRequest) {
+        let same = self.object.as_ref().is_some_and(|o| {
+            (&o.api_group, &o.resource, &o.namespace, &o.name)
+                == (
+                    &object.api_group,
+                    &object.resource,
+                    &object.namespace,
+                    &object.name,
+                )
+        });
+        if !same {
+            self.flush();
+            self.object = Some(object);
+        }
+        self.requests.push(request);
+    }
+
+    /// Visits the last object.
+    pub(in crate::store) fn finish(mut self) {
+        self.flush();
+    }
+
+    fn flush(&mut self) {
+        if let Some(o) = &self.object {
+            self.requests
+                .sort_by(|a, b| (a.time, &a.audit_id).cmp(&(b.time, &b.audit_id)));
+            (self.visit)(o, &self.requests);
+        }
+        self.requests.clear();
+    }
 }
 
 /// Stages write requests of one cluster, each `auditID` once however often

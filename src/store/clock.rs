@@ -24,6 +24,25 @@ pub struct Anchor {
     pub latest: Option<Timestamp>,
 }
 
+impl Anchor {
+    /// What a stored time says: a Lease renewal (`mark`) was sent at its
+    /// time; a request attributed to the revision was answered after it.
+    pub(in crate::store) fn stored(revision: i64, at: Timestamp, mark: bool) -> Anchor {
+        match mark {
+            true => Anchor {
+                revision,
+                earliest: Some(at),
+                latest: Some(at + RENEWAL_SLACK),
+            },
+            false => Anchor {
+                revision,
+                earliest: None,
+                latest: Some(at),
+            },
+        }
+    }
+}
+
 /// When a revision was written, as far as the clock tells: either side
 /// open when nothing bounds it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 
 use super::Store;
 use crate::store::audit::{
-    AuditRecorder, AuditRequest, AuditStage, AuditedObject, AuditedRequest, JoinKey, JoinSummary,
+    AuditRecorder, AuditRequest, AuditStage, AuditedObject, AuditedRequest, ByObject, JoinKey, JoinSummary,
     KeyAttribution, KeyRequest, KeyRevision, Outcome, WrittenBy,
 };
 use crate::store::StoreError;
@@ -224,15 +224,8 @@ impl Store {
         while let Some(r) = rows.next().map_err(err)? {
             let name: String = r.get(0).map_err(err)?;
             let (n, keyed): (u64, u64) = (r.get(1).map_err(err)?, r.get(2).map_err(err)?);
-            summary.requests += n;
-            summary.keyed += keyed;
-            match Outcome::parse(&name).map_err(|e| self.damaged("audit_requests.outcome", e))? {
-                Outcome::Wrote => {}
-                Outcome::NoOp => summary.no_op = n,
-                Outcome::Failed => summary.failed = n,
-                Outcome::Ambiguous => summary.ambiguous = n,
-                Outcome::Unmatched => summary.unmatched = n,
-            }
+            let outcome = Outcome::parse(&name).map_err(|e| self.damaged("audit_requests.outcome", e))?;
+            summary.count(outcome, n, keyed);
         }
         let (exact, by_order) = self
             .conn
@@ -271,17 +264,9 @@ impl Store {
             )
             .map_err(err)?;
         let mut rows = stmt.query([cluster]).map_err(err)?;
-        let mut object: Option<AuditedObject> = None;
-        let mut requests: Vec<AuditedRequest> = Vec::new();
-        let mut flush = |object: &Option<AuditedObject>, requests: &mut Vec<AuditedRequest>| {
-            if let Some(o) = object {
-                requests.sort_by(|a, b| (a.time, &a.audit_id).cmp(&(b.time, &b.audit_id)));
-                visit(o, requests);
-            }
-            requests.clear();
-        };
+        let mut objects = ByObject::new(visit);
         while let Some(r) = rows.next().map_err(err)? {
-            let this = AuditedObject {
+            let object = AuditedObject {
                 api_group: r.get(0).map_err(err)?,
                 resource: r.get(1).map_err(err)?,
                 namespace: r.get(2).map_err(err)?,
@@ -291,17 +276,9 @@ impl Store {
                     .map_err(err)?
                     .map(|k| String::from_utf8_lossy(&k).into_owned()),
             };
-            let same = object.as_ref().is_some_and(|o| {
-                (&o.api_group, &o.resource, &o.namespace, &o.name)
-                    == (&this.api_group, &this.resource, &this.namespace, &this.name)
-            });
-            if !same {
-                flush(&object, &mut requests);
-                object = Some(this);
-            }
             let outcome: String = r.get(11).map_err(err)?;
             let time_text: String = r.get(12).map_err(err)?;
-            requests.push(AuditedRequest {
+            let request = AuditedRequest {
                 audit_id: r.get(5).map_err(err)?,
                 user: r.get(6).map_err(err)?,
                 user_agent: r.get(7).map_err(err)?,
@@ -314,9 +291,10 @@ impl Store {
                     .map_err(|e| self.damaged("audit_requests.time", format!("{time_text:?}: {e}")))?,
                 time_text,
                 revision: r.get(13).map_err(err)?,
-            });
+            };
+            objects.push(object, request);
         }
-        flush(&object, &mut requests);
+        objects.finish();
         Ok(())
     }
 }

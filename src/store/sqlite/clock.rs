@@ -2,7 +2,7 @@
 //! rebuilds, and the interval one revision reads from it.
 
 use super::Store;
-use crate::store::clock::{Anchor, AnchorSink, ClockRecorder, Interval, RENEWAL_SLACK};
+use crate::store::clock::{Anchor, AnchorSink, ClockRecorder, Interval};
 use crate::store::StoreError;
 use jiff::Timestamp;
 use rusqlite::{params, OptionalExtension};
@@ -53,19 +53,7 @@ impl Store {
                     format!("{at:?} is not an RFC 3339 time"),
                 ));
             };
-            // A renewal was sent at its time; a request answered after its write.
-            self.add_anchor(match mark {
-                true => Anchor {
-                    revision,
-                    earliest: Some(t),
-                    latest: Some(t + RENEWAL_SLACK),
-                },
-                false => Anchor {
-                    revision,
-                    earliest: None,
-                    latest: Some(t),
-                },
-            })?;
+            self.add_anchor(Anchor::stored(revision, t, mark))?;
         }
         Ok(())
     }
