@@ -7,6 +7,7 @@ pub mod encrypt;
 pub mod etcd;
 pub mod k8s;
 pub mod kms_plugin;
+pub mod postgres;
 pub mod proxy;
 
 use etcd::TestEtcd;
