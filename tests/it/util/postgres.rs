@@ -45,7 +45,7 @@ rm -rf "$dir""#;
 pub struct TestPostgres {
     /// The watching shell; its stdin is the pipe that keeps the server up.
     watch: Child,
-    /// The server's directory: `data/`, `log`, the TLS files given.
+    /// The server's directory: `data/` and `log`.
     dir: PathBuf,
     pub port: u16,
 }
@@ -163,11 +163,10 @@ impl TestPostgres {
             .output()
             .expect("initdb runs");
         std::fs::remove_file(&pwfile).unwrap();
-        assert!(
-            out.status.success(),
-            "initdb failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        if !out.status.success() {
+            let _ = std::fs::remove_dir_all(&dir);
+            panic!("initdb failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
         let port = free_port();
         let log = std::fs::File::create(dir.join("log")).unwrap();
         let postgres = command(bin, "postgres");
@@ -247,12 +246,6 @@ impl TestPostgres {
             .batch_execute(&format!("CREATE DATABASE {name}"))
             .unwrap();
         self.uri(&name)
-    }
-
-    /// The server's directory, where files it must read can go (after
-    /// [`give`]).
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     /// The server's log so far, for failure messages.
