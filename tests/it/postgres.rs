@@ -7,7 +7,7 @@ use crate::util::etcd::{free_port, Tls};
 use crate::util::postgres::{self, give, TestPostgres, PASSWORD, PASSWORD_ENCODED, USER};
 use crate::util::{inspector, one_line_error};
 use etcd_inspector::store::postgres::connect::connect;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 /// Asserts that neither `password` nor its URI form is in the output.
@@ -82,21 +82,22 @@ fn another_application_s_schema_is_refused() {
     }
 }
 
-/// A server serving TLS with a certificate for 127.0.0.1 from `tls.ca`.
-fn tls_server(certs: &Path) -> Option<(TestPostgres, Tls)> {
+/// A server serving TLS with `cert` and `key` (in `certs`), and `extra`
+/// settings.
+fn tls_server(certs: &Path, cert: &Path, key: &Path, extra: &[(&str, &str)]) -> Option<TestPostgres> {
     use std::os::unix::fs::PermissionsExt;
-    let tls = Tls::generate(certs);
     // The server reads them as its own user, and its key must be private.
-    for path in [certs, &tls.server_cert, &tls.server_key] {
+    for path in [certs, cert, key] {
         give(path);
     }
-    std::fs::set_permissions(&tls.server_key, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let server = TestPostgres::start(&[
+    std::fs::set_permissions(key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut settings = vec![
         ("ssl", "on"),
-        ("ssl_cert_file", tls.server_cert.to_str().unwrap()),
-        ("ssl_key_file", tls.server_key.to_str().unwrap()),
-    ])?;
-    Some((server, tls))
+        ("ssl_cert_file", cert.to_str().unwrap()),
+        ("ssl_key_file", key.to_str().unwrap()),
+    ];
+    settings.extend_from_slice(extra);
+    TestPostgres::start(&settings)
 }
 
 /// Whether the connection to `uri` is encrypted, as the server sees it.
@@ -111,7 +112,8 @@ fn encrypted(uri: &str) -> bool {
 #[test]
 fn tls_is_used_and_checked_as_sslmode_asks() {
     let certs = tempfile::tempdir().unwrap();
-    let Some((server, tls)) = tls_server(certs.path()) else {
+    let tls = Tls::generate(certs.path());
+    let Some(server) = tls_server(certs.path(), &tls.server_cert, &tls.server_key, &[]) else {
         return;
     };
     let uri = |query: &str| format!("{}?{query}", server.uri("postgres"));
@@ -156,4 +158,115 @@ fn require_refuses_a_server_without_tls() {
     assert!(err.contains("server does not support TLS"), "{err}");
     let prefer = format!("{}?sslmode=prefer", server.uri("postgres"));
     assert!(!encrypted(&prefer), "prefer falls back to plain");
+}
+
+/// A CA and what it signed, as PEM files.
+struct Certificates {
+    ca: PathBuf,
+    server_cert: PathBuf,
+    server_key: PathBuf,
+    client_cert: PathBuf,
+    client_key: PathBuf,
+}
+
+/// A CA, a server certificate for `name` only and a client certificate,
+/// written into `dir`; each with its own subject, as OpenSSL (the server's
+/// side) needs to tell a certificate from its issuer.
+fn certificates(dir: &Path, name: &str) -> Certificates {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+    let params = |names: Vec<String>, subject: &str| {
+        let mut p = CertificateParams::new(names).unwrap();
+        p.distinguished_name.push(DnType::CommonName, subject);
+        p
+    };
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = params(Vec::new(), "etcd-inspector test CA");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca_params, ca_key);
+    let write = |file: &str, pem: String| {
+        let path = dir.join(file);
+        std::fs::write(&path, pem).unwrap();
+        path
+    };
+    let server_key = KeyPair::generate().unwrap();
+    let server = params(vec![name.to_string()], name)
+        .signed_by(&server_key, &issuer)
+        .unwrap();
+    let client_key = KeyPair::generate().unwrap();
+    let client = params(Vec::new(), USER).signed_by(&client_key, &issuer).unwrap();
+    Certificates {
+        ca: write("ca.crt", ca.pem()),
+        server_cert: write("server.crt", server.pem()),
+        server_key: write("server.key", server_key.serialize_pem()),
+        client_cert: write("client.crt", client.pem()),
+        client_key: write("client.key", client_key.serialize_pem()),
+    }
+}
+
+#[test]
+fn verify_ca_checks_the_chain_and_verify_full_the_name_too() {
+    let certs = tempfile::tempdir().unwrap();
+    let tls = certificates(certs.path(), "db.elsewhere.example");
+    let Some(server) = tls_server(certs.path(), &tls.server_cert, &tls.server_key, &[]) else {
+        return;
+    };
+    let uri = |mode: &str| {
+        format!(
+            "{}?sslmode={mode}&sslrootcert={}",
+            server.uri("postgres"),
+            tls.ca.display()
+        )
+    };
+    assert!(
+        encrypted(&uri("verify-ca")),
+        "the chain is good; the name is not checked"
+    );
+    let err = one_line_error(&inspector(Path::new(&uri("verify-full")), &["runs"]));
+    assert!(
+        err.contains("invalid peer certificate") && err.contains(&format!("127.0.0.1:{}", server.port)),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_client_certificate_is_presented_when_given() {
+    let certs = tempfile::tempdir().unwrap();
+    let tls = certificates(certs.path(), "127.0.0.1");
+    // TLS only, and only with a certificate from the CA.
+    let hba = certs.path().join("pg_hba.conf");
+    std::fs::write(
+        &hba,
+        "hostssl all all 127.0.0.1/32 scram-sha-256 clientcert=verify-ca\n\
+         host all all 127.0.0.1/32 reject\n",
+    )
+    .unwrap();
+    give(&hba);
+    give(&tls.ca);
+    let Some(server) = tls_server(
+        certs.path(),
+        &tls.server_cert,
+        &tls.server_key,
+        &[
+            ("ssl_ca_file", tls.ca.to_str().unwrap()),
+            ("hba_file", hba.to_str().unwrap()),
+        ],
+    ) else {
+        return;
+    };
+    let base = format!(
+        "{}?sslmode=verify-full&sslrootcert={}",
+        server.uri("postgres"),
+        tls.ca.display()
+    );
+    let with_cert = format!(
+        "{base}&sslcert={}&sslkey={}",
+        tls.client_cert.display(),
+        tls.client_key.display()
+    );
+    assert!(encrypted(&with_cert));
+    let out = inspector(Path::new(&base), &["runs"]);
+    let err = one_line_error(&out);
+    assert!(err.contains(&format!("127.0.0.1:{}", server.port)), "{err}");
+    assert_hidden(&out, PASSWORD, PASSWORD_ENCODED);
 }
