@@ -6,11 +6,12 @@
 //!
 //! One shared server per test process ([`database`] hands each caller a
 //! fresh database on it); [`TestPostgres::start`] starts a private one with
-//! extra settings (TLS). A server is watched by a small shell that holds the
-//! read end of a pipe whose write end only this process has: when the test
-//! process ends, however it ends (even SIGKILL, where no destructor runs),
-//! the pipe closes and the shell stops postgres and deletes its directory.
-//! A private server's drop closes the pipe the same way and waits.
+//! extra settings (TLS). A small shell runs initdb and the server and holds
+//! the read end of a pipe whose write end only this process has: when the
+//! test process ends, however it ends (even SIGKILL, where no destructor
+//! runs, or during initdb), the pipe closes and the shell stops postgres and
+//! deletes its directory. A private server's drop closes the pipe the same
+//! way and waits.
 
 use super::etcd::free_port;
 use super::missing;
@@ -30,16 +31,25 @@ pub const PASSWORD: &str = "Pw@etcdi:test/7Qx";
 /// [`PASSWORD`] as a URI's userinfo carries it.
 pub const PASSWORD_ENCODED: &str = "Pw%40etcdi%3Atest%2F7Qx";
 
-/// Runs the server until the pipe on its stdin closes, then stops it
-/// (immediate shutdown: its data is scratch) and deletes its directory.
-/// `$1` is the directory, the rest the postgres command line.
+/// Creates the cluster and runs the server until the pipe on its stdin
+/// closes, then stops it (immediate shutdown: its data is scratch) and
+/// deletes its directory, also when initdb fails or the test process died
+/// meanwhile. `$1` is the directory, then the initdb command line, `::`,
+/// the postgres command line.
 const WATCH: &str = r#"dir=$1; shift
+trap 'rm -rf "$dir"' EXIT
+initdb=()
+while [ "$1" != "::" ]; do initdb+=("$1"); shift; done
+shift
+"${initdb[@]}" >&2 || { echo "initdb failed" >&2; exit 1; }
+rm -f "$dir/pwfile"
 "$@" &
 pid=$!
 cat >/dev/null
-kill -QUIT "$pid" 2>/dev/null
-wait "$pid"
-rm -rf "$dir""#;
+# A background job starts with SIGQUIT ignored until postgres sets its
+# handler: repeat until it is gone.
+while kill -QUIT "$pid" 2>/dev/null; do sleep 0.1; done
+wait "$pid""#;
 
 /// A running PostgreSQL server.
 pub struct TestPostgres {
@@ -136,7 +146,8 @@ impl TestPostgres {
     /// Creates a cluster, starts its server on a free port and waits until
     /// it accepts connections; `None` when the port was taken meanwhile.
     fn try_start(bin: &Path, settings: &[(&str, &str)]) -> Option<TestPostgres> {
-        // Deleted by the watching shell, not by a TempDir: it outlives us.
+        // Deleted by the watching shell, not by a TempDir: the server
+        // outlives this process's destructors.
         let dir = tempfile::Builder::new()
             .prefix("etcdi-pg-")
             .tempdir()
@@ -146,7 +157,16 @@ impl TestPostgres {
         let pwfile = dir.join("pwfile");
         std::fs::write(&pwfile, PASSWORD).unwrap();
         give(&pwfile);
-        let out = command(bin, "initdb")
+        let initdb = command(bin, "initdb");
+        let postgres = command(bin, "postgres");
+        let port = free_port();
+        let log = std::fs::File::create(dir.join("log")).unwrap();
+        let mut watch = Command::new("bash");
+        watch
+            .args(["-c", WATCH, "bash"])
+            .arg(&dir)
+            .arg(initdb.get_program())
+            .args(initdb.get_args())
             .arg("-D")
             .arg(dir.join("data"))
             .args([
@@ -160,20 +180,7 @@ impl TestPostgres {
                 "--no-sync",
             ])
             .arg(format!("--pwfile={}", pwfile.display()))
-            .output()
-            .expect("initdb runs");
-        std::fs::remove_file(&pwfile).unwrap();
-        if !out.status.success() {
-            let _ = std::fs::remove_dir_all(&dir);
-            panic!("initdb failed: {}", String::from_utf8_lossy(&out.stderr));
-        }
-        let port = free_port();
-        let log = std::fs::File::create(dir.join("log")).unwrap();
-        let postgres = command(bin, "postgres");
-        let mut watch = Command::new("sh");
-        watch
-            .args(["-c", WATCH, "sh"])
-            .arg(&dir)
+            .arg("::")
             .arg(postgres.get_program())
             .args(postgres.get_args())
             .arg("-D")
@@ -198,14 +205,18 @@ impl TestPostgres {
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
-            .expect("sh starts");
-        let server = TestPostgres { watch, dir, port };
+            .expect("bash starts");
+        let mut server = TestPostgres { watch, dir, port };
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let log = server.log();
             if log.contains("ready to accept connections") {
                 return Some(server);
             }
+            assert!(
+                server.watch.try_wait().unwrap().is_none(),
+                "postgres did not start: {log}"
+            );
             if log.contains("could not create any TCP/IP sockets") {
                 return None;
             }
