@@ -62,6 +62,9 @@ fn auto_downloads_a_long_first_run_and_watches_a_short_one() {
     let (a, b) = (contents(&db), contents(&watched));
     assert_eq!(a.len(), 6001);
     assert!(a == b, "auto stored what a Watch replay stores");
+    if sqlite_only("the rest looks for temporary files beside a SQLite file") {
+        return;
+    }
     // No temporary file is left next to the database.
     let leftovers: Vec<_> = std::fs::read_dir(db.parent().unwrap())
         .unwrap()

@@ -25,6 +25,7 @@ mod hash_key;
 mod kms_client;
 mod lifecycle;
 mod offline;
+mod postgres;
 mod proto_path;
 mod report;
 mod salvage;

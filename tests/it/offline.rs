@@ -4,7 +4,8 @@
 use crate::util::etcd::TestEtcd;
 use crate::util::k8s::{pod, widget};
 use crate::util::{
-    corpus_dir, every_revision, history, inspector, ok, one_line_error, run_statuses, runs, temp_db,
+    corpus_dir, db_in, delete_revisions, every_revision, history, inspector, ok, one_line_error,
+    run_statuses, runs, temp_db,
 };
 use etcd_inspector::decode::encode::encode_protobuf;
 use etcd_inspector::source::bolt::BoltDb;
@@ -150,7 +151,12 @@ fn live_fetched_and_copied_files_give_identical_history() {
     std::thread::sleep(std::time::Duration::from_millis(1500)); // let etcd commit its backend batch
 
     let dir = tempfile::tempdir().unwrap();
-    let db = |name: &str| dir.path().join(format!("{name}.sqlite"));
+    let dbs: std::collections::HashMap<&str, std::path::PathBuf> =
+        ["live", "fetch", "running-copy", "stopped"]
+            .into_iter()
+            .map(|name| (name, db_in(dir.path(), name)))
+            .collect();
+    let db = |name: &str| dbs[name].clone();
     let ep = etcd.endpoint.clone();
     ok(inspector(&db("live"), &["snapshot", "--endpoints", &ep]));
     let saved = dir.path().join("fetched.db");
@@ -225,10 +231,11 @@ fn a_file_run_over_a_short_history_fails() {
     let etcd = TestEtcd::start();
     let dir = tempfile::tempdir().unwrap();
     let key = "/registry/pods/shop/web";
+    let scratch = db_in(dir.path(), "scratch");
     let save = |name: &str| {
         let path = dir.path().join(name);
         ok(inspector(
-            &dir.path().join("scratch.sqlite"),
+            &scratch,
             &[
                 "snapshot",
                 "--endpoints",
@@ -246,15 +253,9 @@ fn a_file_run_over_a_short_history_fails() {
     let older = save("older.db");
     etcd.put(key, &pod("shop", "web", "uid-a", "web:4"));
     let newer = save("newer.db");
-    let db = dir.path().join("db.sqlite");
+    let db = db_in(dir.path(), "db");
     ok(inspector(&db, &["snapshot", "--file", older.to_str().unwrap()]));
-    let sql = rusqlite::Connection::open(&db).unwrap();
-    assert_eq!(
-        sql.execute("DELETE FROM revisions WHERE mod_revision = ?1", [revs[0]])
-            .unwrap(),
-        1
-    );
-    drop(sql);
+    assert_eq!(delete_revisions(&db, key, &revs[..1]), 1);
     let err = one_line_error(&inspector(&db, &["snapshot", "--file", newer.to_str().unwrap()]));
     assert!(err.contains(&format!("e.g. {key}: stored 3 of 4")), "{err}");
     assert_eq!(run_statuses(&db), ["complete", "failed"]);
@@ -297,7 +298,7 @@ fn bad_files_fail_with_one_line() {
     for (name, bytes, want) in cases {
         let file = dir.path().join(name);
         std::fs::write(&file, &bytes).unwrap();
-        let db = dir.path().join(format!("{name}.sqlite"));
+        let db = db_in(dir.path(), name);
         let err = one_line_error(&inspector(&db, &["snapshot", "--file", file.to_str().unwrap()]));
         assert!(
             err.contains(want) && err.contains(file.to_str().unwrap()),

@@ -9,7 +9,7 @@ mod scenario;
 use crate::util::etcd::TestEtcd;
 use crate::util::k8s::{pod, secret};
 use crate::util::{
-    assert_report_schema, assert_secrets_nowhere, chromium, inspector, json, ok, runs, snapshot,
+    assert_report_schema, assert_secrets_nowhere, chromium, db_in, inspector, json, ok, runs, snapshot,
     stored_revisions, temp_db,
 };
 use serde_json::Value;
@@ -39,7 +39,7 @@ fn demo_database(dir: &Path) -> PathBuf {
         delete: &delete,
         compact: &compact,
     };
-    let db = dir.join("db.sqlite");
+    let db = db_in(dir, "db");
     scenario::cluster(&writer);
     ok(snapshot(&etcd, &db, &[]));
     scenario::incident(&writer);
@@ -279,7 +279,7 @@ const HOSTILE_NAME: &str = "x|`y\x1b[2J<script>";
 /// A database with two runs around the hostile ConfigMaps' changes.
 fn hostile_database(dir: &Path) -> PathBuf {
     let etcd = TestEtcd::start();
-    let db = dir.join("db.sqlite");
+    let db = db_in(dir, "db");
     let odd_key = format!("/registry/configmaps/evil/{HOSTILE_NAME}");
     etcd.put(HOSTILE_KEY, &hostile_configmap("cm", 0));
     etcd.put(&odd_key, &hostile_configmap(HOSTILE_NAME, 0));

@@ -5,9 +5,9 @@ use crate::util::etcd::{etcd_version, TestEtcd, Tls};
 use crate::util::k8s::{pod, secret, widget};
 use crate::util::proxy::Proxy;
 use crate::util::{
-    assert_exit, assert_secrets_nowhere, closed_endpoint, history, inspector, mod_revisions, ok,
-    one_line_error, run_statuses, runs, snapshot, spawn_inspector, stderr, stored_revisions,
-    stored_revisions_of, temp_db, terminate,
+    assert_consistent, assert_exit, assert_secrets_nowhere, closed_endpoint, delete_revisions, history,
+    inspector, mod_revisions, ok, one_line_error, run_statuses, runs, snapshot, spawn_inspector, stderr,
+    stored_revisions, stored_revisions_of, temp_db, terminate,
 };
 use etcd_inspector::source::server_version::ServerVersion;
 use std::path::{Path, PathBuf};
@@ -201,16 +201,7 @@ fn a_stored_history_shorter_than_etcd_counts_fails_the_run() {
         .map(|i| etcd.put(key, &pod("shop", "web", "uid-a", &format!("web:{i}"))))
         .collect();
     ok(snapshot(&etcd, &db, &[]));
-    let sql = rusqlite::Connection::open(&db).unwrap();
-    let dropped = sql
-        .execute(
-            "DELETE FROM revisions WHERE mod_revision IN (?1, ?2, ?3) \
-             AND key_id = (SELECT id FROM keys WHERE key = CAST(?4 AS BLOB))",
-            rusqlite::params![revs[0], revs[1], revs[2], key],
-        )
-        .unwrap();
-    assert_eq!(dropped, 3);
-    drop(sql);
+    assert_eq!(delete_revisions(&db, key, &revs[..3]), 3);
     let sixth = etcd.put(key, &pod("shop", "web", "uid-a", "web:6"));
     let out = snapshot(&etcd, &db, &[]);
     let err = one_line_error(&out);
@@ -617,12 +608,6 @@ fn start_slow_snapshot(etcd: &TestEtcd, db: &Path) -> std::process::Child {
     child
 }
 
-fn integrity(db: &Path) -> String {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .unwrap()
-}
-
 #[test]
 fn killed_run_leaves_a_consistent_database_and_is_not_complete() {
     let etcd = TestEtcd::start();
@@ -630,7 +615,7 @@ fn killed_run_leaves_a_consistent_database_and_is_not_complete() {
     let mut child = start_slow_snapshot(&etcd, &db);
     child.kill().unwrap();
     child.wait().unwrap();
-    assert_eq!(integrity(&db), "ok");
+    assert_consistent(&db);
     let r = runs(&db);
     assert_eq!(
         r[0]["status"].as_str(),
@@ -665,7 +650,7 @@ fn sigterm_marks_the_run_interrupted() {
     let out = terminate(child);
     assert_exit(&out, 130);
     assert!(stderr(&out).contains("run 1 interrupted"), "{}", stderr(&out));
-    assert_eq!(integrity(&db), "ok");
+    assert_consistent(&db);
     let r = runs(&db);
     assert_eq!(r[0]["status"].as_str(), Some("interrupted"));
     assert_eq!(r[0]["revisions_added"].as_i64(), Some(stored_revisions(&db)));

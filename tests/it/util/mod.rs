@@ -2,13 +2,16 @@
 //! a browser), running the binary and reading its answers, the database's
 //! revisions, and the check that a secret is nowhere in a database.
 
+pub mod backend;
 pub mod cluster;
 pub mod encrypt;
 pub mod etcd;
 pub mod k8s;
 pub mod kms_plugin;
+pub mod postgres;
 pub mod proxy;
 
+pub use backend::{assert_consistent, db_in, delete_revisions, postgres_backend, sqlite_only, temp_db};
 use etcd::TestEtcd;
 use etcd_inspector::store::Store;
 use serde_json::Value;
@@ -63,13 +66,6 @@ pub fn chromium() -> Option<PathBuf> {
         Some(browser) => Some(browser),
         None => missing("no chromium on PATH (.ci/run installs Debian's chromium)"),
     }
-}
-
-/// A scratch directory and the path of a database inside it.
-pub fn temp_db() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
-    (dir, db)
 }
 
 /// `http://127.0.0.1:<port>` where nothing listens.
@@ -291,11 +287,12 @@ pub fn every_revision(db: &Path) -> Vec<(String, etcd_inspector::store::HistoryR
 
 /// Asserts that none of `secrets`, nor their base64 (as Secret data holds
 /// them), is anywhere in the database at `db`, compressed or not: not in the
-/// bytes of its files (the database, its WAL, its lock), not in any stored
-/// object's content as the store reads it back (decompressed), and not in
-/// any managedFields blob once decompressed. Every value keyed under the
-/// database key (it holds sensitive values) must have no content stored;
-/// returns how many there are.
+/// bytes of its files (a SQLite database, its WAL, its lock; a PostgreSQL
+/// server's files are not ours to read), not in any stored object's content
+/// as the store reads it back (decompressed), and not in any managedFields
+/// blob once decompressed. Every value keyed under the database key (it
+/// holds sensitive values) must have no content stored; returns how many
+/// there are.
 pub fn assert_secrets_nowhere(db: &Path, secrets: &[&str]) -> usize {
     let needles: Vec<String> = secrets.iter().flat_map(|s| [s.to_string(), base64(s)]).collect();
     let found = |bytes: &[u8]| {
@@ -305,43 +302,31 @@ pub fn assert_secrets_nowhere(db: &Path, secrets: &[&str]) -> usize {
             .cloned()
     };
 
-    let name = db.file_name().unwrap().to_str().unwrap();
-    let mut files = 0;
-    for entry in std::fs::read_dir(db.parent().unwrap()).unwrap() {
-        let path = entry.unwrap().path();
-        if !path.file_name().unwrap().to_str().unwrap().starts_with(name) {
-            continue;
+    if !postgres_backend() {
+        let name = db.file_name().unwrap().to_str().unwrap();
+        let mut files = 0;
+        for entry in std::fs::read_dir(db.parent().unwrap()).unwrap() {
+            let path = entry.unwrap().path();
+            if !path.file_name().unwrap().to_str().unwrap().starts_with(name) {
+                continue;
+            }
+            if let Some(n) = found(&std::fs::read(&path).unwrap()) {
+                panic!("{n} is in the bytes of {}", path.display());
+            }
+            files += 1;
         }
-        if let Some(n) = found(&std::fs::read(&path).unwrap()) {
-            panic!("{n} is in the bytes of {}", path.display());
-        }
-        files += 1;
+        assert!(files >= 1, "no database file {}", db.display());
     }
-    assert!(files >= 1, "no database file {}", db.display());
 
     let store = Store::open_for_reading(db).unwrap();
-    let sql = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
-    let mut stmt = sql
-        .prepare(
-            "SELECT s.hash, s.keyed, s.codec, s.canonical IS NOT NULL, s.managed, b.managed \
-             FROM semantic_values s LEFT JOIN semantic_values b ON b.id = s.base",
-        )
-        .unwrap();
-    type Row = (Vec<u8>, bool, String, bool, Option<Vec<u8>>, Option<Vec<u8>>);
-    let rows: Vec<Row> = stmt
-        .query_map([], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
-        })
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let rows = stored_values(db);
     assert!(!rows.is_empty(), "the database stores no values");
     let mut keyed = 0;
-    for (hash, is_keyed, codec, has_content, managed, base_managed) in rows {
-        let content = store.canonical_value(&hash).unwrap();
-        if is_keyed {
+    for v in rows {
+        let content = store.canonical_value(&v.hash).unwrap();
+        if v.keyed {
             assert!(
-                !has_content && content.is_none(),
+                !v.has_content && content.is_none(),
                 "a value holding sensitive values has its content stored: {content:?}"
             );
             keyed += 1;
@@ -351,12 +336,61 @@ pub fn assert_secrets_nowhere(db: &Path, secrets: &[&str]) -> usize {
                 panic!("{n} is in stored content: {content}");
             }
         }
-        if let Some(managed) = managed {
-            let bytes = unpack(&codec, &managed, base_managed.as_deref());
+        if let Some(managed) = v.managed {
+            let bytes = unpack(&v.codec, &managed, v.base_managed.as_deref());
             if let Some(n) = found(&bytes) {
                 panic!("{n} is in stored managedFields");
             }
         }
     }
     keyed
+}
+
+/// A row of `semantic_values` as stored, with its base's managedFields.
+struct StoredValue {
+    hash: Vec<u8>,
+    keyed: bool,
+    codec: String,
+    has_content: bool,
+    managed: Option<Vec<u8>>,
+    base_managed: Option<Vec<u8>>,
+}
+
+/// Every stored value, read from the database directly (the store's
+/// interface hides the compressed bytes).
+fn stored_values(db: &Path) -> Vec<StoredValue> {
+    const SQL: &str = "SELECT s.hash, s.keyed, s.codec, s.canonical IS NOT NULL, s.managed, b.managed \
+                       FROM semantic_values s LEFT JOIN semantic_values b ON b.id = s.base";
+    if postgres_backend() {
+        let mut client = ::postgres::Client::connect(db.to_str().unwrap(), ::postgres::NoTls).unwrap();
+        client.batch_execute("SET search_path TO etcd_inspector").unwrap();
+        return client
+            .query(SQL, &[])
+            .unwrap()
+            .iter()
+            .map(|r| StoredValue {
+                hash: r.get(0),
+                keyed: r.get(1),
+                codec: r.get(2),
+                has_content: r.get(3),
+                managed: r.get(4),
+                base_managed: r.get(5),
+            })
+            .collect();
+    }
+    let sql = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let mut stmt = sql.prepare(SQL).unwrap();
+    stmt.query_map([], |r| {
+        Ok(StoredValue {
+            hash: r.get(0)?,
+            keyed: r.get(1)?,
+            codec: r.get(2)?,
+            has_content: r.get(3)?,
+            managed: r.get(4)?,
+            base_managed: r.get(5)?,
+        })
+    })
+    .unwrap()
+    .collect::<Result<_, _>>()
+    .unwrap()
 }

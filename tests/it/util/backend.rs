@@ -1,0 +1,96 @@
+//! Which backend the suite's databases are, and the few direct edits tests
+//! make to a database, on either. `ETCD_INSPECTOR_TEST_BACKEND=postgres`
+//! gives every test a fresh database on the test PostgreSQL server instead
+//! of a SQLite file; tests that only SQLite can run skip under it, saying
+//! why.
+
+use super::postgres;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Whether `ETCD_INSPECTOR_TEST_BACKEND=postgres` (`sqlite`, the default,
+/// otherwise).
+pub fn postgres_backend() -> bool {
+    match std::env::var("ETCD_INSPECTOR_TEST_BACKEND").as_deref() {
+        Ok("postgres") => true,
+        Ok("sqlite" | "") | Err(_) => false,
+        Ok(other) => panic!("ETCD_INSPECTOR_TEST_BACKEND={other}: expected sqlite or postgres"),
+    }
+}
+
+/// Whether a test that only SQLite can run skips (`why` says what it needs
+/// of SQLite): under the postgres backend, with a message.
+pub fn sqlite_only(why: &str) -> bool {
+    let skip = postgres_backend();
+    if skip {
+        eprintln!("skipping under ETCD_INSPECTOR_TEST_BACKEND=postgres: {why}");
+    }
+    skip
+}
+
+/// A scratch directory and the `--db` of a fresh database: `db.sqlite`
+/// inside it, or a PostgreSQL database under the postgres backend.
+pub fn temp_db() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(dir.path(), "db");
+    (dir, db)
+}
+
+/// The `--db` of another fresh database, `name`: `dir/name.sqlite`, or a
+/// PostgreSQL database under the postgres backend.
+pub fn db_in(dir: &Path, name: &str) -> PathBuf {
+    if !postgres_backend() {
+        return dir.join(format!("{name}.sqlite"));
+    }
+    match postgres::database() {
+        Some(uri) => PathBuf::from(uri),
+        None => panic!("ETCD_INSPECTOR_TEST_BACKEND=postgres, and PostgreSQL is not installed"),
+    }
+}
+
+/// Deletes the stored revisions `revs` of `key` behind etcd-inspector's
+/// back, as a database that lost them; how many there were.
+pub fn delete_revisions(db: &Path, key: &str, revs: &[i64]) -> u64 {
+    if postgres_backend() {
+        let mut client = ::postgres::Client::connect(db.to_str().unwrap(), ::postgres::NoTls).unwrap();
+        let mut deleted = 0;
+        for rev in revs {
+            deleted += client
+                .execute(
+                    "DELETE FROM etcd_inspector.revisions WHERE mod_revision = $1 \
+                     AND key_id IN (SELECT id FROM etcd_inspector.keys WHERE key = $2)",
+                    &[rev, &key.as_bytes()],
+                )
+                .unwrap();
+        }
+        return deleted;
+    }
+    let sql = rusqlite::Connection::open(db).unwrap();
+    // A running writer may hold the lock a while.
+    sql.busy_timeout(Duration::from_secs(10)).unwrap();
+    let mut deleted = 0;
+    for rev in revs {
+        deleted += sql
+            .execute(
+                "DELETE FROM revisions WHERE mod_revision = ?1 \
+                 AND key_id = (SELECT id FROM keys WHERE key = CAST(?2 AS BLOB))",
+                rusqlite::params![rev, key],
+            )
+            .unwrap() as u64;
+    }
+    deleted
+}
+
+/// Asserts that the database's file is sound and its foreign keys hold
+/// (SQLite checks neither by itself). PostgreSQL enforces both as it
+/// writes: nothing to check.
+pub fn assert_consistent(db: &Path) {
+    if postgres_backend() {
+        return;
+    }
+    let sql = rusqlite::Connection::open(db).unwrap();
+    let integrity: String = sql.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(integrity, "ok");
+    let broken: Option<String> = sql.query_row("PRAGMA foreign_key_check", [], |r| r.get(0)).ok();
+    assert_eq!(broken, None, "a row refers to a missing one");
+}
