@@ -2,8 +2,9 @@
 //! replacing a cluster's earlier findings in one transaction, and read back
 //! a page at a time, most severe first.
 
+use super::history::{written_by, WRITTEN_BY_COLUMNS};
 use super::Store;
-use crate::store::audit::{Match, WrittenBy};
+use crate::store::audit::WrittenBy;
 use crate::store::finding::{
     identity, stored_json, Finding, FindingCount, FindingIter, FindingQuery, FindingsWriter, Severity,
     StoredFinding,
@@ -97,42 +98,39 @@ impl Writer<'_> {
         if self.unsent.is_empty() {
             return Ok(());
         }
-        let store = self.store;
-        let err = |e| store.err(e);
-        let mut client = store.client();
-        let sink = client
-            .copy_in(
+        let (cluster, analyzed_at, unsent) = (self.cluster, &self.analyzed_at, &mut self.unsent);
+        self.store.with_client(|client| {
+            let sink = client.copy_in(
                 "COPY findings (cluster_id, detector, severity, keys, revisions, summary, details, analyzed_at) \
                  FROM STDIN BINARY",
-            )
-            .map_err(err)?;
-        let mut rows = BinaryCopyInWriter::new(
-            sink,
-            &[
-                Type::INT8,
-                Type::TEXT,
-                Type::TEXT,
-                Type::TEXT,
-                Type::TEXT,
-                Type::TEXT,
-                Type::TEXT,
-                Type::TEXT,
-            ],
-        );
-        for f in self.unsent.drain(..) {
-            rows.write(&[
-                &self.cluster,
-                &f.detector,
-                &f.severity.as_str(),
-                &f.keys,
-                &f.revisions,
-                &f.summary,
-                &f.details,
-                &self.analyzed_at,
-            ])
-            .map_err(err)?;
-        }
-        rows.finish().map_err(err)?;
+            )?;
+            let mut rows = BinaryCopyInWriter::new(
+                sink,
+                &[
+                    Type::INT8,
+                    Type::TEXT,
+                    Type::TEXT,
+                    Type::TEXT,
+                    Type::TEXT,
+                    Type::TEXT,
+                    Type::TEXT,
+                    Type::TEXT,
+                ],
+            );
+            for f in unsent.drain(..) {
+                rows.write(&[
+                    &cluster,
+                    &f.detector,
+                    &f.severity.as_str(),
+                    &f.keys,
+                    &f.revisions,
+                    &f.summary,
+                    &f.details,
+                    analyzed_at,
+                ])?;
+            }
+            rows.finish()
+        })?;
         Ok(())
     }
 }
@@ -245,18 +243,21 @@ impl Store {
             return Ok(());
         }
         let rows = self.query(
-            "SELECT q.c, q.key, w.mod_revision, a.audit_id, w.match, a.username, a.groups, a.impersonated_user, \
-             a.user_agent, a.source_ips, a.verb, a.subresource, a.time \
+            &format!(
+                "SELECT q.c, q.key, w.mod_revision, {WRITTEN_BY_COLUMNS} \
              FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS q(c, key, rev) \
              JOIN keys k ON k.cluster_id = q.c AND k.key = convert_to(q.key, 'UTF8') \
              JOIN revision_writers w ON w.key_id = k.id AND w.mod_revision = q.rev \
-             JOIN audit_requests a ON a.id = w.request_id",
+             JOIN audit_requests a ON a.id = w.request_id"
+            ),
             &[&clusters, &keys, &revisions],
         )?;
         let mut writers: HashMap<(i64, String, i64), WrittenBy> = HashMap::new();
         for r in &rows {
             let at = (get(self, r, 0)?, get(self, r, 1)?, get(self, r, 2)?);
-            writers.insert(at, written_by(self, r)?);
+            if let Some(w) = written_by(self, r)? {
+                writers.insert(at, w);
+            }
         }
         for (cluster, f) in found.iter_mut() {
             let Some(key) = f.keys.first() else { continue };
@@ -327,28 +328,6 @@ impl Store {
             },
         ))
     }
-}
-
-/// Who wrote a revision, from columns 3.. of [`Store::attach_writers`]'
-/// rows.
-fn written_by(store: &Store, r: &Row) -> Result<WrittenBy, StoreError> {
-    let list = |at: usize, column: &str| -> Result<Vec<String>, StoreError> {
-        let text: String = get(store, r, at)?;
-        serde_json::from_str(&text).map_err(|e| store.damaged(column, format!("{text:?}: {e}")))
-    };
-    let match_name: String = get(store, r, 4)?;
-    Ok(WrittenBy {
-        audit_id: get(store, r, 3)?,
-        match_kind: Match::parse(&match_name).map_err(|e| store.damaged("revision_writers.match", e))?,
-        user: get(store, r, 5)?,
-        groups: list(6, "audit_requests.groups")?,
-        impersonated_user: get(store, r, 7)?,
-        user_agent: get(store, r, 8)?,
-        source_ips: list(9, "audit_requests.source_ips")?,
-        verb: get(store, r, 10)?,
-        subresource: get(store, r, 11)?,
-        time: get(store, r, 12)?,
-    })
 }
 
 impl Pages<'_> {

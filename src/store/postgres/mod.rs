@@ -184,14 +184,6 @@ impl Store {
         })
     }
 
-    /// What a backend not yet able to do `what` says.
-    pub(in crate::store) fn unported(&self, what: &str) -> StoreError {
-        StoreError::Conflict {
-            path: self.path.clone(),
-            message: format!("is PostgreSQL, where {what} is not supported yet; use a SQLite --db for it"),
-        }
-    }
-
     /// Connects, checks the schema version and upgrades it when `migrate`.
     fn open_inner(uri: &str, migrate: bool) -> Result<Store, StoreError> {
         let (client, shown) = connect::connect(uri)?;

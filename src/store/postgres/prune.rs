@@ -132,9 +132,7 @@ impl Store {
             &[&super::SCHEMA],
         )?;
         for table in tables.iter().map(|r| r.get::<_, String>(0)) {
-            self.client()
-                .batch_execute(&format!("VACUUM (ANALYZE) {table}"))
-                .map_err(|e| self.err(e))?;
+            self.with_client(|c| c.batch_execute(&format!("VACUUM (ANALYZE) {table}")))?;
         }
         Ok(())
     }
