@@ -16,7 +16,7 @@ pub fn run(db: &Path, args: &AnalyzeArgs) -> Result<Status> {
             Some(c) => Some(c),
             None => bail!(
                 "run {run} is not in {} or never reached its cluster",
-                db.display()
+                store.location().display()
             ),
         },
         None => chosen_cluster(&*store, &args.cluster)?.map(|c| c.row),

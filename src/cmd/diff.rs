@@ -17,13 +17,13 @@ use std::io::Write;
 use std::path::Path;
 
 /// The cluster and revision one side of the diff is taken at.
-fn side(store: &Store, run: Option<i64>, rev: Option<i64>, db: &Path) -> Result<(Option<i64>, Option<i64>)> {
+fn side(store: &Store, run: Option<i64>, rev: Option<i64>) -> Result<(Option<i64>, Option<i64>)> {
     match run {
         Some(run) => match store.run_head(run)? {
             Some((cluster, head)) => Ok((Some(cluster), Some(rev.unwrap_or(head)))),
             None => bail!(
                 "run {run} is not in {} or never reached its cluster",
-                db.display()
+                store.location().display()
             ),
         },
         None => Ok((None, rev)),
@@ -32,8 +32,8 @@ fn side(store: &Store, run: Option<i64>, rev: Option<i64>, db: &Path) -> Result<
 
 pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
     let store = Store::open_for_reading(db)?;
-    let (cluster_a, rev_a) = side(&store, args.run_a, args.rev_a, db)?;
-    let (cluster_b, rev_b) = side(&store, args.run_b, args.rev_b, db)?;
+    let (cluster_a, rev_a) = side(&store, args.run_a, args.rev_a)?;
+    let (cluster_b, rev_b) = side(&store, args.run_b, args.rev_b)?;
     let (Some(rev_a), Some(rev_b)) = (rev_a, rev_b) else {
         bail!("give two runs (diff RUN_A RUN_B) or two revisions (--rev-a N --rev-b M)");
     };
@@ -52,10 +52,10 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
         (Some(c), _, _) | (None, Some(c), _) | (None, None, Some(c)) => c,
         (None, None, None) => match clusters.as_slice() {
             [only] => only.row,
-            [] => bail!("{} holds no runs", db.display()),
+            [] => bail!("{} holds no runs", store.location().display()),
             several => bail!(
                 "{} holds several clusters ({}): name one with --cluster, or a run",
-                db.display(),
+                store.location().display(),
                 cluster::listed(several)
             ),
         },

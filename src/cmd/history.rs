@@ -27,9 +27,9 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
             Some(c) => bail!(
                 "no revisions of {key} in cluster {} in {}",
                 c.label(),
-                db.display()
+                store.location().display()
             ),
-            None => bail!("no revisions of {key} in {}", db.display()),
+            None => bail!("no revisions of {key} in {}", store.location().display()),
         }
     }
     if args.diff {

@@ -30,7 +30,12 @@ pub fn run(db: &Path, args: &PruneArgs) -> Result<Status> {
     if args.vacuum {
         let was = size(db);
         store.vacuum()?;
-        tracing::info!("vacuumed {}: {} → {} bytes", db.display(), was, size(db));
+        tracing::info!(
+            "vacuumed {}: {} → {} bytes",
+            store.location().display(),
+            was,
+            size(db)
+        );
     }
     Ok(0)
 }

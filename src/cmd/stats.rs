@@ -15,7 +15,10 @@ pub fn run(db: &Path, args: &StatsArgs) -> Result<Status> {
     let (from_revision, to_revision, cluster) = match args.run {
         Some(run) => match store.run_head(run)? {
             Some((c, head)) => (None, Some(head), Some(c)),
-            None => bail!("run {run} is not in {} or never reached its head", db.display()),
+            None => bail!(
+                "run {run} is not in {} or never reached its head",
+                store.location().display()
+            ),
         },
         None => {
             let cluster = chosen_cluster(&*store, &args.cluster)?.map(|c| c.row);

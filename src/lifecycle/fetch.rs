@@ -8,7 +8,7 @@ use crate::store::RunId;
 use crate::store::{Backend, RunFact};
 use anyhow::Result;
 use indicatif::ProgressBar;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// How a live run fetches history (`--fetch`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -123,7 +123,7 @@ async fn downloaded(
     let dest = live
         .save
         .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from(format!("{}.snapshot.tmp", live.db.display())));
+        .unwrap_or_else(|| crate::store::scratch_file(live.db, "snapshot.tmp"));
     let result = async {
         let cluster_id = file::fetch(store, run, live.etcd, &dest, bar).await?;
         let read = file::FileRead {

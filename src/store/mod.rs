@@ -51,7 +51,7 @@ impl<T: HistoryReader + RunRecorder + audit::AuditRecorder + clock::ClockRecorde
     for T
 {
 }
-pub use open::Store;
+pub use open::{scratch_file, Store};
 pub use run::{FileInfo, Gap, Previous, RunId, RunInfo, RunStatus, RunTime, ServedBy, Shortfall};
 pub use scope::{ObjectFilter, Scope};
 pub use usage::{BusiestKey, LargestKey, ManagerUsage, NamespaceUsage, RequesterUsage, ResourceUsage, Usage};

@@ -53,3 +53,13 @@ impl Store {
 fn uri(db: &Path) -> Option<&str> {
     db.to_str().filter(|s| super::postgres::is_uri(s))
 }
+
+/// Where a run keeps a scratch file of `name` (a downloaded snapshot):
+/// beside a SQLite database, on the file system it already fills; in the
+/// temporary directory for a server, which has no directory of its own.
+pub fn scratch_file(db: &Path, name: &str) -> std::path::PathBuf {
+    match uri(db) {
+        Some(_) => std::env::temp_dir().join(format!("etcd-inspector-{}.{name}", std::process::id())),
+        None => std::path::PathBuf::from(format!("{}.{name}", db.display())),
+    }
+}

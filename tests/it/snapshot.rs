@@ -662,8 +662,10 @@ fn a_second_writer_fails_clearly() {
     let (_dir, db) = temp_db();
     let mut child = start_slow_snapshot(&etcd, &db);
     let err = one_line_error(&snapshot(&etcd, &db, &[]));
+    // SQLite names its lock file; PostgreSQL the run that holds the cluster.
     assert!(
-        err.contains("is being written by another etcd-inspector run"),
+        err.contains("is being written by another etcd-inspector run")
+            || err.contains("is being written for etcd cluster") && err.contains("by run 1 (pid"),
         "{err}"
     );
     child.kill().unwrap();

@@ -184,8 +184,9 @@ impl Store {
         })
     }
 
-    /// Connects, checks the schema version and upgrades it when `migrate`.
-    fn open_inner(uri: &str, migrate: bool) -> Result<Store, StoreError> {
+    /// Connects, checks the schema version and upgrades it unless only
+    /// reading.
+    fn open_inner(uri: &str, mode: Mode) -> Result<Store, StoreError> {
         let (client, shown) = connect::connect(uri)?;
         let store = Store {
             client: RefCell::new(client),
@@ -209,27 +210,30 @@ impl Store {
             me.get::<_, String>(2)
         )
         .replace(['/', ':'], "_");
-        store.prepare_schema(migrate)?;
+        store.prepare_schema(mode)?;
         Ok(store)
     }
 
-    /// Finds (or, when `migrate`, creates and upgrades) our schema, and
+    /// Finds (or, as `mode` allows, creates and upgrades) our schema, and
     /// refuses one a newer version wrote or another application owns.
-    fn prepare_schema(&self, migrate: bool) -> Result<(), StoreError> {
+    fn prepare_schema(&self, mode: Mode) -> Result<(), StoreError> {
         let version_table = self
             .query_opt(
-                "SELECT to_regclass($1)::text, (SELECT count(*) FROM pg_namespace WHERE nspname = $2)",
+                "SELECT to_regclass($1)::text, (SELECT count(*) FROM pg_namespace WHERE nspname = $2), \
+                 (SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $2)",
                 &[&format!("{SCHEMA}.schema_version"), &SCHEMA],
             )?
             .expect("a row");
-        let (table, schema): (Option<String>, i64) = (version_table.get(0), version_table.get(1));
-        let found: i64 = match (table, schema) {
-            (Some(_), _) => self
+        let (table, schema, objects): (Option<String>, i64, i64) =
+            (version_table.get(0), version_table.get(1), version_table.get(2));
+        let found: i64 = match (table, schema, objects) {
+            (Some(_), _, _) => self
                 .query_opt(&format!("SELECT max(version) FROM {SCHEMA}.schema_version"), &[])?
                 .and_then(|r| r.get::<_, Option<i64>>(0))
                 .unwrap_or(0),
-            (None, 0) => 0,
-            (None, _) => {
+            // None yet, or an empty one a DBA created for us.
+            (None, 0, _) | (None, _, 0) => 0,
+            (None, _, _) => {
                 return Err(StoreError::Conflict {
                     path: self.path.clone(),
                     message: format!(
@@ -247,7 +251,7 @@ impl Store {
                 known,
             });
         }
-        if found == 0 && !migrate {
+        if found == 0 && mode != Mode::Create {
             return Err(StoreError::Io {
                 path: self.path.clone(),
                 source: std::io::Error::new(
@@ -256,28 +260,38 @@ impl Store {
                 ),
             });
         }
-        if found < known && migrate {
-            self.migrate()?;
+        if found < known && mode != Mode::Read {
+            self.migrate(schema > 0)?;
         }
         self.with_client(|c| c.batch_execute(&format!("SET search_path TO {SCHEMA}")))
     }
 
-    /// Applies the migrations this database lacks, each in a transaction,
-    /// under a lock so that two upgrading processes take turns.
-    fn migrate(&self) -> Result<(), StoreError> {
+    /// Applies the migrations this database lacks, in one transaction,
+    /// under a lock so that two upgrading processes take turns; creates the
+    /// schema unless it `exists` (which needs CREATE on the database).
+    fn migrate(&self, exists: bool) -> Result<(), StoreError> {
         let migrate_err = |e: postgres::Error| StoreError::Migrate {
             path: self.path.clone(),
             source: Box::new(connect::Described(e)),
         };
-        tokio::task::block_in_place(|| self.migrate_now(migrate_err))
+        tokio::task::block_in_place(|| self.migrate_now(exists, migrate_err))
     }
 
-    fn migrate_now(&self, migrate_err: impl Fn(postgres::Error) -> StoreError) -> Result<(), StoreError> {
+    fn migrate_now(
+        &self,
+        exists: bool,
+        migrate_err: impl Fn(postgres::Error) -> StoreError,
+    ) -> Result<(), StoreError> {
         let mut client = self.client.borrow_mut();
         let mut tx = client.transaction().map_err(&migrate_err)?;
+        let create = if exists {
+            String::new()
+        } else {
+            format!("CREATE SCHEMA IF NOT EXISTS {SCHEMA};")
+        };
         tx.batch_execute(&format!(
             "SELECT pg_advisory_xact_lock(hashtext('{SCHEMA}.migrate'));
-             CREATE SCHEMA IF NOT EXISTS {SCHEMA};
+             {create}
              SET LOCAL search_path TO {SCHEMA};
              CREATE TABLE IF NOT EXISTS schema_version (version BIGINT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
         ))
@@ -299,25 +313,34 @@ impl Store {
 
     /// Opens the database to write runs, creating the schema when needed.
     pub fn open_for_writing(uri: &str) -> Result<Store, StoreError> {
-        Store::open_inner(uri, true)
+        Store::open_inner(uri, Mode::Create)
     }
 
-    /// Opens a database that holds our schema, to change it.
+    /// Opens a database that holds our schema, to change it (upgrading an
+    /// older schema in place, as a writer does).
     pub fn open_existing_for_writing(uri: &str) -> Result<Store, StoreError> {
-        let store = Store::open_inner(uri, false)?;
-        // Upgrade an older schema in place, as a writer does.
-        store.migrate()?;
-        Ok(store)
+        Store::open_inner(uri, Mode::Existing)
     }
 
     /// Opens a database that holds our schema, to read it.
     pub fn open_for_reading(uri: &str) -> Result<Store, StoreError> {
-        Store::open_inner(uri, false)
+        Store::open_inner(uri, Mode::Read)
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// What opening a database is for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Writing runs: the schema is created when missing.
+    Create,
+    /// Changing a database that holds our schema.
+    Existing,
+    /// Reading one.
+    Read,
 }
 
 /// Whether `db` names a PostgreSQL database rather than a SQLite file.

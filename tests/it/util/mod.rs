@@ -89,7 +89,24 @@ pub fn run_inspector(args: &[&str], stdin: Option<&[u8]>) -> Output {
     if let Some(input) = stdin {
         child.stdin.take().unwrap().write_all(input).unwrap();
     }
-    child.wait_with_output().unwrap()
+    let out = child.wait_with_output().unwrap();
+    assert_no_password(&out);
+    out
+}
+
+/// Under the postgres backend, every database URI holds the test server's
+/// password: no output of any command may show it.
+pub fn assert_no_password(out: &Output) {
+    if !backend::postgres_backend() {
+        return;
+    }
+    for text in [&out.stdout, &out.stderr] {
+        let text = String::from_utf8_lossy(text);
+        assert!(
+            !text.contains(postgres::PASSWORD) && !text.contains(postgres::PASSWORD_ENCODED),
+            "the database password is in the output: {text}"
+        );
+    }
 }
 
 /// Runs `etcd-inspector --db DB ARGS...`.
