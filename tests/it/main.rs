@@ -26,6 +26,7 @@ mod kms_client;
 mod lifecycle;
 mod offline;
 mod postgres;
+mod postgres_fleet;
 mod proto_path;
 mod report;
 mod salvage;

@@ -1,0 +1,151 @@
+//! Many writers into one PostgreSQL database, whatever
+//! `ETCD_INSPECTOR_TEST_BACKEND` says: runs of two clusters at once, a
+//! role with only what it needs (the schema a DBA made for it) and one
+//! without, and a connection lost in the middle of a run.
+
+use crate::util::etcd::TestEtcd;
+use crate::util::k8s::pod;
+use crate::util::postgres::{self, PASSWORD_ENCODED, USER};
+use crate::util::*;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Puts `n` Pods into `etcd`.
+fn pods(etcd: &TestEtcd, n: usize) {
+    let items: Vec<(String, Vec<u8>)> = (0..n)
+        .map(|i| {
+            (
+                format!("/registry/pods/ns/p{i:05}"),
+                pod("ns", &format!("p{i:05}"), &format!("u{i}"), "img"),
+            )
+        })
+        .collect();
+    etcd.put_many(&items);
+}
+
+/// A snapshot slow enough to overlap another: the history replayed three
+/// revisions a page.
+fn slow_snapshot(etcd: &TestEtcd, db: &Path, name: &str) -> std::process::Child {
+    spawn_inspector(
+        db,
+        &[
+            "snapshot",
+            "--endpoints",
+            &etcd.endpoint,
+            "--fetch",
+            "watch",
+            "--page-size",
+            "3",
+            "--cluster",
+            name,
+        ],
+    )
+}
+
+#[test]
+fn two_clusters_are_written_at_once_and_one_cluster_by_one_run() {
+    let Some(uri) = postgres::database() else { return };
+    let db = Path::new(&uri);
+    let (eu, us) = (TestEtcd::start(), TestEtcd::start());
+    pods(&eu, 3000);
+    pods(&us, 3000);
+    let (a, b) = (slow_snapshot(&eu, db, "eu"), slow_snapshot(&us, db, "us"));
+    // While both write, a second run of one of the clusters is refused,
+    // naming the run that holds it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while runs(db).iter().filter(|r| r["cluster"].is_string()).count() < 2 {
+        assert!(Instant::now() < deadline, "both runs began: {:?}", runs(db));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let refused = snapshot(&eu, db, &["--cluster", "eu"]);
+    let err = one_line_error(&refused);
+    assert!(err.contains("is being written for etcd cluster") && err.contains("by run"), "{err}");
+    for child in [a, b] {
+        let out = child.wait_with_output().unwrap();
+        assert_no_password(&out);
+        assert_exit(&out, 0);
+    }
+    let all = runs(db);
+    let complete: Vec<&serde_json::Value> = all.iter().filter(|r| r["status"] == "complete").collect();
+    assert_eq!(complete.len(), 2, "{all:#?}");
+    assert_ne!(complete[0]["cluster"], complete[1]["cluster"]);
+    // Neither waited for the other: each began before the other ended.
+    let (x, y) = (complete[0], complete[1]);
+    assert!(
+        x["started_at"].as_str() <= y["finished_at"].as_str() && y["started_at"].as_str() <= x["finished_at"].as_str(),
+        "the runs overlap: {x:#?} {y:#?}"
+    );
+    for r in complete {
+        assert_eq!(r["revisions_added"].as_i64(), Some(3000));
+    }
+}
+
+#[test]
+fn a_schema_made_by_a_dba_is_enough_and_a_role_without_it_is_told_so() {
+    let Some(server) = postgres::shared() else { return };
+    let uri = server.create_database();
+    let dbname = uri.rsplit('/').next().unwrap().to_string();
+    let mut admin = server.client(&dbname);
+    admin
+        .batch_execute(&format!(
+            "CREATE ROLE writer_{dbname} LOGIN PASSWORD 'w-secret'; \
+             CREATE ROLE nobody_{dbname} LOGIN PASSWORD 'n-secret'; \
+             REVOKE CREATE ON DATABASE {dbname} FROM PUBLIC; \
+             CREATE SCHEMA etcd_inspector AUTHORIZATION writer_{dbname};"
+        ))
+        .unwrap();
+    let as_role = |role: &str, password: &str| {
+        format!("postgresql://{role}_{dbname}:{password}@127.0.0.1:{}/{dbname}", server.port)
+    };
+    let etcd = TestEtcd::start();
+    pods(&etcd, 3);
+    let writer = as_role("writer", "w-secret");
+    ok(snapshot(&etcd, Path::new(&writer), &[]));
+    ok(inspector(Path::new(&writer), &["analyze"]));
+    assert_eq!(runs(Path::new(&writer))[0]["status"], "complete");
+
+    let stranger = as_role("nobody", "n-secret");
+    for args in [&["runs"][..], &["snapshot", "--endpoints", &etcd.endpoint]] {
+        let out = inspector(Path::new(&stranger), args);
+        let err = one_line_error(&out);
+        assert!(err.contains("permission denied"), "{args:?}: {err}");
+        assert!(err.contains(&format!("postgresql://nobody_{dbname}@127.0.0.1")), "{err}");
+        assert!(!stderr(&out).contains("n-secret"), "{}", stderr(&out));
+    }
+    // The default role (a superuser here) is not confused by either.
+    let _ = (USER, PASSWORD_ENCODED);
+}
+
+#[test]
+fn a_connection_lost_mid_run_is_one_line_and_the_next_run_completes() {
+    let Some(server) = postgres::shared() else { return };
+    let uri = server.create_database();
+    let dbname = uri.rsplit('/').next().unwrap().to_string();
+    let db = Path::new(&uri);
+    let etcd = TestEtcd::start();
+    pods(&etcd, 3000);
+    let child = slow_snapshot(&etcd, db, "lost");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while stored_revisions(db) == 0 {
+        assert!(Instant::now() < deadline, "the run never committed anything");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server
+        .client("postgres")
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() \
+             AND application_name = 'etcd-inspector'",
+            &[&dbname],
+        )
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_no_password(&out);
+    assert_exit(&out, 1);
+    let err = one_line_error(&out);
+    assert!(err.contains(&format!("postgresql://{USER}@127.0.0.1:{}/{dbname}", server.port)), "{err}");
+    ok(snapshot(&etcd, db, &["--cluster", "lost"]));
+    let all = runs(db);
+    assert_ne!(all[0]["status"], "complete", "{:?}", all[0]);
+    assert_eq!(all[1]["status"], "complete");
+    assert_eq!(stored_revisions(db), 3000, "nothing lost, nothing twice");
+}
