@@ -87,3 +87,67 @@ pub(super) fn classify_history(
     }
     Ok(written)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::canon::path::FieldPath;
+
+    /// A revision of a key generation created at `create`, whose `spec`
+    /// hashes to `spec`, written by `manager`'s managedFields entry.
+    fn revision(mod_revision: i64, create: i64, pending: bool, spec: u8, manager: &str) -> Revision {
+        let managed = serde_json::json!([{"manager": manager, "operation": "Update", "apiVersion": "v1",
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]);
+        Revision {
+            mod_revision,
+            create_revision: create,
+            facts: Facts {
+                version: mod_revision - create + 1,
+                value_hash: Some(vec![mod_revision as u8]),
+                semantic_hash: Some(vec![spec]),
+                fields: Some([(FieldPath::parse("spec").unwrap(), [spec; 16])].into()),
+                ..Facts::default()
+            },
+            pending,
+            managed: Packed {
+                codec: Some(crate::store::blob::ZSTD.into()),
+                blob: Some(crate::store::blob::pack(managed.to_string().as_bytes(), &[])),
+                base: None,
+            },
+        }
+    }
+
+    /// Only pending revisions are written; each is compared with the one
+    /// before it when that is of its generation (classified or not), and a
+    /// recreated key starts over.
+    #[test]
+    fn pending_revisions_are_classified_against_their_generation() {
+        let rows = [
+            revision(2, 2, false, 1, "a"),
+            revision(3, 2, true, 2, "b"),
+            revision(4, 2, true, 2, "b"),
+            revision(5, 5, true, 3, "c"),
+        ];
+        let mut written = Vec::new();
+        let n = classify_history(&rows, &|e| panic!("{e}"), &mut |c| {
+            written.push((c.mod_revision, c.class, c.cause, c.changed_paths, c.changed_by));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(n, 3);
+        assert_eq!(
+            written,
+            [
+                (
+                    3,
+                    "spec",
+                    None,
+                    Some(r#"["spec"]"#.into()),
+                    Some(r#"{"spec":["b"]}"#.into())
+                ),
+                (4, "encoding-only", Some("serialization"), None, None),
+                (5, "create", None, None, None),
+            ]
+        );
+    }
+}

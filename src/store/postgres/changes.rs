@@ -85,10 +85,10 @@ impl Store {
     pub(in crate::store) fn classify_pending(&self) -> Result<ClassifyStats, StoreError> {
         let paths = self.field_path_names()?;
         let mut stats = ClassifyStats::default();
-        let mut key: Option<i64> = None;
-        let mut history: Vec<Revision> = Vec::new();
-        let mut batch = Batch::default();
         self.in_transaction(|| {
+            let mut key: Option<i64> = None;
+            let mut history: Vec<Revision> = Vec::new();
+            let mut batch = Batch::default();
             let mut classify = |key: Option<i64>, history: &mut Vec<Revision>, batch: &mut Batch| {
                 let Some(key) = key else { return Ok(()) };
                 stats.rows_read += history.len() as i64;
