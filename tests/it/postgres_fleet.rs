@@ -5,7 +5,7 @@
 
 use crate::util::etcd::TestEtcd;
 use crate::util::k8s::pod;
-use crate::util::postgres::{self, PASSWORD_ENCODED, USER};
+use crate::util::postgres::{self, USER};
 use crate::util::*;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -59,7 +59,10 @@ fn two_clusters_are_written_at_once_and_one_cluster_by_one_run() {
     }
     let refused = snapshot(&eu, db, &["--cluster", "eu"]);
     let err = one_line_error(&refused);
-    assert!(err.contains("is being written for etcd cluster") && err.contains("by run"), "{err}");
+    assert!(
+        err.contains("is being written for etcd cluster") && err.contains("by run"),
+        "{err}"
+    );
     for child in [a, b] {
         let out = child.wait_with_output().unwrap();
         assert_no_password(&out);
@@ -72,7 +75,8 @@ fn two_clusters_are_written_at_once_and_one_cluster_by_one_run() {
     // Neither waited for the other: each began before the other ended.
     let (x, y) = (complete[0], complete[1]);
     assert!(
-        x["started_at"].as_str() <= y["finished_at"].as_str() && y["started_at"].as_str() <= x["finished_at"].as_str(),
+        x["started_at"].as_str() <= y["finished_at"].as_str()
+            && y["started_at"].as_str() <= x["finished_at"].as_str(),
         "the runs overlap: {x:#?} {y:#?}"
     );
     for r in complete {
@@ -95,7 +99,10 @@ fn a_schema_made_by_a_dba_is_enough_and_a_role_without_it_is_told_so() {
         ))
         .unwrap();
     let as_role = |role: &str, password: &str| {
-        format!("postgresql://{role}_{dbname}:{password}@127.0.0.1:{}/{dbname}", server.port)
+        format!(
+            "postgresql://{role}_{dbname}:{password}@127.0.0.1:{}/{dbname}",
+            server.port
+        )
     };
     let etcd = TestEtcd::start();
     pods(&etcd, 3);
@@ -109,11 +116,12 @@ fn a_schema_made_by_a_dba_is_enough_and_a_role_without_it_is_told_so() {
         let out = inspector(Path::new(&stranger), args);
         let err = one_line_error(&out);
         assert!(err.contains("permission denied"), "{args:?}: {err}");
-        assert!(err.contains(&format!("postgresql://nobody_{dbname}@127.0.0.1")), "{err}");
+        assert!(
+            err.contains(&format!("postgresql://nobody_{dbname}@127.0.0.1")),
+            "{err}"
+        );
         assert!(!stderr(&out).contains("n-secret"), "{}", stderr(&out));
     }
-    // The default role (a superuser here) is not confused by either.
-    let _ = (USER, PASSWORD_ENCODED);
 }
 
 #[test]
@@ -142,7 +150,10 @@ fn a_connection_lost_mid_run_is_one_line_and_the_next_run_completes() {
     assert_no_password(&out);
     assert_exit(&out, 1);
     let err = one_line_error(&out);
-    assert!(err.contains(&format!("postgresql://{USER}@127.0.0.1:{}/{dbname}", server.port)), "{err}");
+    assert!(
+        err.contains(&format!("postgresql://{USER}@127.0.0.1:{}/{dbname}", server.port)),
+        "{err}"
+    );
     ok(snapshot(&etcd, db, &["--cluster", "lost"]));
     let all = runs(db);
     assert_ne!(all[0]["status"], "complete", "{:?}", all[0]);
