@@ -59,7 +59,16 @@ fn comparable(stdout: &[u8]) -> Result<Value> {
     fn strip(v: &mut Value) {
         match v {
             Value::Object(m) => {
-                for k in ["id", "run", "run_id", "started_at", "finished_at", "analyzed_at", "database", "generated_at"] {
+                for k in [
+                    "id",
+                    "run",
+                    "run_id",
+                    "started_at",
+                    "finished_at",
+                    "analyzed_at",
+                    "database",
+                    "generated_at",
+                ] {
                     m.remove(k);
                 }
                 m.values_mut().for_each(strip);
@@ -83,7 +92,10 @@ fn main() -> Result<()> {
     let key = dir.path().join("hash.key");
     let file_arg = format!("{}", file.display());
     let steps: [(&str, &[&str]); 4] = [
-        ("snapshot --file", &["snapshot", "--file", &file_arg, "--no-analyze"]),
+        (
+            "snapshot --file",
+            &["snapshot", "--file", &file_arg, "--no-analyze"],
+        ),
         ("analyze", &["analyze"]),
         ("findings -o json", &["findings", "-o", "json"]),
         ("report --format json", &["report", "--format", "json"]),
@@ -117,7 +129,11 @@ fn main() -> Result<()> {
         v.sort();
         v[v.len() / 2]
     };
-    println!("{} ({} bytes), {repeats} rounds, median wall time", file.display(), std::fs::metadata(&file)?.len());
+    println!(
+        "{} ({} bytes), {repeats} rounds, median wall time",
+        file.display(),
+        std::fs::metadata(&file)?.len()
+    );
     println!("| step | SQLite | PostgreSQL | PostgreSQL / SQLite |");
     println!("|---|---|---|---|");
     for (s, (name, _)) in steps.iter().enumerate() {

@@ -160,3 +160,38 @@ fn a_connection_lost_mid_run_is_one_line_and_the_next_run_completes() {
     assert_eq!(all[1]["status"], "complete");
     assert_eq!(stored_revisions(db), 3000, "nothing lost, nothing twice");
 }
+
+#[test]
+fn a_database_a_newer_version_wrote_is_refused_before_anything_is_read() {
+    let Some(server) = postgres::shared() else { return };
+    let uri = server.create_database();
+    let dbname = uri.rsplit('/').next().unwrap().to_string();
+    let etcd = TestEtcd::start();
+    pods(&etcd, 1);
+    ok(snapshot(&etcd, Path::new(&uri), &[]));
+    server
+        .client(&dbname)
+        .batch_execute("INSERT INTO etcd_inspector.schema_version (version) VALUES (99)")
+        .unwrap();
+    for args in [&["runs"][..], &["snapshot", "--endpoints", &etcd.endpoint]] {
+        let err = one_line_error(&inspector(Path::new(&uri), args));
+        assert!(
+            err.contains("was written by a newer etcd-inspector (schema version 99; this one knows up to 1)"),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        runs_of(&server, &dbname),
+        1,
+        "the refused snapshot recorded nothing"
+    );
+}
+
+/// How many runs the database holds, read behind the tool's back.
+fn runs_of(server: &postgres::TestPostgres, dbname: &str) -> i64 {
+    server
+        .client(dbname)
+        .query_one("SELECT count(*) FROM etcd_inspector.runs", &[])
+        .unwrap()
+        .get(0)
+}
