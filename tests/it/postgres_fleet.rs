@@ -181,7 +181,7 @@ fn a_database_a_newer_version_wrote_is_refused_before_anything_is_read() {
         );
     }
     assert_eq!(
-        runs_of(&server, &dbname),
+        runs_of(server, &dbname),
         1,
         "the refused snapshot recorded nothing"
     );
