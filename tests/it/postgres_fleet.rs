@@ -1,7 +1,8 @@
 //! Many writers into one PostgreSQL database, whatever
 //! `ETCD_INSPECTOR_TEST_BACKEND` says: runs of two clusters at once, a
 //! role with only what it needs (the schema a DBA made for it) and one
-//! without, and a connection lost in the middle of a run.
+//! without, a connection lost in the middle of a run (recorded as failed),
+//! and a database a newer version wrote.
 
 use crate::util::etcd::TestEtcd;
 use crate::util::k8s::pod;
@@ -154,9 +155,21 @@ fn a_connection_lost_mid_run_is_one_line_and_the_next_run_completes() {
         err.contains(&format!("postgresql://{USER}@127.0.0.1:{}/{dbname}", server.port)),
         "{err}"
     );
+    // It connected again to record how it ended.
+    let all = runs(db);
+    assert_eq!(all[0]["status"], "failed", "{:?}", all[0]);
+    // The server's words ("terminating connection ...") or the client's
+    // ("connection closed"), whichever saw it first.
+    assert!(
+        all[0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains(&dbname) && !e.contains(postgres::PASSWORD_ENCODED)),
+        "{:?}",
+        all[0]
+    );
     ok(snapshot(&etcd, db, &["--cluster", "lost"]));
     let all = runs(db);
-    assert_ne!(all[0]["status"], "complete", "{:?}", all[0]);
+    assert_eq!(all[0]["status"], "failed", "{:?}", all[0]);
     assert_eq!(all[1]["status"], "complete");
     assert_eq!(stored_revisions(db), 3000, "nothing lost, nothing twice");
 }

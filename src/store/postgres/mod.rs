@@ -44,6 +44,8 @@ pub(in crate::store) const PAGE: i64 = 1000;
 /// An open PostgreSQL database.
 pub struct Store {
     client: RefCell<Client>,
+    /// The `--db` it was opened with, to connect again (never shown).
+    uri: String,
     /// The URI without its password, for messages and `runs`.
     pub(in crate::store) path: PathBuf,
     /// Whether a transaction is open (statements then join it).
@@ -190,6 +192,7 @@ impl Store {
         let (client, shown) = connect::connect(uri)?;
         let store = Store {
             client: RefCell::new(client),
+            uri: uri.to_string(),
             path: PathBuf::from(shown),
             in_tx: Cell::new(false),
             cursors: Cell::new(0),
@@ -212,6 +215,19 @@ impl Store {
         .replace(['/', ':'], "_");
         store.prepare_schema(mode)?;
         Ok(store)
+    }
+
+    /// Connects again when the connection was lost (the server restarted,
+    /// an administrator ended the session), so that a run can still record
+    /// how it ended; whatever the lost session held open is gone with it.
+    pub(in crate::store) fn reconnect_if_lost(&self) -> Result<(), StoreError> {
+        if !self.client.borrow().is_closed() {
+            return Ok(());
+        }
+        let (client, _) = tokio::task::block_in_place(|| connect::connect(&self.uri))?;
+        *self.client.borrow_mut() = client;
+        self.in_tx.set(false);
+        self.with_client(|c| c.batch_execute(&format!("SET search_path TO {SCHEMA}")))
     }
 
     /// Finds (or, as `mode` allows, creates and upgrades) our schema, and

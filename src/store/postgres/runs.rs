@@ -240,6 +240,8 @@ impl Store {
         keys_seen: i64,
         error: Option<&str>,
     ) -> Result<i64, StoreError> {
+        // A run whose connection was lost still says how it ended.
+        self.reconnect_if_lost()?;
         let added: i64 = self
             .query_opt("SELECT count(*) FROM revisions WHERE run_id = $1", &[&run.0])?
             .expect("count gives a row")
