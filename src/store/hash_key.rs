@@ -163,10 +163,14 @@ pub(super) fn load(
             _ => k,
         },
         (false, None) if expected.is_some() => return Err(KeyError::Missing { db: location, file }.into()),
+        // The first run: a new key, unless another first run (of another
+        // cluster, into the same server) wrote one meanwhile.
         (false, None) => {
             let k = random_key(db)?;
-            write(&file, &k)?;
-            k
+            match create(&file, &k)? {
+                true => k,
+                false => read(&file)?.ok_or_else(|| KeyError::NamedAbsent { file: file.clone() })?,
+            }
         }
     };
     if options.new {
@@ -205,6 +209,17 @@ pub(super) fn read(file: &Path) -> Result<Option<HashKey>, KeyError> {
 /// Writes `key` to `file` (mode 0600): a temporary file beside it, synced,
 /// renamed over it, and the folder synced, so the file is never half a key.
 pub(super) fn write(file: &Path, key: &HashKey) -> Result<(), KeyError> {
+    put(file, key, true).map(|_| ())
+}
+
+/// Writes `key` into `file` unless a file is there: whether it wrote.
+fn create(file: &Path, key: &HashKey) -> Result<bool, KeyError> {
+    put(file, key, false)
+}
+
+/// Writes `key` into `file` atomically (temporary file, fsync, then a
+/// rename that replaces, or a link that does not): whether it wrote.
+fn put(file: &Path, key: &HashKey, replace: bool) -> Result<bool, KeyError> {
     let io = |source| KeyError::Io {
         file: file.into(),
         source,
@@ -224,8 +239,18 @@ pub(super) fn write(file: &Path, key: &HashKey) -> Result<(), KeyError> {
         let mut f = opts.open(&tmp)?;
         f.write_all(key.file_text().as_bytes())?;
         f.sync_all()?;
-        std::fs::rename(&tmp, file)?;
-        std::fs::File::open(dir)?.sync_all()
+        if replace {
+            std::fs::rename(&tmp, file)?;
+        } else {
+            let linked = std::fs::hard_link(&tmp, file);
+            std::fs::remove_file(&tmp)?;
+            match linked {
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
+                other => other?,
+            }
+        }
+        std::fs::File::open(dir)?.sync_all()?;
+        Ok(true)
     })();
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);

@@ -77,6 +77,7 @@ pub fn closed_endpoint() -> String {
 pub fn run_inspector(args: &[&str], stdin: Option<&[u8]>) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_etcd-inspector"))
         .args(args)
+        .env("XDG_CONFIG_HOME", config_home())
         .stdin(if stdin.is_some() {
             Stdio::piped()
         } else {
@@ -109,6 +110,14 @@ pub fn assert_no_password(out: &Output) {
     }
 }
 
+/// This test process's `XDG_CONFIG_HOME`, where a PostgreSQL database's
+/// default hash key files go, so that tests leave nothing in the home
+/// directory.
+fn config_home() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().unwrap()).path()
+}
+
 /// Runs `etcd-inspector --db DB ARGS...`.
 pub fn inspector(db: &Path, args: &[&str]) -> Output {
     let mut all = vec!["--db", db.to_str().unwrap()];
@@ -122,6 +131,7 @@ pub fn spawn_inspector(db: &Path, args: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_etcd-inspector"))
         .args(["--db", db.to_str().unwrap()])
         .args(args)
+        .env("XDG_CONFIG_HOME", config_home())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
