@@ -230,3 +230,106 @@ fn begun(server: &postgres::TestPostgres, dbname: &str) -> i64 {
             .get(0),
     }
 }
+
+/// JSON output with what differs between two databases (row ids, times
+/// of the runs themselves and the bounds they set on when each revision
+/// was written) left out.
+fn comparable(db: &Path, args: &[&str]) -> serde_json::Value {
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for k in [
+                    "id",
+                    "run",
+                    "run_id",
+                    "started_at",
+                    "finished_at",
+                    "analyzed_at",
+                    "generated_at",
+                    "database",
+                    "written_between",
+                    "at",
+                ] {
+                    m.remove(k);
+                }
+                m.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let mut v = json(inspector(db, args));
+    strip(&mut v);
+    v
+}
+
+#[test]
+fn the_same_source_stores_the_same_in_sqlite_and_postgresql() {
+    use crate::util::k8s::{config_map, secret};
+    let Some(uri) = postgres::database() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = dir.path().join("same.sqlite");
+    let key_file = dir.path().join("hash.key");
+    std::fs::write(&key_file, "11".repeat(32)).unwrap();
+    let key = key_file.to_str().unwrap();
+    let etcd = TestEtcd::start();
+    let cm = "/registry/configmaps/shop/web-config";
+    let po = "/registry/pods/shop/web";
+    let sec = "/registry/secrets/shop/db";
+    let keys = [cm, po, sec];
+    let mut step = |round: usize| {
+        etcd.put(
+            cm,
+            &config_map(
+                "shop",
+                "web-config",
+                "uid-cm",
+                &[("app.properties", &format!("v={round}"))],
+            ),
+        );
+        etcd.put(
+            cm,
+            &config_map(
+                "shop",
+                "web-config",
+                "uid-cm",
+                &[("app.properties", &format!("v={round}"))],
+            ),
+        );
+        etcd.put(sec, &secret("shop", "db", "uid-s", &format!("pw-{round}")));
+        etcd.delete(po);
+        etcd.put(
+            po,
+            &pod("shop", "web", &format!("uid-p{round}"), &format!("web:{round}")),
+        );
+        for db in [sqlite.as_path(), Path::new(&uri)] {
+            ok(snapshot(
+                &etcd,
+                db,
+                &["--hash-key-file", key, "--cluster", "same"],
+            ));
+        }
+    };
+    step(1);
+    step(2);
+    for db in [sqlite.as_path(), Path::new(&uri)] {
+        ok(inspector(db, &["prune", "--keep-runs", "1"]));
+    }
+    for args in keys
+        .iter()
+        .map(|k| vec!["history", k, "--diff", "-o", "json"])
+        .chain([
+            vec!["findings", "-o", "json"],
+            vec!["stats", "-o", "json"],
+            vec!["runs", "-o", "json"],
+            vec!["report", "--format", "json"],
+            vec!["show", "po/web", "-n", "shop", "--rev", "5", "-o", "json"],
+        ])
+    {
+        assert_eq!(
+            comparable(&sqlite, &args),
+            comparable(Path::new(&uri), &args),
+            "{args:?}"
+        );
+    }
+}
