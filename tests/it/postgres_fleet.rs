@@ -277,7 +277,7 @@ fn the_same_source_stores_the_same_in_sqlite_and_postgresql() {
     let po = "/registry/pods/shop/web";
     let sec = "/registry/secrets/shop/db";
     let keys = [cm, po, sec];
-    let mut step = |round: usize| {
+    let step = |round: usize| {
         etcd.put(
             cm,
             &config_map(
