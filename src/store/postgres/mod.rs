@@ -38,12 +38,18 @@ const SCHEMA: &str = "etcd_inspector";
 /// has upgraded is their count.
 const MIGRATIONS: &[&str] = &[include_str!("../../../migrations/postgres/0001_schema.sql")];
 
+/// Prepared statements a connection keeps.
+const STATEMENTS: usize = 256;
+
 /// Rows fetched per page where a read streams.
 pub(in crate::store) const PAGE: i64 = 1000;
 
 /// An open PostgreSQL database.
 pub struct Store {
     client: RefCell<Client>,
+    /// Statements prepared on this connection, by their SQL: a statement
+    /// runs in one round trip instead of two.
+    statements: RefCell<std::collections::HashMap<String, postgres::Statement>>,
     /// The `--db` it was opened with, to connect again (never shown).
     uri: String,
     /// The URI without its password, for messages and `runs`.
@@ -147,6 +153,19 @@ impl Store {
         self.with_client(|c| c.query_opt(sql, params))
     }
 
+    /// [`Store::query_opt`] through a statement prepared once per
+    /// connection: one round trip instead of two, for the writer's
+    /// statements run once per key or content. Never for a statement on a
+    /// temporary table, whose prepared form outlives the table.
+    pub(in crate::store) fn query_opt_prepared(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<Row>, StoreError> {
+        let statement = self.statement(sql)?;
+        self.with_client(|c| c.query_opt(&statement, params))
+    }
+
     /// Runs one statement: the rows it changed.
     pub(in crate::store) fn execute(
         &self,
@@ -154,6 +173,20 @@ impl Store {
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<u64, StoreError> {
         self.with_client(|c| c.execute(sql, params))
+    }
+
+    /// `sql` prepared, once per connection (at most [`STATEMENTS`] kept).
+    fn statement(&self, sql: &str) -> Result<postgres::Statement, StoreError> {
+        if let Some(s) = self.statements.borrow().get(sql) {
+            return Ok(s.clone());
+        }
+        let prepared = self.with_client(|c| c.prepare(sql))?;
+        let mut cache = self.statements.borrow_mut();
+        if cache.len() >= STATEMENTS {
+            cache.clear();
+        }
+        cache.insert(sql.to_string(), prepared.clone());
+        Ok(prepared)
     }
 
     /// Streams a query's rows `PAGE` at a time through a cursor, in a
@@ -193,6 +226,7 @@ impl Store {
         let store = Store {
             client: RefCell::new(client),
             uri: uri.to_string(),
+            statements: RefCell::new(std::collections::HashMap::new()),
             path: PathBuf::from(shown),
             in_tx: Cell::new(false),
             cursors: Cell::new(0),
@@ -226,6 +260,7 @@ impl Store {
         }
         let (client, _) = tokio::task::block_in_place(|| connect::connect(&self.uri))?;
         *self.client.borrow_mut() = client;
+        self.statements.borrow_mut().clear();
         self.in_tx.set(false);
         self.with_client(|c| c.batch_execute(&format!("SET search_path TO {SCHEMA}")))
     }

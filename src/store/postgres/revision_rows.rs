@@ -226,7 +226,7 @@ impl RevisionRows for PgRows<'_> {
     }
 
     fn key_id(&mut self, cluster: i64, key: &[u8], names: Option<&ParsedKey>) -> Result<i64, StoreError> {
-        let inserted = self.store.query_opt(
+        let inserted = self.store.query_opt_prepared(
             "INSERT INTO keys (cluster_id, key, api_group, resource, namespace, name) VALUES ($1, $2, $3, $4, $5, $6) \
              ON CONFLICT (cluster_id, key) DO NOTHING RETURNING id",
             &[
@@ -257,7 +257,7 @@ impl RevisionRows for PgRows<'_> {
     }
 
     fn path_id(&mut self, path: &FieldPath) -> Result<i64, StoreError> {
-        let inserted = self.store.query_opt(
+        let inserted = self.store.query_opt_prepared(
             "INSERT INTO field_paths (path) VALUES ($1) ON CONFLICT (path) DO NOTHING RETURNING id",
             &[&path.as_str()],
         )?;
@@ -266,7 +266,7 @@ impl RevisionRows for PgRows<'_> {
         }
         Ok(self
             .store
-            .query_opt("SELECT id FROM field_paths WHERE path = $1", &[&path.as_str()])?
+            .query_opt_prepared("SELECT id FROM field_paths WHERE path = $1", &[&path.as_str()])?
             .expect("the path conflicted, so it is there")
             .get(0))
     }
@@ -320,7 +320,7 @@ impl RevisionRows for PgRows<'_> {
     fn insert_content(&mut self, c: &ContentRow<'_>) -> Result<Option<i64>, StoreError> {
         Ok(self
             .store
-            .query_opt(
+            .query_opt_prepared(
                 "INSERT INTO semantic_values (hash, keyed, codec, base, canonical, fields, managed) \
                  VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (hash) DO NOTHING RETURNING id",
                 &[
