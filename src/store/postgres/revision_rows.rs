@@ -137,6 +137,29 @@ impl PendingRevision {
     }
 }
 
+/// Key ids taken from the sequence at a time.
+const KEY_IDS: i64 = 1000;
+
+/// A key waiting for the next copy.
+struct PendingKey {
+    id: i64,
+    group: Option<String>,
+    resource: Option<String>,
+    namespace: Option<String>,
+    name: Option<String>,
+}
+
+/// A content waiting for the next copy.
+struct PendingContent {
+    hash: Vec<u8>,
+    keyed: bool,
+    codec: String,
+    base: Option<i64>,
+    canonical: Option<Vec<u8>>,
+    fields: Vec<u8>,
+    managed: Option<Vec<u8>>,
+}
+
 /// What this run knows of a key without asking the database.
 #[derive(Default)]
 struct KnownKey {
@@ -150,6 +173,22 @@ struct KnownKey {
 pub(in crate::store) struct PgRows<'s> {
     store: &'s Store,
     pending: Vec<PendingRevision>,
+    /// Contents compressed against a base, waiting for the next copy: the
+    /// writer needs no answer about them (it only ever compresses against
+    /// a content stored in full).
+    pending_contents: Vec<PendingContent>,
+    /// Whether this session has the staging table of contents.
+    staging: bool,
+    /// Per cluster: whether it held no keys when this run began, so that a
+    /// key this run has not inserted is new without asking (the cluster's
+    /// lock keeps other runs out).
+    fresh: HashMap<i64, bool>,
+    /// Hashes of the keys this run inserted into fresh clusters.
+    inserted_keys: HashSet<u64>,
+    /// Keys waiting for the next copy, by name.
+    pending_keys: HashMap<(i64, Vec<u8>), PendingKey>,
+    /// Key ids taken from the sequence, not used yet.
+    key_ids: Vec<i64>,
     /// Keys whose stored revisions are all known: those this run created,
     /// and those read once.
     known: HashMap<i64, KnownKey>,
@@ -160,12 +199,119 @@ impl<'s> PgRows<'s> {
         PgRows {
             store,
             pending: Vec::new(),
+            pending_contents: Vec::new(),
+            staging: false,
+            fresh: HashMap::new(),
+            inserted_keys: HashSet::new(),
+            pending_keys: HashMap::new(),
+            key_ids: Vec::new(),
             known: HashMap::new(),
         }
     }
 
-    /// Copies the pending revisions in.
+    /// Copies the pending contents in (through a staging table, since a
+    /// content another run stored meanwhile is left as it is).
+    fn copy_contents(&mut self) -> Result<(), StoreError> {
+        if self.pending_contents.is_empty() {
+            return Ok(());
+        }
+        if !self.staging {
+            let exists: Option<String> = self
+                .store
+                .query_opt("SELECT to_regclass('pg_temp.staged_contents')::text", &[])?
+                .and_then(|r| r.get(0));
+            if exists.is_none() {
+                self.store.execute(
+                    "CREATE TEMP TABLE staged_contents (hash BYTEA, keyed BOOLEAN, codec TEXT, base BIGINT, \
+                     canonical BYTEA, fields BYTEA, managed BYTEA) ON COMMIT DELETE ROWS",
+                    &[],
+                )?;
+            }
+            self.staging = true;
+        }
+        let pending = &self.pending_contents;
+        self.store.with_client(|client| {
+            let sink = client.copy_in(
+                "COPY staged_contents (hash, keyed, codec, base, canonical, fields, managed) FROM STDIN (FORMAT binary)",
+            )?;
+            let mut writer = BinaryCopyInWriter::new(
+                sink,
+                &[Type::BYTEA, Type::BOOL, Type::TEXT, Type::INT8, Type::BYTEA, Type::BYTEA, Type::BYTEA],
+            );
+            for c in pending {
+                writer.write(&[&c.hash, &c.keyed, &c.codec, &c.base, &c.canonical, &c.fields, &c.managed])?;
+            }
+            writer.finish()?;
+            client.batch_execute(
+                "INSERT INTO semantic_values (hash, keyed, codec, base, canonical, fields, managed) \
+                 SELECT hash, keyed, codec, base, canonical, fields, managed FROM staged_contents \
+                 ON CONFLICT (hash) DO NOTHING; DELETE FROM staged_contents",
+            )
+        })?;
+        self.pending_contents.clear();
+        Ok(())
+    }
+
+    /// Copies the pending keys in.
+    fn copy_keys(&mut self) -> Result<(), StoreError> {
+        if self.pending_keys.is_empty() {
+            return Ok(());
+        }
+        let pending = &self.pending_keys;
+        self.store.with_client(|client| {
+            let sink = client.copy_in(
+                "COPY keys (id, cluster_id, key, api_group, resource, namespace, name) FROM STDIN (FORMAT binary)",
+            )?;
+            let mut writer = BinaryCopyInWriter::new(
+                sink,
+                &[Type::INT8, Type::INT8, Type::BYTEA, Type::TEXT, Type::TEXT, Type::TEXT, Type::TEXT],
+            );
+            for ((cluster, key), k) in pending {
+                writer.write(&[&k.id, cluster, key, &k.group, &k.resource, &k.namespace, &k.name])?;
+            }
+            writer.finish()
+        })?;
+        self.pending_keys.clear();
+        Ok(())
+    }
+
+    /// A key id from the sequence, taken [`KEY_IDS`] at a time.
+    fn next_key_id(&mut self) -> Result<i64, StoreError> {
+        if self.key_ids.is_empty() {
+            self.key_ids = self
+                .store
+                .query(
+                    "SELECT nextval(pg_get_serial_sequence('keys', 'id')) FROM generate_series(1, $1::bigint) ORDER BY 1 DESC",
+                    &[&KEY_IDS],
+                )?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+        }
+        Ok(self.key_ids.pop().expect("the sequence gave ids"))
+    }
+
+    /// Whether `cluster` held no keys when this run first asked.
+    fn fresh(&mut self, cluster: i64) -> Result<bool, StoreError> {
+        if let Some(&fresh) = self.fresh.get(&cluster) {
+            return Ok(fresh);
+        }
+        let fresh: bool = self
+            .store
+            .query_opt(
+                "SELECT NOT EXISTS (SELECT 1 FROM keys WHERE cluster_id = $1)",
+                &[&cluster],
+            )?
+            .expect("a row")
+            .get(0);
+        self.fresh.insert(cluster, fresh);
+        Ok(fresh)
+    }
+
+    /// Copies the pending keys, contents and revisions in.
     fn copy_pending(&mut self) -> Result<(), StoreError> {
+        self.copy_keys()?;
+        self.copy_contents()?;
         if self.pending.is_empty() {
             return Ok(());
         }
@@ -220,12 +366,52 @@ impl RevisionRows for PgRows<'_> {
 
     fn rollback(&mut self) {
         self.pending.clear();
+        self.pending_contents.clear();
+        self.pending_keys.clear();
+        // Keys rolled back are new again; the cluster may hold others now.
+        self.inserted_keys.clear();
+        self.fresh.clear();
         // What was remembered may be rolled back with it.
         self.known.clear();
         self.store.rollback();
     }
 
     fn key_id(&mut self, cluster: i64, key: &[u8], names: Option<&ParsedKey>) -> Result<i64, StoreError> {
+        if self.fresh(cluster)? {
+            let hash = {
+                use std::hash::{BuildHasher, BuildHasherDefault};
+                BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+                    .hash_one((cluster, key))
+            };
+            let name = (cluster, key.to_vec());
+            if let Some(k) = self.pending_keys.get(&name) {
+                return Ok(k.id);
+            }
+            if self.inserted_keys.insert(hash) {
+                let id = self.next_key_id()?;
+                self.pending_keys.insert(
+                    name,
+                    PendingKey {
+                        id,
+                        group: names.map(|p| p.group.clone()),
+                        resource: names.map(|p| p.resource.clone()),
+                        namespace: names.and_then(|p| p.namespace.clone()),
+                        name: names.and_then(|p| p.name.clone()),
+                    },
+                );
+                if self.known.len() >= KNOWN_KEYS {
+                    self.known.clear();
+                }
+                self.known.insert(id, KnownKey::default());
+                if self.pending_keys.len() >= COPY_PAGE {
+                    self.copy_keys()?;
+                }
+                return Ok(id);
+            }
+            // Inserted before by this run (or a hash shared with one that
+            // was): the database knows.
+            self.copy_keys()?;
+        }
         let inserted = self.store.query_opt_prepared(
             "INSERT INTO keys (cluster_id, key, api_group, resource, namespace, name) VALUES ($1, $2, $3, $4, $5, $6) \
              ON CONFLICT (cluster_id, key) DO NOTHING RETURNING id",
@@ -318,6 +504,21 @@ impl RevisionRows for PgRows<'_> {
     }
 
     fn insert_content(&mut self, c: &ContentRow<'_>) -> Result<Option<i64>, StoreError> {
+        if c.base.is_some() {
+            self.pending_contents.push(PendingContent {
+                hash: c.hash.to_vec(),
+                keyed: c.keyed,
+                codec: c.codec.to_string(),
+                base: c.base,
+                canonical: c.canonical.map(<[u8]>::to_vec),
+                fields: c.fields.to_vec(),
+                managed: c.managed.map(<[u8]>::to_vec),
+            });
+            if self.pending_contents.len() >= COPY_PAGE {
+                self.copy_contents()?;
+            }
+            return Ok(None);
+        }
         Ok(self
             .store
             .query_opt_prepared(
