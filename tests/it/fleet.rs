@@ -24,6 +24,7 @@ fn inspector_named(db: &Path, name: &str, args: &[&str]) -> std::process::Output
         .args(["--db", db.to_str().unwrap()])
         .args(args)
         .env("ETCD_INSPECTOR_CLUSTER", name)
+        .env("XDG_CONFIG_HOME", config_home())
         .stdin(Stdio::null())
         .output()
         .unwrap()

@@ -113,7 +113,7 @@ pub fn assert_no_password(out: &Output) {
 /// This test process's `XDG_CONFIG_HOME`, where a PostgreSQL database's
 /// default hash key files go, so that tests leave nothing in the home
 /// directory.
-fn config_home() -> &'static Path {
+pub fn config_home() -> &'static Path {
     static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
     DIR.get_or_init(|| tempfile::tempdir().unwrap()).path()
 }
