@@ -59,7 +59,7 @@ fn summary_of<'a>(found: &'a [Value], key: &str) -> &'a str {
 #[test]
 fn stuck_deletions_dangling_owners_and_cycles() {
     let mut etcd = TestEtcd::start();
-    let (_dir, db) = temp_db();
+    let (dir, db) = temp_db();
     let cm = |name: &str| format!("/registry/configmaps/shop/{name}");
     // Written oldest first, as a cluster writes them: creation times grow
     // with revisions, which is what the detectors' clock relies on.
@@ -177,7 +177,7 @@ fn stuck_deletions_dangling_owners_and_cycles() {
         ),
     );
 
-    let metrics = db.with_extension("prom");
+    let metrics = dir.path().join("db.prom");
     ok(snapshot(
         &etcd,
         &db,
