@@ -153,3 +153,37 @@ impl ServerCertVerifier for ChainOnly {
         self.0.supported_verify_schemes()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(mode: SslMode, root: Option<&Path>) -> String {
+        client_config(mode, root, None).expect_err("refused").to_string()
+    }
+
+    #[test]
+    fn verifying_needs_a_readable_root_certificate() {
+        assert!(
+            refusal(SslMode::VerifyFull, None).starts_with("sslmode=verify-full needs a root certificate")
+        );
+        assert!(refusal(SslMode::VerifyCa, None).starts_with("sslmode=verify-ca needs a root certificate"));
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "not a certificate\n").unwrap();
+        let err = refusal(SslMode::Require, Some(&empty));
+        assert!(
+            err.contains("empty.pem") && err.contains("holds no certificate"),
+            "{err}"
+        );
+        let err = refusal(SslMode::VerifyFull, Some(&dir.path().join("absent.pem")));
+        assert!(err.contains("absent.pem"), "{err}");
+    }
+
+    #[test]
+    fn without_a_root_certificate_prefer_and_require_encrypt_unchecked() {
+        for mode in [SslMode::Prefer, SslMode::Require] {
+            assert!(client_config(mode, None, None).is_ok());
+        }
+    }
+}
