@@ -18,7 +18,8 @@ pub fn run(db: &Path, args: &PruneArgs) -> Result<Status> {
             anyhow::Ok(crate::decode::gotime::rfc3339(cutoff))
         })
         .transpose()?;
-    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    // A file's size, before and after vacuuming; a server has none to show.
+    let size = |p: &Path| std::fs::metadata(p).ok().map(|m| m.len());
     let pruned = store.prune(before.as_deref(), args.keep_runs)?;
     tracing::info!(
         "pruned {} runs: {} revisions, {} keys and {} stored values removed",
@@ -30,12 +31,11 @@ pub fn run(db: &Path, args: &PruneArgs) -> Result<Status> {
     if args.vacuum {
         let was = size(db);
         store.vacuum()?;
-        tracing::info!(
-            "vacuumed {}: {} → {} bytes",
-            store.location().display(),
-            was,
-            size(db)
-        );
+        let location = store.location().display();
+        match (was, size(db)) {
+            (Some(was), Some(now)) => tracing::info!("vacuumed {location}: {was} → {now} bytes"),
+            _ => tracing::info!("vacuumed {location}"),
+        }
     }
     Ok(0)
 }
