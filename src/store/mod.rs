@@ -17,6 +17,7 @@ mod history;
 mod live;
 pub mod object;
 mod open;
+mod paged;
 mod pipeline;
 pub mod postgres;
 mod prepare;

@@ -100,6 +100,42 @@ pub struct Shortfall {
     pub expected: i64,
 }
 
+impl Shortfall {
+    /// The keys of `live` (created at or after `covered_from`, and kept by
+    /// `recorded`) whose stored generation disagrees with etcd's counters:
+    /// `stored` counts a key's stored revisions of its generation up to
+    /// its mod_revision and gives the newest.
+    pub(super) fn of<E>(
+        covered_from: i64,
+        live: &[crate::source::LiveKey],
+        recorded: &dyn Fn(&[u8]) -> bool,
+        mut stored: impl FnMut(&crate::source::LiveKey) -> Result<(i64, Option<i64>), E>,
+    ) -> Result<Option<Shortfall>, E> {
+        let mut shortfall: Option<Shortfall> = None;
+        for k in live {
+            if k.create_revision < covered_from.max(1) || !recorded(&k.key) {
+                continue;
+            }
+            let (count, newest) = stored(k)?;
+            if count == k.version && newest == Some(k.mod_revision) {
+                continue;
+            }
+            match &mut shortfall {
+                Some(s) => s.keys += 1,
+                None => {
+                    shortfall = Some(Shortfall {
+                        keys: 1,
+                        key: String::from_utf8_lossy(&k.key).into_owned(),
+                        stored: count,
+                        expected: k.version,
+                    })
+                }
+            }
+        }
+        Ok(shortfall)
+    }
+}
+
 impl std::fmt::Display for Shortfall {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (keys, have) = match self.keys {

@@ -9,6 +9,7 @@ use crate::store::finding::{
     identity, stored_json, Finding, FindingCount, FindingIter, FindingQuery, FindingsWriter, Severity,
     StoredFinding,
 };
+use crate::store::paged::{PageSource, Paged};
 use crate::store::{ObjectFilter, Scope, StoreError};
 use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::{ToSql, Type};
@@ -192,8 +193,6 @@ struct Pages<'s> {
     severities: Vec<Severity>,
     /// The id the next page starts after.
     after: i64,
-    page: VecDeque<StoredFinding>,
-    failed: bool,
     /// Whether any revision has an attributed writer (once asked).
     attributed: Option<bool>,
     /// Cluster labels by row id (once read).
@@ -208,16 +207,14 @@ impl Store {
             .into_iter()
             .filter(|s| query.severity.is_none_or(|min| *s >= min))
             .collect();
-        Box::new(Pages {
+        Box::new(Paged::new(Pages {
             store: self,
             query: query.clone(),
             severities,
             after: 0,
-            page: VecDeque::new(),
-            failed: false,
             attributed: None,
             labels: None,
-        })
+        }))
     }
 
     /// Whether `attribute` attributed any revision.
@@ -330,10 +327,12 @@ impl Store {
     }
 }
 
-impl Pages<'_> {
-    /// Reads the next page of the current severity into `page`; `false`
+impl PageSource for Pages<'_> {
+    type Row = StoredFinding;
+
+    /// Reads the next page of the current severity into `page`; none
     /// when every severity is read.
-    fn fill(&mut self) -> Result<bool, StoreError> {
+    fn fill(&mut self, page: &mut VecDeque<StoredFinding>) -> Result<(), StoreError> {
         let store = self.store;
         // The cluster is chosen in the query; the rest key by key.
         let by_key = ObjectFilter {
@@ -351,9 +350,9 @@ impl Pages<'_> {
             );
         }
         let labels = self.labels.as_ref().expect("read above");
-        while self.page.is_empty() {
+        while page.is_empty() {
             let Some(&severity) = self.severities.last() else {
-                return Ok(false);
+                return Ok(());
             };
             let rows = store.query(
                 "SELECT f.id, c.etcd_cluster_id, f.detector, f.severity, f.keys, f.revisions, f.summary, f.details, \
@@ -389,13 +388,13 @@ impl Pages<'_> {
             if !found.is_empty() && *self.attributed.get_or_insert(store.any_writers()?) {
                 store.attach_writers(&mut found)?;
             }
-            self.page.extend(found.into_iter().map(|(_, f)| f));
+            page.extend(found.into_iter().map(|(_, f)| f));
             if (rows.len() as i64) < PAGE {
                 self.severities.pop();
                 self.after = 0;
             }
         }
-        Ok(true)
+        Ok(())
     }
 }
 
@@ -448,23 +447,5 @@ impl Store {
                 })
             })
             .collect()
-    }
-}
-
-impl Iterator for Pages<'_> {
-    type Item = Result<StoredFinding, StoreError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
-        match self.fill() {
-            Ok(true) => self.page.pop_front().map(Ok),
-            Ok(false) => None,
-            Err(e) => {
-                self.failed = true;
-                Some(Err(e))
-            }
-        }
     }
 }

@@ -5,6 +5,7 @@ use super::changes::InOrder;
 use super::history::{written_by, WRITTEN_BY_COLUMNS};
 use super::{Store, PAGE};
 use crate::store::field_blob::PathNames;
+use crate::store::paged::{PageSource, Paged};
 use crate::store::StoreError;
 use crate::store::{LiveIter, LiveObject};
 use std::collections::VecDeque;
@@ -17,17 +18,18 @@ struct LivePages<'s> {
     paths: PathNames,
     /// The key the next page starts after (`None`: from the first).
     after: Option<Vec<u8>>,
-    page: VecDeque<LiveObject>,
     done: bool,
 }
 
-impl LivePages<'_> {
+impl PageSource for LivePages<'_> {
+    type Row = LiveObject;
+
     /// Reads the next page of keys, each with its newest revision at or
-    /// before the revision (none when it has none); false when no key is
+    /// before the revision (none when it has none); none when no key is
     /// left.
-    fn fill(&mut self) -> Result<bool, StoreError> {
+    fn fill(&mut self, page: &mut VecDeque<LiveObject>) -> Result<(), StoreError> {
         let store = self.store;
-        while self.page.is_empty() && !self.done {
+        while page.is_empty() && !self.done {
             let rows = store.query(
                 &format!(
                     "SELECT k.key, k.resource, coalesce(r.namespace, k.namespace), coalesce(r.name, k.name), r.kind, \
@@ -61,7 +63,7 @@ impl LivePages<'_> {
                 let (Some(mod_revision), Some(false)) = (mod_revision, deleted) else {
                     continue;
                 };
-                self.page.push_back(LiveObject {
+                page.push_back(LiveObject {
                     key: String::from_utf8_lossy(&key).into_owned(),
                     resource,
                     namespace,
@@ -79,23 +81,7 @@ impl LivePages<'_> {
                 });
             }
         }
-        Ok(!self.page.is_empty())
-    }
-}
-
-impl Iterator for LivePages<'_> {
-    type Item = Result<LiveObject, StoreError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        match self.fill() {
-            Ok(true) => self.page.pop_front().map(Ok),
-            Ok(false) => None,
-            Err(e) => {
-                self.done = true;
-                self.page.clear();
-                Some(Err(e))
-            }
-        }
+        Ok(())
     }
 }
 
@@ -106,15 +92,14 @@ impl Store {
             Ok(paths) => paths,
             Err(e) => return Box::new(std::iter::once(Err(e))),
         };
-        Box::new(LivePages {
+        Box::new(Paged::new(LivePages {
             store: self,
             cluster,
             revision,
             paths,
             after: None,
-            page: VecDeque::new(),
             done: false,
-        })
+        }))
     }
 
     /// A run's head revision and cluster.

@@ -126,34 +126,15 @@ impl Store {
                      AND r.mod_revision <= $4",
             )
         })?;
-        let mut shortfall: Option<Shortfall> = None;
-        for k in live {
-            if k.create_revision < covered_from.max(1) || !recorded(&k.key) {
-                continue;
-            }
+        Shortfall::of(covered_from, live, recorded, |k| {
             let r = self.with_client(|c| {
                 c.query_one(
                     &statement,
                     &[&cluster, &k.key, &k.create_revision, &k.mod_revision],
                 )
             })?;
-            let (stored, newest): (i64, Option<i64>) = (r.get(0), r.get(1));
-            if stored == k.version && newest == Some(k.mod_revision) {
-                continue;
-            }
-            match &mut shortfall {
-                Some(s) => s.keys += 1,
-                None => {
-                    shortfall = Some(Shortfall {
-                        keys: 1,
-                        key: String::from_utf8_lossy(&k.key).into_owned(),
-                        stored,
-                        expected: k.version,
-                    })
-                }
-            }
-        }
-        Ok(shortfall)
+            Ok((r.get(0), r.get(1)))
+        })
     }
 
     /// Keys under `prefix` of the cluster that exist at `head`.

@@ -8,6 +8,7 @@ use crate::store::finding::{
     identity, stored_json, Finding, FindingCount, FindingIter, FindingQuery, FindingsWriter, Severity,
     StoredFinding,
 };
+use crate::store::paged::{PageSource, Paged};
 use crate::store::StoreError;
 use rusqlite::{params, OptionalExtension};
 use std::collections::{HashMap, VecDeque};
@@ -131,11 +132,9 @@ struct Pages<'s> {
     severities: Vec<Severity>,
     /// The id the next page starts after.
     after: i64,
-    page: VecDeque<StoredFinding>,
     /// Whether every stored severity was checked to be one of ours (the
     /// pages ask for each known one, so another would go unread).
     checked: bool,
-    failed: bool,
     /// Whether any revision has an attributed writer (once asked).
     attributed: Option<bool>,
 }
@@ -147,16 +146,14 @@ impl Store {
             .into_iter()
             .filter(|s| query.severity.is_none_or(|min| *s >= min))
             .collect();
-        Box::new(Pages {
+        Box::new(Paged::new(Pages {
             store: self,
             query: query.clone(),
             severities,
             after: 0,
-            page: VecDeque::new(),
             checked: false,
-            failed: false,
             attributed: None,
-        })
+        }))
     }
 
     /// Whether `attribute` attributed any revision.
@@ -241,10 +238,12 @@ impl Store {
     }
 }
 
-impl Pages<'_> {
-    /// Reads the next page of the current severity into `page`; `false`
+impl PageSource for Pages<'_> {
+    type Row = StoredFinding;
+
+    /// Reads the next page of the current severity into `page`; none
     /// when every severity is read.
-    fn fill(&mut self) -> Result<bool, StoreError> {
+    fn fill(&mut self, page: &mut VecDeque<StoredFinding>) -> Result<(), StoreError> {
         let store = self.store;
         let err = |e| store.err(e);
         // The cluster is chosen in the query; the rest key by key.
@@ -276,9 +275,9 @@ impl Pages<'_> {
             }
             self.checked = true;
         }
-        while self.page.is_empty() {
+        while page.is_empty() {
             let Some(&severity) = self.severities.last() else {
-                return Ok(false);
+                return Ok(());
             };
             let mut stmt = store
                 .conn
@@ -317,7 +316,7 @@ impl Pages<'_> {
                     if *self.attributed.get_or_insert(store.any_writers()?) {
                         finding.written_by = store.finding_writers(cluster, &finding)?;
                     }
-                    self.page.push_back(finding);
+                    page.push_back(finding);
                 }
             }
             if read < PAGE {
@@ -325,7 +324,7 @@ impl Pages<'_> {
                 self.after = 0;
             }
         }
-        Ok(true)
+        Ok(())
     }
 }
 
@@ -382,24 +381,6 @@ impl Store {
             )
             .map_err(err)?;
         rows.collect::<Result<_, _>>().map_err(err)
-    }
-}
-
-impl Iterator for Pages<'_> {
-    type Item = Result<StoredFinding, StoreError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
-        match self.fill() {
-            Ok(true) => self.page.pop_front().map(Ok),
-            Ok(false) => None,
-            Err(e) => {
-                self.failed = true;
-                Some(Err(e))
-            }
-        }
     }
 }
 

@@ -2,8 +2,10 @@
 //! revision at or before it, unless that is a tombstone.
 
 use super::Store;
+use crate::store::paged::{PageSource, Paged};
 use crate::store::StoreError;
 use crate::store::{LiveIter, LiveObject};
+use std::collections::VecDeque;
 
 /// Live objects read per query.
 const PAGE: i64 = 256;
@@ -16,17 +18,18 @@ struct LivePages<'s> {
     paths: crate::store::field_blob::PathNames,
     /// The key the next page starts after (`None`: from the first).
     after: Option<Vec<u8>>,
-    page: std::collections::VecDeque<LiveObject>,
     done: bool,
 }
 
-impl LivePages<'_> {
+impl PageSource for LivePages<'_> {
+    type Row = LiveObject;
+
     /// Reads the next page of keys and each one's newest revision at or
-    /// before the revision; false when no key is left.
-    fn fill(&mut self) -> Result<bool, StoreError> {
+    /// before the revision; none when no key is left.
+    fn fill(&mut self, page: &mut VecDeque<LiveObject>) -> Result<(), StoreError> {
         let store = self.store;
         let err = |e| store.err(e);
-        while self.page.is_empty() && !self.done {
+        while page.is_empty() && !self.done {
             type KeyRow = (i64, Vec<u8>, Option<String>, Option<String>, Option<String>);
             let keys: Vec<KeyRow> = store
                 .conn
@@ -70,7 +73,7 @@ impl LivePages<'_> {
                 }
                 let fields = super::packed(r, 6).map_err(err)?;
                 let managed = super::packed(r, 9).map_err(err)?;
-                self.page.push_back(LiveObject {
+                page.push_back(LiveObject {
                     key: String::from_utf8_lossy(&key).into_owned(),
                     resource,
                     namespace: r.get(0).map_err(err)?,
@@ -90,23 +93,7 @@ impl LivePages<'_> {
                 });
             }
         }
-        Ok(!self.page.is_empty())
-    }
-}
-
-impl Iterator for LivePages<'_> {
-    type Item = Result<LiveObject, StoreError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        match self.fill() {
-            Ok(true) => self.page.pop_front().map(Ok),
-            Ok(false) => None,
-            Err(e) => {
-                self.done = true;
-                self.page.clear();
-                Some(Err(e))
-            }
-        }
+        Ok(())
     }
 }
 
@@ -117,15 +104,14 @@ impl Store {
             Ok(paths) => paths,
             Err(e) => return Box::new(std::iter::once(Err(e))),
         };
-        Box::new(LivePages {
+        Box::new(Paged::new(LivePages {
             store: self,
             cluster,
             revision,
             paths,
             after: None,
-            page: Default::default(),
             done: false,
-        })
+        }))
     }
 
     /// A run's head revision and cluster.

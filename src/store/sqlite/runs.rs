@@ -160,32 +160,12 @@ impl Store {
                  AND r.mod_revision <= ?4",
             )
             .map_err(|e| self.err(e))?;
-        let mut shortfall: Option<Shortfall> = None;
-        for k in live {
-            if k.create_revision < covered_from.max(1) || !recorded(&k.key) {
-                continue;
-            }
-            let (stored, newest): (i64, Option<i64>) = stmt
-                .query_row(params![cluster, k.key, k.create_revision, k.mod_revision], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })
-                .map_err(|e| self.err(e))?;
-            if stored == k.version && newest == Some(k.mod_revision) {
-                continue;
-            }
-            match &mut shortfall {
-                Some(s) => s.keys += 1,
-                None => {
-                    shortfall = Some(Shortfall {
-                        keys: 1,
-                        key: String::from_utf8_lossy(&k.key).into_owned(),
-                        stored,
-                        expected: k.version,
-                    })
-                }
-            }
-        }
-        Ok(shortfall)
+        Shortfall::of(covered_from, live, recorded, |k| {
+            stmt.query_row(params![cluster, k.key, k.create_revision, k.mod_revision], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .map_err(|e| self.err(e))
+        })
     }
 
     /// Keys under `prefix` whose newest stored revision at or before `head`
