@@ -74,6 +74,13 @@ pub(super) trait RevisionRows {
     /// Inserts a content unless one with its hash is stored: the new row's
     /// id, `None` when it was there.
     fn insert_content(&mut self, content: &ContentRow<'_>) -> Result<Option<i64>, StoreError>;
+    /// Inserts contents in order as [`RevisionRows::insert_content`] does
+    /// one at a time (a hash repeated in `contents` is inserted once): each
+    /// one's new row id or `None`. A backend a round trip away does it in
+    /// one.
+    fn insert_contents(&mut self, contents: &[ContentRow<'_>]) -> Result<Vec<Option<i64>>, StoreError> {
+        contents.iter().map(|c| self.insert_content(c)).collect()
+    }
     fn insert_revision(&mut self, revision: &RevisionRow<'_>) -> Result<(), StoreError>;
     /// Keeps a time the cluster wrote at `revision` of `cluster` (a Lease
     /// renewal) as a mark of its clock; once however often it is read.

@@ -148,24 +148,93 @@ impl<'s> RevisionWriter<'s> {
         Ok(id)
     }
 
+    /// The field blob of `s`: its hashes by path id.
+    fn field_blob(&mut self, s: &Semantic) -> Result<Vec<u8>, StoreError> {
+        let mut ids = Vec::with_capacity(s.fields.len());
+        for (path, h) in &s.fields {
+            ids.push((self.path_id(path)?, h));
+        }
+        Ok(super::field_blob::encode(ids))
+    }
+
+    /// Stores the chunk's contents that are stored in full, together
+    /// (a server backend answers them in one round trip, not one each):
+    /// per revision, what storing its content in full gave.
+    fn store_full_contents(&mut self, chunk: &[Prepared]) -> Result<Vec<Option<StoredFull>>, StoreError> {
+        let mut fields = Vec::with_capacity(chunk.len());
+        for p in chunk {
+            fields.push(match &p.semantic {
+                Some(s) if matches!(s.against, Against::Nothing) => {
+                    let plain = self.field_blob(s)?;
+                    let packed = pack(&plain, &[]);
+                    Some((plain, packed))
+                }
+                _ => None,
+            });
+        }
+        let rows: Vec<ContentRow> = chunk
+            .iter()
+            .zip(&fields)
+            .filter_map(|(p, f)| {
+                let (s, (_, packed)) = (p.semantic.as_ref()?, f.as_ref()?);
+                Some(ContentRow {
+                    hash: &s.hash,
+                    keyed: s.keyed,
+                    codec: ZSTD,
+                    base: None,
+                    canonical: s.canonical.as_deref(),
+                    fields: packed,
+                    managed: s.managed.as_deref(),
+                })
+            })
+            .collect();
+        let mut ids = self.rows.insert_contents(&rows)?.into_iter();
+        Ok(fields
+            .into_iter()
+            .map(|f| {
+                f.map(|(fields, _)| StoredFull {
+                    fields,
+                    id: ids.next().expect("one answer per content"),
+                })
+            })
+            .collect())
+    }
+
     /// Stores the semantic content once: compressed against the key's base
     /// when the record had one, or against the revision before it in its
-    /// chunk (`chunk`, which storing a content in full sets), else in full,
-    /// becoming the key's base.
+    /// chunk (`chunk`, which storing a content in full sets), else in full
+    /// (`full`, stored with its chunk's others), becoming the key's base.
     fn store_semantic(
         &mut self,
         key_id: i64,
         s: Semantic,
         chunk: &mut Option<ChunkBase>,
+        full: Option<StoredFull>,
     ) -> Result<(), StoreError> {
-        let mut ids = Vec::with_capacity(s.fields.len());
-        for (path, h) in &s.fields {
-            ids.push((self.path_id(path)?, h));
+        if let Some(full) = full {
+            if let Some(plain) = s.plain {
+                *chunk = Some(ChunkBase {
+                    key_id,
+                    stored: full.id.map(|id| {
+                        self.bases.insert(
+                            key_id,
+                            Base {
+                                id,
+                                canonical: BaseBlob::plain(plain.canonical.clone()),
+                                fields: BaseBlob::plain(full.fields.clone()),
+                                managed: BaseBlob::plain(plain.managed.clone()),
+                            },
+                        );
+                        (id, full.fields)
+                    }),
+                    plain,
+                });
+            }
+            return Ok(());
         }
-        let fields = super::field_blob::encode(ids);
+        let fields = self.field_blob(&s)?;
         let (mut canonical, mut managed) = (s.canonical, s.managed);
         let (base_id, fields_dict): (Option<i64>, &[u8]) = match (&s.against, &*chunk) {
-            (Against::Nothing, _) => (None, &[]),
             (Against::Stored(b), _) => (Some(b.id), b.fields.bytes()),
             (Against::Chunk, Some(c)) if c.key_id == key_id => match &c.stored {
                 Some((id, fields)) => (Some(*id), fields),
@@ -183,7 +252,7 @@ impl<'s> RevisionWriter<'s> {
                     (None, &[])
                 }
             },
-            (Against::Chunk, _) => {
+            (Against::Nothing, _) | (Against::Chunk, _) => {
                 return Err(StoreError::WorkerPanicked {
                     path: self.rows.location().to_path_buf(),
                     message: "a revision was compressed against one its chunk does not hold".into(),
@@ -191,7 +260,7 @@ impl<'s> RevisionWriter<'s> {
             }
         };
         let packed_fields = pack(&fields, fields_dict);
-        let inserted = self.rows.insert_content(&ContentRow {
+        self.rows.insert_content(&ContentRow {
             hash: &s.hash,
             keyed: s.keyed,
             codec: ZSTD,
@@ -200,42 +269,23 @@ impl<'s> RevisionWriter<'s> {
             fields: &packed_fields,
             managed: managed.as_deref(),
         })?;
-        let Some(id) = inserted else {
-            if let (Against::Nothing, Some(plain)) = (&s.against, s.plain) {
-                *chunk = Some(ChunkBase {
-                    key_id,
-                    stored: None,
-                    plain,
-                });
-            }
-            return Ok(());
-        };
-        if let (Against::Nothing, Some(plain)) = (&s.against, s.plain) {
-            let base = Base {
-                id,
-                canonical: BaseBlob::plain(plain.canonical.clone()),
-                fields: BaseBlob::plain(fields.clone()),
-                managed: BaseBlob::plain(plain.managed.clone()),
-            };
-            self.bases.insert(key_id, base);
-            *chunk = Some(ChunkBase {
-                key_id,
-                stored: Some((id, fields)),
-                plain,
-            });
-        }
         Ok(())
     }
 
     /// Inserts one prepared revision.
-    fn store_revision(&mut self, mut p: Prepared, chunk: &mut Option<ChunkBase>) -> Result<(), StoreError> {
+    fn store_revision(
+        &mut self,
+        mut p: Prepared,
+        chunk: &mut Option<ChunkBase>,
+        full: Option<StoredFull>,
+    ) -> Result<(), StoreError> {
         let semantic_hash = p.semantic.as_ref().map(|s| s.hash.clone());
         let keyed = p.semantic.as_ref().is_some_and(|s| s.keyed)
             || p.value_hash
                 .as_ref()
                 .is_some_and(|h| h.1 == HashKind::HmacSha256.as_str());
         if let Some(s) = p.semantic.take() {
-            self.store_semantic(p.key.id, s, chunk)?;
+            self.store_semantic(p.key.id, s, chunk, full)?;
         }
         let r = &p.record;
         // A tombstone read from a file carries only its key: it ends the
@@ -275,11 +325,12 @@ impl<'s> RevisionWriter<'s> {
         })?;
         self.begin_if_needed()?;
         self.in_batch = self.in_batch.max(1);
+        let full = self.store_full_contents(&chunk)?;
         let mut base = None;
-        for prepared in chunk {
+        for (prepared, full) in chunk.into_iter().zip(full) {
             self.pending_ids
                 .remove(&(prepared.key.id, prepared.record.mod_revision));
-            self.store_revision(prepared, &mut base)?;
+            self.store_revision(prepared, &mut base, full)?;
         }
         Ok(())
     }
@@ -372,6 +423,14 @@ impl<'s> RevisionWriter<'s> {
             self.in_batch = 0;
         }
     }
+}
+
+/// A content stored in full ahead of its chunk's other rows.
+struct StoredFull {
+    /// Its plain field blob.
+    fields: Vec<u8>,
+    /// Its new row, `None` when its hash was stored before.
+    id: Option<i64>,
 }
 
 /// The revision a chunk stored in full last, which the revisions after it

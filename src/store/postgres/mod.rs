@@ -166,6 +166,17 @@ impl Store {
         self.with_client(|c| c.query_opt(&statement, params))
     }
 
+    /// [`Store::query`] through a statement prepared once per connection
+    /// (as [`Store::query_opt_prepared`]).
+    pub(in crate::store) fn query_prepared(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, StoreError> {
+        let statement = self.statement(sql)?;
+        self.with_client(|c| c.query(&statement, params))
+    }
+
     /// Runs one statement: the rows it changed.
     pub(in crate::store) fn execute(
         &self,

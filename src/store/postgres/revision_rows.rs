@@ -537,6 +537,31 @@ impl RevisionRows for PgRows<'_> {
             .map(|r| r.get(0)))
     }
 
+    fn insert_contents(&mut self, contents: &[ContentRow<'_>]) -> Result<Vec<Option<i64>>, StoreError> {
+        if contents.is_empty() {
+            return Ok(Vec::new());
+        }
+        let hashes: Vec<&[u8]> = contents.iter().map(|c| c.hash).collect();
+        let keyed: Vec<bool> = contents.iter().map(|c| c.keyed).collect();
+        let codecs: Vec<&str> = contents.iter().map(|c| c.codec).collect();
+        let bases: Vec<Option<i64>> = contents.iter().map(|c| c.base).collect();
+        let canonical: Vec<Option<&[u8]>> = contents.iter().map(|c| c.canonical).collect();
+        let fields: Vec<&[u8]> = contents.iter().map(|c| c.fields).collect();
+        let managed: Vec<Option<&[u8]>> = contents.iter().map(|c| c.managed).collect();
+        // In order, so that of a hash repeated the first is stored, as one
+        // at a time would.
+        let rows = self.store.query_prepared(
+            "INSERT INTO semantic_values (hash, keyed, codec, base, canonical, fields, managed) \
+             SELECT hash, keyed, codec, base, canonical, fields, managed \
+             FROM unnest($1::bytea[], $2::boolean[], $3::text[], $4::bigint[], $5::bytea[], $6::bytea[], $7::bytea[]) \
+             WITH ORDINALITY AS c (hash, keyed, codec, base, canonical, fields, managed, n) ORDER BY n \
+             ON CONFLICT (hash) DO NOTHING RETURNING hash, id",
+            &[&hashes, &keyed, &codecs, &bases, &canonical, &fields, &managed],
+        )?;
+        let mut ids: HashMap<Vec<u8>, i64> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        Ok(contents.iter().map(|c| ids.remove(c.hash)).collect())
+    }
+
     fn insert_revision(&mut self, row: &RevisionRow<'_>) -> Result<(), StoreError> {
         let r = row.record;
         let known = self.known(row.key_id)?;
