@@ -103,32 +103,36 @@ pub struct Shortfall {
 impl Shortfall {
     /// The keys of `live` (created at or after `covered_from`, and kept by
     /// `recorded`) whose stored generation disagrees with etcd's counters:
-    /// `stored` counts a key's stored revisions of its generation up to
-    /// its mod_revision and gives the newest.
-    pub(super) fn of<E>(
+    /// `stored` counts, for each of a page of keys, the key's stored
+    /// revisions of its generation up to its mod_revision and gives the
+    /// newest (a page at a time: one round trip for a server backend).
+    pub(super) fn of<'k, E>(
         covered_from: i64,
-        live: &[crate::source::LiveKey],
+        live: &'k [crate::source::LiveKey],
         recorded: &dyn Fn(&[u8]) -> bool,
-        mut stored: impl FnMut(&crate::source::LiveKey) -> Result<(i64, Option<i64>), E>,
+        mut stored: impl FnMut(&[&'k crate::source::LiveKey]) -> Result<Vec<(i64, Option<i64>)>, E>,
     ) -> Result<Option<Shortfall>, E> {
+        const PAGE: usize = 1000;
         let mut shortfall: Option<Shortfall> = None;
-        for k in live {
-            if k.create_revision < covered_from.max(1) || !recorded(&k.key) {
-                continue;
-            }
-            let (count, newest) = stored(k)?;
-            if count == k.version && newest == Some(k.mod_revision) {
-                continue;
-            }
-            match &mut shortfall {
-                Some(s) => s.keys += 1,
-                None => {
-                    shortfall = Some(Shortfall {
-                        keys: 1,
-                        key: String::from_utf8_lossy(&k.key).into_owned(),
-                        stored: count,
-                        expected: k.version,
-                    })
+        let checked = live
+            .iter()
+            .filter(|k| k.create_revision >= covered_from.max(1) && recorded(&k.key))
+            .collect::<Vec<_>>();
+        for page in checked.chunks(PAGE) {
+            for (k, (count, newest)) in page.iter().zip(stored(page)?) {
+                if count == k.version && newest == Some(k.mod_revision) {
+                    continue;
+                }
+                match &mut shortfall {
+                    Some(s) => s.keys += 1,
+                    None => {
+                        shortfall = Some(Shortfall {
+                            keys: 1,
+                            key: String::from_utf8_lossy(&k.key).into_owned(),
+                            stored: count,
+                            expected: k.version,
+                        })
+                    }
                 }
             }
         }

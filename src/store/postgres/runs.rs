@@ -119,21 +119,23 @@ impl Store {
         live: &[LiveKey],
         recorded: &dyn Fn(&[u8]) -> bool,
     ) -> Result<Option<Shortfall>, StoreError> {
-        let statement = self.with_client(|c| {
-            c.prepare(
-                "SELECT count(*), max(r.mod_revision) FROM keys k JOIN revisions r ON r.key_id = k.id \
-                     WHERE k.cluster_id = $1 AND k.key = $2 AND r.create_revision = $3 AND NOT r.deleted \
-                     AND r.mod_revision <= $4",
-            )
-        })?;
-        Shortfall::of(covered_from, live, recorded, |k| {
-            let r = self.with_client(|c| {
-                c.query_one(
-                    &statement,
-                    &[&cluster, &k.key, &k.create_revision, &k.mod_revision],
-                )
-            })?;
-            Ok((r.get(0), r.get(1)))
+        Shortfall::of(covered_from, live, recorded, |page| {
+            let keys: Vec<&[u8]> = page.iter().map(|k| k.key.as_slice()).collect();
+            let created: Vec<i64> = page.iter().map(|k| k.create_revision).collect();
+            let modified: Vec<i64> = page.iter().map(|k| k.mod_revision).collect();
+            Ok(self
+                .query(
+                    "SELECT count(r.key_id), max(r.mod_revision) \
+                     FROM unnest($2::bytea[], $3::bigint[], $4::bigint[]) WITH ORDINALITY AS l (key, created, modified, n) \
+                     LEFT JOIN keys k ON k.cluster_id = $1 AND k.key = l.key \
+                     LEFT JOIN revisions r ON r.key_id = k.id AND r.create_revision = l.created AND NOT r.deleted \
+                     AND r.mod_revision <= l.modified \
+                     GROUP BY l.n ORDER BY l.n",
+                    &[&cluster, &keys, &created, &modified],
+                )?
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect())
         })
     }
 

@@ -160,11 +160,15 @@ impl Store {
                  AND r.mod_revision <= ?4",
             )
             .map_err(|e| self.err(e))?;
-        Shortfall::of(covered_from, live, recorded, |k| {
-            stmt.query_row(params![cluster, k.key, k.create_revision, k.mod_revision], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .map_err(|e| self.err(e))
+        Shortfall::of(covered_from, live, recorded, |page| {
+            page.iter()
+                .map(|k| {
+                    stmt.query_row(params![cluster, k.key, k.create_revision, k.mod_revision], |r| {
+                        Ok((r.get(0)?, r.get(1)?))
+                    })
+                    .map_err(|e| self.err(e))
+                })
+                .collect()
         })
     }
 
