@@ -116,7 +116,7 @@ impl Store {
         self.execute(
             "INSERT INTO clock_envelope (cluster_id, revision, earliest, latest) \
              SELECT $1::bigint, revision, max(e) OVER (ORDER BY revision ROWS UNBOUNDED PRECEDING), \
-               min(l) OVER (ORDER BY revision ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) \
+               min(l) OVER (ORDER BY revision DESC ROWS UNBOUNDED PRECEDING) \
              FROM (SELECT revision, max(earliest) AS e, min(latest) AS l FROM pg_temp.anchors GROUP BY revision) g",
             &[&cluster],
         )?;

@@ -79,7 +79,7 @@ impl Store {
             .execute(
                 "INSERT INTO clock_envelope (cluster_id, revision, earliest, latest) \
                  SELECT ?1, revision, max(e) OVER (ORDER BY revision ROWS UNBOUNDED PRECEDING), \
-                   min(l) OVER (ORDER BY revision ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) \
+                   min(l) OVER (ORDER BY revision DESC ROWS UNBOUNDED PRECEDING) \
                  FROM (SELECT revision, max(earliest) AS e, min(latest) AS l FROM temp.anchors GROUP BY revision)",
                 [cluster],
             )
