@@ -71,16 +71,14 @@ pub(super) trait RevisionRows {
     /// The base of the key's newest stored content: the content stored in
     /// full that it is compressed against, or itself.
     fn latest_base(&mut self, key_id: i64) -> Result<Option<Base>, StoreError>;
-    /// Inserts a content unless one with its hash is stored: the new row's
-    /// id, `None` when it was there.
-    fn insert_content(&mut self, content: &ContentRow<'_>) -> Result<Option<i64>, StoreError>;
-    /// Inserts contents in order as [`RevisionRows::insert_content`] does
-    /// one at a time (a hash repeated in `contents` is inserted once): each
-    /// one's new row id or `None`. A backend a round trip away does it in
-    /// one.
-    fn insert_contents(&mut self, contents: &[ContentRow<'_>]) -> Result<Vec<Option<i64>>, StoreError> {
-        contents.iter().map(|c| self.insert_content(c)).collect()
-    }
+    /// Inserts a content unless one with its hash is stored. Nothing is
+    /// answered, so a backend may hold it until the batch commits or a
+    /// read needs it.
+    fn insert_content(&mut self, content: &ContentRow<'_>) -> Result<(), StoreError>;
+    /// Inserts contents in order, each unless one with its hash is stored
+    /// (or comes earlier): each one's new row id, `None` for one left out.
+    /// A backend a round trip away inserts them in one.
+    fn insert_contents(&mut self, contents: &[ContentRow<'_>]) -> Result<Vec<Option<i64>>, StoreError>;
     fn insert_revision(&mut self, revision: &RevisionRow<'_>) -> Result<(), StoreError>;
     /// Keeps a time the cluster wrote at `revision` of `cluster` (a Lease
     /// renewal) as a mark of its clock; once however often it is read.

@@ -173,10 +173,12 @@ struct KnownKey {
 pub(in crate::store) struct PgRows<'s> {
     store: &'s Store,
     pending: Vec<PendingRevision>,
-    /// Contents compressed against a base, waiting for the next copy: the
-    /// writer needs no answer about them (it only ever compresses against
-    /// a content stored in full).
+    /// Contents waiting for the next copy: those the writer needs no
+    /// answer about (it only ever compresses against a content stored in
+    /// full, answered at once by [`RevisionRows::insert_contents`]).
     pending_contents: Vec<PendingContent>,
+    /// Their hashes.
+    pending_hashes: HashSet<Vec<u8>>,
     /// Whether this session has the staging table of contents.
     staging: bool,
     /// Per cluster: whether it held no keys when this run began, so that a
@@ -200,6 +202,7 @@ impl<'s> PgRows<'s> {
             store,
             pending: Vec::new(),
             pending_contents: Vec::new(),
+            pending_hashes: HashSet::new(),
             staging: false,
             fresh: HashMap::new(),
             inserted_keys: HashSet::new(),
@@ -249,6 +252,7 @@ impl<'s> PgRows<'s> {
             )
         })?;
         self.pending_contents.clear();
+        self.pending_hashes.clear();
         Ok(())
     }
 
@@ -367,6 +371,7 @@ impl RevisionRows for PgRows<'_> {
     fn rollback(&mut self) {
         self.pending.clear();
         self.pending_contents.clear();
+        self.pending_hashes.clear();
         self.pending_keys.clear();
         // Keys rolled back are new again; the cluster may hold others now.
         self.inserted_keys.clear();
@@ -503,44 +508,24 @@ impl RevisionRows for PgRows<'_> {
             }))
     }
 
-    fn insert_content(&mut self, c: &ContentRow<'_>) -> Result<Option<i64>, StoreError> {
-        if c.base.is_some() {
-            self.pending_contents.push(PendingContent {
-                hash: c.hash.to_vec(),
-                keyed: c.keyed,
-                codec: c.codec.to_string(),
-                base: c.base,
-                canonical: c.canonical.map(<[u8]>::to_vec),
-                fields: c.fields.to_vec(),
-                managed: c.managed.map(<[u8]>::to_vec),
-            });
-            if self.pending_contents.len() >= COPY_PAGE {
-                self.copy_contents()?;
-            }
-            return Ok(None);
+    fn insert_content(&mut self, c: &ContentRow<'_>) -> Result<(), StoreError> {
+        self.pending_hashes.insert(c.hash.to_vec());
+        self.pending_contents.push(PendingContent {
+            hash: c.hash.to_vec(),
+            keyed: c.keyed,
+            codec: c.codec.to_string(),
+            base: c.base,
+            canonical: c.canonical.map(<[u8]>::to_vec),
+            fields: c.fields.to_vec(),
+            managed: c.managed.map(<[u8]>::to_vec),
+        });
+        if self.pending_contents.len() >= COPY_PAGE {
+            self.copy_contents()?;
         }
-        Ok(self
-            .store
-            .query_opt_prepared(
-                "INSERT INTO semantic_values (hash, keyed, codec, base, canonical, fields, managed) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (hash) DO NOTHING RETURNING id",
-                &[
-                    &c.hash,
-                    &c.keyed,
-                    &c.codec,
-                    &c.base,
-                    &c.canonical,
-                    &c.fields,
-                    &c.managed,
-                ],
-            )?
-            .map(|r| r.get(0)))
+        Ok(())
     }
 
     fn insert_contents(&mut self, contents: &[ContentRow<'_>]) -> Result<Vec<Option<i64>>, StoreError> {
-        if contents.is_empty() {
-            return Ok(Vec::new());
-        }
         let hashes: Vec<&[u8]> = contents.iter().map(|c| c.hash).collect();
         let keyed: Vec<bool> = contents.iter().map(|c| c.keyed).collect();
         let codecs: Vec<&str> = contents.iter().map(|c| c.codec).collect();
@@ -550,6 +535,21 @@ impl RevisionRows for PgRows<'_> {
         let managed: Vec<Option<&[u8]>> = contents.iter().map(|c| c.managed).collect();
         // In order, so that of a hash repeated the first is stored, as one
         // at a time would.
+        // A content held for the next copy comes first, as it would have
+        // been inserted first.
+        let held: Vec<bool> = contents
+            .iter()
+            .map(|c| self.pending_hashes.contains(c.hash))
+            .collect();
+        let contents: Vec<&ContentRow<'_>> = contents
+            .iter()
+            .zip(&held)
+            .filter(|(_, &h)| !h)
+            .map(|(c, _)| c)
+            .collect();
+        if contents.is_empty() {
+            return Ok(vec![None; held.len()]);
+        }
         let rows = self.store.query_prepared(
             "INSERT INTO semantic_values (hash, keyed, codec, base, canonical, fields, managed) \
              SELECT hash, keyed, codec, base, canonical, fields, managed \
@@ -559,7 +559,11 @@ impl RevisionRows for PgRows<'_> {
             &[&hashes, &keyed, &codecs, &bases, &canonical, &fields, &managed],
         )?;
         let mut ids: HashMap<Vec<u8>, i64> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
-        Ok(contents.iter().map(|c| ids.remove(c.hash)).collect())
+        let mut answers = contents.iter().map(|c| ids.remove(c.hash));
+        Ok(held
+            .iter()
+            .map(|&h| if h { None } else { answers.next().flatten() })
+            .collect())
     }
 
     fn insert_revision(&mut self, row: &RevisionRow<'_>) -> Result<(), StoreError> {

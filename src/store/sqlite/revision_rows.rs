@@ -19,6 +19,33 @@ impl SqliteRows<'_> {
     fn sql(&self, e: rusqlite::Error) -> StoreError {
         self.store.err(e)
     }
+
+    /// Inserts a content unless one with its hash is stored: the new row's
+    /// id, `None` when it was there.
+    fn insert_one_content(&mut self, c: &ContentRow<'_>) -> Result<Option<i64>, StoreError> {
+        // One look-up of the hash: a content stored before is left as it is
+        // (looking first took a second B-tree search for every new one).
+        let inserted = self
+            .store
+            .conn
+            .prepare_cached(
+                "INSERT INTO semantic_values (hash, keyed, codec, base, canonical, fields, managed) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (hash) DO NOTHING",
+            )
+            .and_then(|mut st| {
+                st.execute(params![
+                    c.hash,
+                    c.keyed,
+                    c.codec,
+                    c.base,
+                    c.canonical,
+                    c.fields,
+                    c.managed
+                ])
+            })
+            .map_err(|e| self.sql(e))?;
+        Ok((inserted > 0).then(|| self.store.conn.last_insert_rowid()))
+    }
 }
 
 impl RevisionRows for SqliteRows<'_> {
@@ -140,29 +167,12 @@ impl RevisionRows for SqliteRows<'_> {
             .map_err(|e| self.sql(e))
     }
 
-    fn insert_content(&mut self, c: &ContentRow<'_>) -> Result<Option<i64>, StoreError> {
-        // One look-up of the hash: a content stored before is left as it is
-        // (looking first took a second B-tree search for every new one).
-        let inserted = self
-            .store
-            .conn
-            .prepare_cached(
-                "INSERT INTO semantic_values (hash, keyed, codec, base, canonical, fields, managed) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (hash) DO NOTHING",
-            )
-            .and_then(|mut st| {
-                st.execute(params![
-                    c.hash,
-                    c.keyed,
-                    c.codec,
-                    c.base,
-                    c.canonical,
-                    c.fields,
-                    c.managed
-                ])
-            })
-            .map_err(|e| self.sql(e))?;
-        Ok((inserted > 0).then(|| self.store.conn.last_insert_rowid()))
+    fn insert_content(&mut self, c: &ContentRow<'_>) -> Result<(), StoreError> {
+        self.insert_one_content(c).map(drop)
+    }
+
+    fn insert_contents(&mut self, contents: &[ContentRow<'_>]) -> Result<Vec<Option<i64>>, StoreError> {
+        contents.iter().map(|c| self.insert_one_content(c)).collect()
     }
 
     fn insert_revision(&mut self, row: &RevisionRow<'_>) -> Result<(), StoreError> {
