@@ -90,6 +90,11 @@ impl Bases {
         Ok(load(key_id)?.map(|base| self.insert(key_id, base)))
     }
 
+    /// Whether the key's base is cached.
+    pub(super) fn holds(&self, key_id: i64) -> bool {
+        self.by_key.contains_key(&key_id)
+    }
+
     /// Makes `base` the key's base.
     pub(super) fn insert(&mut self, key_id: i64, base: Base) -> Arc<Base> {
         self.bytes += base.size();

@@ -63,14 +63,15 @@ pub(super) trait RevisionRows {
     fn key_id(&mut self, cluster: i64, key: &[u8], names: Option<&ParsedKey>) -> Result<i64, StoreError>;
     /// The field path's row id, inserted when new.
     fn path_id(&mut self, path: &FieldPath) -> Result<i64, StoreError>;
-    /// Whether the key's revision is stored.
-    fn has_revision(&mut self, key_id: i64, mod_revision: i64) -> Result<bool, StoreError>;
+    /// Which of `revisions` (key id, mod_revision) are stored: asked for a
+    /// window of records at once, one round trip for a server backend.
+    fn stored_revisions(&mut self, revisions: &[(i64, i64)]) -> Result<Vec<bool>, StoreError>;
     /// The generation of the key's newest stored revision before
     /// `mod_revision`.
     fn generation_before(&mut self, key_id: i64, mod_revision: i64) -> Result<Option<i64>, StoreError>;
-    /// The base of the key's newest stored content: the content stored in
-    /// full that it is compressed against, or itself.
-    fn latest_base(&mut self, key_id: i64) -> Result<Option<Base>, StoreError>;
+    /// For each key, the base of its newest stored content: the content
+    /// stored in full that it is compressed against, or itself.
+    fn latest_bases(&mut self, key_ids: &[i64]) -> Result<Vec<Option<Base>>, StoreError>;
     /// Inserts a content unless one with its hash is stored. Nothing is
     /// answered, so a backend may hold it until the batch commits or a
     /// read needs it.

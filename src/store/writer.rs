@@ -348,7 +348,20 @@ impl<'s> RevisionWriter<'s> {
     /// base.
     fn send_window(&mut self) -> Result<(), StoreError> {
         let mut window = std::mem::take(&mut self.window);
+        // Records stored before (by an earlier run, or read twice) are
+        // dropped: one question for the window.
+        let revisions: Vec<(i64, i64)> = window.iter().map(|(r, k)| (k.id, r.mod_revision)).collect();
+        let mut stored = self.rows.stored_revisions(&revisions)?.into_iter();
+        let pending_ids = &mut self.pending_ids;
+        window.retain(|(r, k)| {
+            let stored = stored.next().unwrap_or(false);
+            if stored {
+                pending_ids.remove(&(k.id, r.mod_revision));
+            }
+            !stored
+        });
         window.sort_by_key(|(r, k)| (k.id, r.mod_revision));
+        let mut fetched = self.fetch_bases(&window)?;
         let mut chunk: Chunk = Vec::with_capacity(CHUNK);
         for (record, key) in window {
             // A key with very many revisions still spreads over the workers.
@@ -361,7 +374,10 @@ impl<'s> RevisionWriter<'s> {
                 (false, Some((r, k, base))) if k.id == key.id && !r.deleted => base.clone(),
                 (false, _) => {
                     let rows = &mut self.rows;
-                    self.bases.find(key.id, |id| rows.latest_base(id))?
+                    self.bases.find(key.id, |id| match fetched.remove(&id) {
+                        Some(base) => Ok::<_, StoreError>(base),
+                        None => Ok(rows.latest_bases(&[id])?.pop().flatten()),
+                    })?
                 }
             };
             chunk.push((record, key, base));
@@ -370,6 +386,22 @@ impl<'s> RevisionWriter<'s> {
             self.send_chunk(chunk)?;
         }
         Ok(())
+    }
+
+    /// The stored bases of the window's keys that are not cached, read
+    /// together (a server backend answers in one round trip, not one a key).
+    fn fetch_bases(
+        &mut self,
+        window: &[(Record, KeyInfo)],
+    ) -> Result<HashMap<i64, Option<Base>>, StoreError> {
+        let mut keys: Vec<i64> = window
+            .iter()
+            .filter(|(r, k)| !r.deleted && !self.bases.holds(k.id))
+            .map(|(_, k)| k.id)
+            .collect();
+        keys.dedup();
+        let bases = self.rows.latest_bases(&keys)?;
+        Ok(keys.into_iter().zip(bases).collect())
     }
 
     /// Sends a chunk to the workers and inserts the chunks that are ready,
@@ -464,10 +496,8 @@ impl Sink for RevisionWriter<'_> {
             }
             return Ok(true);
         }
-        let known = self.pending_ids.contains(&(key.id, r.mod_revision))
-            || self.rows.has_revision(key.id, r.mod_revision)?;
-        if !known {
-            self.pending_ids.insert((key.id, r.mod_revision));
+        // Whether it is stored already is asked when the window is sent.
+        if self.pending_ids.insert((key.id, r.mod_revision)) {
             // A source that reads by key (a data file) keeps each key's
             // revisions in one chunk.
             let key_ends = self.window.last().is_some_and(|(_, k)| k.id != key.id);

@@ -332,25 +332,38 @@ impl<'s> PgRows<'s> {
         Ok(())
     }
 
-    /// Remembers `key`, reading its stored revisions when it is not new.
-    fn known(&mut self, key_id: i64) -> Result<&mut KnownKey, StoreError> {
-        if !self.known.contains_key(&key_id) {
-            if self.known.len() >= KNOWN_KEYS {
-                self.known.clear();
-            }
-            self.copy_pending()?;
-            let mut k = KnownKey::default();
-            for r in self.store.query(
-                "SELECT mod_revision, create_revision FROM revisions WHERE key_id = $1 ORDER BY mod_revision",
-                &[&key_id],
-            )? {
-                let (revision, generation): (i64, i64) = (r.get(0), r.get(1));
-                k.revisions.insert(revision);
-                k.newest = Some((revision, generation));
-            }
-            self.known.insert(key_id, k);
+    /// Remembers the keys of `key_ids` not remembered yet, reading their
+    /// stored revisions together.
+    fn load_known(&mut self, key_ids: &[i64]) -> Result<(), StoreError> {
+        let mut asked: Vec<i64> = key_ids
+            .iter()
+            .copied()
+            .filter(|k| !self.known.contains_key(k))
+            .collect();
+        asked.sort_unstable();
+        asked.dedup();
+        if asked.is_empty() {
+            return Ok(());
         }
-        Ok(self.known.get_mut(&key_id).expect("just inserted"))
+        if self.known.len() + asked.len() > KNOWN_KEYS {
+            self.known.clear();
+        }
+        self.copy_pending()?;
+        let rows = self.store.query_prepared(
+            "SELECT key_id, mod_revision, create_revision FROM revisions WHERE key_id = ANY($1) \
+             ORDER BY key_id, mod_revision",
+            &[&asked],
+        )?;
+        for id in asked {
+            self.known.insert(id, KnownKey::default());
+        }
+        for r in rows {
+            let (key_id, revision, generation): (i64, i64, i64) = (r.get(0), r.get(1), r.get(2));
+            let k = self.known.get_mut(&key_id).expect("asked");
+            k.revisions.insert(revision);
+            k.newest = Some((revision, generation));
+        }
+        Ok(())
     }
 }
 
@@ -462,12 +475,18 @@ impl RevisionRows for PgRows<'_> {
             .get(0))
     }
 
-    fn has_revision(&mut self, key_id: i64, mod_revision: i64) -> Result<bool, StoreError> {
-        Ok(self.known(key_id)?.revisions.contains(&mod_revision))
+    fn stored_revisions(&mut self, revisions: &[(i64, i64)]) -> Result<Vec<bool>, StoreError> {
+        let keys: Vec<i64> = revisions.iter().map(|&(k, _)| k).collect();
+        self.load_known(&keys)?;
+        Ok(revisions
+            .iter()
+            .map(|(k, r)| self.known.get(k).is_some_and(|known| known.revisions.contains(r)))
+            .collect())
     }
 
     fn generation_before(&mut self, key_id: i64, mod_revision: i64) -> Result<Option<i64>, StoreError> {
-        if let Some((newest, generation)) = self.known(key_id)?.newest {
+        self.load_known(&[key_id])?;
+        if let Some((newest, generation)) = self.known.get(&key_id).and_then(|k| k.newest) {
             if newest < mod_revision {
                 return Ok(Some(generation));
             }
@@ -483,29 +502,39 @@ impl RevisionRows for PgRows<'_> {
             .map(|r| r.get(0)))
     }
 
-    fn latest_base(&mut self, key_id: i64) -> Result<Option<Base>, StoreError> {
-        if self.known(key_id)?.newest.is_none() {
-            return Ok(None);
+    fn latest_bases(&mut self, key_ids: &[i64]) -> Result<Vec<Option<Base>>, StoreError> {
+        // A key with no stored revision has none.
+        let asked: Vec<i64> = key_ids
+            .iter()
+            .copied()
+            .filter(|k| self.known.get(k).is_none_or(|known| known.newest.is_some()))
+            .collect();
+        if asked.is_empty() {
+            return Ok(key_ids.iter().map(|_| None).collect());
         }
         self.copy_pending()?;
-        Ok(self
-            .store
-            .query_opt(
-                "SELECT b.id, b.canonical, b.fields, b.managed FROM revisions r \
-                 JOIN semantic_values s ON s.hash = r.semantic_sha256 \
-                 JOIN semantic_values b ON b.id = coalesce(s.base, s.id) \
-                 WHERE r.key_id = $1 AND b.codec = 'zstd' ORDER BY r.mod_revision DESC LIMIT 1",
-                &[&key_id],
-            )?
+        let rows = self.store.query_prepared(
+            "SELECT l.key_id, b.id, b.canonical, b.fields, b.managed FROM unnest($1::bigint[]) AS l (key_id) \
+             CROSS JOIN LATERAL (SELECT b.id, b.canonical, b.fields, b.managed FROM revisions r \
+               JOIN semantic_values s ON s.hash = r.semantic_sha256 \
+               JOIN semantic_values b ON b.id = coalesce(s.base, s.id) \
+               WHERE r.key_id = l.key_id AND b.codec = 'zstd' ORDER BY r.mod_revision DESC LIMIT 1) b",
+            &[&asked],
+        )?;
+        let mut bases: HashMap<i64, Base> = rows
+            .iter()
             .map(|r| {
                 let blob = |i| BaseBlob::packed(r.get::<_, Option<Vec<u8>>>(i).unwrap_or_default());
-                Base {
-                    id: r.get(0),
-                    canonical: blob(1),
-                    fields: blob(2),
-                    managed: blob(3),
-                }
-            }))
+                let base = Base {
+                    id: r.get(1),
+                    canonical: blob(2),
+                    fields: blob(3),
+                    managed: blob(4),
+                };
+                (r.get(0), base)
+            })
+            .collect();
+        Ok(key_ids.iter().map(|k| bases.remove(k)).collect())
     }
 
     fn insert_content(&mut self, c: &ContentRow<'_>) -> Result<(), StoreError> {
@@ -568,10 +597,12 @@ impl RevisionRows for PgRows<'_> {
 
     fn insert_revision(&mut self, row: &RevisionRow<'_>) -> Result<(), StoreError> {
         let r = row.record;
-        let known = self.known(row.key_id)?;
-        known.revisions.insert(r.mod_revision);
-        if known.newest.is_none_or(|(newest, _)| newest < r.mod_revision) {
-            known.newest = Some((r.mod_revision, row.create_revision));
+        // A key not remembered is read whole when next asked about.
+        if let Some(known) = self.known.get_mut(&row.key_id) {
+            known.revisions.insert(r.mod_revision);
+            if known.newest.is_none_or(|(newest, _)| newest < r.mod_revision) {
+                known.newest = Some((r.mod_revision, row.create_revision));
+            }
         }
         self.pending.push(PendingRevision {
             key_id: row.key_id,

@@ -20,6 +20,35 @@ impl SqliteRows<'_> {
         self.store.err(e)
     }
 
+    /// The base of the key's newest stored content.
+    fn latest_base(&mut self, key_id: i64) -> Result<Option<Base>, StoreError> {
+        self.store
+            .conn
+            .prepare_cached(
+                "SELECT b.id, b.canonical, b.fields, b.managed FROM revisions r \
+                 JOIN semantic_values s ON s.hash = r.semantic_sha256 \
+                 JOIN semantic_values b ON b.id = coalesce(s.base, s.id) \
+                 WHERE r.key_id = ?1 AND b.codec = 'zstd' ORDER BY r.mod_revision DESC LIMIT 1",
+            )
+            .and_then(|mut s| {
+                s.query_row([key_id], |r| {
+                    let blob = |i| -> rusqlite::Result<BaseBlob> {
+                        Ok(BaseBlob::packed(
+                            r.get::<_, Option<Vec<u8>>>(i)?.unwrap_or_default(),
+                        ))
+                    };
+                    Ok(Base {
+                        id: r.get(0)?,
+                        canonical: blob(1)?,
+                        fields: blob(2)?,
+                        managed: blob(3)?,
+                    })
+                })
+                .optional()
+            })
+            .map_err(|e| self.sql(e))
+    }
+
     /// Inserts a content unless one with its hash is stored: the new row's
     /// id, `None` when it was there.
     fn insert_one_content(&mut self, c: &ContentRow<'_>) -> Result<Option<i64>, StoreError> {
@@ -117,11 +146,16 @@ impl RevisionRows for SqliteRows<'_> {
         Ok(())
     }
 
-    fn has_revision(&mut self, key_id: i64, mod_revision: i64) -> Result<bool, StoreError> {
-        self.store
+    fn stored_revisions(&mut self, revisions: &[(i64, i64)]) -> Result<Vec<bool>, StoreError> {
+        let mut statement = self
+            .store
             .conn
             .prepare_cached("SELECT 1 FROM revisions WHERE key_id = ?1 AND mod_revision = ?2")
-            .and_then(|mut s| s.exists(params![key_id, mod_revision]))
+            .map_err(|e| self.sql(e))?;
+        revisions
+            .iter()
+            .map(|&(key_id, mod_revision)| statement.exists(params![key_id, mod_revision]))
+            .collect::<rusqlite::Result<_>>()
             .map_err(|e| self.sql(e))
     }
 
@@ -139,32 +173,8 @@ impl RevisionRows for SqliteRows<'_> {
             .map_err(|e| self.sql(e))
     }
 
-    fn latest_base(&mut self, key_id: i64) -> Result<Option<Base>, StoreError> {
-        self.store
-            .conn
-            .prepare_cached(
-                "SELECT b.id, b.canonical, b.fields, b.managed FROM revisions r \
-                 JOIN semantic_values s ON s.hash = r.semantic_sha256 \
-                 JOIN semantic_values b ON b.id = coalesce(s.base, s.id) \
-                 WHERE r.key_id = ?1 AND b.codec = 'zstd' ORDER BY r.mod_revision DESC LIMIT 1",
-            )
-            .and_then(|mut s| {
-                s.query_row([key_id], |r| {
-                    let blob = |i| -> rusqlite::Result<BaseBlob> {
-                        Ok(BaseBlob::packed(
-                            r.get::<_, Option<Vec<u8>>>(i)?.unwrap_or_default(),
-                        ))
-                    };
-                    Ok(Base {
-                        id: r.get(0)?,
-                        canonical: blob(1)?,
-                        fields: blob(2)?,
-                        managed: blob(3)?,
-                    })
-                })
-                .optional()
-            })
-            .map_err(|e| self.sql(e))
+    fn latest_bases(&mut self, key_ids: &[i64]) -> Result<Vec<Option<Base>>, StoreError> {
+        key_ids.iter().map(|&id| self.latest_base(id)).collect()
     }
 
     fn insert_content(&mut self, c: &ContentRow<'_>) -> Result<(), StoreError> {
