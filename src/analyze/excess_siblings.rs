@@ -25,6 +25,10 @@ use std::hash::BuildHasher;
 
 pub const NAME: &str = "excess-siblings";
 
+/// Siblings a finding names (by key, in its summary and details); the
+/// count is always exact.
+const SIBLINGS_SHOWN: usize = 10;
+
 /// Keeps aside the revisions siblings are counted by, key by key, and
 /// sweeps them in revision order at the end.
 pub const DETECTOR: Registration = Registration {
@@ -447,9 +451,16 @@ impl<'a> Sweep<'a> {
                 close,
             )
         };
-        let names: Vec<&str> = siblings.iter().map(|m| m.text(m.e.name).unwrap_or_default()).collect();
+        // A finding names a bounded sample: a thousand replicas created
+        // together would otherwise each list the other 999.
+        let more = siblings.len().saturating_sub(SIBLINGS_SHOWN);
+        let shown = &siblings[..siblings.len() - more];
+        let mut names = shown.iter().map(|m| m.text(m.e.name).unwrap_or_default()).collect::<Vec<_>>().join(", ");
+        if more > 0 {
+            names.push_str(&format!(" and {more} more"));
+        }
         let mut keys = vec![r.key().to_string()];
-        keys.extend(siblings.iter().map(|m| m.key().to_string()));
+        keys.extend(shown.iter().map(|m| m.key().to_string()));
         Some(Finding {
             detector: NAME,
             severity,
@@ -460,13 +471,14 @@ impl<'a> Sweep<'a> {
                 r.object(),
                 e.create_revision,
                 why,
-                names.join(", ")
+                names
             ),
             details: serde_json::json!({
                 "object": r.object(), "uid": r.text(e.uid), "created_at": r.text(e.creation_timestamp), "create_revision": e.create_revision,
                 "managers": e.managers.as_deref(), "owner": {"kind": e.owner_kind.as_deref(), "name": r.text(e.owner_name), "uid": r.text(e.owner_uid)},
                 "desired": desired, "generate_name": e.generate_name.as_deref(), "node": e.node.as_deref(), "group": group.identity(),
-                "live_siblings": siblings.iter().map(|m| serde_json::json!({
+                "live_sibling_count": siblings.len(),
+                "live_siblings": shown.iter().map(|m| serde_json::json!({
                     "key": m.key(), "uid": m.text(m.e.uid), "created_at": m.text(m.e.creation_timestamp), "create_revision": m.e.create_revision})).collect::<Vec<_>>(),
             }),
         })
@@ -536,6 +548,20 @@ mod tests {
             "{}",
             f[0].summary
         );
+    }
+
+    #[test]
+    fn a_finding_names_a_bounded_sample_of_many_siblings() {
+        let mut revs = vec![owner("rs", "ReplicaSet", 1, 1)];
+        revs.extend((0..25).map(|i| pod(&format!("p{i:02}"), 2 + i, "ReplicaSet", "rs")));
+        let f = run(&revs);
+        assert_eq!(f.len(), 24, "every pod after the first is excess");
+        let last = f.iter().find(|f| f.revisions == vec![26]).expect("the last pod's finding");
+        assert_eq!(last.keys.len(), 1 + SIBLINGS_SHOWN);
+        assert!(last.summary.contains("already had 24 of 1 live"), "{}", last.summary);
+        assert!(last.summary.ends_with(" and 14 more)"), "{}", last.summary);
+        assert_eq!(last.details["live_sibling_count"], 24);
+        assert_eq!(last.details["live_siblings"].as_array().map(Vec::len), Some(SIBLINGS_SHOWN));
     }
 
     #[test]
