@@ -163,12 +163,12 @@ fn detect_cluster(
     Ok(())
 }
 
-/// Classifies pending revisions, then runs the detectors for `cluster` (or
+/// Classifies the pending revisions of `cluster` (or every cluster), then runs the detectors for `cluster` (or
 /// every cluster) and stores their findings as they are found, replacing
 /// the cluster's earlier ones in one transaction; unchanged findings are
 /// kept as they were.
 pub fn analyze(store: &dyn Backend, cluster: Option<i64>, options: &Options) -> Result<Analysis, StoreError> {
-    let classify = store.classify_pending()?;
+    let classify = store.classify_pending(cluster)?;
     let clusters = match cluster {
         Some(c) => vec![c],
         None => store.clusters()?.into_iter().map(|c| c.row).collect(),

@@ -134,9 +134,9 @@ pub trait RunRecorder {
     /// is not a tombstone.
     fn live_keys(&self, cluster: i64, prefix: &[u8], head: i64) -> Result<i64, StoreError>;
 
-    /// Gives every revision without a change class its class, cause and
-    /// changed paths.
-    fn classify_pending(&self) -> Result<ClassifyStats, StoreError>;
+    /// Gives every revision of `cluster` (or of every cluster) without a
+    /// change class its class, cause and changed paths.
+    fn classify_pending(&self, cluster: Option<i64>) -> Result<ClassifyStats, StoreError>;
 
     /// A writer replacing `detectors`' findings of `cluster`.
     fn findings_writer(

@@ -425,3 +425,27 @@ fn fleet_report(db: &Path, findings: &[Value]) {
     assert_eq!(own.len(), findings.iter().filter(|f| f["cluster"] == US).count());
     assert!(!own.is_empty() && own.iter().all(|f| f["cluster"] == US));
 }
+
+#[test]
+fn analyze_of_one_cluster_classifies_that_cluster_only() {
+    let (eu, us) = (TestEtcd::start(), TestEtcd::start());
+    let (_dir, db) = temp_db();
+    write_eu(&eu);
+    write_us(&us);
+    ok(snapshot(&eu, &db, &["--cluster", EU, "--no-analyze"]));
+    ok(snapshot(&us, &db, &["--cluster", US, "--no-analyze"]));
+    let classified = |args: &[&str]| {
+        let out = ok(inspector(&db, args));
+        let err = stderr(&out);
+        let at = err
+            .find(" revisions classified")
+            .unwrap_or_else(|| panic!("{err}"));
+        let digits = err[..at].rsplit(|c: char| !c.is_ascii_digit()).next().unwrap();
+        digits.parse::<i64>().unwrap()
+    };
+    let stored = stored_revisions(&db);
+    let eu_classified = classified(&["analyze", "--cluster", EU]);
+    assert_eq!(eu_classified, stored - 2, "EU's own, not US's two");
+    assert_eq!(classified(&["analyze", "--cluster", US]), 2);
+    assert_eq!(classified(&["analyze"]), 0);
+}

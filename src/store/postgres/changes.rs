@@ -82,7 +82,10 @@ impl Store {
     /// keys with unclassified revisions are read through a cursor, key by
     /// key and oldest first, and the classes written back a batch at a
     /// time; memory is bounded by one key's history and one batch.
-    pub(in crate::store) fn classify_pending(&self) -> Result<ClassifyStats, StoreError> {
+    pub(in crate::store) fn classify_pending(
+        &self,
+        cluster: Option<i64>,
+    ) -> Result<ClassifyStats, StoreError> {
         let paths = self.field_path_names()?;
         let mut stats = ClassifyStats::default();
         self.in_transaction(|| {
@@ -112,9 +115,10 @@ impl Store {
                  r.change_class IS NULL, s.codec, s.managed, b.managed \
                  FROM revisions r LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
                  LEFT JOIN semantic_values b ON b.id = s.base \
-                 WHERE r.key_id IN (SELECT key_id FROM revisions WHERE change_class IS NULL) \
+                 WHERE r.key_id IN (SELECT u.key_id FROM revisions u JOIN keys k ON k.id = u.key_id \
+                   WHERE u.change_class IS NULL AND ($1::bigint IS NULL OR k.cluster_id = $1::bigint)) \
                  ORDER BY r.key_id, r.mod_revision",
-                &[],
+                &[&cluster],
                 &mut |rows| {
                     for r in rows {
                         let mut c = InOrder::new(self, r);

@@ -95,8 +95,8 @@ impl RunRecorder for Store {
         Store::live_keys(self, cluster, prefix, head)
     }
 
-    fn classify_pending(&self) -> Result<ClassifyStats, StoreError> {
-        Store::classify_pending(self)
+    fn classify_pending(&self, cluster: Option<i64>) -> Result<ClassifyStats, StoreError> {
+        Store::classify_pending(self, cluster)
     }
 
     fn findings_writer(

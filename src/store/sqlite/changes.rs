@@ -64,15 +64,21 @@ impl Store {
     /// managers behind each changed path. One pass: the keys with
     /// unclassified revisions are read once each, oldest first; memory is
     /// bounded by one key's history.
-    pub(in crate::store) fn classify_pending(&self) -> Result<ClassifyStats, StoreError> {
+    pub(in crate::store) fn classify_pending(
+        &self,
+        cluster: Option<i64>,
+    ) -> Result<ClassifyStats, StoreError> {
         let err = |e| self.err(e);
         let paths = self.field_path_names()?;
         let keys: Vec<i64> = {
             let mut stmt = self
                 .conn
-                .prepare("SELECT DISTINCT key_id FROM revisions WHERE change_class IS NULL")
+                .prepare(
+                    "SELECT DISTINCT r.key_id FROM revisions r JOIN keys k ON k.id = r.key_id \
+                     WHERE r.change_class IS NULL AND (?1 IS NULL OR k.cluster_id = ?1)",
+                )
                 .map_err(err)?;
-            let rows = stmt.query_map([], |r| r.get(0)).map_err(err)?;
+            let rows = stmt.query_map([cluster], |r| r.get(0)).map_err(err)?;
             rows.collect::<Result<_, _>>().map_err(err)?
         };
         let mut stats = ClassifyStats::default();
@@ -425,7 +431,7 @@ mod tests {
         }
         w.flush().unwrap();
         drop(w);
-        store.classify_pending().unwrap();
+        store.classify_pending(None).unwrap();
         let finding = Finding {
             detector: "rewrite",
             severity: Severity::High,
