@@ -1,8 +1,9 @@
 //! [`RevisionRows`] over PostgreSQL: revisions go in by binary `COPY` in
 //! pages of [`COPY_PAGE`] rows, inside the writer's transactions; what the
 //! writer asks about keys this run created is answered from memory (no
-//! round trip per revision), and anything else is read after the pending
-//! page is copied in, so reads see every row written before them.
+//! round trip per revision), and anything else is read for a window's keys
+//! at once, after the pending page is copied in, so reads see every row
+//! written before them.
 
 use super::Store;
 use crate::canon::facts::ObjectFacts;
