@@ -386,10 +386,11 @@ impl<'a> Copy<'a> {
 
     /// Copies the revisions the copied runs stored, with their contents.
     fn revisions(&mut self, runs: &[i64]) -> Result<(), StoreError> {
-        let (key, run, semantic) = (
+        let (key, run, semantic, cluster) = (
             at("revisions", "key_id"),
             at("revisions", "run_id"),
             at("revisions", "semantic_sha256"),
+            at("revisions", "cluster_id"),
         );
         self.stream(
             "revisions",
@@ -399,6 +400,7 @@ impl<'a> Copy<'a> {
             &mut |c, mut values| {
                 values[key] = Cell::Int(c.keys[&values[key].int().expect("key")]);
                 values[run] = Cell::Int(c.runs[&values[run].int().expect("run")]);
+                values[cluster] = Cell::Int(c.clusters[&values[cluster].int().expect("cluster")]);
                 if let Cell::Bytes(hash) = &values[semantic] {
                     let hash = hash.clone();
                     c.content(&hash)?;

@@ -28,6 +28,8 @@ pub(super) struct ContentRow<'a> {
 /// One revision of a key.
 pub(super) struct RevisionRow<'a> {
     pub key_id: i64,
+    /// The key's cluster.
+    pub cluster: i64,
     /// Its counters (the value is not kept).
     pub record: &'a Record,
     /// The generation it belongs to (a file's tombstone learns it from the

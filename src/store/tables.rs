@@ -173,6 +173,7 @@ pub const COLUMNS: &[(&str, &[&str])] = &[
             "written_at",
             "hash_key",
             "event_time",
+            "cluster_id",
         ],
     ),
     (

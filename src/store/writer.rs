@@ -299,6 +299,7 @@ impl<'s> RevisionWriter<'s> {
         };
         self.rows.insert_revision(&RevisionRow {
             key_id: p.key.id,
+            cluster: self.cluster,
             record: r,
             create_revision,
             value_size: p.value_size as i64,

@@ -234,6 +234,7 @@ fn as_written_before_segments(db: &Path) {
            DROP INDEX clusters_by_name;
            DROP INDEX findings_by_cluster_severity;
            ALTER TABLE clusters DROP COLUMN name;
+           ALTER TABLE revisions DROP COLUMN cluster_id;
            PRAGMA user_version = 13;"#,
     )
     .unwrap();

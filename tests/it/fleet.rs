@@ -449,3 +449,49 @@ fn analyze_of_one_cluster_classifies_that_cluster_only() {
     assert_eq!(classified(&["analyze", "--cluster", US]), 2);
     assert_eq!(classified(&["analyze"]), 0);
 }
+
+/// Revisions whose cluster is not their key's, or unknown.
+const OFF_CLUSTER: &str = "SELECT count(*) FROM revisions r JOIN keys k ON k.id = r.key_id \
+     WHERE r.cluster_id IS NULL OR r.cluster_id <> k.cluster_id";
+
+/// `stats --cluster NAME -o json` of each of EU and US.
+fn stats_of_both(db: &Path) -> Vec<Value> {
+    [EU, US]
+        .iter()
+        .map(|c| json(inspector(db, &["stats", "--cluster", c, "-o", "json"])))
+        .collect()
+}
+
+#[test]
+fn a_database_from_before_revisions_named_their_cluster_is_upgraded_in_place() {
+    let (eu, us) = (TestEtcd::start(), TestEtcd::start());
+    let (_dir, db) = temp_db();
+    write_eu(&eu);
+    write_us(&us);
+    ok(snapshot(&eu, &db, &["--cluster", EU]));
+    ok(snapshot(&us, &db, &["--cluster", US]));
+    assert_eq!(
+        query_int(&db, OFF_CLUSTER),
+        0,
+        "the writer names each revision's cluster"
+    );
+    let before = stats_of_both(&db);
+    undo_revision_clusters(&db);
+    // A reader upgrades it, and reads the same.
+    assert_eq!(stats_of_both(&db), before);
+    assert_eq!(
+        query_int(&db, OFF_CLUSTER),
+        0,
+        "stored revisions learnt their key's cluster"
+    );
+    let us_revisions = "SELECT count(*) FROM revisions WHERE cluster_id = (SELECT id FROM clusters WHERE name = 'prod-us-2')";
+    assert_eq!(query_int(&db, us_revisions), 2);
+    // And the next run goes on from it.
+    us.put(
+        SHARED,
+        &config_map("shop", "web-config", "uid-us-web", &[("mode", "us2")]),
+    );
+    ok(snapshot(&us, &db, &["--cluster", US]));
+    assert_eq!(query_int(&db, us_revisions), 3);
+    assert_eq!(query_int(&db, OFF_CLUSTER), 0);
+}

@@ -115,8 +115,8 @@ impl Store {
                  r.change_class IS NULL, s.codec, s.managed, b.managed \
                  FROM revisions r LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
                  LEFT JOIN semantic_values b ON b.id = s.base \
-                 WHERE r.key_id IN (SELECT u.key_id FROM revisions u JOIN keys k ON k.id = u.key_id \
-                   WHERE u.change_class IS NULL AND ($1::bigint IS NULL OR k.cluster_id = $1::bigint)) \
+                 WHERE r.key_id IN (SELECT u.key_id FROM revisions u \
+                   WHERE u.change_class IS NULL AND ($1::bigint IS NULL OR u.cluster_id = $1::bigint)) \
                  ORDER BY r.key_id, r.mod_revision",
                 &[&cluster],
                 &mut |rows| {

@@ -47,8 +47,7 @@ impl Store {
                 pruned.revisions += match kept.map(|r| (r.get::<_, i64>(0), r.get::<_, i64>(1))) {
                     Some((oldest, start)) => {
                         let removed = self.execute(
-                            "DELETE FROM revisions WHERE key_id IN (SELECT id FROM keys WHERE cluster_id = $1) \
-                             AND mod_revision <= $2 AND NOT (NOT deleted AND mod_revision = \
+                            "DELETE FROM revisions WHERE cluster_id = $1 AND mod_revision <= $2 AND NOT (NOT deleted AND mod_revision = \
                                (SELECT max(mod_revision) FROM revisions p \
                                 WHERE p.key_id = revisions.key_id AND p.mod_revision <= $2))",
                             &[&cluster, &start],
@@ -67,7 +66,7 @@ impl Store {
                         removed
                     }
                     None => self.execute(
-                        "DELETE FROM revisions WHERE key_id IN (SELECT id FROM keys WHERE cluster_id = $1)",
+                        "DELETE FROM revisions WHERE cluster_id = $1",
                         &[&cluster],
                     )?,
                 } as i64;

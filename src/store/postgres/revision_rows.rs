@@ -30,9 +30,9 @@ const COLUMNS: &str = "key_id, mod_revision, create_revision, version, lease, de
      value_hash, encoding, encryption, api_version, kind, namespace, name, uid, generation, decode_error, run_id, \
      semantic_sha256, owner_kind, owner_name, owner_uid, generate_name, spec_hash, creation_timestamp, \
      deletion_timestamp, phase, node, desired, managers, duplicates, observed_generation, finalizers, owner_refs, \
-     written_at, hash_key, event_time";
+     written_at, hash_key, event_time, cluster_id";
 
-const TYPES: [Type; 38] = [
+const TYPES: [Type; 39] = [
     Type::INT8,
     Type::INT8,
     Type::INT8,
@@ -71,11 +71,13 @@ const TYPES: [Type; 38] = [
     Type::TEXT,
     Type::TEXT,
     Type::TEXT,
+    Type::INT8,
 ];
 
 /// A revision waiting for the next copy.
 struct PendingRevision {
     key_id: i64,
+    cluster: i64,
     mod_revision: i64,
     create_revision: i64,
     version: i64,
@@ -93,7 +95,7 @@ struct PendingRevision {
 }
 
 impl PendingRevision {
-    fn values(&self) -> [&(dyn ToSql + Sync); 38] {
+    fn values(&self) -> [&(dyn ToSql + Sync); 39] {
         let (d, f) = (&self.described, &self.facts);
         [
             &self.key_id,
@@ -134,6 +136,7 @@ impl PendingRevision {
             &f.written_at,
             &self.hash_key,
             &f.event_time,
+            &self.cluster,
         ]
     }
 }
@@ -607,6 +610,7 @@ impl RevisionRows for PgRows<'_> {
         }
         self.pending.push(PendingRevision {
             key_id: row.key_id,
+            cluster: row.cluster,
             mod_revision: r.mod_revision,
             create_revision: row.create_revision,
             version: r.version,

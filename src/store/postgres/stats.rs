@@ -10,12 +10,14 @@ use postgres::types::{ToSql, Type};
 /// its values bound to $1..$7 ([`scope_params`]): the revision range, then
 /// the object filter's namespace, resource, key prefix, cluster and key.
 /// Every use of a parameter is cast, since a NULL alone has no type. Keys
-/// are bytes: the prefix and key compare as their UTF-8.
+/// are bytes: the prefix and key compare as their UTF-8. The cluster is
+/// asked of both tables, so that each is read through its cluster's index
+/// (the key's cluster is the revision's).
 pub(super) const SCOPE: &str = "($1::bigint IS NULL OR r.mod_revision >= $1::bigint) \
      AND ($2::bigint IS NULL OR r.mod_revision <= $2::bigint) \
      AND ($3::text IS NULL OR k.namespace = $3::text) AND ($4::text IS NULL OR k.resource = $4::text) \
      AND ($5::text IS NULL OR substr(k.key, 1, octet_length($5::text)) = convert_to($5::text, 'UTF8')) \
-     AND ($6::bigint IS NULL OR k.cluster_id = $6::bigint) \
+     AND ($6::bigint IS NULL OR (r.cluster_id = $6::bigint AND k.cluster_id = $6::bigint)) \
      AND ($7::text IS NULL OR k.key = convert_to($7::text, 'UTF8'))";
 
 /// The values [`SCOPE`] binds, in order.

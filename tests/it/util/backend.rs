@@ -94,3 +94,35 @@ pub fn assert_consistent(db: &Path) {
     let broken: Option<String> = sql.query_row("PRAGMA foreign_key_check", [], |r| r.get(0)).ok();
     assert_eq!(broken, None, "a row refers to a missing one");
 }
+
+/// Runs `sql` behind etcd-inspector's back, on either backend (tables
+/// named without their schema): the first column of its first row.
+pub fn query_int(db: &Path, sql: &str) -> i64 {
+    if postgres_backend() {
+        let mut client = ::postgres::Client::connect(db.to_str().unwrap(), ::postgres::NoTls).unwrap();
+        client.batch_execute("SET search_path TO etcd_inspector").unwrap();
+        return client.query_one(sql, &[]).unwrap().get(0);
+    }
+    let sql_db = rusqlite::Connection::open(db).unwrap();
+    sql_db.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+/// Takes the database back to the schema before revisions named their
+/// cluster (SQLite's 21 migrations, PostgreSQL's first), as the previous
+/// version of etcd-inspector left it.
+pub fn undo_revision_clusters(db: &Path) {
+    if postgres_backend() {
+        let mut client = ::postgres::Client::connect(db.to_str().unwrap(), ::postgres::NoTls).unwrap();
+        client
+            .batch_execute(
+                "ALTER TABLE etcd_inspector.revisions DROP COLUMN cluster_id; \
+                 DELETE FROM etcd_inspector.schema_version WHERE version > 1",
+            )
+            .unwrap();
+        return;
+    }
+    rusqlite::Connection::open(db)
+        .unwrap()
+        .execute_batch("ALTER TABLE revisions DROP COLUMN cluster_id; PRAGMA user_version = 21")
+        .unwrap();
+}

@@ -11,7 +11,10 @@ pub mod kms_plugin;
 pub mod postgres;
 pub mod proxy;
 
-pub use backend::{assert_consistent, db_in, delete_revisions, postgres_backend, sqlite_only, temp_db};
+pub use backend::{
+    assert_consistent, db_in, delete_revisions, postgres_backend, query_int, sqlite_only, temp_db,
+    undo_revision_clusters,
+};
 use etcd::TestEtcd;
 use etcd_inspector::store::Store;
 use serde_json::Value;
