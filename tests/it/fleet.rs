@@ -495,3 +495,48 @@ fn a_database_from_before_revisions_named_their_cluster_is_upgraded_in_place() {
     assert_eq!(query_int(&db, us_revisions), 3);
     assert_eq!(query_int(&db, OFF_CLUSTER), 0);
 }
+
+#[test]
+fn prune_gives_each_clusters_kept_revisions_to_a_run_of_that_cluster() {
+    let (eu, us) = (TestEtcd::start(), TestEtcd::start());
+    let (_dir, db) = temp_db();
+    write_eu(&eu);
+    write_us(&us);
+    for round in 0..3 {
+        for (etcd, name) in [(&eu, EU), (&us, US)] {
+            let mode = format!("{name}-{round}");
+            etcd.put(
+                "/registry/configmaps/shop/rounds",
+                &config_map("shop", "rounds", "uid-rounds", &[("mode", &mode)]),
+            );
+            ok(snapshot(etcd, &db, &["--cluster", name, "--no-analyze"]));
+        }
+    }
+    let stored = stored_revisions(&db);
+    ok(inspector(&db, &["prune", "--keep-runs", "1"]));
+    assert_eq!(runs(&db).len(), 2, "the newest run of each cluster");
+    assert!(stored_revisions(&db) < stored, "the older rounds' revisions went");
+    let off_run =
+        "SELECT count(*) FROM revisions r JOIN runs n ON n.id = r.run_id WHERE n.cluster_id <> r.cluster_id";
+    assert_eq!(
+        query_int(&db, off_run),
+        0,
+        "no revision moved to another cluster's run"
+    );
+    for name in [EU, US] {
+        let own = rows(
+            &db,
+            &[
+                "history",
+                "--cluster",
+                name,
+                "/registry/configmaps/shop/rounds",
+                "-o",
+                "json",
+            ],
+        );
+        // The revision before the kept run's view, and the kept run's own.
+        assert_eq!(own.len(), 2, "{name}: {own:?}");
+        assert!(own.iter().all(|h| h["cluster"] == name), "{own:?}");
+    }
+}

@@ -55,8 +55,9 @@ impl Store {
                             params![cluster, start],
                         )?;
                         conn.execute(
-                            "UPDATE revisions SET run_id = ?1 WHERE run_id IN (SELECT id FROM doomed)",
-                            [oldest],
+                            "UPDATE revisions SET run_id = ?1 \
+                             WHERE run_id IN (SELECT id FROM doomed WHERE cluster_id = ?2)",
+                            [oldest, cluster],
                         )?;
                         // Generations begun before the cut lost revisions:
                         // the unbroken history now starts after it.
