@@ -184,7 +184,7 @@ pub fn ingest(
     hasher: &ValueHasher,
     decryptor: Option<&Decryptor>,
 ) -> Ingested {
-    let mut writer = ObjectWriter::new(config.depth);
+    let mut writer = ObjectWriter::for_value(config.depth, record.value.len());
     let opened = match record.deleted {
         true => None,
         false => Some(open_into(
