@@ -5,7 +5,7 @@
 //! decoded in chunks on worker threads ([`super::pipeline`]) while this
 //! thread inserts the chunks before them in order.
 
-use super::base::{Base, BaseBlob, Bases};
+use super::base::{Base, BaseBlob, Bases, Plain};
 use super::blob::{pack, repack_without, ZSTD};
 use super::pipeline::{Chunk, Pipeline};
 use super::prepare::{Against, KeyInfo, PlainBlobs, Prepared, Semantic};
@@ -197,7 +197,7 @@ impl<'s> RevisionWriter<'s> {
             .into_iter()
             .map(|f| {
                 f.map(|(fields, _)| StoredFull {
-                    fields,
+                    fields: Arc::new(fields),
                     id: ids.next().expect("one answer per content"),
                 })
             })
@@ -464,7 +464,7 @@ impl<'s> RevisionWriter<'s> {
 /// A content stored in full ahead of its chunk's other rows.
 struct StoredFull {
     /// Its plain field blob.
-    fields: Vec<u8>,
+    fields: Plain,
     /// Its new row, `None` when its hash was stored before.
     id: Option<i64>,
 }
@@ -474,7 +474,7 @@ struct StoredFull {
 pub(super) struct ChunkBase {
     key_id: i64,
     /// Its row and plain field blob, when this writer inserted it.
-    stored: Option<(i64, Vec<u8>)>,
+    stored: Option<(i64, Plain)>,
     plain: Arc<PlainBlobs>,
 }
 
