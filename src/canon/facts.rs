@@ -46,13 +46,13 @@ fn event_time(object: &Value) -> Option<String> {
         return None;
     }
     [
-        "/lastTimestamp",
-        "/eventTime",
-        "/series/lastObservedTime",
-        "/deprecatedLastTimestamp",
+        &["lastTimestamp"][..],
+        &["eventTime"],
+        &["series", "lastObservedTime"],
+        &["deprecatedLastTimestamp"],
     ]
     .iter()
-    .filter_map(|p| object.pointer(p).and_then(Value::as_str))
+    .filter_map(|p| at(object, p).and_then(Value::as_str))
     .filter_map(|t| Some((t.parse::<jiff::Timestamp>().ok()?, t)))
     .max_by_key(|(at, _)| *at)
     .map(|(_, t)| t.to_string())
@@ -66,7 +66,7 @@ pub fn renew_time(object: &Value) -> Option<String> {
             .get("apiVersion")
             .and_then(Value::as_str)
             .is_some_and(|v| v.starts_with("coordination.k8s.io/"));
-    lease.then(|| text(object.pointer("/spec/renewTime")))?
+    lease.then(|| text(at(object, &["spec", "renewTime"])))?
 }
 
 /// The newest of the object's managedFields times and creationTimestamp,
@@ -90,23 +90,22 @@ fn written_at(meta: Option<&Value>) -> Option<String> {
 /// it until the namespace controller has emptied it) with the managers
 /// that own each (`fieldsV1` `f:metadata` → `f:finalizers` → `v:"<name>"`).
 fn finalizers(object: &Value) -> Option<String> {
-    let managed = object
-        .pointer("/metadata/managedFields")
+    let managed = at(object, &["metadata", "managedFields"])
         .map(entries)
         .unwrap_or_default();
     let namespace = object.get("kind").and_then(Value::as_str) == Some("Namespace");
     let sources = [
-        ("/metadata/finalizers", "/f:metadata/f:finalizers"),
-        ("/spec/finalizers", "/f:spec/f:finalizers"),
+        (["metadata", "finalizers"], ["f:metadata", "f:finalizers"]),
+        (["spec", "finalizers"], ["f:spec", "f:finalizers"]),
     ];
     let mut list: Vec<Value> = Vec::new();
-    for (at, owned) in sources.iter().take(if namespace { 2 } else { 1 }) {
-        let names = object.pointer(at).and_then(Value::as_array).into_iter().flatten();
+    for (path, owned) in sources.iter().take(if namespace { 2 } else { 1 }) {
+        let names = at(object, path).and_then(Value::as_array).into_iter().flatten();
         for name in names.filter_map(Value::as_str) {
             let member = format!("v:{}", Value::String(name.to_string()));
             let by: Vec<String> = managed
                 .iter()
-                .filter(|e| e.fields.pointer(owned).and_then(|f| f.get(&member)).is_some())
+                .filter(|e| at(&e.fields, owned).and_then(|f| f.get(&member)).is_some())
                 .map(|e| e.label())
                 .collect();
             list.push(serde_json::json!({"name": name, "managers": by}));
@@ -137,6 +136,13 @@ fn owner_refs(meta: Option<&Value>) -> Option<String> {
     (!list.is_empty()).then(|| Value::Array(list).to_string())
 }
 
+/// The value at `path` (member names, outermost first): what
+/// [`Value::pointer`] finds for a path of plain names, without building a
+/// string for each of its steps (2% of a file run's decoding went there).
+fn at<'v>(v: &'v Value, path: &[&str]) -> Option<&'v Value> {
+    path.iter().try_fold(v, |v, name| v.get(name))
+}
+
 fn text(v: Option<&Value>) -> Option<String> {
     v.and_then(Value::as_str)
         .filter(|s| !s.is_empty())
@@ -145,9 +151,16 @@ fn text(v: Option<&Value>) -> Option<String> {
 
 /// The node a Pod runs on, or the one its (DaemonSet) node affinity pins it to.
 fn node(object: &Value) -> Option<String> {
-    text(object.pointer("/spec/nodeName")).or_else(|| {
-        let terms = object.pointer(
-            "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms",
+    text(at(object, &["spec", "nodeName"])).or_else(|| {
+        let terms = at(
+            object,
+            &[
+                "spec",
+                "affinity",
+                "nodeAffinity",
+                "requiredDuringSchedulingIgnoredDuringExecution",
+                "nodeSelectorTerms",
+            ],
         )?;
         terms.as_array()?.iter().find_map(|t| {
             t.get("matchFields")?.as_array()?.iter().find_map(|f| {
@@ -183,14 +196,12 @@ pub fn object_facts_with_spec_hash(object: &Value, spec_hash: Option<Vec<u8>>) -
     let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
     let desired = match kind {
         "ReplicaSet" | "ReplicationController" | "StatefulSet" => Some(
-            object
-                .pointer("/spec/replicas")
+            at(object, &["spec", "replicas"])
                 .and_then(Value::as_i64)
                 .unwrap_or(1),
         ),
         "Job" => Some(
-            object
-                .pointer("/spec/parallelism")
+            at(object, &["spec", "parallelism"])
                 .and_then(Value::as_i64)
                 .unwrap_or(1),
         ),
@@ -209,13 +220,11 @@ pub fn object_facts_with_spec_hash(object: &Value, spec_hash: Option<Vec<u8>>) -
         spec_hash,
         creation_timestamp: text(meta.and_then(|m| m.get("creationTimestamp"))),
         deletion_timestamp: text(meta.and_then(|m| m.get("deletionTimestamp"))),
-        phase: text(object.pointer("/status/phase")),
+        phase: text(at(object, &["status", "phase"])),
         node: node(object),
         desired,
         managers: (!managers.is_empty()).then(|| managers.join(",")),
-        observed_generation: object
-            .pointer("/status/observedGeneration")
-            .and_then(Value::as_i64),
+        observed_generation: at(object, &["status", "observedGeneration"]).and_then(Value::as_i64),
         finalizers: finalizers(object),
         owner_refs: owner_refs(meta),
         written_at: written_at(meta),

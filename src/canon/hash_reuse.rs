@@ -10,6 +10,11 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
 
+/// foldhash: the map is looked up for every long field of every revision.
+type Fast = hashbrown::DefaultHashBuilder;
+/// A field's bytes and their digest.
+type Digested = (Box<[u8]>, [u8; 32]);
+
 /// Values shorter than this are hashed directly: looking them up costs more.
 pub const MIN_BYTES: usize = 256;
 /// Bytes of values each thread keeps; past it the map starts over. A data
@@ -19,16 +24,16 @@ const BUDGET: usize = 8 << 20;
 #[derive(Default)]
 struct Reuse {
     /// Cheap fingerprint (path, length, first and last bytes) → bytes, digest.
-    map: HashMap<u64, (Box<[u8]>, [u8; 32])>,
+    map: HashMap<u64, Digested, Fast>,
     bytes: usize,
-    state: std::collections::hash_map::RandomState,
+    state: Fast,
 }
 
 thread_local! {
     static REUSE: RefCell<Reuse> = RefCell::new(Reuse::default());
 }
 
-fn fingerprint(state: &std::collections::hash_map::RandomState, path: &str, bytes: &[u8]) -> u64 {
+fn fingerprint(state: &Fast, path: &str, bytes: &[u8]) -> u64 {
     let mut h = state.build_hasher();
     path.hash(&mut h);
     bytes.len().hash(&mut h);

@@ -104,8 +104,15 @@ struct TopMember {
 impl CanonicalWriter {
     /// A writer of field paths `depth` deep.
     pub fn new(depth: usize) -> Self {
+        Self::with_capacity(depth, 4096)
+    }
+
+    /// A writer of field paths `depth` deep, with room for `bytes` of JSON
+    /// (growing the output as it is written copied a fully filled Pod's
+    /// 30 KB three times over, into fresh pages each time).
+    pub fn with_capacity(depth: usize, bytes: usize) -> Self {
         CanonicalWriter {
-            out: Vec::with_capacity(4096),
+            out: Vec::with_capacity(bytes),
             spans: Vec::new(),
             depth,
             open: Vec::new(),

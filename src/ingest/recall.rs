@@ -7,9 +7,9 @@
 //! nothing to report is kept (see [`crate::json_sink::JsonSink::recall`]).
 
 use crate::canon::writer::Recorded;
+use hashbrown::DefaultHashBuilder as RandomState;
 use serde_json::Value;
 use std::cell::RefCell;
-use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
 
@@ -36,7 +36,7 @@ pub struct Entry {
 #[derive(Default)]
 struct Kept {
     /// Fingerprint (key, message, length, first and last bytes) → entry.
-    map: HashMap<u64, Entry>,
+    map: HashMap<u64, Entry, RandomState>,
     bytes: usize,
     state: RandomState,
 }

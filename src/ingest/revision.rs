@@ -133,7 +133,8 @@ fn content(written: Written, secrecy: Secrecy, config: &FieldConfig, hasher: &Va
         view,
     } = written;
     let managed = view
-        .pointer("/metadata/managedFields")
+        .get("metadata")
+        .and_then(|m| m.get("managedFields"))
         .map(|m| serde_json::to_vec(m).expect("JSON values serialize"));
     let keyed = config.sensitivity.covers_any(secrecy, &canonical);
     let fields = hash_spans(&canonical, spans, secrecy, &config.sensitivity, hasher);
@@ -184,7 +185,7 @@ pub fn ingest(
     hasher: &ValueHasher,
     decryptor: Option<&Decryptor>,
 ) -> Ingested {
-    let mut writer = ObjectWriter::new(config.depth);
+    let mut writer = ObjectWriter::for_value(config.depth, record.value.len());
     let opened = match record.deleted {
         true => None,
         false => Some(open_into(

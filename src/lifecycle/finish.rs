@@ -32,12 +32,13 @@ pub struct Finished {
 /// `options` name (saying so on standard error when it moved out of an
 /// older database or is new).
 pub(super) fn begin(db: &Path, source: &str, options: &RecordOptions) -> Result<(Store, RunId)> {
+    crate::decode::schema::load_in_background();
     let store = Store::open_for_writing(db)?;
     if let Some(notice) = store.load_hash_key(&options.hash_key)? {
         tracing::info!("{notice}");
     }
     let run = store.begin_run(source, &options.prefix, &options.filter.describe())?;
-    store.record(run, RunFact::Schema(&crate::decode::schema::schema().origin))?;
+    store.record(run, RunFact::Schema(crate::decode::schema::origin()))?;
     Ok((store, run))
 }
 

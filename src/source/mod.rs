@@ -44,7 +44,7 @@ pub struct LiveKey {
 pub struct Census {
     /// Key → its newest record's counters; `version` 0 and `deleted` for a
     /// tombstone.
-    newest: HashMap<Vec<u8>, Counters>,
+    newest: HashMap<Vec<u8>, Counters, hashbrown::DefaultHashBuilder>,
 }
 
 #[derive(Clone, Copy, Debug)]

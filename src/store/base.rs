@@ -8,18 +8,22 @@ use super::blob::{unpack, unpacked_size, ZSTD};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
+/// A blob in plain form, shared with what made it (no copy of a canonical
+/// JSON of tens of kilobytes per key).
+pub(super) type Plain = Arc<Vec<u8>>;
+
 /// Bytes of bases kept in memory before the cache is dropped.
 const CACHE_BYTES: usize = 16 << 20;
 
 /// One blob of a base, decompressed on first use.
 pub(super) struct BaseBlob {
     packed: Option<Vec<u8>>,
-    plain: OnceLock<Vec<u8>>,
+    plain: OnceLock<Plain>,
 }
 
 impl BaseBlob {
     /// A blob this writer has in plain form.
-    pub(super) fn plain(bytes: Vec<u8>) -> BaseBlob {
+    pub(super) fn plain(bytes: Plain) -> BaseBlob {
         BaseBlob {
             packed: None,
             plain: OnceLock::from(bytes),
@@ -38,10 +42,12 @@ impl BaseBlob {
     /// stored blob does not decompress.
     pub(super) fn bytes(&self) -> &[u8] {
         self.plain.get_or_init(|| {
-            self.packed
-                .as_deref()
-                .and_then(|p| unpack(ZSTD, p, None).ok())
-                .unwrap_or_default()
+            Arc::new(
+                self.packed
+                    .as_deref()
+                    .and_then(|p| unpack(ZSTD, p, None).ok())
+                    .unwrap_or_default(),
+            )
         })
     }
 
@@ -121,6 +127,6 @@ mod tests {
         assert_eq!(stored.size(), stored.packed.as_ref().unwrap().len() + plain.len());
         assert_eq!(stored.bytes(), plain);
         assert_eq!(BaseBlob::packed(b"not zstd".to_vec()).bytes(), b"");
-        assert_eq!(BaseBlob::plain(plain.clone()).bytes(), plain);
+        assert_eq!(BaseBlob::plain(Arc::new(plain.clone())).bytes(), plain);
     }
 }

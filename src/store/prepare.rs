@@ -3,7 +3,7 @@
 //! key's base. Runs on the [`super::pipeline`] workers; the database half
 //! stays on the writer's thread.
 
-use super::base::Base;
+use super::base::{Base, Plain};
 use super::blob::pack;
 use crate::canon::facts::ObjectFacts;
 use crate::canon::keyed_hash::ValueHasher;
@@ -78,8 +78,8 @@ pub(super) enum Dict {
 
 /// Plain canonical JSON (empty when keyed) and managedFields JSON.
 pub(super) struct PlainBlobs {
-    pub canonical: Vec<u8>,
-    pub managed: Vec<u8>,
+    pub canonical: Plain,
+    pub managed: Plain,
 }
 
 /// A revision ready for the database.
@@ -109,8 +109,8 @@ fn packed(content: Content, dict: Dict) -> Semantic {
     let (against, plain) = match dict {
         Dict::None => {
             let plain = PlainBlobs {
-                canonical: content.canonical,
-                managed: content.managed.unwrap_or_default(),
+                canonical: Arc::new(content.canonical),
+                managed: Arc::new(content.managed.unwrap_or_default()),
             };
             (Against::Nothing, Some(Arc::new(plain)))
         }
