@@ -41,23 +41,23 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0002_revisions_by_cluster.sql"),
 ];
 
-/// What every session of ours sets once our schema is there (measured at
-/// ten clusters of a million revisions each, PostgreSQL 15):
-/// - our schema first on the search path;
-/// - no JIT: our aggregates run once each, and compiling one took 0.3 s
-///   (a cluster alone) to 1.6 s (among ten) of a 0.6 s to 2 s query;
-/// - unless the server's administrator set it, `random_page_cost` 1.1, as
-///   for SSDs: a cluster's revisions lie together (each run copies its
-///   cluster's rows in pages), but the default 4 prices reading them
-///   through `revisions_by_cluster` above scanning every cluster's
-///   revisions, 5-6x slower among ten clusters.
+/// What every session of ours sets once our schema is there: our schema
+/// first on the search path, and no JIT (our aggregates run once each, and
+/// compiling one took 0.3 s for a cluster alone to 1.6 s among ten, of a
+/// 0.6 s to 2 s query; PostgreSQL 15, a million revisions a cluster).
 fn session() -> String {
-    format!(
-        "SET search_path TO {SCHEMA}; SET jit = off; \
-         SELECT set_config('random_page_cost', '1.1', false) FROM pg_settings \
-         WHERE name = 'random_page_cost' AND source = 'default'"
-    )
+    format!("SET search_path TO {SCHEMA}; SET jit = off")
 }
+
+/// What a reading session sets besides: unless the server's administrator
+/// set it, `random_page_cost` 1.1, as for SSDs. A cluster's revisions lie
+/// together (each run copies its rows in pages), but the default 4 prices
+/// reading them through `revisions_by_cluster` above scanning every
+/// cluster's revisions, 5-6x slower among ten clusters. Writers keep the
+/// server's: a cluster's first run asks before the statistics know its
+/// keys, and the cheaper random read then tipped key lookups onto scans.
+const READING: &str = "SELECT set_config('random_page_cost', '1.1', false) FROM pg_settings \
+     WHERE name = 'random_page_cost' AND source = 'default'";
 
 /// Prepared statements a connection keeps.
 const STATEMENTS: usize = 256;
@@ -410,7 +410,9 @@ impl Store {
     /// Opens a database that holds our schema, to read it (upgrading an
     /// older schema in place, as SQLite's reader does).
     pub fn open_for_reading(uri: &str) -> Result<Store, StoreError> {
-        Store::open_inner(uri, false)
+        let store = Store::open_inner(uri, false)?;
+        store.with_client(|c| c.batch_execute(READING))?;
+        Ok(store)
     }
 
     pub fn path(&self) -> &Path {
