@@ -42,7 +42,7 @@ pub fn db_in(dir: &Path, name: &str) -> PathBuf {
     if !postgres_backend() {
         return dir.join(format!("{name}.sqlite"));
     }
-    match postgres::database() {
+    match postgres::database_in(dir) {
         Some(uri) => PathBuf::from(uri),
         None => panic!("ETCD_INSPECTOR_TEST_BACKEND=postgres, and PostgreSQL is not installed"),
     }

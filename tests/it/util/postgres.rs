@@ -5,7 +5,9 @@
 //! refuse it) the server runs as `nobody`.
 //!
 //! One shared server per test process ([`database`] hands each caller a
-//! fresh database on it); [`TestPostgres::start`] starts a private one with
+//! fresh database on it, [`database_in`] one that is dropped once the
+//! test's scratch directory is gone, so that a whole suite's databases do
+//! not pile up on disk); [`TestPostgres::start`] starts a private one with
 //! extra settings (TLS). A small shell runs initdb and the server and holds
 //! the read end of a pipe whose write end only this process has: when the
 //! test process ends, however it ends (even SIGKILL, where no destructor
@@ -18,7 +20,7 @@ use super::missing;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The superuser `initdb` creates.
@@ -188,7 +190,7 @@ impl TestPostgres {
             .args(["-p", &port.to_string(), "-k"])
             .arg(&dir)
             .args(["-c", "listen_addresses=127.0.0.1"])
-            // Scratch data: no waiting for disks.
+            // Scratch data: no waiting for disks, and little WAL kept.
             .args([
                 "-c",
                 "fsync=off",
@@ -196,6 +198,8 @@ impl TestPostgres {
                 "synchronous_commit=off",
                 "-c",
                 "full_page_writes=off",
+                "-c",
+                "max_wal_size=128MB",
             ]);
         for (name, value) in settings {
             watch.arg("-c").arg(format!("{name}={value}"));
@@ -247,6 +251,12 @@ impl TestPostgres {
 
     /// A fresh, empty database's URI.
     pub fn create_database(&self) -> String {
+        let name = self.create_named();
+        self.uri(&name)
+    }
+
+    /// Creates a fresh, empty database; its name.
+    fn create_named(&self) -> String {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let name = format!(
             "test_{}_{}",
@@ -256,7 +266,7 @@ impl TestPostgres {
         self.client("postgres")
             .batch_execute(&format!("CREATE DATABASE {name}"))
             .unwrap();
-        self.uri(&name)
+        name
     }
 
     /// The server's log so far, for failure messages.
@@ -288,4 +298,31 @@ pub fn shared() -> Option<&'static TestPostgres> {
 #[track_caller]
 pub fn database() -> Option<String> {
     shared().map(TestPostgres::create_database)
+}
+
+/// A fresh database on the shared server for a test whose scratch
+/// directory is `dir`, as a `--db` URI; `None` (with a message) where
+/// PostgreSQL is absent. It is dropped on a later call once `dir` is gone
+/// (the test has ended), and with the server at the end of the process.
+#[track_caller]
+pub fn database_in(dir: &Path) -> Option<String> {
+    /// Databases handed out, with the directory whose test uses each.
+    static HANDED_OUT: Mutex<Vec<(PathBuf, String)>> = Mutex::new(Vec::new());
+    let server = shared()?;
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    let (done, running): (Vec<_>, Vec<_>) = handed_out.drain(..).partition(|(dir, _)| !dir.exists());
+    *handed_out = running;
+    if !done.is_empty() {
+        let mut client = server.client("postgres");
+        for (_, name) in done {
+            // One statement each (DROP DATABASE refuses a transaction);
+            // FORCE ends connections a killed test's children left behind.
+            client
+                .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .unwrap();
+        }
+    }
+    let name = server.create_named();
+    handed_out.push((dir.to_path_buf(), name.clone()));
+    Some(server.uri(&name))
 }
