@@ -4,6 +4,8 @@
 //! briefly holds three times its contents) nor costs an allocation per
 //! object.
 
+use std::num::NonZeroU32;
+
 /// Items per chunk of a [`Chunked`].
 const CHUNK: usize = 4096;
 
@@ -66,10 +68,12 @@ impl<T> Chunked<T> {
 /// Bytes per block of [`Texts`] (a longer text gets a block of its own).
 const BLOCK: usize = 1 << 20;
 
-/// Where a text lies in a [`Texts`].
+/// Where a text lies in a [`Texts`]. 12 bytes, and `Option<Span>` too
+/// (the block number is never zero).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Span {
-    block: u32,
+    /// The block's index plus one.
+    block: NonZeroU32,
     at: u32,
     len: u32,
 }
@@ -94,7 +98,10 @@ impl Texts {
         let at = block.len();
         block.push_str(text);
         Span {
-            block: u32::try_from(self.blocks.len() - 1).expect("fewer than 2^32 blocks"),
+            block: u32::try_from(self.blocks.len())
+                .ok()
+                .and_then(NonZeroU32::new)
+                .expect("fewer than 2^32 blocks"),
             at: u32::try_from(at).expect("a block is under 4 GiB"),
             len: u32::try_from(text.len()).expect("a text is under 4 GiB"),
         }
@@ -103,7 +110,7 @@ impl Texts {
     /// The text at `span`.
     pub fn get(&self, span: Span) -> &str {
         let at = span.at as usize;
-        &self.blocks[span.block as usize][at..at + span.len as usize]
+        &self.blocks[span.block.get() as usize - 1][at..at + span.len as usize]
     }
 }
 
@@ -141,5 +148,6 @@ mod tests {
         assert_eq!(texts.get(after), "/registry/pods/ns/after");
         let empty = texts.push("");
         assert_eq!(texts.get(empty), "");
+        assert_eq!(std::mem::size_of::<Option<Span>>(), std::mem::size_of::<Span>());
     }
 }

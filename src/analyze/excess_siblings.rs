@@ -94,21 +94,16 @@ impl Detector for Siblings {
     }
 }
 
-/// What the sweep reads of one kept revision. One is kept for every
-/// generation start of every owned object until the sweep, so it is held
-/// compactly: texts in the store's blocks, names that repeat shared.
-struct Event {
-    mod_revision: i64,
+/// What a key's kept revisions share while its object stays the same: one
+/// per generation (another whenever one of these changes), which each of
+/// its events refers to, so that texts are not kept once per event.
+struct Identity {
     create_revision: i64,
-    desired: Option<i64>,
-    deleted: bool,
     key: Span,
     name: Option<Span>,
     uid: Option<Span>,
     owner_name: Option<Span>,
     owner_uid: Option<Span>,
-    /// The spec hash, hex.
-    spec_hash: Option<Span>,
     creation_timestamp: Option<Span>,
     deletion_timestamp: Option<Span>,
     resource: Option<Name>,
@@ -116,52 +111,95 @@ struct Event {
     namespace: Option<Name>,
     owner_kind: Option<Name>,
     generate_name: Option<Name>,
-    phase: Option<Name>,
     node: Option<Name>,
     managers: Option<Name>,
+}
+
+/// What the sweep reads of one kept revision besides its [`Identity`].
+/// One is kept for every generation start, tombstone and change of
+/// liveness or desired count of every owned object until the sweep, so it
+/// is small: 64 bytes.
+struct Event {
+    mod_revision: i64,
+    desired: Option<i64>,
+    identity: u32,
+    /// The spec hash, hex (shared with the key's previous event when equal).
+    spec_hash: Option<Span>,
+    phase: Option<Name>,
+    deleted: bool,
 }
 
 /// The kept revisions, in the order kept.
 #[derive(Default)]
 struct Events {
     items: Chunked<Event>,
+    identities: Chunked<Identity>,
     texts: Texts,
     names: Interner,
 }
 
 impl Events {
     fn push(&mut self, r: &ObjectRevision) {
-        let texts = &mut self.texts;
-        let mut text = |s: Option<&str>| s.map(|s| texts.push(s));
         let f = &r.facts;
+        let spec_hash = f.spec_hash.as_deref().map(hex);
+        // What the key's previous event (keys come one at a time, so the
+        // last event kept, when of this key) has that this one can share.
+        let (same_identity, same_spec) = match self.items.len().checked_sub(1) {
+            Some(last) => {
+                let p = self.get(last as u32);
+                let mine = p.key() == r.key;
+                (
+                    (mine && p.same_identity(r)).then_some(p.e.identity),
+                    (mine && p.text(p.e.spec_hash) == spec_hash.as_deref()).then_some(p.e.spec_hash),
+                )
+            }
+            None => (None, None),
+        };
+        let identity = match same_identity {
+            Some(identity) => identity,
+            None => {
+                let texts = &mut self.texts;
+                let mut text = |s: Option<&str>| s.map(|s| texts.push(s));
+                let identity = Identity {
+                    create_revision: r.create_revision,
+                    key: text(Some(&r.key)).expect("a key"),
+                    name: text(r.name.as_deref()),
+                    uid: text(r.uid.as_deref()),
+                    owner_name: text(f.owner_name.as_deref()),
+                    owner_uid: text(f.owner_uid.as_deref()),
+                    creation_timestamp: text(f.creation_timestamp.as_deref()),
+                    deletion_timestamp: text(f.deletion_timestamp.as_deref()),
+                    resource: self.names.option(r.resource.as_deref()),
+                    kind: self.names.option(r.kind.as_deref()),
+                    namespace: self.names.option(r.namespace.as_deref()),
+                    owner_kind: self.names.option(f.owner_kind.as_deref()),
+                    generate_name: self.names.option(f.generate_name.as_deref()),
+                    node: self.names.option(f.node.as_deref()),
+                    managers: self.names.option(f.managers.as_deref()),
+                };
+                self.identities.push(identity)
+            }
+        };
+        let spec_hash = match same_spec {
+            Some(span) => span,
+            None => spec_hash.map(|h| self.texts.push(&h)),
+        };
         let event = Event {
             mod_revision: r.mod_revision,
-            create_revision: r.create_revision,
             desired: f.desired,
-            deleted: r.deleted,
-            key: text(Some(&r.key)).expect("a key"),
-            name: text(r.name.as_deref()),
-            uid: text(r.uid.as_deref()),
-            owner_name: text(f.owner_name.as_deref()),
-            owner_uid: text(f.owner_uid.as_deref()),
-            spec_hash: text(f.spec_hash.as_deref().map(hex).as_deref()),
-            creation_timestamp: text(f.creation_timestamp.as_deref()),
-            deletion_timestamp: text(f.deletion_timestamp.as_deref()),
-            resource: self.names.option(r.resource.as_deref()),
-            kind: self.names.option(r.kind.as_deref()),
-            namespace: self.names.option(r.namespace.as_deref()),
-            owner_kind: self.names.option(f.owner_kind.as_deref()),
-            generate_name: self.names.option(f.generate_name.as_deref()),
+            identity,
+            spec_hash,
             phase: self.names.option(f.phase.as_deref()),
-            node: self.names.option(f.node.as_deref()),
-            managers: self.names.option(f.managers.as_deref()),
+            deleted: r.deleted,
         };
         self.items.push(event);
     }
 
     fn get(&self, i: u32) -> Ev<'_> {
+        let e = self.items.get(i);
         Ev {
-            e: self.items.get(i),
+            e,
+            i: self.identities.get(e.identity),
             texts: &self.texts,
         }
     }
@@ -181,6 +219,7 @@ impl Events {
 #[derive(Clone, Copy)]
 struct Ev<'a> {
     e: &'a Event,
+    i: &'a Identity,
     texts: &'a Texts,
 }
 
@@ -190,23 +229,43 @@ impl<'a> Ev<'a> {
     }
 
     fn key(&self) -> &'a str {
-        self.texts.get(self.e.key)
+        self.texts.get(self.i.key)
+    }
+
+    /// Whether `r` (of the same key) has this event's [`Identity`].
+    fn same_identity(&self, r: &ObjectRevision) -> bool {
+        let (i, f) = (self.i, &r.facts);
+        let name = |n: &Option<Name>| n.as_deref().map(str::to_owned);
+        i.create_revision == r.create_revision
+            && self.text(i.name) == r.name.as_deref()
+            && self.text(i.uid) == r.uid.as_deref()
+            && self.text(i.owner_name) == f.owner_name.as_deref()
+            && self.text(i.owner_uid) == f.owner_uid.as_deref()
+            && self.text(i.creation_timestamp) == f.creation_timestamp.as_deref()
+            && self.text(i.deletion_timestamp) == f.deletion_timestamp.as_deref()
+            && name(&i.resource) == r.resource
+            && name(&i.kind) == r.kind
+            && name(&i.namespace) == r.namespace
+            && name(&i.owner_kind) == f.owner_kind
+            && name(&i.generate_name) == f.generate_name
+            && name(&i.node) == f.node
+            && name(&i.managers) == f.managers
     }
 
     fn is_create(&self) -> bool {
-        !self.e.deleted && self.e.mod_revision == self.e.create_revision
+        !self.e.deleted && self.e.mod_revision == self.i.create_revision
     }
 
     /// Terminating (deletionTimestamp set) and finished (phase Succeeded or
     /// Failed) objects do not count as live.
     fn is_live(&self) -> bool {
-        self.e.deletion_timestamp.is_none() && !matches!(self.e.phase.as_deref(), Some("Succeeded" | "Failed"))
+        self.i.deletion_timestamp.is_none() && !matches!(self.e.phase.as_deref(), Some("Succeeded" | "Failed"))
     }
 
     /// `Kind namespace/name`, or the key.
     fn object(&self) -> String {
-        match (self.e.kind.as_deref(), self.text(self.e.name)) {
-            (Some(kind), Some(name)) => match self.e.namespace.as_deref() {
+        match (self.i.kind.as_deref(), self.text(self.i.name)) {
+            (Some(kind), Some(name)) => match self.i.namespace.as_deref() {
                 Some(ns) => format!("{kind} {ns}/{name}"),
                 None => format!("{kind} {name}"),
             },
@@ -216,21 +275,21 @@ impl<'a> Ev<'a> {
 
     /// The siblings it counts among, if any.
     fn group(&self) -> Option<Group<'a>> {
-        let e = self.e;
-        if e.owner_uid.is_none() && e.generate_name.is_none() {
+        let i = self.i;
+        if i.owner_uid.is_none() && i.generate_name.is_none() {
             return None;
         }
-        let by = match e.owner_kind.as_deref() {
-            Some("DaemonSet") => By::Node(e.node.as_deref()?),
+        let by = match i.owner_kind.as_deref() {
+            Some("DaemonSet") => By::Node(i.node.as_deref()?),
             _ => By::Template(
-                e.generate_name.as_deref().unwrap_or_default(),
-                self.text(e.spec_hash).unwrap_or_default(),
+                i.generate_name.as_deref().unwrap_or_default(),
+                self.text(self.e.spec_hash).unwrap_or_default(),
             ),
         };
         Some(Group {
-            namespace: e.namespace.as_deref().unwrap_or_default(),
-            resource: e.resource.as_deref().unwrap_or_default(),
-            owner_uid: self.text(e.owner_uid).unwrap_or_default(),
+            namespace: i.namespace.as_deref().unwrap_or_default(),
+            resource: i.resource.as_deref().unwrap_or_default(),
+            owner_uid: self.text(i.owner_uid).unwrap_or_default(),
             by,
         })
     }
@@ -349,7 +408,7 @@ impl<'a> Sweep<'a> {
     /// with too many live siblings is a finding, into `out`.
     fn push(&mut self, i: u32, out: &mut Findings) {
         let r = self.events.get(i);
-        if let (Some(d), Some(uid)) = (r.e.desired, r.text(r.e.uid)) {
+        if let (Some(d), Some(uid)) = (r.e.desired, r.text(r.i.uid)) {
             self.desired.insert(uid, d);
         }
         if r.e.deleted {
@@ -407,7 +466,7 @@ impl<'a> Sweep<'a> {
         if live.is_empty() {
             return None;
         }
-        let e = r.e;
+        let e = r.i;
         let owner = match (e.owner_kind.as_deref(), r.text(e.owner_name)) {
             (Some(k), Some(n)) => format!(
                 "{k} {}{n}",
@@ -439,7 +498,7 @@ impl<'a> Sweep<'a> {
             let close: Vec<Ev> = live
                 .into_iter()
                 .filter(|m| {
-                    seconds_between(m.text(m.e.creation_timestamp), created).is_some_and(|s| s.abs() <= self.window)
+                    seconds_between(m.text(m.i.creation_timestamp), created).is_some_and(|s| s.abs() <= self.window)
                 })
                 .collect();
             if close.is_empty() {
@@ -455,7 +514,7 @@ impl<'a> Sweep<'a> {
         // together would otherwise each list the other 999.
         let more = siblings.len().saturating_sub(SIBLINGS_SHOWN);
         let shown = &siblings[..siblings.len() - more];
-        let mut names = shown.iter().map(|m| m.text(m.e.name).unwrap_or_default()).collect::<Vec<_>>().join(", ");
+        let mut names = shown.iter().map(|m| m.text(m.i.name).unwrap_or_default()).collect::<Vec<_>>().join(", ");
         if more > 0 {
             names.push_str(&format!(" and {more} more"));
         }
@@ -479,7 +538,7 @@ impl<'a> Sweep<'a> {
                 "desired": desired, "generate_name": e.generate_name.as_deref(), "node": e.node.as_deref(), "group": group.identity(),
                 "live_sibling_count": siblings.len(),
                 "live_siblings": shown.iter().map(|m| serde_json::json!({
-                    "key": m.key(), "uid": m.text(m.e.uid), "created_at": m.text(m.e.creation_timestamp), "create_revision": m.e.create_revision})).collect::<Vec<_>>(),
+                    "key": m.key(), "uid": m.text(m.i.uid), "created_at": m.text(m.i.creation_timestamp), "create_revision": m.i.create_revision})).collect::<Vec<_>>(),
             }),
         })
     }
@@ -588,6 +647,33 @@ mod tests {
         assert!(run(&revs).is_empty());
         revs.push(pod("d", 9, "ReplicaSet", "rs"));
         assert_eq!(run(&revs).len(), 1, "a third pod while at 2 of 2");
+    }
+
+    #[test]
+    fn a_keys_events_share_what_does_not_change() {
+        assert_eq!(std::mem::size_of::<Event>(), 64);
+        let created = pod("a", 2, "Job", "job");
+        let mut failed = pod("a", 3, "Job", "job");
+        failed.create_revision = 2;
+        failed.facts.phase = Some("Failed".into());
+        let mut terminating = ObjectRevision {
+            mod_revision: 4,
+            ..failed.clone()
+        };
+        terminating.facts.deletion_timestamp = Some("2026-11-29T08:01:00Z".into());
+        let mut events = Events::default();
+        for r in [&created, &failed, &terminating, &pod("b", 5, "Job", "job")] {
+            events.push(r);
+        }
+        assert_eq!(events.items.len(), 4);
+        assert_eq!(events.identities.len(), 3, "a, a terminating, b");
+        let (first, second) = (events.get(0), events.get(1));
+        assert_eq!(first.e.identity, second.e.identity);
+        assert_eq!(first.e.spec_hash, second.e.spec_hash, "one copy of an unchanged spec hash");
+        assert!(first.is_live() && !second.is_live());
+        assert_eq!(events.get(2).text(events.get(2).i.deletion_timestamp), Some("2026-11-29T08:01:00Z"));
+        assert_eq!(events.get(3).key(), "/registry/pods/ns/b");
+        assert_ne!(events.get(3).e.spec_hash, first.e.spec_hash, "another key's hash is its own");
     }
 
     #[test]
