@@ -39,6 +39,7 @@ const SCHEMA: &str = "etcd_inspector";
 const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0001_schema.sql"),
     include_str!("../../../migrations/postgres/0002_revisions_by_cluster.sql"),
+    include_str!("../../../migrations/postgres/0003_keys_by_object_after_resource.sql"),
 ];
 
 /// What every session of ours sets once our schema is there: our schema
