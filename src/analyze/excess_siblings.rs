@@ -235,7 +235,7 @@ impl<'a> Ev<'a> {
     /// Whether `r` (of the same key) has this event's [`Identity`].
     fn same_identity(&self, r: &ObjectRevision) -> bool {
         let (i, f) = (self.i, &r.facts);
-        let name = |n: &Option<Name>| n.as_deref().map(str::to_owned);
+        let same = |n: &Option<Name>, o: &Option<String>| n.as_deref() == o.as_deref();
         i.create_revision == r.create_revision
             && self.text(i.name) == r.name.as_deref()
             && self.text(i.uid) == r.uid.as_deref()
@@ -243,13 +243,13 @@ impl<'a> Ev<'a> {
             && self.text(i.owner_uid) == f.owner_uid.as_deref()
             && self.text(i.creation_timestamp) == f.creation_timestamp.as_deref()
             && self.text(i.deletion_timestamp) == f.deletion_timestamp.as_deref()
-            && name(&i.resource) == r.resource
-            && name(&i.kind) == r.kind
-            && name(&i.namespace) == r.namespace
-            && name(&i.owner_kind) == f.owner_kind
-            && name(&i.generate_name) == f.generate_name
-            && name(&i.node) == f.node
-            && name(&i.managers) == f.managers
+            && same(&i.resource, &r.resource)
+            && same(&i.kind, &r.kind)
+            && same(&i.namespace, &r.namespace)
+            && same(&i.owner_kind, &f.owner_kind)
+            && same(&i.generate_name, &f.generate_name)
+            && same(&i.node, &f.node)
+            && same(&i.managers, &f.managers)
     }
 
     fn is_create(&self) -> bool {
@@ -652,8 +652,8 @@ mod tests {
     #[test]
     fn a_keys_events_share_what_does_not_change() {
         assert_eq!(std::mem::size_of::<Event>(), 64);
-        let created = pod("a", 2, "Job", "job");
-        let mut failed = pod("a", 3, "Job", "job");
+        let created = pod("a.v1", 2, "Job", "job");
+        let mut failed = pod("a.v1", 3, "Job", "job");
         failed.create_revision = 2;
         failed.facts.phase = Some("Failed".into());
         let mut terminating = ObjectRevision {
@@ -662,7 +662,7 @@ mod tests {
         };
         terminating.facts.deletion_timestamp = Some("2026-11-29T08:01:00Z".into());
         let mut events = Events::default();
-        for r in [&created, &failed, &terminating, &pod("b", 5, "Job", "job")] {
+        for r in [&created, &failed, &terminating, &pod("b.v1", 5, "Job", "job")] {
             events.push(r);
         }
         assert_eq!(events.items.len(), 4);
@@ -672,7 +672,7 @@ mod tests {
         assert_eq!(first.e.spec_hash, second.e.spec_hash, "one copy of an unchanged spec hash");
         assert!(first.is_live() && !second.is_live());
         assert_eq!(events.get(2).text(events.get(2).i.deletion_timestamp), Some("2026-11-29T08:01:00Z"));
-        assert_eq!(events.get(3).key(), "/registry/pods/ns/b");
+        assert_eq!(events.get(3).key(), "/registry/pods/ns/b.v1");
         assert_ne!(events.get(3).e.spec_hash, first.e.spec_hash, "another key's hash is its own");
     }
 
