@@ -11,7 +11,7 @@ use crate::util::k8s::{config_map, pod};
 use crate::util::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 const EU: &str = "prod-eu-1";
@@ -76,12 +76,19 @@ fn write_us(etcd: &TestEtcd) {
     etcd.put(SHARED, &web);
 }
 
-#[test]
-fn two_clusters_in_one_database() {
+/// Two etcds, EU's and US's contents written to each, and a fresh
+/// database (its scratch directory, its `--db`).
+fn eu_and_us() -> (TestEtcd, TestEtcd, tempfile::TempDir, PathBuf) {
     let (eu, us) = (TestEtcd::start(), TestEtcd::start());
     let (dir, db) = temp_db();
     write_eu(&eu);
     write_us(&us);
+    (eu, us, dir, db)
+}
+
+#[test]
+fn two_clusters_in_one_database() {
+    let (eu, us, dir, db) = eu_and_us();
 
     // US first without a name: it shows as etcd's cluster id.
     ok(snapshot(&us, &db, &[]));
@@ -428,10 +435,7 @@ fn fleet_report(db: &Path, findings: &[Value]) {
 
 #[test]
 fn analyze_of_one_cluster_classifies_that_cluster_only() {
-    let (eu, us) = (TestEtcd::start(), TestEtcd::start());
-    let (_dir, db) = temp_db();
-    write_eu(&eu);
-    write_us(&us);
+    let (eu, us, _dir, db) = eu_and_us();
     ok(snapshot(&eu, &db, &["--cluster", EU, "--no-analyze"]));
     ok(snapshot(&us, &db, &["--cluster", US, "--no-analyze"]));
     let classified = |args: &[&str]| {
@@ -464,10 +468,7 @@ fn stats_of_both(db: &Path) -> Vec<Value> {
 
 #[test]
 fn a_database_from_before_revisions_named_their_cluster_is_upgraded_in_place() {
-    let (eu, us) = (TestEtcd::start(), TestEtcd::start());
-    let (_dir, db) = temp_db();
-    write_eu(&eu);
-    write_us(&us);
+    let (eu, us, _dir, db) = eu_and_us();
     ok(snapshot(&eu, &db, &["--cluster", EU]));
     ok(snapshot(&us, &db, &["--cluster", US]));
     assert_eq!(
@@ -498,10 +499,7 @@ fn a_database_from_before_revisions_named_their_cluster_is_upgraded_in_place() {
 
 #[test]
 fn prune_gives_each_clusters_kept_revisions_to_a_run_of_that_cluster() {
-    let (eu, us) = (TestEtcd::start(), TestEtcd::start());
-    let (_dir, db) = temp_db();
-    write_eu(&eu);
-    write_us(&us);
+    let (eu, us, _dir, db) = eu_and_us();
     for round in 0..3 {
         for (etcd, name) in [(&eu, EU), (&us, US)] {
             let mode = format!("{name}-{round}");
