@@ -20,135 +20,133 @@ pub struct Duplicate {
     pub count: usize,
 }
 
-fn text(v: &Value, k: &str) -> String {
-    v.get(k).and_then(Value::as_str).unwrap_or_default().to_string()
+fn text<'v>(v: &'v Value, k: &str) -> &'v str {
+    v.get(k).and_then(Value::as_str).unwrap_or_default()
 }
 
-/// Counts entries by `key_of` and reports those seen more than once.
+/// Whether two of `items` have the same key, compared borrowed: nothing is
+/// formatted unless one does (the common case is a list without repeats).
+fn any_repeat<'v, K: Ord>(items: &'v [Value], key_of: impl Fn(&'v Value) -> Option<K>) -> bool {
+    let mut keys: Vec<K> = items.iter().filter_map(key_of).collect();
+    keys.sort_unstable();
+    keys.windows(2).any(|w| w[0] == w[1])
+}
+
+/// The entries of `items` whose `key_of` repeats, counted, under `path`.
 fn repeats(
-    path: &FieldPath,
-    items: Option<&Value>,
-    key_of: &dyn Fn(&Value) -> Option<String>,
+    path: impl FnOnce() -> FieldPath,
+    items: &[Value],
+    key_of: impl Fn(&Value) -> Option<String>,
     out: &mut Vec<Duplicate>,
 ) {
-    let Some(items) = items.and_then(Value::as_array) else {
-        return;
-    };
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for item in items {
         if let Some(k) = key_of(item) {
             *counts.entry(k).or_default() += 1;
         }
     }
-    out.extend(
-        counts
-            .into_iter()
-            .filter(|(_, n)| *n > 1)
-            .map(|(entry, count)| Duplicate {
-                path: path.clone(),
-                entry,
-                count,
-            }),
-    );
+    let mut path = Some(path);
+    let mut list = None;
+    for (entry, count) in counts.into_iter().filter(|(_, n)| *n > 1) {
+        let path = list.get_or_insert_with(|| path.take().expect("taken once")());
+        out.push(Duplicate {
+            path: path.clone(),
+            entry,
+            count,
+        });
+    }
 }
 
-fn by_name(v: &Value) -> Option<String> {
-    v.get("name")
-        .and_then(Value::as_str)
-        .filter(|n| !n.is_empty())
-        .map(|n| format!("name {n}"))
+/// An owner reference's uid, when it has one.
+fn uid(r: &Value) -> Option<&str> {
+    Some(text(r, "uid")).filter(|u| !u.is_empty())
 }
 
-/// [`repeats`] by name, for the long lists of pod specs: names are compared
-/// borrowed first, and the path is only formatted when one repeats.
+/// What an owner reference refers to: apiVersion, kind and name.
+fn reference(r: &Value) -> (&str, &str, &str) {
+    (text(r, "apiVersion"), text(r, "kind"), text(r, "name"))
+}
+
+/// Who an RBAC subject is: kind, namespace and name.
+fn subject(s: &Value) -> (&str, &str, &str) {
+    (text(s, "kind"), text(s, "namespace"), text(s, "name"))
+}
+
+/// A named entry's name; an unnamed one has none.
+fn name_of(v: &Value) -> Option<&str> {
+    v.get("name").and_then(Value::as_str).filter(|n| !n.is_empty())
+}
+
 fn repeats_by_name(path: impl FnOnce() -> FieldPath, items: Option<&Value>, out: &mut Vec<Duplicate>) {
     let Some(list) = items.and_then(Value::as_array) else {
         return;
     };
-    let mut names: Vec<&str> = list
-        .iter()
-        .filter_map(|v| v.get("name").and_then(Value::as_str))
-        .filter(|n| !n.is_empty())
-        .collect();
-    names.sort_unstable();
-    if names.windows(2).any(|w| w[0] == w[1]) {
-        repeats(&path(), items, &by_name, out);
+    if any_repeat(list, name_of) {
+        repeats(path, list, |v| name_of(v).map(|n| format!("name {n}")), out);
     }
 }
 
-fn pod_spec(path: &FieldPath, spec: &Value, out: &mut Vec<Duplicate>) {
+fn pod_spec(path: &dyn Fn() -> FieldPath, spec: &Value, out: &mut Vec<Duplicate>) {
     for list in ["containers", "initContainers", "ephemeralContainers"] {
-        repeats_by_name(|| path.join_field(list), spec.get(list), out);
+        repeats_by_name(|| path().join_field(list), spec.get(list), out);
         for c in spec.get(list).and_then(Value::as_array).into_iter().flatten() {
             let container = || {
-                path.join_field(list)
-                    .join(&Segment::Item(vec![("name".into(), text(c, "name"))]))
+                path()
+                    .join_field(list)
+                    .join(&Segment::Item(vec![("name".into(), text(c, "name").to_string())]))
             };
             repeats_by_name(|| container().join_field("env"), c.get("env"), out);
             repeats_by_name(|| container().join_field("ports"), c.get("ports"), out);
         }
     }
-    repeats_by_name(|| path.join_field("volumes"), spec.get("volumes"), out);
+    repeats_by_name(|| path().join_field("volumes"), spec.get("volumes"), out);
 }
 
 /// Every repeated entry in `object`.
 pub fn duplicate_entries(object: &Value) -> Vec<Duplicate> {
     let mut out = Vec::new();
     let meta = object.get("metadata");
-    let refs = meta.and_then(|m| m.get("ownerReferences"));
-    let owner_refs = FieldPath::fields(["metadata", "ownerReferences"]);
-    repeats(
-        &owner_refs,
-        refs,
-        &|r| Some(format!("uid {}", text(r, "uid"))).filter(|_| !text(r, "uid").is_empty()),
-        &mut out,
-    );
-    let by_uid: Vec<String> = out.iter().map(|d| d.entry.clone()).collect();
-    let mut by_ref = Vec::new();
-    repeats(
-        &owner_refs,
-        refs,
-        &|r| {
-            Some(format!(
-                "{} {} {}",
-                text(r, "apiVersion"),
-                text(r, "kind"),
-                text(r, "name")
-            ))
-        },
-        &mut by_ref,
-    );
-    // Entries repeated with one uid are already reported; add those that
-    // repeat only by kind and name (different uids).
-    if by_uid.is_empty() {
-        out.extend(by_ref);
+    let owner_refs = || FieldPath::fields(["metadata", "ownerReferences"]);
+    if let Some(refs) = meta
+        .and_then(|m| m.get("ownerReferences"))
+        .and_then(Value::as_array)
+    {
+        if any_repeat(refs, uid) {
+            repeats(owner_refs, refs, |r| uid(r).map(|u| format!("uid {u}")), &mut out);
+        } else if any_repeat(refs, |r| Some(reference(r))) {
+            // Entries repeated with one uid are reported above; these
+            // repeat only by kind and name (different uids).
+            let entry = |r: &Value| {
+                let (api_version, kind, name) = reference(r);
+                Some(format!("{api_version} {kind} {name}"))
+            };
+            repeats(owner_refs, refs, entry, &mut out);
+        }
     }
-    repeats(
-        &FieldPath::fields(["metadata", "finalizers"]),
-        meta.and_then(|m| m.get("finalizers")),
-        &|f| f.as_str().map(str::to_string),
-        &mut out,
-    );
-    repeats(
-        &FieldPath::field("subjects"),
-        object.get("subjects"),
-        &|s| {
-            Some(format!(
-                "{} {}/{}",
-                text(s, "kind"),
-                text(s, "namespace"),
-                text(s, "name")
-            ))
-        },
-        &mut out,
-    );
-    for path in [
-        FieldPath::field("spec"),
-        FieldPath::fields(["spec", "template", "spec"]),
-        FieldPath::fields(["spec", "jobTemplate", "spec", "template", "spec"]),
-    ] {
-        if let Some(spec) = path.get(object).filter(|s| s.get("containers").is_some()) {
-            pod_spec(&path, spec, &mut out);
+    if let Some(finalizers) = meta.and_then(|m| m.get("finalizers")).and_then(Value::as_array) {
+        if any_repeat(finalizers, Value::as_str) {
+            let path = || FieldPath::fields(["metadata", "finalizers"]);
+            repeats(path, finalizers, |f| f.as_str().map(str::to_string), &mut out);
+        }
+    }
+    if let Some(subjects) = object.get("subjects").and_then(Value::as_array) {
+        if any_repeat(subjects, |s| Some(subject(s))) {
+            let entry = |s: &Value| {
+                let (kind, namespace, name) = subject(s);
+                Some(format!("{kind} {namespace}/{name}"))
+            };
+            repeats(|| FieldPath::field("subjects"), subjects, entry, &mut out);
+        }
+    }
+    let pod_specs: [&[&str]; 3] = [
+        &["spec"],
+        &["spec", "template", "spec"],
+        &["spec", "jobTemplate", "spec", "template", "spec"],
+    ];
+    for names in pod_specs {
+        let spec = names.iter().try_fold(object, |v, n| v.get(n));
+        if let Some(spec) = spec.filter(|s| s.get("containers").is_some()) {
+            pod_spec(&|| FieldPath::fields(names.iter().copied()), spec, &mut out);
         }
     }
     out
@@ -197,6 +195,25 @@ mod tests {
         let rb = json!({"kind": "RoleBinding", "subjects": [{"kind": "User", "name": "u"}, {"kind": "User", "name": "u"}, {"kind": "User", "name": "v"}]});
         assert_eq!(duplicate_entries(&rb)[0].entry, "User /u");
         assert!(duplicate_entries(&json!({"metadata": {"finalizers": ["a", "b"]}})).is_empty());
+        // Two owners of one kind and name under different uids.
+        let refs = json!({"metadata": {"ownerReferences": [
+            {"uid": "a", "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web.v1"},
+            {"uid": "b", "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web.v1"},
+            {"uid": "c", "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web.v2"}]}});
+        let d = duplicate_entries(&refs);
+        assert_eq!(d.len(), 1);
+        assert_eq!(
+            (d[0].path.as_str(), d[0].entry.as_str(), d[0].count),
+            ("metadata.ownerReferences", "apps/v1 ReplicaSet web.v1", 2)
+        );
+        // A CronJob's pod template, whose containers repeat by name.
+        let cron = json!({"spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "a.b"}, {"name": "a.b"}]}}}}}});
+        let d = duplicate_entries(&cron);
+        assert_eq!(
+            d[0].path,
+            FieldPath::fields(["spec", "jobTemplate", "spec", "template", "spec", "containers"])
+        );
+        assert_eq!((d[0].entry.as_str(), d[0].count), ("name a.b", 2));
         assert_eq!(
             list_sizes(&dep)[&FieldPath::fields(["metadata", "finalizers"])],
             3
