@@ -10,7 +10,7 @@
 //! the key or the values hashed with it.
 
 use hmac::{Hmac, Mac};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 
 /// Bytes in a key.
 pub const KEY_LEN: usize = 32;
@@ -102,13 +102,19 @@ impl ValueHasher {
         ValueHasher { key }
     }
 
+    /// The hash of `value`: HMAC-SHA-256 when `sensitive`, otherwise
+    /// SHA-256, resumed where this thread hashed a value beginning with the
+    /// same bytes (see [`super::hash_reuse`]).
     pub fn hash(&self, value: &[u8], sensitive: bool) -> (Vec<u8>, HashKind) {
         if sensitive {
             let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes any key length");
             mac.update(value);
             (mac.finalize().into_bytes().to_vec(), HashKind::HmacSha256)
         } else {
-            (Sha256::digest(value).to_vec(), HashKind::Sha256)
+            (
+                super::hash_reuse::sha256_resuming(value).to_vec(),
+                HashKind::Sha256,
+            )
         }
     }
 }
@@ -116,6 +122,7 @@ impl ValueHasher {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha2::Digest;
 
     #[test]
     fn sensitive_values_get_a_keyed_hash() {
