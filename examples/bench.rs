@@ -19,6 +19,9 @@
 //! the file opened and read in key order by the tool's reader, each value
 //! hashed and one row per revision stored, nothing decoded
 //! (`BENCH_CASE=floor bench FILE` times it on any db file).
+//! `BENCH_CASE=stage bench FILE [ROUNDS]` times the per-revision stage alone
+//! (decoding, canonical JSON, hashes, facts; no compression or database)
+//! over every revision of a db file on one thread.
 //!
 //! `BENCH_CASE=large` is the large-cluster case of issue 28: `bench
 //! [OBJECTS] [UPDATES]` (defaults 150000 3: 600,000 revisions, an 8 GiB db
@@ -288,6 +291,54 @@ fn floor_run(file: &Path, db: &Path) -> Result<f64> {
     Ok(t.elapsed().as_secs_f64())
 }
 
+/// The per-revision stage of a file run alone (issue 28, point 4): every
+/// revision of the db `file` through [`ingest`] (decoding, the canonical
+/// JSON, the semantic, field and raw value hashes, the facts and repeated
+/// entries; no compression, no database), on one thread, in (key, revision)
+/// order as a file run decodes them. Prints each round's total and the Pods'
+/// share, whose time per revision is the fully filled Pod's with
+/// `BENCH_POD=fixture`.
+///
+/// [`ingest`]: etcd_inspector::ingest::revision::ingest
+fn stage_run(file: &Path, rounds: usize) -> Result<()> {
+    use etcd_inspector::canon::keyed_hash::ValueHasher;
+    use etcd_inspector::canon::semantic::FieldConfig;
+    use etcd_inspector::decode::key::parse_key;
+    use etcd_inspector::ingest::open::KeyClass;
+    use etcd_inspector::ingest::revision::ingest;
+    let bolt = BoltDb::open(file)?;
+    let mut records: Vec<Record> = Vec::new();
+    db_file::read_revisions(&bolt, b"/registry/", 0, 0, &mut records).map_err(|e| anyhow::anyhow!("{e}"))?;
+    records.sort_by(|a, b| (&a.key, a.mod_revision).cmp(&(&b.key, b.mod_revision)));
+    let config = FieldConfig {
+        depth: 2,
+        sensitivity: Default::default(),
+    };
+    let hasher = ValueHasher::new([7; 32]);
+    for _ in 0..rounds {
+        let (mut all, mut pods, mut n_pods) = (0.0, 0.0, 0);
+        for r in records.clone() {
+            let is_pod = r.key.starts_with(b"/registry/pods/");
+            let key = String::from_utf8_lossy(&r.key).into_owned();
+            let t = Instant::now();
+            let class = KeyClass::of(parse_key(&key, "/registry/").ok().as_ref(), None);
+            std::hint::black_box(ingest(r, &class, &config, &hasher, None));
+            let seconds = t.elapsed().as_secs_f64();
+            all += seconds;
+            if is_pod {
+                pods += seconds;
+                n_pods += 1;
+            }
+        }
+        println!(
+            "stage: {} revisions {all:.3} s; {n_pods} pod revisions {pods:.3} s ({:.1} µs each)",
+            records.len(),
+            pods / n_pods.max(1) as f64 * 1e6
+        );
+    }
+    Ok(())
+}
+
 /// Writes to `log` the audit log kube-apiserver would have written for
 /// every revision in the db `file`, at level RequestResponse: a
 /// RequestReceived and a ResponseComplete event per write, the response
@@ -382,6 +433,11 @@ fn main() -> Result<()> {
         let seconds = floor_run(&file, &work.path().join("floor.sqlite"))?;
         println!("floor of a file run on {}: {seconds:.2} s", file.display());
         return Ok(());
+    }
+    if std::env::var("BENCH_CASE").is_ok_and(|c| c == "stage") {
+        let file = PathBuf::from(words.first().context("BENCH_CASE=stage needs a db file")?);
+        let rounds = words.get(1).map_or(Ok(5), |r| r.parse())?;
+        return stage_run(&file, rounds);
     }
     let mut baseline_bin = std::env::var_os("BENCH_BASELINE").map(PathBuf::from);
     if let Some(at) = words.iter().position(|w| w == "--baseline") {
