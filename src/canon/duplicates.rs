@@ -24,37 +24,35 @@ fn text<'v>(v: &'v Value, k: &str) -> &'v str {
     v.get(k).and_then(Value::as_str).unwrap_or_default()
 }
 
-/// Whether two of `items` have the same key, compared borrowed: nothing is
-/// formatted unless one does (the common case is a list without repeats).
-fn any_repeat<'v, K: Ord>(items: &'v [Value], key_of: impl Fn(&'v Value) -> Option<K>) -> bool {
+/// Adds the entries of `items` whose key repeats, with their counts, under
+/// `path`; whether there were any. Keys are compared borrowed, and only a
+/// repeated one is formatted (`entry`), as is the path: the common list has
+/// no repeats. Entries come in the order of their text.
+fn repeats<'v, K: Ord>(
+    path: impl FnOnce() -> FieldPath,
+    items: &'v [Value],
+    key_of: impl Fn(&'v Value) -> Option<K>,
+    entry: impl Fn(&K) -> String,
+    out: &mut Vec<Duplicate>,
+) -> bool {
     let mut keys: Vec<K> = items.iter().filter_map(key_of).collect();
     keys.sort_unstable();
-    keys.windows(2).any(|w| w[0] == w[1])
-}
-
-/// The entries of `items` whose `key_of` repeats, counted, under `path`.
-fn repeats(
-    path: impl FnOnce() -> FieldPath,
-    items: &[Value],
-    key_of: impl Fn(&Value) -> Option<String>,
-    out: &mut Vec<Duplicate>,
-) {
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for item in items {
-        if let Some(k) = key_of(item) {
-            *counts.entry(k).or_default() += 1;
-        }
+    let mut repeated: Vec<(String, usize)> = keys
+        .chunk_by(|a, b| a == b)
+        .filter(|run| run.len() > 1)
+        .map(|run| (entry(&run[0]), run.len()))
+        .collect();
+    if repeated.is_empty() {
+        return false;
     }
-    let mut path = Some(path);
-    let mut list = None;
-    for (entry, count) in counts.into_iter().filter(|(_, n)| *n > 1) {
-        let path = list.get_or_insert_with(|| path.take().expect("taken once")());
-        out.push(Duplicate {
-            path: path.clone(),
-            entry,
-            count,
-        });
-    }
+    repeated.sort_unstable();
+    let path = path();
+    out.extend(repeated.into_iter().map(|(entry, count)| Duplicate {
+        path: path.clone(),
+        entry,
+        count,
+    }));
+    true
 }
 
 /// An owner reference's uid, when it has one.
@@ -78,11 +76,8 @@ fn name_of(v: &Value) -> Option<&str> {
 }
 
 fn repeats_by_name(path: impl FnOnce() -> FieldPath, items: Option<&Value>, out: &mut Vec<Duplicate>) {
-    let Some(list) = items.and_then(Value::as_array) else {
-        return;
-    };
-    if any_repeat(list, name_of) {
-        repeats(path, list, |v| name_of(v).map(|n| format!("name {n}")), out);
+    if let Some(list) = items.and_then(Value::as_array) {
+        repeats(path, list, name_of, |n| format!("name {n}"), out);
     }
 }
 
@@ -111,32 +106,29 @@ pub fn duplicate_entries(object: &Value) -> Vec<Duplicate> {
         .and_then(|m| m.get("ownerReferences"))
         .and_then(Value::as_array)
     {
-        if any_repeat(refs, uid) {
-            repeats(owner_refs, refs, |r| uid(r).map(|u| format!("uid {u}")), &mut out);
-        } else if any_repeat(refs, |r| Some(reference(r))) {
-            // Entries repeated with one uid are reported above; these
-            // repeat only by kind and name (different uids).
-            let entry = |r: &Value| {
-                let (api_version, kind, name) = reference(r);
-                Some(format!("{api_version} {kind} {name}"))
-            };
-            repeats(owner_refs, refs, entry, &mut out);
+        let by_uid = repeats(owner_refs, refs, uid, |u| format!("uid {u}"), &mut out);
+        // Entries repeated with one uid are reported; otherwise those that
+        // repeat only by kind and name (different uids).
+        if !by_uid {
+            let by_ref = |r| Some(reference(r));
+            let entry =
+                |(api_version, kind, name): &(&str, &str, &str)| format!("{api_version} {kind} {name}");
+            repeats(owner_refs, refs, by_ref, entry, &mut out);
         }
     }
     if let Some(finalizers) = meta.and_then(|m| m.get("finalizers")).and_then(Value::as_array) {
-        if any_repeat(finalizers, Value::as_str) {
-            let path = || FieldPath::fields(["metadata", "finalizers"]);
-            repeats(path, finalizers, |f| f.as_str().map(str::to_string), &mut out);
-        }
+        let path = || FieldPath::fields(["metadata", "finalizers"]);
+        repeats(path, finalizers, Value::as_str, |f| f.to_string(), &mut out);
     }
     if let Some(subjects) = object.get("subjects").and_then(Value::as_array) {
-        if any_repeat(subjects, |s| Some(subject(s))) {
-            let entry = |s: &Value| {
-                let (kind, namespace, name) = subject(s);
-                Some(format!("{kind} {namespace}/{name}"))
-            };
-            repeats(|| FieldPath::field("subjects"), subjects, entry, &mut out);
-        }
+        let entry = |(kind, namespace, name): &(&str, &str, &str)| format!("{kind} {namespace}/{name}");
+        repeats(
+            || FieldPath::field("subjects"),
+            subjects,
+            |s| Some(subject(s)),
+            entry,
+            &mut out,
+        );
     }
     let pod_specs: [&[&str]; 3] = [
         &["spec"],
