@@ -133,7 +133,8 @@ thread_local! {
 }
 
 /// The SHA-256 of `bytes`, a whole value, resumed from the hash of an
-/// earlier value on this thread that begins with the same bytes.
+/// earlier value on this thread that begins with the same bytes. A value
+/// under two strides is hashed directly and not kept.
 pub fn sha256_resuming(bytes: &[u8]) -> [u8; 32] {
     if bytes.len() < 2 * STRIDE {
         return Sha256::digest(bytes).into();
@@ -186,6 +187,13 @@ mod tests {
         let other: Vec<u8> = (0..3 * STRIDE + 1).map(|i| (i % 13) as u8).collect();
         let mut other_later = other.clone();
         other_later[3 * STRIDE] = 200;
+        // The shared prefix is found, so later revisions resume.
+        let mut kept = Hashed::default();
+        kept.rehash(&base, 0);
+        assert_eq!(kept.shared_strides(&late), 4);
+        assert_eq!(kept.shared_strides(&edge), 2);
+        assert_eq!(kept.shared_strides(&early), 0);
+        assert_eq!(kept.shared_strides(&longer), 5);
         for v in [
             &base,
             &other,
