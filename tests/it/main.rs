@@ -9,6 +9,7 @@ mod attribute;
 mod changes;
 mod clock;
 mod cluster;
+mod control_plane;
 mod copy;
 mod decode_cli;
 mod decode_every_kind;

@@ -4,6 +4,7 @@
 
 pub mod backend;
 pub mod cluster;
+pub mod control_plane;
 pub mod encrypt;
 pub mod etcd;
 pub mod k8s;
@@ -76,11 +77,9 @@ pub fn closed_endpoint() -> String {
     format!("http://127.0.0.1:{}", etcd::free_port())
 }
 
-/// Runs the built `etcd-inspector` binary with `args`, feeding `stdin`.
-pub fn run_inspector(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_etcd-inspector"))
-        .args(args)
-        .env("XDG_CONFIG_HOME", config_home())
+/// Runs `command`, feeding it `stdin`, and returns what it printed.
+pub fn run_with_input(command: &mut Command, stdin: Option<&[u8]>) -> Output {
+    let mut child = command
         .stdin(if stdin.is_some() {
             Stdio::piped()
         } else {
@@ -89,11 +88,21 @@ pub fn run_inspector(args: &[&str], stdin: Option<&[u8]>) -> Output {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("etcd-inspector starts");
+        .unwrap_or_else(|e| panic!("{command:?} starts: {e}"));
     if let Some(input) = stdin {
         child.stdin.take().unwrap().write_all(input).unwrap();
     }
-    let out = child.wait_with_output().unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Runs the built `etcd-inspector` binary with `args`, feeding `stdin`.
+pub fn run_inspector(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let out = run_with_input(
+        Command::new(env!("CARGO_BIN_EXE_etcd-inspector"))
+            .args(args)
+            .env("XDG_CONFIG_HOME", config_home()),
+        stdin,
+    );
     assert_no_password(&out);
     out
 }

@@ -1,0 +1,545 @@
+//! A real Kubernetes control plane for the control-plane test tier:
+//! kube-apiserver, kube-controller-manager (every controller) and
+//! kube-scheduler of one release, kwok playing the kubelets of a few nodes,
+//! kubectl to drive it, all over a test etcd ([`TestEtcd`], so the etcd
+//! matrix applies). The binaries come from the folder
+//! `ETCD_INSPECTOR_CONTROL_PLANE` names, which `.ci/control-plane` builds
+//! from the Go module proxy; without it the tier skips, saying how to run
+//! it.
+//!
+//! The apiserver runs as a cluster's would: token authentication (named
+//! users and groups), RBAC and the Node authorizer, an audit log
+//! (`RequestResponse`, `Metadata` for Secrets, Leases and Events, nothing
+//! for reads), Secrets encrypted with aescbc, and a short etcd compaction
+//! interval so that a few minutes hold several compactions. Every process
+//! is killed on drop; their logs stay in the temporary folder for a failure
+//! message.
+
+use super::etcd::{free_port, TestEtcd};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The environment variable naming the folder of built binaries.
+pub const ENV: &str = "ETCD_INSPECTOR_CONTROL_PLANE";
+
+/// The nodes kwok runs.
+pub const NODES: [&str; 3] = ["kwok-node-0", "kwok-node-1", "kwok-node-2"];
+
+/// Users of the token file beside the components: (name, groups). Every
+/// person is a cluster admin, as on most small clusters.
+const PEOPLE: [(&str, &str); 3] = [
+    ("admin", "system:masters"),
+    ("alice@example.com", "system:masters"),
+    ("ci-pipeline", "system:masters"),
+];
+
+/// The audit policy: every write in full, Secrets, Leases and Events at
+/// `Metadata` (their bodies are secret or too many), no reads.
+const AUDIT_POLICY: &str = r#"apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: None
+  verbs: ["get", "list", "watch"]
+- level: None
+  nonResourceURLs: ["/*"]
+- level: Metadata
+  resources:
+  - group: ""
+    resources: ["secrets", "events"]
+  - group: "coordination.k8s.io"
+    resources: ["leases"]
+  - group: "events.k8s.io"
+    resources: ["events"]
+- level: RequestResponse
+"#;
+
+/// The folder of binaries, or `None` with a message saying how to get it.
+pub fn binaries() -> Option<PathBuf> {
+    let Some(dir) = std::env::var_os(ENV) else {
+        eprintln!(
+            "skipping: no real control plane ({ENV} is unset); build one with Go and run \
+             `{ENV}=$(.ci/control-plane 1.37.2 | cut -d' ' -f2) cargo test --test it -- control_plane::`"
+        );
+        return None;
+    };
+    let dir = PathBuf::from(dir);
+    for bin in [
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kubectl",
+        "kwok",
+        "kwok-stages.yaml",
+    ] {
+        assert!(dir.join(bin).is_file(), "{ENV}={} has no {bin}", dir.display());
+    }
+    Some(dir)
+}
+
+/// What a control plane is started with.
+pub struct Options {
+    /// kube-apiserver's `--etcd-compaction-interval`.
+    pub compaction_interval: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            compaction_interval: Duration::from_secs(60),
+        }
+    }
+}
+
+pub struct ControlPlane {
+    pub etcd: TestEtcd,
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    /// The apiserver's audit log (JSON lines).
+    pub audit_log: PathBuf,
+    /// The apiserver's EncryptionConfiguration.
+    pub encryption_config: PathBuf,
+    /// The release (`kube-apiserver --version`, e.g. `v1.37.2`).
+    pub version: String,
+    apiserver_args: Vec<String>,
+    apiserver: Option<Child>,
+    /// The controller manager, the scheduler and kwok, restarted whenever
+    /// one exits (as the kubelet restarts static Pods: both components
+    /// exit when they lose their leader Lease, e.g. while the apiserver
+    /// restarts).
+    others: Arc<Mutex<Vec<Supervised>>>,
+    supervisor: Option<std::thread::JoinHandle<()>>,
+    stopping: Arc<AtomicBool>,
+}
+
+/// A component the test keeps running: how to start it, and its process.
+struct Supervised {
+    name: String,
+    args: Vec<String>,
+    child: Child,
+    restarts: usize,
+}
+
+impl ControlPlane {
+    /// Starts etcd, the three components and kwok, registers [`NODES`]
+    /// (each as its own kubelet would, with its node credentials) and waits
+    /// until they are Ready. `None` (with a message) without binaries.
+    pub fn start(options: Options) -> Option<ControlPlane> {
+        let bin = binaries()?;
+        let etcd = TestEtcd::start();
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let version = String::from_utf8(
+            Command::new(bin.join("kube-apiserver"))
+                .arg("--version")
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap()
+        .trim()
+        .trim_start_matches("Kubernetes ")
+        .to_string();
+
+        // Credentials: one token per user, the service-account signing key,
+        // a kubeconfig per identity.
+        let port = free_port();
+        let server = format!("https://127.0.0.1:{port}");
+        let mut tokens = String::new();
+        let mut identities: Vec<(String, String)> = PEOPLE
+            .iter()
+            .map(|(u, g)| (u.to_string(), g.to_string()))
+            .collect();
+        identities.push(("system:kube-controller-manager".into(), String::new()));
+        identities.push(("system:kube-scheduler".into(), String::new()));
+        identities.push(("kwok-controller".into(), "system:masters".into()));
+        for node in NODES {
+            identities.push((format!("system:node:{node}"), "system:nodes".into()));
+        }
+        for (i, (user, groups)) in identities.iter().enumerate() {
+            let token = format!("token-{i}-{:x}", rand_u64());
+            tokens.push_str(&format!("{token},{user},uid-{i},\"{groups}\"\n"));
+            write_kubeconfig(&d.join(kubeconfig_name(user)), &server, &token);
+        }
+        std::fs::write(d.join("tokens.csv"), tokens).unwrap();
+        let (sa_key, sa_pub) = (d.join("sa.key"), d.join("sa.pub"));
+        let key_pair = rcgen::KeyPair::generate().unwrap();
+        std::fs::write(&sa_key, key_pair.serialize_pem()).unwrap();
+        std::fs::write(&sa_pub, key_pair.public_key_pem()).unwrap();
+        std::fs::write(d.join("audit-policy.yaml"), AUDIT_POLICY).unwrap();
+        let encryption_config = d.join("encryption.yaml");
+        std::fs::write(&encryption_config, encryption_config_yaml()).unwrap();
+        let audit_log = d.join("audit.log");
+
+        let p = |path: &Path| path.to_str().unwrap().to_string();
+        let apiserver_args = vec![
+            format!("--etcd-servers={}", etcd.endpoint),
+            format!(
+                "--etcd-compaction-interval={}s",
+                options.compaction_interval.as_secs()
+            ),
+            format!("--secure-port={port}"),
+            "--bind-address=127.0.0.1".into(),
+            "--advertise-address=127.0.0.1".into(),
+            // The `kubernetes` Service's endpoints refuse a loopback address.
+            "--endpoint-reconciler-type=none".into(),
+            format!("--cert-dir={}", p(&d.join("apiserver-certs"))),
+            format!("--token-auth-file={}", p(&d.join("tokens.csv"))),
+            "--authorization-mode=Node,RBAC".into(),
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
+            format!("--service-account-key-file={}", p(&sa_pub)),
+            format!("--service-account-signing-key-file={}", p(&sa_key)),
+            "--service-cluster-ip-range=10.96.0.0/16".into(),
+            format!("--audit-policy-file={}", p(&d.join("audit-policy.yaml"))),
+            format!("--audit-log-path={}", p(&audit_log)),
+            "--audit-log-maxsize=0".into(),
+            format!("--encryption-provider-config={}", p(&encryption_config)),
+            "--allow-privileged=true".into(),
+            "--v=1".into(),
+        ];
+        let mut plane = ControlPlane {
+            etcd,
+            dir,
+            bin,
+            audit_log,
+            encryption_config,
+            version,
+            apiserver_args,
+            apiserver: None,
+            others: Arc::new(Mutex::new(Vec::new())),
+            supervisor: None,
+            stopping: Arc::new(AtomicBool::new(false)),
+        };
+        plane.spawn_apiserver();
+        plane.wait_ready();
+
+        let cm = kubeconfig_name("system:kube-controller-manager");
+        let cm = p(&plane.dir.path().join(cm));
+        plane.keep_running(
+            "kube-controller-manager",
+            &[
+                &format!("--kubeconfig={cm}"),
+                &format!("--authentication-kubeconfig={cm}"),
+                &format!("--authorization-kubeconfig={cm}"),
+                "--use-service-account-credentials=true",
+                &format!("--service-account-private-key-file={}", p(&sa_key)),
+                &format!(
+                    "--root-ca-file={}",
+                    p(&plane.dir.path().join("apiserver-certs/apiserver.crt"))
+                ),
+                "--bind-address=127.0.0.1",
+                &format!("--secure-port={}", free_port()),
+                "--v=1",
+            ],
+        );
+        let sched = p(&plane.dir.path().join(kubeconfig_name("system:kube-scheduler")));
+        plane.keep_running(
+            "kube-scheduler",
+            &[
+                &format!("--kubeconfig={sched}"),
+                &format!("--authentication-kubeconfig={sched}"),
+                &format!("--authorization-kubeconfig={sched}"),
+                "--bind-address=127.0.0.1",
+                &format!("--secure-port={}", free_port()),
+                "--v=1",
+            ],
+        );
+        let kwok_config = p(&plane.bin.join("kwok-stages.yaml"));
+        let kwok = p(&plane.dir.path().join(kubeconfig_name("kwok-controller")));
+        plane.keep_running(
+            "kwok",
+            &[
+                &format!("--kubeconfig={kwok}"),
+                &format!("--config={kwok_config}"),
+                "--manage-all-nodes=true",
+                "--node-lease-duration-seconds=40",
+                &format!("--server-address=127.0.0.1:{}", free_port()),
+            ],
+        );
+        plane.supervise();
+
+        for node in NODES {
+            plane.kubectl_as(
+                &format!("system:node:{node}"),
+                &["create", "-f", "-"],
+                Some(&node_manifest(node)),
+            );
+        }
+        plane.wait_for(Duration::from_secs(90), "every node Ready", |cp| {
+            let out = cp.kubectl(&[
+                "get",
+                "nodes",
+                "-o",
+                "jsonpath={.items[*].status.conditions[?(@.type==\"Ready\")].status}",
+            ]);
+            String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .filter(|s| *s == "True")
+                .count()
+                == NODES.len()
+        });
+        Some(plane)
+    }
+
+    fn spawn(&self, name: &str, args: &[&str]) -> Child {
+        spawn(&self.bin, self.dir.path(), name, args)
+    }
+
+    /// Starts a component the supervisor keeps running.
+    fn keep_running(&self, name: &str, args: &[&str]) {
+        let child = self.spawn(name, args);
+        self.others.lock().unwrap().push(Supervised {
+            name: name.to_string(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            child,
+            restarts: 0,
+        });
+    }
+
+    /// Starts the thread that restarts a kept component when it exits.
+    fn supervise(&mut self) {
+        let (others, stopping) = (self.others.clone(), self.stopping.clone());
+        let (bin, dir) = (self.bin.clone(), self.dir.path().to_path_buf());
+        self.supervisor = Some(std::thread::spawn(move || {
+            while !stopping.load(Ordering::SeqCst) {
+                // Two seconds after it exited, as a kubelet's back-off
+                // would (a component fails fast while the apiserver is
+                // down).
+                std::thread::sleep(Duration::from_secs(2));
+                for c in others.lock().unwrap().iter_mut() {
+                    if matches!(c.child.try_wait(), Ok(Some(_))) && !stopping.load(Ordering::SeqCst) {
+                        let args: Vec<&str> = c.args.iter().map(String::as_str).collect();
+                        c.child = spawn(&bin, &dir, &c.name, &args);
+                        c.restarts += 1;
+                    }
+                }
+            }
+        }));
+    }
+
+    /// How many times each kept component was restarted, for a test's
+    /// message.
+    pub fn restarts(&self) -> String {
+        let others = self.others.lock().unwrap();
+        let said: Vec<String> = others
+            .iter()
+            .map(|c| format!("{} {}", c.name, c.restarts))
+            .collect();
+        said.join(", ")
+    }
+
+    fn spawn_apiserver(&mut self) {
+        let args: Vec<&str> = self.apiserver_args.iter().map(String::as_str).collect();
+        let child = self.spawn("kube-apiserver", &args);
+        self.apiserver = Some(child);
+    }
+
+    /// Waits until the apiserver answers `/readyz`.
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let out = self.kubectl_raw("admin", &["get", "--raw=/readyz"], None);
+            if out.status.success() {
+                return;
+            }
+            if let Some(Ok(Some(status))) = self.apiserver.as_mut().map(Child::try_wait) {
+                panic!(
+                    "kube-apiserver exited ({status}): {}",
+                    self.log_tail("kube-apiserver")
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "kube-apiserver not ready in 120 s: {}",
+                self.log_tail("kube-apiserver")
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+
+    /// Stops kube-apiserver and starts it again with the same flags, as a
+    /// control-plane upgrade or a node reboot does.
+    pub fn restart_apiserver(&mut self) {
+        if let Some(mut child) = self.apiserver.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        self.spawn_apiserver();
+        self.wait_ready();
+    }
+
+    /// The last lines of a component's log, for failure messages.
+    pub fn log_tail(&self, name: &str) -> String {
+        let text = std::fs::read_to_string(self.dir.path().join(format!("{name}.log"))).unwrap_or_default();
+        // Not the flags every component lists as it starts.
+        let lines: Vec<&str> = text.lines().filter(|l| !l.contains("] FLAG: --")).collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+
+    fn kubectl_raw(&self, user: &str, args: &[&str], stdin: Option<&str>) -> Output {
+        let kubeconfig = self.dir.path().join(kubeconfig_name(user));
+        super::run_with_input(
+            Command::new(self.bin.join("kubectl"))
+                .arg(format!("--kubeconfig={}", kubeconfig.display()))
+                .args(args),
+            stdin.map(str::as_bytes),
+        )
+    }
+
+    /// Runs kubectl as `user` (one of the people, a node or a component)
+    /// and asserts success.
+    pub fn kubectl_as(&self, user: &str, args: &[&str], stdin: Option<&str>) -> Output {
+        let out = self.kubectl_raw(user, args, stdin);
+        assert!(
+            out.status.success(),
+            "kubectl {} as {user} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    /// Runs kubectl as `admin` and asserts success.
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        self.kubectl_as("admin", args, None)
+    }
+
+    /// `kubectl apply -f -` of `manifest` as `user`.
+    pub fn apply_as(&self, user: &str, manifest: &str) {
+        self.kubectl_as(user, &["apply", "-f", "-"], Some(manifest));
+    }
+
+    /// `kubectl apply -f -` of `manifest` as `admin`.
+    pub fn apply(&self, manifest: &str) {
+        self.apply_as("admin", manifest);
+    }
+
+    /// Polls `done` every second until it holds, failing after `limit`.
+    pub fn wait_for(&self, limit: Duration, what: &str, mut done: impl FnMut(&ControlPlane) -> bool) {
+        let deadline = Instant::now() + limit;
+        while !done(self) {
+            assert!(
+                Instant::now() < deadline,
+                "not reached in {limit:?}: {what}\nkube-controller-manager: {}\nkwok: {}",
+                self.log_tail("kube-controller-manager"),
+                self.log_tail("kwok")
+            );
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+
+    /// The output of `kubectl get ARGS -o jsonpath=PATH` as admin.
+    pub fn jsonpath(&self, args: &[&str], path: &str) -> String {
+        let mut all = vec!["get"];
+        all.extend_from_slice(args);
+        let path = format!("jsonpath={path}");
+        all.extend(["-o", path.as_str()]);
+        String::from_utf8(self.kubectl(&all).stdout).unwrap()
+    }
+
+    /// The scratch folder (for copies of etcd's files, the inspector's
+    /// database).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        if let Some(supervisor) = self.supervisor.take() {
+            let _ = supervisor.join();
+        }
+        let mut others = self.others.lock().unwrap_or_else(|e| e.into_inner());
+        for child in others
+            .iter_mut()
+            .map(|c| &mut c.child)
+            .chain(self.apiserver.as_mut())
+        {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Starts `bin/name` with `args`, its output appended to `dir/name.log`.
+fn spawn(bin: &Path, dir: &Path, name: &str, args: &[&str]) -> Child {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(format!("{name}.log")))
+        .unwrap();
+    Command::new(bin.join(name))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap_or_else(|e| panic!("{name} starts: {e}"))
+}
+
+fn kubeconfig_name(user: &str) -> String {
+    format!("{}.kubeconfig", user.replace([':', '@'], "_"))
+}
+
+fn write_kubeconfig(path: &Path, server: &str, token: &str) {
+    std::fs::write(
+        path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: {server}\n    \
+             insecure-skip-tls-verify: true\nusers:\n- name: user\n  user:\n    token: {token}\n\
+             contexts:\n- name: test\n  context:\n    cluster: test\n    user: user\ncurrent-context: test\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// Secrets encrypted with aescbc under a fresh key, as a hardened cluster
+/// keeps them; everything else stored plain.
+fn encryption_config_yaml() -> String {
+    use base64::Engine;
+    let key: Vec<u8> = (0..4).flat_map(|_| rand_u64().to_le_bytes()).collect();
+    format!(
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  \
+         providers:\n  - aescbc:\n      keys:\n      - name: key1\n        secret: {}\n  - identity: {{}}\n",
+        base64::engine::general_purpose::STANDARD.encode(key)
+    )
+}
+
+/// A Node as a kubelet registers it, marked for kwok.
+fn node_manifest(name: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Node
+metadata:
+  name: {name}
+  annotations:
+    node.alpha.kubernetes.io/ttl: "0"
+    kwok.x-k8s.io/node: fake
+  labels:
+    kubernetes.io/hostname: {name}
+    kubernetes.io/os: linux
+    kubernetes.io/arch: amd64
+    type: kwok
+status:
+  allocatable: {{cpu: "32", memory: 256Gi, pods: "110"}}
+  capacity: {{cpu: "32", memory: 256Gi, pods: "110"}}
+"#
+    )
+}
+
+fn rand_u64() -> u64 {
+    let mut b = [0u8; 8];
+    getrandom::fill(&mut b).unwrap();
+    u64::from_le_bytes(b)
+}
