@@ -2,6 +2,13 @@
 //! increase (for objects that carry a generation), and
 //! `status.observedGeneration` going backwards (a stale status writer
 //! overwrote newer status).
+//!
+//! One spec write is meant to leave the generation alone: the scheduler's
+//! `pods/binding`, which sets a Pod's `spec.nodeName` (with its
+//! `PodScheduled` condition) in one revision and keeps `metadata.generation`
+//! (kube-apiserver's `pkg/registry/core/pod/storage`, the binding REST's
+//! `setPodNodeAndMetadata`). Every scheduled Pod has one; it is not a
+//! finding.
 
 use super::detector::Registration;
 use crate::canon::path::FieldPath;
@@ -26,7 +33,8 @@ pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
         let spec_changed = cur
             .changed_paths
             .iter()
-            .any(|p| p.top().as_deref() == Some("spec"));
+            .any(|p| p.top().as_deref() == Some("spec"))
+            && !is_binding(prev, cur);
         if let (true, Some(before), Some(after)) = (spec_changed, prev.generation, cur.generation) {
             if before > 0 && after <= before {
                 let by: Vec<String> = cur
@@ -60,6 +68,31 @@ pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
         }
     }
     let last = events.last()?.clone();
+    finding(history, events, revisions, stale_status, &last)
+}
+
+/// Whether `cur` is the scheduler binding a Pod to a node: the only spec
+/// change is `spec.nodeName`, which `prev` did not have.
+fn is_binding(prev: &ObjectRevision, cur: &ObjectRevision) -> bool {
+    let node = FieldPath::fields(["spec", "nodeName"]);
+    cur.resource.as_deref() == Some("pods")
+        && cur.group.as_deref().unwrap_or_default().is_empty()
+        && !prev.fields.contains_key(&node)
+        && cur.fields.contains_key(&node)
+        && cur
+            .changed_paths
+            .iter()
+            .filter(|p| p.top().as_deref() == Some("spec"))
+            .all(|p| *p == node)
+}
+
+fn finding(
+    history: &[ObjectRevision],
+    events: Vec<serde_json::Value>,
+    revisions: Vec<i64>,
+    stale_status: bool,
+    last: &serde_json::Value,
+) -> Option<Finding> {
     let object = history
         .iter()
         .rev()
@@ -92,7 +125,7 @@ pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
         },
         keys: vec![history[0].key.clone()],
         revisions,
-        summary: format!("{object}: {}{more}", describe(&last)),
+        summary: format!("{object}: {}{more}", describe(last)),
         details: serde_json::json!({"object": object, "events": events}),
     })
 }
@@ -100,6 +133,7 @@ pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn rev(n: i64, generation: i64, observed: i64, spec_changed: bool) -> ObjectRevision {
         ObjectRevision {
@@ -121,6 +155,42 @@ mod tests {
             },
             ..Default::default()
         }
+    }
+
+    /// A Pod's revision with `spec.nodeName` when `node` is set and spec
+    /// changes at `changed`.
+    fn pod(n: i64, node: bool, changed: &[&str]) -> ObjectRevision {
+        let mut fields = BTreeMap::from([(FieldPath::fields(["spec", "containers"]), [1; 16])]);
+        if node {
+            fields.insert(FieldPath::fields(["spec", "nodeName"]), [2; 16]);
+        }
+        ObjectRevision {
+            key: "/registry/pods/ns/web-1".into(),
+            resource: Some("pods".into()),
+            group: Some(String::new()),
+            mod_revision: n,
+            create_revision: 1,
+            kind: Some("Pod".into()),
+            namespace: Some("ns".into()),
+            name: Some("web-1".into()),
+            generation: Some(1),
+            changed_paths: changed.iter().map(|p| FieldPath::fields(["spec", p])).collect(),
+            fields,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_schedulers_binding_is_not_a_mismatch_other_pod_spec_changes_are() {
+        let bound = [pod(1, false, &[]), pod(2, true, &["nodeName"])];
+        assert!(detect(&bound).is_none());
+        // The node changed again, or something else changed with it.
+        assert!(detect(&[pod(1, true, &[]), pod(2, true, &["nodeName"])]).is_some());
+        assert!(detect(&[pod(1, false, &[]), pod(2, true, &["nodeName", "containers"])]).is_some());
+        // The same change on a resource the binding does not write.
+        let mut other = bound.clone();
+        other[1].resource = Some("widgets".into());
+        assert!(detect(&other).is_some());
     }
 
     #[test]
