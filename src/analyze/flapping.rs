@@ -218,7 +218,11 @@ fn finding(
         )
     };
     let writers = match managers.len() {
-        0 => String::new(),
+        0 => "; managedFields name no writer, so a fight cannot be told from one writer's changes".to_string(),
+        1 => format!(
+            ", written by {} alone: one writer's changes, not a fight",
+            managers.first().expect("one manager")
+        ),
         _ => format!(
             ", written by {}",
             managers
@@ -230,7 +234,7 @@ fn finding(
     };
     Finding {
         detector: NAME,
-        severity: if managers.len() > 1 { Severity::Medium } else { Severity::Low },
+        severity: if managers.len() > 1 { Severity::Medium } else { Severity::Info },
         keys: vec![first.key.clone()],
         revisions: steps.iter().map(|s| s.row.mod_revision).collect(),
         summary: format!(
@@ -334,7 +338,7 @@ mod tests {
         let f = detect(&fight, DEFAULT_MIN_RETURNS, &[], &mut |_, _| None);
         assert_eq!(f.len(), 1);
         assert!(f[0].summary.starts_with("status.replicas"), "{}", f[0].summary);
-        // Desired state flips with one writer are still a finding.
+        // Desired state flips with one writer are reported as information.
         let one = [
             rev(1, 3, "a"),
             rev(2, 5, "a"),
@@ -342,6 +346,9 @@ mod tests {
             rev(4, 5, "a"),
             rev(5, 3, "a"),
         ];
-        assert_eq!(detect(&one, DEFAULT_MIN_RETURNS, &[], &mut values).len(), 1);
+        let f = detect(&one, DEFAULT_MIN_RETURNS, &[], &mut values);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Info);
+        assert!(f[0].summary.ends_with("written by a alone: one writer's changes, not a fight"), "{}", f[0].summary);
     }
 }
