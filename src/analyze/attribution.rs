@@ -100,6 +100,7 @@ pub fn join(
     exact(revisions, requests, &mut outcome, &mut writer);
     creates(revisions, requests, &mut outcome, &mut writer);
     finalized_deletes(revisions, requests, &mut writer);
+    graceful_deletes(revisions, requests, &outcome, &mut writer);
     let unattributed = by_order(revisions, requests, history_read_at, &mut outcome, &mut writer);
     finalized_deletes(revisions, requests, &mut writer);
     KeyAttribution {
@@ -190,6 +191,50 @@ fn finalized_deletes(
             && writes(&requests[i]) == Some(Writes::Update)
         {
             writer[j] = Some((i, how));
+        }
+    }
+}
+
+/// A DELETE of an object that can go at once (no finalizer, a grace period
+/// of zero: a Pod never scheduled or already finished) still writes two
+/// revisions: the update setting `deletionTimestamp` (and bumping the
+/// generation), then the tombstone, and answers with the tombstone's
+/// revision (`Store.Delete` in k8s.io/apiserver's generic registry). The
+/// update right before a tombstone a delete wrote is that delete's too,
+/// when it is marked for deletion with no finalizer left and no other
+/// request still unexplained, sent since the writer of the revision before
+/// it, could have written it. (A kubelet's final DELETE with grace 0 of a
+/// Pod already marked with a grace period writes the same pair.)
+fn graceful_deletes(
+    revisions: &[KeyRevision],
+    requests: &[KeyRequest],
+    outcome: &[Option<Outcome>],
+    writer: &mut [Option<(usize, Match)>],
+) {
+    for j in 1..revisions.len() {
+        let Some((i, how)) = writer[j] else { continue };
+        let marked = &revisions[j - 1];
+        if !revisions[j].deleted
+            || writes(&requests[i]) != Some(Writes::Delete)
+            || writer[j - 1].is_some()
+            || marked.deleted
+            || !marked.deleting
+            || !in_time(&requests[i], marked)
+        {
+            continue;
+        }
+        // Requests since the writer of the last attributed revision
+        // before the mark.
+        let since = writer[..j - 1]
+            .iter()
+            .rev()
+            .find_map(|w| w.map(|(k, _)| k + 1))
+            .unwrap_or(0);
+        let rival = (since..i).any(|k| {
+            outcome[k].is_none() && matches!(writes(&requests[k]), Some(Writes::Update | Writes::Delete))
+        });
+        if !rival {
+            writer[j - 1] = Some((i, how));
         }
     }
 }
@@ -319,6 +364,43 @@ mod tests {
                 (5, Outcome::Unmatched)
             ]
         );
+    }
+
+    #[test]
+    fn a_delete_that_goes_at_once_wrote_the_update_marking_it_too() {
+        let marked = KeyRevision {
+            deleting: true,
+            ..rev(7, 2)
+        };
+        let revs = [rev(5, 1), marked.clone(), rev(8, 0)];
+        let reqs = [
+            req(1, "create", 201, 0, Some(5)),
+            req(2, "delete", 200, 1, Some(8)),
+        ];
+        let a = join(&revs, &reqs, later());
+        assert_eq!(
+            a.writers,
+            vec![(5, 1, Match::Exact), (7, 2, Match::Exact), (8, 2, Match::Exact)]
+        );
+        // Another delete that could have marked it (a person's, with a
+        // grace period, before the kubelet's): the mark is not given to
+        // the tombstone's request; the order gives it to the other.
+        let mut rival = reqs.to_vec();
+        rival.insert(1, req(3, "delete", 200, 1, None));
+        let a = join(&revs, &rival, later());
+        assert_eq!(
+            a.writers,
+            vec![(5, 1, Match::Exact), (7, 3, Match::ByOrder), (8, 2, Match::Exact)]
+        );
+        // An open request before the last attributed revision is no rival.
+        let mut earlier = vec![req(4, "patch", 200, 0, None)];
+        earlier.extend_from_slice(&reqs);
+        let a = join(&revs, &earlier, later());
+        assert!(a.writers.contains(&(7, 2, Match::Exact)), "{:?}", a.writers);
+        // Not marked for deletion: some other write.
+        let plain = [rev(5, 1), rev(7, 2), rev(8, 0)];
+        let a = join(&plain, &reqs, later());
+        assert!(!a.writers.iter().any(|w| w.0 == 7), "{:?}", a.writers);
     }
 
     #[test]
