@@ -90,7 +90,11 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
                 r.value_size.to_string(),
                 change,
                 lines(&r.changed_paths),
-                r.written_by.as_ref().map_or("-".into(), |w| text(&w.to_string())),
+                match (&r.written_by, r.written_by_apiserver) {
+                    (Some(w), _) => text(&w.to_string()),
+                    (None, Some(apiserver)) => apiserver.into(),
+                    (None, None) => "-".into(),
+                },
                 text(&crate::report::when::when(r)),
                 or_dash(r.decode_error.as_deref()),
             ]

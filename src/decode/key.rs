@@ -25,6 +25,22 @@ pub enum SpecialKey {
     MasterLease,
     /// `ranges/<name>`: a service IP or node port allocation bitmap.
     RangeAllocation,
+    /// `peerserverleases/<id>`: an apiserver's peer endpoint lease (the
+    /// mixed-version proxy's).
+    PeerServerLease,
+}
+
+impl SpecialKey {
+    /// What writes such a key: kube-apiserver itself, through its storage
+    /// and never through an API request, so no audit event explains it.
+    pub fn writer(self) -> &'static str {
+        match self {
+            SpecialKey::CompactRevision => "kube-apiserver itself (its etcd compactor)",
+            SpecialKey::MasterLease => "kube-apiserver itself (its endpoint reconciler's lease)",
+            SpecialKey::RangeAllocation => "kube-apiserver itself (its Service IP and port allocator)",
+            SpecialKey::PeerServerLease => "kube-apiserver itself (its peer endpoint lease)",
+        }
+    }
 }
 
 /// What a key says about the object stored under it.
@@ -68,6 +84,7 @@ const RENAMED: &[(&str, &str, &str)] = &[
 const SPECIAL: &[(&str, &str, &str, SpecialKey)] = &[
     ("masterleases", "", "endpoints", SpecialKey::MasterLease),
     ("ranges", "", "rangeallocations", SpecialKey::RangeAllocation),
+    ("peerserverleases", "", "endpoints", SpecialKey::PeerServerLease),
 ];
 
 /// Groups whose servers (apiextensions, the aggregator) prefix their keys
@@ -289,6 +306,21 @@ mod tests {
                 Some(SpecialKey::RangeAllocation)
             )
         );
+        // kube-apiserver 1.37's peer endpoint lease, seen on a real
+        // control plane.
+        assert_eq!(
+            p("/registry/peerserverleases/apiserver-3f2a"),
+            (
+                "".into(),
+                "endpoints".into(),
+                None,
+                s("apiserver-3f2a"),
+                Some(SpecialKey::PeerServerLease)
+            )
+        );
+        assert!(SpecialKey::PeerServerLease
+            .writer()
+            .starts_with("kube-apiserver itself"));
     }
 
     #[test]

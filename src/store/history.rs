@@ -46,9 +46,21 @@ pub struct HistoryRow {
     /// to]` in RFC 3339 (`null` where nothing bounds it), both
     /// `written_at` when that is known.
     pub written_between: [Option<String>; 2],
+    /// For a key kube-apiserver writes itself (its compactor's, its
+    /// leases', its allocators'), which no request writes: who wrote it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub written_by_apiserver: Option<&'static str>,
     /// Changed paths with old and new values, when asked for (`--diff`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<Vec<FieldChange>>,
+}
+
+/// Who wrote a revision of `key` when kube-apiserver writes such keys
+/// itself (keys under the default prefix; `compact_rev_key` anywhere).
+pub(super) fn apiserver_writer(key: &[u8]) -> Option<&'static str> {
+    let key = std::str::from_utf8(key).ok()?;
+    let parsed = crate::decode::key::parse_key(key, crate::decode::key::DEFAULT_PREFIX).ok()?;
+    parsed.special.map(crate::decode::key::SpecialKey::writer)
 }
 
 /// One changed field: its old and new value (`<redacted>` when sensitive).

@@ -130,6 +130,7 @@ impl Store {
                 )?,
                 changed_by: self
                     .json_column(r.try_get("changed_by").map_err(err)?, "revisions.changed_by")?,
+                written_by_apiserver: crate::store::history::apiserver_writer(key),
                 written_by,
                 diff: None,
             });

@@ -80,6 +80,7 @@ impl Store {
                         change_cause: r.get("change_cause")?,
                         changed_paths: json_column(r, "changed_paths")?.unwrap_or_default(),
                         changed_by: json_column(r, "changed_by")?.unwrap_or_default(),
+                        written_by_apiserver: crate::store::history::apiserver_writer(key),
                         written_by,
                         diff: None,
                     },
