@@ -440,20 +440,31 @@ fn check_clock(db: &Path, truth: &BTreeMap<(String, i64), (Timestamp, Timestamp)
     assert!(wrong.is_empty(), "the clock is wrong:\n{}", wrong.join("\n"));
 }
 
-/// What the seed phenomena start from: a namespace, a Deployment a
-/// pipeline applies with server-side apply, and a ConfigMap.
+/// What the seed phenomena start from: a namespace and a Deployment
+/// someone will delete and apply again.
 const SEEDS: &str = r#"apiVersion: v1
 kind: Namespace
 metadata:
   name: seeds
 ---
-apiVersion: v1
-kind: ConfigMap
+apiVersion: apps/v1
+kind: Deployment
 metadata:
   name: recreated
   namespace: seeds
-data:
-  app.properties: "mode=a"
+spec:
+  replicas: 0
+  selector:
+    matchLabels:
+      app: recreated
+  template:
+    metadata:
+      labels:
+        app: recreated
+    spec:
+      containers:
+      - name: app
+        image: registry.example.com/app:1.0
 "#;
 
 const PIPELINE_DEPLOYMENT: &str = r#"apiVersion: apps/v1
@@ -538,7 +549,7 @@ subjects:
 "#,
     );
     // Deleted and created again under the same name, the same content.
-    plane.kubectl(&["delete", "configmap", "-n", "seeds", "recreated"]);
+    plane.kubectl(&["delete", "deployment", "-n", "seeds", "recreated"]);
     plane.apply(SEEDS);
     // A deletion held by a finalizer nobody removes.
     plane.apply(
@@ -609,7 +620,7 @@ subjects:
     assert_eq!(dup.len(), 1, "{dup:#?}");
     assert_eq!(dup[0]["severity"], "medium");
 
-    let again = findings_on(&db, "recreated", "/registry/configmaps/seeds/recreated");
+    let again = findings_on(&db, "recreated", "/registry/deployments/seeds/recreated");
     assert_eq!(again.len(), 1, "{again:#?}");
     assert_eq!(again[0]["severity"], "medium");
 
