@@ -13,6 +13,7 @@ body { margin:0; font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-ser
 a { color:var(--accent); }
 header { padding:20px 28px; border-bottom:1px solid var(--line); background:var(--panel); }
 header h1 { margin:0 0 4px; font-size:20px; } header p { margin:0; color:var(--mute); }
+header p.verdict { margin-top:8px; color:var(--ink); font-weight:600; }
 main { padding:20px 28px; display:grid; gap:20px; }
 section { background:var(--panel); border:1px solid var(--line); border-radius:10px; padding:16px 18px; }
 h2 { margin:0 0 12px; font-size:16px; }
@@ -196,9 +197,10 @@ pub fn render(r: &ReportData) -> String {
         .map(|c| format!("cluster {} · ", html(c)))
         .unwrap_or_default();
     let subtitle = format!(
-        "{cluster}{} · generated {}",
+        "{cluster}{} · generated {}</p><p class=\"verdict\">{}",
         html(&r.database),
-        html(&r.generated_at)
+        html(&r.generated_at),
+        html(&r.summary.verdict())
     );
     page("etcd-inspector report", &subtitle, &report_parts(r))
 }

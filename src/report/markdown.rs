@@ -44,6 +44,7 @@ fn body(s: &mut String, r: &ReportData, h: &str) {
     if let Some(cluster) = &r.cluster {
         writeln!(s, "Cluster {}.", markdown_code(cluster)).unwrap();
     }
+    writeln!(s, "\n**{}**", text(&r.summary.verdict())).unwrap();
     writeln!(s, "\n{h}## Runs\n\n| run | status | source | started | head | compacted | history from | gaps |\n|---|---|---|---|---|---|---|---|").unwrap();
     for run in &r.runs {
         let gaps: Vec<String> = run.gaps.iter().map(ToString::to_string).collect();

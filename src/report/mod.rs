@@ -44,6 +44,38 @@ pub struct Summary {
     pub resources: Vec<crate::store::ResourceUsage>,
 }
 
+impl Summary {
+    /// The report's first line: nothing to worry about when no finding is
+    /// at `low` or above, else how many need a look, by severity.
+    pub fn verdict(&self) -> String {
+        use crate::store::finding::Severity;
+        let mut by_severity: BTreeMap<Severity, usize> = BTreeMap::new();
+        for (severity, n) in self.findings.values().flatten() {
+            if let Ok(s) = Severity::parse(severity) {
+                *by_severity.entry(s).or_default() += n;
+            }
+        }
+        let info = by_severity.remove(&Severity::Info).unwrap_or(0);
+        let attention: usize = by_severity.values().sum();
+        if attention == 0 {
+            return match info {
+                0 => "Nothing to worry about: no findings.".to_string(),
+                n => format!("Nothing to worry about: no finding at low or above ({n} for information)."),
+            };
+        }
+        let parts: Vec<String> = by_severity
+            .iter()
+            .rev()
+            .map(|(s, n)| format!("{n} {}", s.as_str()))
+            .collect();
+        format!(
+            "{attention} finding{} to look at: {}.",
+            if attention == 1 { "" } else { "s" },
+            parts.join(", ")
+        )
+    }
+}
+
 /// A summary line about objects' lifecycles, from the findings of some
 /// detectors.
 #[derive(Clone, Debug, Serialize)]
@@ -560,5 +592,35 @@ pub fn short(v: &serde_json::Value, max: usize) -> String {
         format!("{}…", s.chars().take(max - 1).collect::<String>())
     } else {
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_verdict_says_whether_anything_needs_a_look() {
+        let mut summary = Summary {
+            findings: BTreeMap::new(),
+            writes_by_class: Vec::new(),
+            writes_by_resource: Vec::new(),
+            busiest_keys: Vec::new(),
+            lifecycle: Vec::new(),
+            resources: Vec::new(),
+        };
+        assert_eq!(summary.verdict(), "Nothing to worry about: no findings.");
+        summary
+            .findings
+            .insert("flapping".into(), BTreeMap::from([("info".to_string(), 3)]));
+        assert_eq!(
+            summary.verdict(),
+            "Nothing to worry about: no finding at low or above (3 for information)."
+        );
+        summary.findings.insert(
+            "recreated".into(),
+            BTreeMap::from([("medium".to_string(), 2), ("high".to_string(), 1)]),
+        );
+        assert_eq!(summary.verdict(), "3 findings to look at: 1 high, 2 medium.");
     }
 }

@@ -21,8 +21,9 @@ pub fn render(r: &ReportData) -> String {
         .unwrap_or_default();
     writeln!(
         s,
-        "etcd-inspector report: {}{cluster} ({range})",
-        terminal(&r.database)
+        "etcd-inspector report: {}{cluster} ({range})\n{}",
+        terminal(&r.database),
+        terminal(&r.summary.verdict())
     )
     .unwrap();
     for run in &r.runs {
