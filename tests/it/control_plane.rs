@@ -310,6 +310,14 @@ fn healthy_cluster_gives_no_finding() {
         keep(&plane, &[&live, &followed, &from_file]);
     }
     eprintln!("components restarted: {}", plane.restarts());
+    // The report opens by saying so.
+    let report = ok(inspector(&live, &["report", "--format", "text"]));
+    let first = String::from_utf8_lossy(&report.stdout)
+        .lines()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(first.contains("Nothing to worry about"), "{first}");
     let truth = check_attribution(&live, &plane.audit_log);
     check_clock(&followed, &truth);
     assert!(
