@@ -608,9 +608,25 @@ subjects:
         "{.metadata.ownerReferences[*].uid}",
     );
     assert_eq!(stored.split_whitespace().count(), 1, "{stored}");
+    // An owner deleted while the garbage collector is not running (the
+    // controller manager down): its dependent stays, pointing at nothing.
+    plane.apply("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: parent\n  namespace: seeds\n");
+    let uid = plane.jsonpath(&["configmap", "-n", "seeds", "parent"], "{.metadata.uid}");
+    plane.apply(&format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: orphan\n  namespace: seeds\n  ownerReferences:\n  - {{apiVersion: v1, kind: ConfigMap, name: parent, uid: {uid}}}\n"
+    ));
+    plane.stop("kube-controller-manager");
+    plane.kubectl(&["delete", "configmap", "-n", "seeds", "parent"]);
+    // The history proves how long it has dangled by the runs' times: one
+    // run after the delete, and one two seconds later.
+    snapshot_of(&plane, &db);
+    std::thread::sleep(Duration::from_secs(2));
     snapshot_of(&plane, &db);
     ok(inspector(&db, &["analyze", "--stuck-after", "1s"]));
     assert!(findings_on(&db, "duplicate-entries", "/registry/configmaps/seeds/owned").is_empty());
+    let dangling = findings_on(&db, "dangling-owner", "/registry/configmaps/seeds/orphan");
+    assert_eq!(dangling.len(), 1, "{dangling:#?}");
+    assert_eq!(dangling[0]["severity"], "medium");
 
     let deployment = "/registry/deployments/seeds/web";
     let fight = findings_on(&db, "flapping", deployment);

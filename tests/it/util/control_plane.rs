@@ -121,6 +121,8 @@ struct Supervised {
     args: Vec<String>,
     child: Child,
     restarts: usize,
+    /// Stopped by the test, not to be restarted.
+    stopped: bool,
 }
 
 impl ControlPlane {
@@ -296,6 +298,7 @@ impl ControlPlane {
             args: args.iter().map(|a| a.to_string()).collect(),
             child,
             restarts: 0,
+            stopped: false,
         });
     }
 
@@ -310,7 +313,10 @@ impl ControlPlane {
                 // down).
                 std::thread::sleep(Duration::from_secs(2));
                 for c in others.lock().unwrap().iter_mut() {
-                    if matches!(c.child.try_wait(), Ok(Some(_))) && !stopping.load(Ordering::SeqCst) {
+                    if !c.stopped
+                        && matches!(c.child.try_wait(), Ok(Some(_)))
+                        && !stopping.load(Ordering::SeqCst)
+                    {
                         let args: Vec<&str> = c.args.iter().map(String::as_str).collect();
                         c.child = spawn(&bin, &dir, &c.name, &args);
                         c.restarts += 1;
@@ -318,6 +324,19 @@ impl ControlPlane {
                 }
             }
         }));
+    }
+
+    /// Stops a kept component for good (the controller manager: no garbage
+    /// collector runs after it).
+    pub fn stop(&self, name: &str) {
+        let mut others = self.others.lock().unwrap();
+        let c = others
+            .iter_mut()
+            .find(|c| c.name == name)
+            .expect("a kept component");
+        c.stopped = true;
+        let _ = c.child.kill();
+        let _ = c.child.wait();
     }
 
     /// How many times each kept component was restarted, for a test's
