@@ -6,9 +6,14 @@
 //! `x-kubernetes-preserve-unknown-fields` was removed, when the object was
 //! written before the CRD had a schema, or by direct etcd writes.
 //!
-//! Each revision of a custom resource is judged against the CRD as it was at
-//! that revision (the CRD's latest stored revision at or before it), with the
-//! schema of the version the revision is stored at.
+//! Each earlier revision of a custom resource is judged against the CRD as it
+//! was at that revision (the CRD's latest stored revision at or before it),
+//! with the schema of the version the revision is stored at; that tells
+//! which fields a later write dropped. The object as it is now is judged
+//! against the CRD as it is now, since the next write through the API is
+//! pruned by today's schema: a CRD tightened after the object was written
+//! (a field removed from its schema, `x-kubernetes-preserve-unknown-fields`
+//! taken away) leaves fields stored that the next write drops.
 //!
 //! Paths are [`FieldPath`]s: `spec.ports[0].protocl`, map keys as members
 //! (`spec.labels.app\.kubernetes\.io/name`).
@@ -268,11 +273,13 @@ impl Schemas {
             .contains_key(&(group.to_string(), resource.to_string()))
     }
 
-    /// The CRD for `resource` in `group` as it was at `revision`.
-    fn at(&self, group: &str, resource: &str, revision: i64) -> Option<&Crd> {
+    /// The CRD for `resource` in `group` as it was at `revision`, with the
+    /// revision that stored it.
+    fn at(&self, group: &str, resource: &str, revision: i64) -> Option<(i64, &Crd)> {
         let entries = self.by_resource.get(&(group.to_string(), resource.to_string()))?;
         let n = entries.partition_point(|(r, _)| *r <= revision);
-        entries.get(n.checked_sub(1)?)?.1.as_ref()
+        let (stored, crd) = entries.get(n.checked_sub(1)?)?;
+        Some((*stored, crd.as_ref()?))
     }
 }
 
@@ -280,19 +287,23 @@ impl Schemas {
 struct Judged<'a> {
     revision: &'a ObjectRevision,
     crd: String,
+    /// The revision that stored the CRD it was judged against.
+    crd_revision: i64,
     version: String,
     paths: BTreeSet<FieldPath>,
 }
 
+/// Judges `r` against the CRD as it was at revision `at`.
 fn judge<'a>(
     r: &'a ObjectRevision,
+    at: i64,
     group: &str,
     resource: &str,
     schemas: &Schemas,
     content: &mut dyn FnMut(&ObjectRevision) -> Option<Value>,
 ) -> Option<(Judged<'a>, Value)> {
     let version = r.api_version.as_deref()?.rsplit('/').next()?;
-    let crd = schemas.at(group, resource, r.mod_revision)?;
+    let (crd_revision, crd) = schemas.at(group, resource, at)?;
     let schema = crd.schema(version)?;
     let object = content(r)?;
     let paths = prunable(schema, &object);
@@ -300,6 +311,7 @@ fn judge<'a>(
         Judged {
             revision: r,
             crd: crd.name.clone(),
+            crd_revision,
             version: version.to_string(),
             paths,
         },
@@ -353,7 +365,8 @@ fn dropped(pruned: &[(String, i64, i64)]) -> String {
 /// prunable fields. `content(r)` gives a revision's stored content (JSON)
 /// or None when not stored.
 ///
-/// The latest revision is judged: live with undeclared fields → Medium.
+/// The latest revision is judged against the newest CRD: live with
+/// undeclared fields → Medium.
 /// Within the current key generation, a path undeclared in one judged
 /// revision and absent from the next judged one was dropped (`pruned`); when
 /// the latest revision has no undeclared fields but some were dropped →
@@ -378,7 +391,12 @@ pub fn detect(
         .iter()
         .filter(|r| !r.deleted && r.create_revision == latest.create_revision)
     {
-        let Some((judged, object)) = judge(r, group, resource, schemas, content) else {
+        // The object as it is now, against the CRD as it is now (or, with
+        // no CRD stored now, as it was at the revision).
+        let now = std::ptr::eq(r, latest)
+            .then(|| judge(r, i64::MAX, group, resource, schemas, content))
+            .flatten();
+        let Some((judged, object)) = now.or_else(|| judge(r, r.mod_revision, group, resource, schemas, content)) else {
             continue;
         };
         if let Some(prev) = &last {
@@ -411,10 +429,15 @@ pub fn detect(
         } else {
             format!("; earlier, {}", dropped(&pruned))
         };
+        let tightened = if last.crd_revision > latest.mod_revision {
+            format!(" (the CRD changed at revision {}, after the object was written)", last.crd_revision)
+        } else {
+            String::new()
+        };
         (
             Severity::Medium,
             format!(
-                "{object} ({api_version}) stores {} its CRD {} does not declare: {}; the next write through the API drops {} silently{earlier}",
+                "{object} ({api_version}) stores {} its CRD {} does not declare{tightened}: {}; the next write through the API drops {} silently{earlier}",
                 if one { "a field" } else { "fields" },
                 last.crd,
                 list(&paths),
@@ -449,6 +472,7 @@ pub fn detect(
             "object": object,
             "crd": last.crd,
             "version": last.version,
+            "crd_revision": last.crd_revision,
             "paths": paths,
             "pruned": pruned_json,
             "revision": latest.mod_revision,
@@ -775,6 +799,15 @@ mod tests {
         )
         .unwrap();
         assert_eq!(f.details["paths"], json!(["spec.colour"]));
+        // Written while the CRD was loose, never written again: the next
+        // write is pruned by today's schema.
+        let still = Schemas::new(vec![vec![
+            (5, Some(crd_v1(&[("v1", json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}))]))),
+            (20, Some(crd_v1(&[("v1", json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}))]))),
+        ]]);
+        let f = run(&[cr(10, 10, "example.com/v1")], &still, &[(10, object.clone())]).unwrap();
+        assert_eq!((f.severity, f.details["paths"].clone()), (Severity::Medium, json!(["spec.colour"])));
+        assert!(f.summary.contains("(the CRD changed at revision 20, after the object was written)"), "{}", f.summary);
         // Before the CRD existed, or after it was deleted: no judgement.
         assert!(run(&[cr(3, 3, "example.com/v1")], &schemas, &[(3, object.clone())]).is_none());
         assert!(run(&[cr(45, 45, "example.com/v1")], &schemas, &[(45, object)]).is_none());
