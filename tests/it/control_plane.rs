@@ -495,6 +495,34 @@ spec:
         image: registry.example.com/web:1.0
 "#;
 
+/// A CRD for Widgets whose schema declares `spec.size` and the `extra`
+/// properties given.
+fn widget_crd(extra: &str) -> String {
+    format!(
+        r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {{plural: widgets, singular: widget, kind: Widget}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {{type: integer}}{extra}
+"#
+    )
+}
+
 /// Findings of `detector` whose keys hold `key`.
 fn findings_on(db: &Path, detector: &str, key: &str) -> Vec<Value> {
     findings(db, detector)
@@ -608,6 +636,20 @@ subjects:
         "{.metadata.ownerReferences[*].uid}",
     );
     assert_eq!(stored.split_whitespace().count(), 1, "{stored}");
+    // A CRD whose schema is tightened after a custom resource was written:
+    // the field stays stored until the next write drops it.
+    plane.apply(&widget_crd("\n              colour: {type: string}"));
+    plane.kubectl(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/widgets.example.com",
+        "--timeout=60s",
+    ]);
+    let widget = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: seeds\nspec:\n  size: 1\n  colour: red\n";
+    plane.wait_for(Duration::from_secs(30), "the Widget created", |cp| {
+        cp.try_apply(widget)
+    });
+    plane.apply(&widget_crd(""));
     // An owner deleted while the garbage collector is not running (the
     // controller manager down): its dependent stays, pointing at nothing.
     plane.apply("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: parent\n  namespace: seeds\n");
@@ -624,6 +666,13 @@ subjects:
     snapshot_of(&plane, &db);
     ok(inspector(&db, &["analyze", "--stuck-after", "1s"]));
     assert!(findings_on(&db, "duplicate-entries", "/registry/configmaps/seeds/owned").is_empty());
+    let prunable = findings_on(&db, "prunable-fields", "/registry/example.com/widgets/seeds/w");
+    assert_eq!(prunable.len(), 1, "{prunable:#?}");
+    assert_eq!(prunable[0]["severity"], "medium");
+    assert_eq!(
+        prunable[0]["details"]["paths"],
+        serde_json::json!(["spec.colour"])
+    );
     let dangling = findings_on(&db, "dangling-owner", "/registry/configmaps/seeds/orphan");
     assert_eq!(dangling.len(), 1, "{dangling:#?}");
     assert_eq!(dangling[0]["severity"], "medium");

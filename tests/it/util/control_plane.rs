@@ -438,6 +438,13 @@ impl ControlPlane {
         self.kubectl_as(user, &["apply", "-f", "-"], Some(manifest));
     }
 
+    /// `kubectl apply -f -` of `manifest` as `admin`; whether it worked.
+    pub fn try_apply(&self, manifest: &str) -> bool {
+        self.kubectl_raw("admin", &["apply", "-f", "-"], Some(manifest))
+            .status
+            .success()
+    }
+
     /// `kubectl apply -f -` of `manifest` as `admin`.
     pub fn apply(&self, manifest: &str) {
         self.apply_as("admin", manifest);
