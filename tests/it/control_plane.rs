@@ -718,3 +718,82 @@ subjects:
     assert_eq!(stale.len(), 1, "{stale:#?}");
     assert_eq!(stale[0]["severity"], "high", "{stale:#?}");
 }
+
+/// Planned operations that rewrite every object of a kind, a Secrets
+/// encryption-key rotation and a CRD storage-version migration, each done
+/// the documented way (`kubectl get -o json | kubectl replace -f -`): one
+/// `info` finding each, not one per object, and nothing at `low` or above.
+#[test]
+fn a_key_rotation_and_a_storage_migration_are_one_finding_each() {
+    let Some(mut plane) = ControlPlane::start(Options::default()) else {
+        return;
+    };
+    let db = plane.dir().join("planned.db");
+    plane.apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: planned\n");
+    for i in 0..5 {
+        plane.kubectl(&[
+            "create",
+            "secret",
+            "generic",
+            &format!("s{i}"),
+            "-n",
+            "planned",
+            "--from-literal=password=p4ss-{i}",
+        ]);
+    }
+    plane.apply(&widget_crd(""));
+    plane.kubectl(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/widgets.example.com",
+        "--timeout=60s",
+    ]);
+    for i in 0..5 {
+        let widget = format!("apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w{i}\n  namespace: planned\nspec:\n  size: {i}\n");
+        plane.wait_for(Duration::from_secs(30), "a Widget created", |cp| {
+            cp.try_apply(&widget)
+        });
+    }
+    snapshot_of(&plane, &db);
+
+    plane.rotate_encryption_key();
+    let secrets = plane.kubectl(&["get", "secrets", "-n", "planned", "-o", "json"]);
+    plane.kubectl_as(
+        "admin",
+        &["replace", "-f", "-"],
+        Some(&String::from_utf8(secrets.stdout).unwrap()),
+    );
+    plane.apply(&widget_crd("").replace(
+        "  - name: v1\n    served: true\n    storage: true\n",
+        "  - name: v1\n    served: true\n    storage: false\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            properties:\n              size: {type: integer}\n  - name: v2\n    served: true\n    storage: true\n",
+    ));
+    let widgets = plane.kubectl(&["get", "widgets.example.com", "-n", "planned", "-o", "json"]);
+    plane.kubectl_as(
+        "admin",
+        &["replace", "-f", "-"],
+        Some(&String::from_utf8(widgets.stdout).unwrap()),
+    );
+    snapshot_of(&plane, &db);
+    let noise = noise(&db);
+    assert!(noise.is_empty(), "{noise:#?}");
+    let rewrites = findings(&db, "encoding-only");
+    let one = |resource: &str, change: &str| {
+        let found: Vec<&Value> = rewrites
+            .iter()
+            .filter(|f| f["details"]["resource"] == resource)
+            .collect();
+        assert_eq!(found.len(), 1, "{rewrites:#?}");
+        assert_eq!(
+            (
+                &found[0]["severity"],
+                &found[0]["details"]["count"],
+                &found[0]["details"]["change"]
+            ),
+            (&Value::from("info"), &Value::from(5), &Value::from(change)),
+            "{found:#?}"
+        );
+    };
+    one("secrets", "aescbc:key1 → aescbc:key2");
+    one("widgets.example.com", "example.com/v1 → example.com/v2");
+    assert_eq!(rewrites.len(), 2, "{rewrites:#?}");
+}

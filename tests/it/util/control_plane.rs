@@ -397,6 +397,25 @@ impl ControlPlane {
         self.wait_ready();
     }
 
+    /// Rotates the Secrets' encryption key as the Kubernetes documentation
+    /// says: a new key first (it writes), the old one kept (it still
+    /// reads), and the apiserver restarted to load it. Rewriting every
+    /// Secret is the test's.
+    pub fn rotate_encryption_key(&mut self) {
+        let old = std::fs::read_to_string(&self.encryption_config).unwrap();
+        let key1 = old
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("secret: "))
+            .expect("the config holds a key")
+            .to_string();
+        std::fs::write(
+            &self.encryption_config,
+            encryption_config_with(&[("key2", &new_key()), ("key1", &key1)]),
+        )
+        .unwrap();
+        self.restart_apiserver();
+    }
+
     /// The last lines of a component's log, for failure messages.
     pub fn log_tail(&self, name: &str) -> String {
         let text = std::fs::read_to_string(self.dir.path().join(format!("{name}.log"))).unwrap_or_default();
@@ -533,12 +552,26 @@ fn write_kubeconfig(path: &Path, server: &str, token: &str) {
 /// Secrets encrypted with aescbc under a fresh key, as a hardened cluster
 /// keeps them; everything else stored plain.
 fn encryption_config_yaml() -> String {
+    encryption_config_with(&[("key1", &new_key())])
+}
+
+/// A fresh aescbc key, base64.
+fn new_key() -> String {
     use base64::Engine;
     let key: Vec<u8> = (0..4).flat_map(|_| rand_u64().to_le_bytes()).collect();
+    base64::engine::general_purpose::STANDARD.encode(key)
+}
+
+/// An EncryptionConfiguration encrypting Secrets with aescbc under `keys`
+/// (name, base64 secret), the first writing.
+fn encryption_config_with(keys: &[(&str, &str)]) -> String {
+    let keys: String = keys
+        .iter()
+        .map(|(name, secret)| format!("      - name: {name}\n        secret: {secret}\n"))
+        .collect();
     format!(
         "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  \
-         providers:\n  - aescbc:\n      keys:\n      - name: key1\n        secret: {}\n  - identity: {{}}\n",
-        base64::engine::general_purpose::STANDARD.encode(key)
+         providers:\n  - aescbc:\n      keys:\n{keys}  - identity: {{}}\n"
     )
 }
 
