@@ -475,25 +475,14 @@ spec:
         image: registry.example.com/app:1.0
 "#;
 
-const PIPELINE_DEPLOYMENT: &str = r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  namespace: seeds
-spec:
-  replicas: 2
-  selector:
-    matchLabels:
-      app.kubernetes.io/name: web
-  template:
-    metadata:
-      labels:
-        app.kubernetes.io/name: web
-    spec:
-      containers:
-      - name: web
-        image: registry.example.com/web:1.0
-"#;
+/// The shop's web Deployment, in the seeds namespace: what a pipeline
+/// applies.
+fn pipeline_deployment() -> String {
+    SHOP.split("---\n")
+        .find(|doc| doc.starts_with("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n"))
+        .expect("the shop has a web Deployment")
+        .replace("namespace: shop", "namespace: seeds")
+}
 
 /// A CRD for Widgets whose schema declares `spec.size` and the `extra`
 /// properties given.
@@ -556,7 +545,7 @@ fn seed_phenomena_made_through_the_api_are_found() {
                 "-f",
                 "-",
             ],
-            Some(PIPELINE_DEPLOYMENT),
+            Some(&pipeline_deployment()),
         );
         plane.kubectl_as(
             "alice@example.com",
