@@ -1,7 +1,11 @@
 //! `recreated`: a key with two or more generations whose objects have
 //! different UIDs: the object was deleted and created again under the same
 //! name (reference §4). Worse when the new object has the same spec (the same
-//! object created again) and when it happened more than once.
+//! object created again) and when it happened more than once. An object
+//! whose controlling owner was itself recreated (same kind and name, a new
+//! uid) was deleted by the garbage collector's cascade and made again by
+//! the new owner's controller, as a Deployment's ReplicaSet is: `info`,
+//! pointing at the owner's own finding.
 
 use super::detector::Registration;
 use crate::store::finding::{Finding, Severity};
@@ -48,6 +52,14 @@ pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
     let last = events.last()?;
     let same_spec =
         |e: &Recreate| e.old.facts.spec_hash.is_some() && e.old.facts.spec_hash == e.new.facts.spec_hash;
+    let followed_owner = |e: &Recreate| {
+        let (old, new) = (&e.old.facts, &e.new.facts);
+        old.owner_uid.is_some()
+            && new.owner_uid.is_some()
+            && old.owner_uid != new.owner_uid
+            && old.owner_kind == new.owner_kind
+            && old.owner_name == new.owner_name
+    };
     let mut severity = if events.iter().any(same_spec) {
         Severity::Medium
     } else {
@@ -59,6 +71,9 @@ pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
         } else {
             Severity::Medium
         };
+    }
+    if events.iter().all(followed_owner) {
+        severity = Severity::Info;
     }
     let describe = |e: &Recreate| {
         let gap_revs = e.deleted_at.map(|d| e.new.create_revision - d);
@@ -93,7 +108,17 @@ pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
                 format!(", {} later", gap.join(" / "))
             },
             if same_spec(e) { "; same spec" } else { "" }
-        )
+        ) + &if followed_owner(e) {
+            format!(
+                "; its owner {} {} was recreated too (uid {} → {}) and its controller made it again",
+                e.new.facts.owner_kind.as_deref().unwrap_or("-"),
+                e.new.facts.owner_name.as_deref().unwrap_or("-"),
+                e.old.facts.owner_uid.as_deref().unwrap_or("-"),
+                e.new.facts.owner_uid.as_deref().unwrap_or("-"),
+            )
+        } else {
+            String::new()
+        }
     };
     let times = if events.len() == 1 {
         String::new()
@@ -108,6 +133,7 @@ pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
                 "old_created_at": e.old.facts.creation_timestamp, "old_deletion_timestamp": e.old.facts.deletion_timestamp,
                 "deleted_at_revision": e.deleted_at, "recreated_at_revision": e.new.create_revision,
                 "new_created_at": e.new.facts.creation_timestamp, "same_spec": same_spec(e),
+                "owner_recreated": followed_owner(e),
                 "managers": e.new.facts.managers,
             })
         })
@@ -184,5 +210,33 @@ mod tests {
         assert_eq!(twice.severity, Severity::High);
         let other_spec = detect(&[rev(2, 2, "a", 1), tomb(5, 2), rev(7, 7, "b", 2)]).unwrap();
         assert_eq!(other_spec.severity, Severity::Low);
+    }
+
+    #[test]
+    fn a_child_made_again_because_its_owner_was_recreated_is_info() {
+        let owned = |n: i64, create: i64, uid: &str, owner: &str| {
+            let mut r = rev(n, create, uid, 1);
+            r.facts.owner_kind = Some("ReplicaSet".into());
+            r.facts.owner_name = Some("web-7d4b9c6f5d".into());
+            r.facts.owner_uid = Some(owner.into());
+            r
+        };
+        let cascade = detect(&[owned(2, 2, "a", "rs1"), tomb(5, 2), owned(7, 7, "b", "rs2")]).unwrap();
+        assert_eq!(cascade.severity, Severity::Info);
+        assert!(
+            cascade.summary.ends_with(
+                "its owner ReplicaSet web-7d4b9c6f5d was recreated too (uid rs1 → rs2) and its controller made it again)"
+            ),
+            "{}",
+            cascade.summary
+        );
+        // The same owner: the child itself was deleted and made again.
+        let same_owner = detect(&[owned(2, 2, "a", "rs1"), tomb(5, 2), owned(7, 7, "b", "rs1")]).unwrap();
+        assert_eq!(same_owner.severity, Severity::Medium);
+        // Another owner's name: not the owner's recreation.
+        let mut adopted = owned(7, 7, "b", "rs2");
+        adopted.facts.owner_name = Some("other".into());
+        let adopted = detect(&[owned(2, 2, "a", "rs1"), tomb(5, 2), adopted]).unwrap();
+        assert_eq!(adopted.severity, Severity::Medium);
     }
 }
