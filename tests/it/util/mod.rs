@@ -4,6 +4,8 @@
 
 pub mod backend;
 pub mod cluster;
+/// The real control plane, as the demo plays on it.
+#[path = "../../../demo/src/control_plane.rs"]
 pub mod control_plane;
 pub mod encrypt;
 pub mod etcd;
@@ -11,6 +13,10 @@ pub mod k8s;
 pub mod kms_plugin;
 pub mod postgres;
 pub mod proxy;
+/// The demo's incident on the real control plane.
+#[path = "../../../demo/src/real_scenario.rs"]
+pub mod real_scenario;
+pub mod test_plane;
 
 pub use backend::{
     assert_consistent, db_in, delete_revisions, postgres_backend, query_int, sqlite_only, temp_db,
@@ -21,7 +27,7 @@ use etcd_inspector::store::Store;
 use serde_json::Value;
 use std::borrow::Borrow;
 use std::fmt::Display;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
@@ -77,32 +83,15 @@ pub fn closed_endpoint() -> String {
     format!("http://127.0.0.1:{}", etcd::free_port())
 }
 
-/// Runs `command`, feeding it `stdin`, and returns what it printed.
-pub fn run_with_input(command: &mut Command, stdin: Option<&[u8]>) -> Output {
-    let mut child = command
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{command:?} starts: {e}"));
-    if let Some(input) = stdin {
-        child.stdin.take().unwrap().write_all(input).unwrap();
-    }
-    child.wait_with_output().unwrap()
-}
-
 /// Runs the built `etcd-inspector` binary with `args`, feeding `stdin`.
 pub fn run_inspector(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let out = run_with_input(
+    let out = control_plane::run_with_input(
         Command::new(env!("CARGO_BIN_EXE_etcd-inspector"))
             .args(args)
             .env("XDG_CONFIG_HOME", config_home()),
         stdin,
-    );
+    )
+    .expect("etcd-inspector runs");
     assert_no_password(&out);
     out
 }

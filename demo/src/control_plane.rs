@@ -1,29 +1,29 @@
-//! A real Kubernetes control plane for the control-plane test tier:
-//! kube-apiserver, kube-controller-manager (every controller) and
-//! kube-scheduler of one release, kwok playing the kubelets of a few nodes,
-//! kubectl to drive it, all over a test etcd ([`TestEtcd`], so the etcd
-//! matrix applies). The binaries come from the folder
-//! `ETCD_INSPECTOR_CONTROL_PLANE` names, which `.ci/control-plane` builds
-//! from the Go module proxy; without it the tier skips, saying how to run
-//! it.
+//! A real Kubernetes control plane: kube-apiserver,
+//! kube-controller-manager (every controller) and kube-scheduler of one
+//! release, kwok playing the kubelets of a few nodes, kubectl to drive it,
+//! all over an etcd the caller started. The binaries come from a folder
+//! `.ci/control-plane` builds from the Go module proxy.
+//!
+//! Used by the demo's `--control-plane` and by the control-plane test tier
+//! (`tests/it/util/mod.rs` includes this file by path, with the etcd of the
+//! test matrix), so both play on the same cluster.
 //!
 //! The apiserver runs as a cluster's would: token authentication (named
 //! users and groups), RBAC and the Node authorizer, an audit log
 //! (`RequestResponse`, `Metadata` for Secrets, Leases and Events, nothing
 //! for reads), Secrets encrypted with aescbc, and a short etcd compaction
 //! interval so that a few minutes hold several compactions. Every process
-//! is killed on drop; their logs stay in the temporary folder for a failure
-//! message.
+//! is killed on drop; their logs (`<component>.log`), the audit log and
+//! the credentials stay in the folder the caller gave.
 
-use super::etcd::{free_port, TestEtcd};
+use anyhow::{bail, ensure, Context, Result};
+use std::io::Write;
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// The environment variable naming the folder of built binaries.
-pub const ENV: &str = "ETCD_INSPECTOR_CONTROL_PLANE";
 
 /// The nodes kwok runs.
 pub const NODES: [&str; 3] = ["kwok-node-0", "kwok-node-1", "kwok-node-2"];
@@ -57,27 +57,27 @@ rules:
 - level: RequestResponse
 "#;
 
-/// The folder of binaries, or `None` with a message saying how to get it.
-pub fn binaries() -> Option<PathBuf> {
-    let Some(dir) = std::env::var_os(ENV) else {
-        eprintln!(
-            "skipping: no real control plane ({ENV} is unset); build one with Go and run \
-             `{ENV}=$(.ci/control-plane 1.37.2 | cut -d' ' -f2) cargo test --test it -- control_plane::`"
+/// What a folder of binaries must hold: the components, kubectl, kwok and
+/// kwok's stages (`.ci/control-plane` writes them all).
+const BINARIES: [&str; 6] = [
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubectl",
+    "kwok",
+    "kwok-stages.yaml",
+];
+
+/// Checks that `dir` holds everything `.ci/control-plane` builds.
+pub fn check_binaries(dir: &Path) -> Result<()> {
+    for bin in BINARIES {
+        ensure!(
+            dir.join(bin).is_file(),
+            "{} has no {bin}: build the control plane with `.ci/control-plane` (it prints the folder)",
+            dir.display()
         );
-        return None;
-    };
-    let dir = PathBuf::from(dir);
-    for bin in [
-        "kube-apiserver",
-        "kube-controller-manager",
-        "kube-scheduler",
-        "kubectl",
-        "kwok",
-        "kwok-stages.yaml",
-    ] {
-        assert!(dir.join(bin).is_file(), "{ENV}={} has no {bin}", dir.display());
     }
-    Some(dir)
+    Ok(())
 }
 
 /// What a control plane is started with.
@@ -94,9 +94,10 @@ impl Default for Options {
     }
 }
 
+/// A running control plane; every process is killed on drop.
 pub struct ControlPlane {
-    pub etcd: TestEtcd,
-    dir: tempfile::TempDir,
+    /// Its files: credentials, configs, the audit log, components' logs.
+    dir: PathBuf,
     bin: PathBuf,
     /// The apiserver's audit log (JSON lines).
     pub audit_log: PathBuf,
@@ -115,40 +116,35 @@ pub struct ControlPlane {
     stopping: Arc<AtomicBool>,
 }
 
-/// A component the test keeps running: how to start it, and its process.
+/// A component kept running: how to start it, and its process.
 struct Supervised {
     name: String,
     args: Vec<String>,
     child: Child,
     restarts: usize,
-    /// Stopped by the test, not to be restarted.
+    /// Stopped on purpose, not to be restarted.
     stopped: bool,
 }
 
 impl ControlPlane {
-    /// Starts etcd, the three components and kwok, registers [`NODES`]
-    /// (each as its own kubelet would, with its node credentials) and waits
-    /// until they are Ready. `None` (with a message) without binaries.
-    pub fn start(options: Options) -> Option<ControlPlane> {
-        let bin = binaries()?;
-        let etcd = TestEtcd::start();
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        let version = String::from_utf8(
-            Command::new(bin.join("kube-apiserver"))
-                .arg("--version")
-                .output()
-                .unwrap()
-                .stdout,
-        )
-        .unwrap()
+    /// Starts the three components and kwok from the binaries in `bin`
+    /// against the etcd at `etcd_endpoint`, with their files in `dir`
+    /// (which must exist), registers [`NODES`] (each as its own kubelet
+    /// would, with its node credentials) and waits until they are Ready.
+    pub fn start(bin: &Path, etcd_endpoint: &str, dir: &Path, options: Options) -> Result<ControlPlane> {
+        check_binaries(bin)?;
+        let d = dir;
+        let version = output_text(
+            Command::new(bin.join("kube-apiserver")).arg("--version"),
+            "kube-apiserver --version",
+        )?
         .trim()
         .trim_start_matches("Kubernetes ")
         .to_string();
 
         // Credentials: one token per user, the service-account signing key,
         // a kubeconfig per identity.
-        let port = free_port();
+        let port = free_port()?;
         let server = format!("https://127.0.0.1:{port}");
         let mut tokens = String::new();
         let mut identities: Vec<(String, String)> = PEOPLE
@@ -162,23 +158,26 @@ impl ControlPlane {
             identities.push((format!("system:node:{node}"), "system:nodes".into()));
         }
         for (i, (user, groups)) in identities.iter().enumerate() {
-            let token = format!("token-{i}-{:x}", rand_u64());
+            let token = format!("token-{i}-{:x}", rand_u64()?);
             tokens.push_str(&format!("{token},{user},uid-{i},\"{groups}\"\n"));
-            write_kubeconfig(&d.join(kubeconfig_name(user)), &server, &token);
+            write(&d.join(kubeconfig_name(user)), kubeconfig(&server, &token))?;
         }
-        std::fs::write(d.join("tokens.csv"), tokens).unwrap();
+        write(&d.join("tokens.csv"), tokens)?;
         let (sa_key, sa_pub) = (d.join("sa.key"), d.join("sa.pub"));
-        let key_pair = rcgen::KeyPair::generate().unwrap();
-        std::fs::write(&sa_key, key_pair.serialize_pem()).unwrap();
-        std::fs::write(&sa_pub, key_pair.public_key_pem()).unwrap();
-        std::fs::write(d.join("audit-policy.yaml"), AUDIT_POLICY).unwrap();
+        let key_pair = rcgen::KeyPair::generate().context("generating the service-account key")?;
+        write(&sa_key, key_pair.serialize_pem())?;
+        write(&sa_pub, key_pair.public_key_pem())?;
+        write(&d.join("audit-policy.yaml"), AUDIT_POLICY.to_string())?;
         let encryption_config = d.join("encryption.yaml");
-        std::fs::write(&encryption_config, encryption_config_yaml()).unwrap();
+        write(
+            &encryption_config,
+            encryption_config_with(&[("key1", &new_key()?)]),
+        )?;
         let audit_log = d.join("audit.log");
 
-        let p = |path: &Path| path.to_str().unwrap().to_string();
+        let p = |path: &Path| path.display().to_string();
         let apiserver_args = vec![
-            format!("--etcd-servers={}", etcd.endpoint),
+            format!("--etcd-servers={etcd_endpoint}"),
             format!(
                 "--etcd-compaction-interval={}s",
                 options.compaction_interval.as_secs()
@@ -203,9 +202,8 @@ impl ControlPlane {
             "--v=1".into(),
         ];
         let mut plane = ControlPlane {
-            etcd,
-            dir,
-            bin,
+            dir: dir.to_path_buf(),
+            bin: bin.to_path_buf(),
             audit_log,
             encryption_config,
             version,
@@ -215,11 +213,10 @@ impl ControlPlane {
             supervisor: None,
             stopping: Arc::new(AtomicBool::new(false)),
         };
-        plane.spawn_apiserver();
-        plane.wait_ready();
+        plane.spawn_apiserver()?;
+        plane.wait_ready()?;
 
-        let cm = kubeconfig_name("system:kube-controller-manager");
-        let cm = p(&plane.dir.path().join(cm));
+        let cm = p(&d.join(kubeconfig_name("system:kube-controller-manager")));
         plane.keep_running(
             "kube-controller-manager",
             &[
@@ -228,16 +225,13 @@ impl ControlPlane {
                 &format!("--authorization-kubeconfig={cm}"),
                 "--use-service-account-credentials=true",
                 &format!("--service-account-private-key-file={}", p(&sa_key)),
-                &format!(
-                    "--root-ca-file={}",
-                    p(&plane.dir.path().join("apiserver-certs/apiserver.crt"))
-                ),
+                &format!("--root-ca-file={}", p(&d.join("apiserver-certs/apiserver.crt"))),
                 "--bind-address=127.0.0.1",
-                &format!("--secure-port={}", free_port()),
+                &format!("--secure-port={}", free_port()?),
                 "--v=1",
             ],
-        );
-        let sched = p(&plane.dir.path().join(kubeconfig_name("system:kube-scheduler")));
+        )?;
+        let sched = p(&d.join(kubeconfig_name("system:kube-scheduler")));
         plane.keep_running(
             "kube-scheduler",
             &[
@@ -245,12 +239,12 @@ impl ControlPlane {
                 &format!("--authentication-kubeconfig={sched}"),
                 &format!("--authorization-kubeconfig={sched}"),
                 "--bind-address=127.0.0.1",
-                &format!("--secure-port={}", free_port()),
+                &format!("--secure-port={}", free_port()?),
                 "--v=1",
             ],
-        );
-        let kwok_config = p(&plane.bin.join("kwok-stages.yaml"));
-        let kwok = p(&plane.dir.path().join(kubeconfig_name("kwok-controller")));
+        )?;
+        let kwok_config = p(&bin.join("kwok-stages.yaml"));
+        let kwok = p(&d.join(kubeconfig_name("kwok-controller")));
         plane.keep_running(
             "kwok",
             &[
@@ -258,9 +252,9 @@ impl ControlPlane {
                 &format!("--config={kwok_config}"),
                 "--manage-all-nodes=true",
                 "--node-lease-duration-seconds=40",
-                &format!("--server-address=127.0.0.1:{}", free_port()),
+                &format!("--server-address=127.0.0.1:{}", free_port()?),
             ],
-        );
+        )?;
         plane.supervise();
 
         for node in NODES {
@@ -268,58 +262,56 @@ impl ControlPlane {
                 &format!("system:node:{node}"),
                 &["create", "-f", "-"],
                 Some(&node_manifest(node)),
-            );
+            )?;
         }
         plane.wait_for(Duration::from_secs(90), "every node Ready", |cp| {
-            let out = cp.kubectl(&[
-                "get",
-                "nodes",
-                "-o",
-                "jsonpath={.items[*].status.conditions[?(@.type==\"Ready\")].status}",
-            ]);
-            String::from_utf8_lossy(&out.stdout)
-                .split_whitespace()
-                .filter(|s| *s == "True")
-                .count()
-                == NODES.len()
-        });
-        Some(plane)
-    }
-
-    fn spawn(&self, name: &str, args: &[&str]) -> Child {
-        spawn(&self.bin, self.dir.path(), name, args)
+            let ready = cp.jsonpath(
+                &["nodes"],
+                "{.items[*].status.conditions[?(@.type==\"Ready\")].status}",
+            )?;
+            Ok(ready.split_whitespace().filter(|s| *s == "True").count() == NODES.len())
+        })?;
+        Ok(plane)
     }
 
     /// Starts a component the supervisor keeps running.
-    fn keep_running(&self, name: &str, args: &[&str]) {
-        let child = self.spawn(name, args);
-        self.others.lock().unwrap().push(Supervised {
-            name: name.to_string(),
-            args: args.iter().map(|a| a.to_string()).collect(),
-            child,
-            restarts: 0,
-            stopped: false,
-        });
+    fn keep_running(&self, name: &str, args: &[&str]) -> Result<()> {
+        let child = spawn(&self.bin, &self.dir, name, args)?;
+        self.others
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Supervised {
+                name: name.to_string(),
+                args: args.iter().map(|a| a.to_string()).collect(),
+                child,
+                restarts: 0,
+                stopped: false,
+            });
+        Ok(())
     }
 
     /// Starts the thread that restarts a kept component when it exits.
     fn supervise(&mut self) {
         let (others, stopping) = (self.others.clone(), self.stopping.clone());
-        let (bin, dir) = (self.bin.clone(), self.dir.path().to_path_buf());
+        let (bin, dir) = (self.bin.clone(), self.dir.clone());
         self.supervisor = Some(std::thread::spawn(move || {
             while !stopping.load(Ordering::SeqCst) {
                 // Two seconds after it exited, as a kubelet's back-off
                 // would (a component fails fast while the apiserver is
                 // down).
                 std::thread::sleep(Duration::from_secs(2));
-                for c in others.lock().unwrap().iter_mut() {
+                for c in others.lock().unwrap_or_else(|e| e.into_inner()).iter_mut() {
                     if !c.stopped
                         && matches!(c.child.try_wait(), Ok(Some(_)))
                         && !stopping.load(Ordering::SeqCst)
                     {
                         let args: Vec<&str> = c.args.iter().map(String::as_str).collect();
-                        c.child = spawn(&bin, &dir, &c.name, &args);
-                        c.restarts += 1;
+                        // A component that cannot start again is tried
+                        // again two seconds later, as a kubelet would.
+                        if let Ok(child) = spawn(&bin, &dir, &c.name, &args) {
+                            c.child = child;
+                            c.restarts += 1;
+                        }
                     }
                 }
             }
@@ -328,21 +320,20 @@ impl ControlPlane {
 
     /// Stops a kept component for good (the controller manager: no garbage
     /// collector runs after it).
-    pub fn stop(&self, name: &str) {
-        let mut others = self.others.lock().unwrap();
-        let c = others
-            .iter_mut()
-            .find(|c| c.name == name)
-            .expect("a kept component");
+    pub fn stop(&self, name: &str) -> Result<()> {
+        let mut others = self.others.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(c) = others.iter_mut().find(|c| c.name == name) else {
+            bail!("no component {name} runs");
+        };
         c.stopped = true;
         let _ = c.child.kill();
         let _ = c.child.wait();
+        Ok(())
     }
 
-    /// How many times each kept component was restarted, for a test's
-    /// message.
+    /// How many times each kept component was restarted, for a message.
     pub fn restarts(&self) -> String {
-        let others = self.others.lock().unwrap();
+        let others = self.others.lock().unwrap_or_else(|e| e.into_inner());
         let said: Vec<String> = others
             .iter()
             .map(|c| format!("{} {}", c.name, c.restarts))
@@ -350,29 +341,34 @@ impl ControlPlane {
         said.join(", ")
     }
 
-    fn spawn_apiserver(&mut self) {
+    fn spawn_apiserver(&mut self) -> Result<()> {
         let args: Vec<&str> = self.apiserver_args.iter().map(String::as_str).collect();
-        let child = self.spawn("kube-apiserver", &args);
-        self.apiserver = Some(child);
+        self.apiserver = Some(spawn(&self.bin, &self.dir, "kube-apiserver", &args)?);
+        Ok(())
     }
 
     /// Waits until the apiserver answers `/readyz`.
-    fn wait_ready(&mut self) {
+    fn wait_ready(&mut self) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
-            let out = self.kubectl_raw("admin", &["get", "--raw=/readyz"], None);
-            if out.status.success() {
-                return;
+            if self
+                .kubectl_raw("admin", &["get", "--raw=/readyz"], None)?
+                .status
+                .success()
+            {
+                return Ok(());
             }
             if let Some(Ok(Some(status))) = self.apiserver.as_mut().map(Child::try_wait) {
-                panic!(
-                    "kube-apiserver exited ({status}): {}",
+                bail!(
+                    "kube-apiserver exited ({status}); the end of {}:\n{}",
+                    self.dir.join("kube-apiserver.log").display(),
                     self.log_tail("kube-apiserver")
                 );
             }
-            assert!(
+            ensure!(
                 Instant::now() < deadline,
-                "kube-apiserver not ready in 120 s: {}",
+                "kube-apiserver not ready in 120 s; the end of {}:\n{}",
+                self.dir.join("kube-apiserver.log").display(),
                 self.log_tail("kube-apiserver")
             );
             std::thread::sleep(Duration::from_millis(500));
@@ -381,99 +377,108 @@ impl ControlPlane {
 
     /// Stops kube-apiserver and starts it again with the same flags, as a
     /// control-plane upgrade or a node reboot does.
-    pub fn restart_apiserver(&mut self) {
+    pub fn restart_apiserver(&mut self) -> Result<()> {
         if let Some(mut child) = self.apiserver.take() {
             let _ = Command::new("kill")
                 .args(["-TERM", &child.id().to_string()])
                 .status();
-            let deadline = Instant::now() + Duration::from_secs(60);
+            // After it stops listening, kube-apiserver waits for open
+            // watches up to its `--request-timeout` (a minute); its audit
+            // log is closed by then, and a reboot would not wait either.
+            let deadline = Instant::now() + Duration::from_secs(10);
             while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(200));
             }
             let _ = child.kill();
             let _ = child.wait();
         }
-        self.spawn_apiserver();
-        self.wait_ready();
+        self.spawn_apiserver()?;
+        self.wait_ready()
     }
 
     /// Rotates the Secrets' encryption key as the Kubernetes documentation
     /// says: a new key first (it writes), the old one kept (it still
     /// reads), and the apiserver restarted to load it. Rewriting every
-    /// Secret is the test's.
-    pub fn rotate_encryption_key(&mut self) {
-        let old = std::fs::read_to_string(&self.encryption_config).unwrap();
-        let key1 = old
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("secret: "))
-            .expect("the config holds a key")
-            .to_string();
-        std::fs::write(
-            &self.encryption_config,
-            encryption_config_with(&[("key2", &new_key()), ("key1", &key1)]),
-        )
-        .unwrap();
-        self.restart_apiserver();
+    /// Secret is the caller's.
+    pub fn rotate_encryption_key(&mut self) -> Result<()> {
+        let old = std::fs::read_to_string(&self.encryption_config)
+            .with_context(|| format!("reading {}", self.encryption_config.display()))?;
+        let Some(key1) = old.lines().find_map(|l| l.trim().strip_prefix("secret: ")) else {
+            bail!("{} holds no key", self.encryption_config.display());
+        };
+        let config = encryption_config_with(&[("key2", &new_key()?), ("key1", key1)]);
+        write(&self.encryption_config, config)?;
+        self.restart_apiserver()
     }
 
-    /// The last lines of a component's log, for failure messages.
+    /// The last lines of a component's log, for error messages.
     pub fn log_tail(&self, name: &str) -> String {
-        let text = std::fs::read_to_string(self.dir.path().join(format!("{name}.log"))).unwrap_or_default();
+        let text = std::fs::read_to_string(self.dir.join(format!("{name}.log"))).unwrap_or_default();
         // Not the flags every component lists as it starts.
         let lines: Vec<&str> = text.lines().filter(|l| !l.contains("] FLAG: --")).collect();
         lines[lines.len().saturating_sub(30)..].join("\n")
     }
 
-    fn kubectl_raw(&self, user: &str, args: &[&str], stdin: Option<&str>) -> Output {
-        let kubeconfig = self.dir.path().join(kubeconfig_name(user));
-        super::run_with_input(
+    fn kubectl_raw(&self, user: &str, args: &[&str], stdin: Option<&str>) -> Result<Output> {
+        let kubeconfig = self.dir.join(kubeconfig_name(user));
+        run_with_input(
             Command::new(self.bin.join("kubectl"))
                 .arg(format!("--kubeconfig={}", kubeconfig.display()))
                 .args(args),
             stdin.map(str::as_bytes),
         )
+        .context("running kubectl")
     }
 
-    /// Runs kubectl as `user` (one of the people, a node or a component)
-    /// and asserts success.
-    pub fn kubectl_as(&self, user: &str, args: &[&str], stdin: Option<&str>) -> Output {
-        let out = self.kubectl_raw(user, args, stdin);
-        assert!(
+    /// Runs kubectl as `user` (one of the people, a node or a component);
+    /// an error unless it succeeds.
+    pub fn kubectl_as(&self, user: &str, args: &[&str], stdin: Option<&str>) -> Result<Output> {
+        let out = self.kubectl_raw(user, args, stdin)?;
+        ensure!(
             out.status.success(),
             "kubectl {} as {user} failed: {}",
             args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
+            String::from_utf8_lossy(&out.stderr).trim()
         );
-        out
+        Ok(out)
     }
 
-    /// Runs kubectl as `admin` and asserts success.
-    pub fn kubectl(&self, args: &[&str]) -> Output {
+    /// Runs kubectl as `admin`; an error unless it succeeds.
+    pub fn kubectl(&self, args: &[&str]) -> Result<Output> {
         self.kubectl_as("admin", args, None)
     }
 
     /// `kubectl apply -f -` of `manifest` as `user`.
-    pub fn apply_as(&self, user: &str, manifest: &str) {
-        self.kubectl_as(user, &["apply", "-f", "-"], Some(manifest));
+    pub fn apply_as(&self, user: &str, manifest: &str) -> Result<()> {
+        self.kubectl_as(user, &["apply", "-f", "-"], Some(manifest))
+            .map(drop)
     }
 
-    /// `kubectl apply -f -` of `manifest` as `admin`; whether it worked.
-    pub fn try_apply(&self, manifest: &str) -> bool {
-        self.kubectl_raw("admin", &["apply", "-f", "-"], Some(manifest))
+    /// `kubectl apply -f -` of `manifest` as `admin`; whether it worked
+    /// (for what may need a moment, such as a resource its CRD just made).
+    pub fn try_apply(&self, manifest: &str) -> Result<bool> {
+        Ok(self
+            .kubectl_raw("admin", &["apply", "-f", "-"], Some(manifest))?
             .status
-            .success()
+            .success())
     }
 
     /// `kubectl apply -f -` of `manifest` as `admin`.
-    pub fn apply(&self, manifest: &str) {
-        self.apply_as("admin", manifest);
+    pub fn apply(&self, manifest: &str) -> Result<()> {
+        self.apply_as("admin", manifest)
     }
 
-    /// Polls `done` every second until it holds, failing after `limit`.
-    pub fn wait_for(&self, limit: Duration, what: &str, mut done: impl FnMut(&ControlPlane) -> bool) {
+    /// Polls `done` every second until it holds; an error naming `what`
+    /// after `limit`.
+    pub fn wait_for(
+        &self,
+        limit: Duration,
+        what: &str,
+        mut done: impl FnMut(&ControlPlane) -> Result<bool>,
+    ) -> Result<()> {
         let deadline = Instant::now() + limit;
-        while !done(self) {
-            assert!(
+        while !done(self)? {
+            ensure!(
                 Instant::now() < deadline,
                 "not reached in {limit:?}: {what}\nkube-controller-manager: {}\nkwok: {}",
                 self.log_tail("kube-controller-manager"),
@@ -481,21 +486,22 @@ impl ControlPlane {
             );
             std::thread::sleep(Duration::from_secs(1));
         }
+        Ok(())
     }
 
     /// The output of `kubectl get ARGS -o jsonpath=PATH` as admin.
-    pub fn jsonpath(&self, args: &[&str], path: &str) -> String {
+    pub fn jsonpath(&self, args: &[&str], path: &str) -> Result<String> {
         let mut all = vec!["get"];
         all.extend_from_slice(args);
         let path = format!("jsonpath={path}");
         all.extend(["-o", path.as_str()]);
-        String::from_utf8(self.kubectl(&all).stdout).unwrap()
+        Ok(String::from_utf8_lossy(&self.kubectl(&all)?.stdout).into_owned())
     }
 
-    /// The scratch folder (for copies of etcd's files, the inspector's
-    /// database).
+    /// The folder of its files (and room for copies of etcd's files, the
+    /// inspector's databases).
     pub fn dir(&self) -> &Path {
-        self.dir.path()
+        &self.dir
     }
 }
 
@@ -517,49 +523,80 @@ impl Drop for ControlPlane {
     }
 }
 
+/// Runs `command`, feeding it `stdin`, and returns what it printed.
+pub fn run_with_input(command: &mut Command, stdin: Option<&[u8]>) -> std::io::Result<Output> {
+    let mut child = command
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(input)?;
+    }
+    child.wait_with_output()
+}
+
+/// What `command` printed, as text; an error naming `what` unless it
+/// succeeded.
+fn output_text(command: &mut Command, what: &str) -> Result<String> {
+    let out = run_with_input(command, None).with_context(|| format!("running {what}"))?;
+    ensure!(
+        out.status.success(),
+        "{what} failed: {}",
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A free loopback port.
+fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+fn write(path: &Path, text: String) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
 /// Starts `bin/name` with `args`, its output appended to `dir/name.log`.
-fn spawn(bin: &Path, dir: &Path, name: &str, args: &[&str]) -> Child {
+fn spawn(bin: &Path, dir: &Path, name: &str, args: &[&str]) -> Result<Child> {
+    let path = dir.join(format!("{name}.log"));
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(dir.join(format!("{name}.log")))
-        .unwrap();
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
     Command::new(bin.join(name))
         .args(args)
         .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
+        .stdout(log.try_clone()?)
         .stderr(log)
         .spawn()
-        .unwrap_or_else(|e| panic!("{name} starts: {e}"))
+        .with_context(|| format!("starting {}", bin.join(name).display()))
 }
 
 fn kubeconfig_name(user: &str) -> String {
     format!("{}.kubeconfig", user.replace([':', '@'], "_"))
 }
 
-fn write_kubeconfig(path: &Path, server: &str, token: &str) {
-    std::fs::write(
-        path,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: {server}\n    \
-             insecure-skip-tls-verify: true\nusers:\n- name: user\n  user:\n    token: {token}\n\
-             contexts:\n- name: test\n  context:\n    cluster: test\n    user: user\ncurrent-context: test\n"
-        ),
+/// A kubeconfig for the apiserver at `server` with a bearer `token`.
+fn kubeconfig(server: &str, token: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: {server}\n    \
+         insecure-skip-tls-verify: true\nusers:\n- name: user\n  user:\n    token: {token}\n\
+         contexts:\n- name: local\n  context:\n    cluster: local\n    user: user\ncurrent-context: local\n"
     )
-    .unwrap();
-}
-
-/// Secrets encrypted with aescbc under a fresh key, as a hardened cluster
-/// keeps them; everything else stored plain.
-fn encryption_config_yaml() -> String {
-    encryption_config_with(&[("key1", &new_key())])
 }
 
 /// A fresh aescbc key, base64.
-fn new_key() -> String {
+fn new_key() -> Result<String> {
     use base64::Engine;
-    let key: Vec<u8> = (0..4).flat_map(|_| rand_u64().to_le_bytes()).collect();
-    base64::engine::general_purpose::STANDARD.encode(key)
+    let mut key = [0u8; 32];
+    getrandom::fill(&mut key).map_err(|e| anyhow::anyhow!("no randomness for a key: {e}"))?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(key))
 }
 
 /// An EncryptionConfiguration encrypting Secrets with aescbc under `keys`
@@ -597,8 +634,8 @@ status:
     )
 }
 
-fn rand_u64() -> u64 {
+fn rand_u64() -> Result<u64> {
     let mut b = [0u8; 8];
-    getrandom::fill(&mut b).unwrap();
-    u64::from_le_bytes(b)
+    getrandom::fill(&mut b).map_err(|e| anyhow::anyhow!("no randomness for a token: {e}"))?;
+    Ok(u64::from_le_bytes(b))
 }
