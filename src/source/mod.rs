@@ -10,6 +10,7 @@ pub mod etcd;
 pub mod filter;
 pub mod revision;
 pub mod server_version;
+pub mod wal;
 
 /// One revision of one key as etcd keeps it.
 #[derive(Clone, Debug, PartialEq, Eq)]

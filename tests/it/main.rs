@@ -36,3 +36,4 @@ mod semantic_property;
 mod show;
 mod snapshot;
 mod stats;
+mod wal;

@@ -388,6 +388,31 @@ impl TestEtcd {
         })
     }
 
+    /// Runs a transaction; whether its compares held.
+    pub fn txn(&self, txn: etcd_client::Txn) -> bool {
+        let mut c = self.client_result().unwrap();
+        self.runtime
+            .block_on(async { c.txn(txn).await.unwrap().succeeded() })
+    }
+
+    /// Grants a lease of `ttl` seconds; its id.
+    pub fn grant(&self, ttl: i64) -> i64 {
+        let mut c = self.client_result().unwrap();
+        self.runtime
+            .block_on(async { c.lease_grant(ttl, None).await.unwrap().id() })
+    }
+
+    /// Revokes lease `id`, deleting the keys attached to it.
+    pub fn revoke(&self, id: i64) {
+        let mut c = self.client_result().unwrap();
+        self.runtime.block_on(async { c.lease_revoke(id).await.unwrap() });
+    }
+
+    /// The member's write-ahead log, `<data-dir>/member/wal`.
+    pub fn wal_dir(&self) -> std::path::PathBuf {
+        self.dir.path().join("data/member/wal")
+    }
+
     /// Deletes a key and returns the revision of the delete.
     pub fn delete(&self, key: &str) -> i64 {
         let mut c = self.client_result().unwrap();
