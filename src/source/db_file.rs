@@ -35,7 +35,13 @@ pub struct FileInfo {
     /// SHA-256 of the whole file, hex.
     pub sha256: String,
     pub had_trailer: bool,
+    /// The last raft entry the db applied (`meta` bucket, `consistent_index`,
+    /// 8 bytes big-endian): entries after it in the member's WAL are not in
+    /// the db.
     pub consistent_index: Option<u64>,
+    /// That entry's raft term (`meta` bucket, `term`, written since etcd
+    /// 3.5; `server/storage/schema/cindex.go`).
+    pub consistent_term: Option<u64>,
     pub finished_compact: Option<i64>,
     pub scheduled_compact: Option<i64>,
     /// Lowest and highest main revision in the `key` bucket.
@@ -95,6 +101,7 @@ fn inspect_buckets(db: &BoltDb, salvage: bool) -> Result<FileInfo, BoltError> {
         sha256,
         had_trailer: db.had_trailer,
         consistent_index: None,
+        consistent_term: None,
         finished_compact: None,
         scheduled_compact: None,
         first_revision: None,
@@ -112,6 +119,9 @@ fn inspect_buckets(db: &BoltDb, salvage: bool) -> Result<FileInfo, BoltError> {
         entries(db, meta, salvage, &mut |k, v| match k {
             b"consistent_index" if v.len() == 8 => {
                 info.consistent_index = Some(u64::from_be_bytes(v.try_into().expect("8 bytes")))
+            }
+            b"term" if v.len() == 8 => {
+                info.consistent_term = Some(u64::from_be_bytes(v.try_into().expect("8 bytes")))
             }
             b"finishedCompactRev" => info.finished_compact = revision::parse(v).map(|r| r.revision.main),
             b"scheduledCompactRev" => info.scheduled_compact = revision::parse(v).map(|r| r.revision.main),
