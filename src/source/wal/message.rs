@@ -1,8 +1,11 @@
 //! The protobuf messages an etcd member's WAL holds, with the field
 //! numbers of etcd's `server/storage/wal/walpb/record.proto`,
 //! go.etcd.io/raft's `raftpb/raft.proto` and etcd's
-//! `api/etcdserverpb/raft_internal.proto` and `rpc.proto`: only the fields
-//! a history needs.
+//! `api/etcdserverpb/raft_internal.proto`, `rpc.proto` and
+//! `etcdserver.proto` (checked against etcd's main branch and v3.5.33,
+//! go.etcd.io/raft's main): only the fields a history needs. Bytes where
+//! etcd says string: Go's decoders do not all check UTF-8, so a field
+//! `prost` would reject as a string must not make a request undecodable.
 
 /// `walpb.Record`: one framed record.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -36,6 +39,16 @@ pub struct Entry {
     pub index: u64,
     #[prost(bytes = "vec", tag = "4")]
     pub data: Vec<u8>,
+}
+
+/// `etcdserverpb.Metadata` (`etcdserver.proto`): a metadata record's data,
+/// the same in every segment.
+#[derive(Clone, PartialEq, Eq, prost::Message)]
+pub struct Metadata {
+    #[prost(uint64, tag = "1")]
+    pub node_id: u64,
+    #[prost(uint64, tag = "2")]
+    pub cluster_id: u64,
 }
 
 /// `raftpb.HardState`.
@@ -154,8 +167,8 @@ pub struct LeaseCheckpoint {
 pub struct RequestHeader {
     #[prost(uint64, tag = "1")]
     pub id: u64,
-    #[prost(string, tag = "2")]
-    pub username: String,
+    #[prost(bytes = "vec", tag = "2")]
+    pub username: Vec<u8>,
 }
 
 /// `etcdserverpb.PutRequest`.

@@ -8,9 +8,14 @@
 //! - A record is an 8-byte little-endian length field, then the record,
 //!   padded to 8 bytes. A negative length field (top bit set) means
 //!   padding: its low 56 bits are the record's length, and the low 3 bits
-//!   of its top byte the padding.
-//! - A segment is preallocated (64,000,000 bytes) and its tail is zeros: a
-//!   zero length field ends a segment's records.
+//!   of its top byte the padding (`encoder.go`'s `encodeFrameSize` writes
+//!   `0x80 | pad` there, `decoder.go`'s `decodeFrameSize` reads it). So
+//!   every record starts at a multiple of 8 in its file.
+//! - A segment is preallocated (64,000,000 bytes, `SegmentSizeBytes`) and
+//!   its tail is zeros: a zero length field, or the end of the file, ends
+//!   a segment's records (`decodeRecord`). A segment the writer moved on
+//!   from is truncated at its last record (`wal.go`'s `cut`); only the
+//!   last one has a zeroed tail.
 //! - A record is a `walpb.Record { type, crc, data }`. The CRC is CRC-32C
 //!   (Castagnoli) chained over every record's data in order: each record's
 //!   `crc` is the chain's value after its data. A `crc` record (type 4)
@@ -111,12 +116,29 @@ pub fn frame_size(field: u64) -> (u64, u64) {
     (len, pad)
 }
 
+/// The record length and padding of a length field exactly as etcd's
+/// encoder writes one (a non-empty record, its top byte 0 or `0x80 | pad`
+/// with the padding making it a multiple of 8), else `None`: what salvage
+/// takes for a frame.
+pub fn strict_frame_size(field: u64) -> Option<(u64, u64)> {
+    let top = field >> 56;
+    let len = field & !(0xff << 56);
+    let pad = match top {
+        0 => 0,
+        0x81..=0x87 => top & 0x7,
+        _ => return None,
+    };
+    (len > 0 && (len + pad).is_multiple_of(8)).then_some((len, pad))
+}
+
 /// What reading a segment's next record gave.
 pub enum Next {
-    /// A whole record, CRC not yet checked, at this offset.
-    Record(Record, u64),
-    /// The segment's records end here (end of file or zeros).
-    End,
+    /// A whole record, CRC not yet checked, at this offset; whether a
+    /// sector of its frame is zeros (torn, should its CRC not match).
+    Record(Record, u64, bool),
+    /// The segment's records end at this offset (end of file or a zero
+    /// length field).
+    End(u64),
     /// A record that cannot be whole: `torn` when a sector of it is zeros
     /// or it runs past the end (as a crash leaves the last one), else
     /// damage.
@@ -162,7 +184,7 @@ impl SegmentReader {
             // Fewer than 8 bytes left: no room for a record.
             let rest = self.read_rest()?;
             return Ok(if rest.iter().all(|&b| b == 0) {
-                Next::End
+                Next::End(at)
             } else {
                 Next::Broken {
                     offset: at,
@@ -176,7 +198,7 @@ impl SegmentReader {
         self.offset = at + 8;
         let field = u64::from_le_bytes(field);
         if field == 0 {
-            return Ok(Next::End);
+            return Ok(Next::End(at));
         }
         let (len, pad) = frame_size(field);
         let room = self.size - at - 8;
@@ -192,7 +214,7 @@ impl SegmentReader {
         self.offset = at + 8 + len + pad;
         let torn = torn(at + 8, &data);
         match Record::decode(&data[..len as usize]) {
-            Ok(record) => Ok(Next::Record(record, at)),
+            Ok(record) => Ok(Next::Record(record, at, torn)),
             Err(e) => Ok(Next::Broken {
                 offset: at,
                 torn,
@@ -201,9 +223,30 @@ impl SegmentReader {
         }
     }
 
-    /// Whether the data of the record at `at` has a zeroed sector: torn.
-    pub fn torn_at(&self, at: u64, data: &[u8]) -> bool {
-        torn(at + 8, data)
+    /// The record framed at `at` as etcd's encoder frames one
+    /// ([`strict_frame_size`]), whole within the file and decoding as a
+    /// `walpb.Record`, with the offset after it; `None` when there is none.
+    /// For salvage: the CRC is not checked.
+    pub fn record_at(&mut self, at: u64) -> Result<Option<(Record, u64)>, WalError> {
+        if at.saturating_add(8) > self.size {
+            return Ok(None);
+        }
+        self.skip_to(at)?;
+        let mut field = [0u8; 8];
+        self.file.read_exact(&mut field).map_err(|e| self.io(e))?;
+        self.offset = at + 8;
+        let Some((len, pad)) = strict_frame_size(u64::from_le_bytes(field)) else {
+            return Ok(None);
+        };
+        if len + pad > self.size - at - 8 {
+            return Ok(None);
+        }
+        let mut data = vec![0u8; (len + pad) as usize];
+        self.file.read_exact(&mut data).map_err(|e| self.io(e))?;
+        self.offset = at + 8 + len + pad;
+        Ok(Record::decode(&data[..len as usize])
+            .ok()
+            .map(|record| (record, at + 8 + len + pad)))
     }
 
     /// Moves to `offset` (within the buffer when it can).
@@ -212,11 +255,6 @@ impl SegmentReader {
         self.file.seek_relative(by).map_err(|e| self.io(e))?;
         self.offset = offset;
         Ok(())
-    }
-
-    /// The file's size.
-    pub fn size(&self) -> u64 {
-        self.size
     }
 
     /// The rest of the file from the current offset (at most 8 bytes when
@@ -286,6 +324,18 @@ mod tests {
         assert_eq!(frame_size(13), (13, 0));
         // 13 bytes padded by 3: top byte 0x80 | 3.
         assert_eq!(frame_size((0x83u64 << 56) | 13), (13, 3));
+    }
+
+    #[test]
+    fn salvage_takes_only_frames_etcd_writes() {
+        assert_eq!(strict_frame_size(16), Some((16, 0)));
+        assert_eq!(strict_frame_size((0x83u64 << 56) | 13), Some((13, 3)));
+        // Unpadded but not a multiple of 8, padding that does not add up,
+        // stray bits in the top byte, nothing.
+        assert_eq!(strict_frame_size(13), None);
+        assert_eq!(strict_frame_size((0x82u64 << 56) | 13), None);
+        assert_eq!(strict_frame_size((0xc3u64 << 56) | 13), None);
+        assert_eq!(strict_frame_size(0), None);
     }
 
     #[test]
