@@ -4,6 +4,8 @@
 //! a key attached to a lease that is revoked), beside writes outside its
 //! prefix and a compaction. Runs on every etcd of the matrix.
 
+mod live;
+
 use crate::util::etcd::TestEtcd;
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
 use etcd_inspector::source::bolt::BoltDb;
