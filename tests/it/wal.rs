@@ -10,7 +10,7 @@ use crate::util::etcd::TestEtcd;
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
 use etcd_inspector::source::bolt::BoltDb;
 use etcd_inspector::source::db_file;
-use etcd_inspector::source::wal::{self, CompareTarget, Op, Request};
+use etcd_inspector::source::wal::{self, revisions, CompareTarget, Op, Request};
 
 /// kube-apiserver's write: `If(mod_revision(key) == rev) Then(op) Else(get)`.
 fn optimistic(key: &str, rev: i64, then: TxnOp) -> Txn {
@@ -132,4 +132,192 @@ fn every_request_sent_is_in_the_wal_in_order() {
         applied <= last,
         "the db applied {applied}, the WAL ends at {last}"
     );
+}
+
+/// The db at its consistent index, as the anchor the revisions are placed
+/// back from.
+fn anchor(db: &std::path::Path) -> (revisions::Anchor, u64) {
+    let file = BoltDb::open(db).unwrap();
+    let info = db_file::inspect(&file).unwrap();
+    let mut records: Vec<etcd_inspector::source::Record> = Vec::new();
+    db_file::read_revisions(&file, b"", 0, 0, &mut records).unwrap();
+    records.sort_by_key(|r| r.mod_revision);
+    let compacted = info.finished_compact.unwrap_or(0);
+    let mut anchor = revisions::Anchor::default();
+    anchor.revision = info.head();
+    anchor.compacted = compacted;
+    for r in records {
+        if r.mod_revision > compacted {
+            let value = (!r.deleted).then(|| revisions::digest(&r.value));
+            anchor
+                .history
+                .entry(r.mod_revision)
+                .or_default()
+                .push((r.key.clone(), value));
+        }
+        if r.deleted {
+            anchor.live.remove(&r.key);
+        } else {
+            let live = revisions::Live {
+                mod_revision: r.mod_revision,
+                create_revision: r.create_revision,
+                version: r.version,
+                digest: revisions::digest(&r.value),
+            };
+            anchor.live.insert(r.key, live);
+        }
+    }
+    anchor.index();
+    (anchor, info.consistent_index.unwrap())
+}
+
+/// Runs `f` against `etcd` and notes `what` with the revision it wrote, if
+/// any (the store's revision rose).
+fn record(truth: &mut Vec<(String, Option<i64>)>, etcd: &TestEtcd, what: String, f: &dyn Fn(&TestEtcd)) {
+    let before = etcd.head();
+    f(etcd);
+    let after = etcd.head();
+    truth.push((what, (after > before).then_some(after)));
+}
+
+/// Revisions placed back from the db onto kube-apiserver's writes, before
+/// and after a compaction, equal the revisions etcd gave them.
+#[test]
+fn each_write_is_placed_at_the_revision_etcd_gave_it() {
+    let mut etcd = TestEtcd::start();
+    // (what was sent, the revision it wrote) in order.
+    let mut truth: Vec<(String, Option<i64>)> = Vec::new();
+    let kube_put = |k: &'static str, x: i64, v: &'static str| {
+        move |e: &TestEtcd| {
+            e.txn(optimistic(k, x, TxnOp::put(k, v, None)));
+        }
+    };
+    let (a, b, c, d) = (
+        "/registry/pods/shop/a",
+        "/registry/pods/shop/b",
+        "/registry/configmaps/shop/c.properties",
+        "/registry/pods/shop/d",
+    );
+    for (k, v) in [(a, "a1"), (b, "b1"), (c, "c1")] {
+        record(&mut truth, &etcd, format!("create {k}"), &kube_put(k, 0, v));
+    }
+    let ra = etcd.head() - 2;
+    record(&mut truth, &etcd, "update a".into(), &kube_put(a, ra, "a2"));
+    let ra2 = etcd.head();
+    record(
+        &mut truth,
+        &etcd,
+        "update a, a conflict's loser".into(),
+        &kube_put(a, ra, "a2-lost"),
+    );
+    record(
+        &mut truth,
+        &etcd,
+        "update a again".into(),
+        &kube_put(a, ra2, "a3"),
+    );
+    let rb = ra + 1;
+    record(&mut truth, &etcd, "delete b".into(), &move |e: &TestEtcd| {
+        e.txn(optimistic(b, rb, TxnOp::delete(b, None)));
+    });
+    record(&mut truth, &etcd, "create b again".into(), &kube_put(b, 0, "b2"));
+    let lease = etcd.grant(3600);
+    truth.push(("grant".into(), None));
+    for k in ["/registry/events/shop/e1", "/registry/events/shop/e2"] {
+        record(
+            &mut truth,
+            &etcd,
+            format!("create {k} on a lease"),
+            &move |e: &TestEtcd| {
+                let opts = PutOptions::new().with_lease(lease);
+                e.txn(optimistic(k, 0, TxnOp::put(k, "event", Some(opts))));
+            },
+        );
+    }
+    record(&mut truth, &etcd, "put outside".into(), &|e: &TestEtcd| {
+        e.put("/other/x", b"x");
+    });
+    record(&mut truth, &etcd, "delete outside".into(), &|e: &TestEtcd| {
+        e.delete("/other/x");
+    });
+    record(&mut truth, &etcd, "delete nothing".into(), &|e: &TestEtcd| {
+        e.delete("/other/none");
+    });
+    record(&mut truth, &etcd, "revoke".into(), &move |e: &TestEtcd| {
+        e.revoke(lease)
+    });
+    let compact_at = etcd.head();
+    etcd.compact(compact_at);
+    truth.push(("compact".into(), None));
+    let ra3 = ra2 + 1;
+    record(
+        &mut truth,
+        &etcd,
+        "update a after the compaction".into(),
+        &kube_put(a, ra3, "a4"),
+    );
+    let rc = ra + 2;
+    record(&mut truth, &etcd, "delete c".into(), &move |e: &TestEtcd| {
+        e.txn(optimistic(c, rc, TxnOp::delete(c, None)));
+    });
+    record(&mut truth, &etcd, "create d".into(), &kube_put(d, 0, "d1"));
+    record(
+        &mut truth,
+        &etcd,
+        "create d, a retried create's loser".into(),
+        &kube_put(d, 0, "d1"),
+    );
+    let key = "compact_rev_key";
+    for v in 0..2 {
+        record(
+            &mut truth,
+            &etcd,
+            format!("compactor {v}"),
+            &move |e: &TestEtcd| {
+                e.txn(
+                    Txn::new()
+                        .when([Compare::version(key, CompareOp::Equal, v)])
+                        .and_then([TxnOp::put(key, format!("{v}"), None)])
+                        .or_else([TxnOp::get(key, None)]),
+                );
+            },
+        );
+    }
+    etcd.stop();
+
+    let (mut anchor, applied) = anchor(&etcd.db_file());
+    let mut log = wal::Wal::open(&etcd.wal_dir(), wal::Options::default()).unwrap();
+    let mut entries = Vec::new();
+    while let Some(e) = log.next_entry().unwrap() {
+        if e.index <= applied {
+            entries.push(e);
+        }
+    }
+    anchor.log_starts_empty = log.summary().snapshot == Some((0, 0));
+    let assigned = revisions::assign(entries.clone(), &anchor);
+    assert_eq!(assigned.stopped, None);
+    let mut sent = truth.iter();
+    let mut wrong = Vec::new();
+    for (entry, (index, placed)) in entries.iter().zip(&assigned.placed) {
+        assert_eq!(entry.index, *index);
+        let expected = match said(&entry.request) {
+            Some(_) if matches!(entry.request, Request::LeaseGrant(_) | Request::Compaction(_)) => {
+                sent.next();
+                revisions::Placed::Nothing
+            }
+            Some(text) => {
+                let (what, revision) = sent.next().expect("a request sent for each entry");
+                let truth = revision.map_or(revisions::Placed::Nothing, revisions::Placed::At);
+                if *placed != truth {
+                    wrong.push(format!(
+                        "{what} ({text}): etcd wrote {revision:?}, placed {placed:?}"
+                    ));
+                }
+                continue;
+            }
+            None => revisions::Placed::Nothing,
+        };
+        assert_eq!(*placed, expected, "entry {index}");
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

@@ -79,6 +79,7 @@
 //!   ([`Request::Other`] 1301 and 1300).
 
 mod message;
+pub mod revisions;
 mod segment;
 
 pub use message::{

@@ -395,6 +395,13 @@ impl TestEtcd {
             .block_on(async { c.txn(txn).await.unwrap().succeeded() })
     }
 
+    /// The store's current revision.
+    pub fn head(&self) -> i64 {
+        let mut c = self.client_result().unwrap();
+        self.runtime
+            .block_on(async { c.get("head", None).await.unwrap().header().unwrap().revision() })
+    }
+
     /// Grants a lease of `ttl` seconds; its id.
     pub fn grant(&self, ttl: i64) -> i64 {
         let mut c = self.client_result().unwrap();
