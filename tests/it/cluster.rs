@@ -179,10 +179,16 @@ fn replay_through(
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let run = runs(&db).last().cloned().unwrap();
     assert_eq!(run["status"], "complete", "{run}");
+    // One move away from the member acted on; a member still settling
+    // after an election may answer with an error and move the run again,
+    // but never back to the one acted on.
     let served = served(&db);
-    assert_eq!(served.len(), 2, "{served:?}\n{}", stderr(&out));
+    assert!(served.len() >= 2, "{served:?}\n{}", stderr(&out));
     assert_eq!(served[0]["endpoint"], cluster.members[serving].endpoint.as_str());
-    assert_ne!(served[1]["endpoint"], served[0]["endpoint"]);
+    for later in &served[1..] {
+        assert_ne!(later["endpoint"], served[0]["endpoint"], "{served:?}");
+        assert!(later["moved_because"].is_string(), "{served:?}");
+    }
     let why = served[1]["moved_because"].as_str().unwrap();
     assert!(why.contains(&cluster.members[serving].endpoint), "{why}");
     assert!(stderr(&out).contains("reading from"), "{}", stderr(&out));
