@@ -29,6 +29,7 @@
 //!   them, and [`Assigned::stopped`] says where and why.
 
 use super::{CompareTarget, Entry, Op, Request, TxnRequest};
+use crate::source::Record;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
@@ -71,14 +72,45 @@ pub struct Anchor {
     pub live: HashMap<Vec<u8>, Live>,
     /// Every revision above `compacted`.
     pub history: BTreeMap<i64, Written>,
-    /// The log begins with the member's first entry (raft snapshot index
-    /// 0): the store was empty, at revision 1.
-    pub log_starts_empty: bool,
+    /// The writes at or below `compacted` the db still holds: each key's
+    /// newest write at the compaction, later replaced or not.
+    pub kept: HashMap<i64, Written>,
     /// `live`'s keys by `mod_revision` ([`Anchor::index`] fills it).
     by_mod: HashMap<i64, Vec<u8>>,
 }
 
 impl Anchor {
+    /// An anchor at `revision`, compacted at `compacted`, to fill with
+    /// [`Anchor::add`].
+    pub fn new(revision: i64, compacted: i64) -> Anchor {
+        Anchor {
+            revision,
+            compacted,
+            ..Anchor::default()
+        }
+    }
+
+    /// Adds one record the db holds; records come in revision order.
+    pub fn add(&mut self, r: &Record) {
+        let value = (!r.deleted).then(|| digest(&r.value));
+        let written = match r.mod_revision > self.compacted {
+            true => self.history.entry(r.mod_revision).or_default(),
+            false => self.kept.entry(r.mod_revision).or_default(),
+        };
+        written.push((r.key.clone(), value));
+        if r.deleted {
+            self.live.remove(&r.key);
+        } else {
+            let live = Live {
+                mod_revision: r.mod_revision,
+                create_revision: r.create_revision,
+                version: r.version,
+                digest: digest(&r.value),
+            };
+            self.live.insert(r.key.clone(), live);
+        }
+    }
+
     /// Indexes the live keys by revision; call once `live` is filled.
     pub fn index(&mut self) {
         self.by_mod = self
@@ -214,6 +246,10 @@ impl Hypothesis {
         if let Some(k) = self.mods.get(&r) {
             return Some(k);
         }
+        let kept = anchor.kept.get(&r).into_iter().flatten();
+        if let Some((k, _)) = kept.into_iter().find(|(_, d)| d.is_some()) {
+            return Some(k.as_slice());
+        }
         let k = anchor.by_mod.get(&r)?;
         (!self.keys.contains_key(k)).then_some(k.as_slice())
     }
@@ -238,6 +274,7 @@ pub fn assign(entries: impl IntoIterator<Item = Entry>, anchor: &Anchor) -> Assi
         frozen: false,
         placed: None,
     }];
+    let pre_log = pre_log(anchor, &indexes);
     let mut stopped = None;
     let mut reached = steps.len();
     for (i, step) in steps.iter().enumerate().rev() {
@@ -247,7 +284,7 @@ pub fn assign(entries: impl IntoIterator<Item = Entry>, anchor: &Anchor) -> Assi
         }
         let mut next = Vec::new();
         for h in &beam {
-            for (revision, h) in place(step, i, h, anchor, &writers) {
+            for (revision, h) in place(step, i, h, anchor, &writers, pre_log) {
                 let mut h = h;
                 h.placed = Some(Rc::new(Node {
                     step: i,
@@ -282,12 +319,17 @@ pub fn assign(entries: impl IntoIterator<Item = Entry>, anchor: &Anchor) -> Assi
                 State::Present { mod_revision, .. } => mod_revision.is_none_or(|m| m <= h.next),
                 _ => true,
             };
-            if anchor.log_starts_empty
-                && (h.next != 1 || h.keys.values().any(|s| matches!(s, State::Present { .. })))
-            {
-                return false;
-            }
-            h.keys.values().all(known)
+            // Each key there before the log took a revision of its own,
+            // above revision 1.
+            let present = h
+                .keys
+                .values()
+                .filter(|s| matches!(s, State::Present { .. }))
+                .count()
+                + anchor.live.keys().filter(|k| !h.keys.contains_key(*k)).count();
+            pre_log.is_none_or(|r| h.next <= r)
+                && (present as i64) < h.next
+                && h.keys.values().all(known)
                 && anchor
                     .live
                     .iter()
@@ -307,6 +349,21 @@ pub fn assign(entries: impl IntoIterator<Item = Entry>, anchor: &Anchor) -> Assi
         placed: placements(&beam, reached, &indexes),
         stopped,
     }
+}
+
+/// The highest revision the store can have had before the log's first
+/// entry, `None` when nothing bounds it. etcd is at revision 1 before
+/// entry 1 and an entry raises the revision by one at most, so before
+/// entry `s` it is at most `s`: a log that starts at entry 1 starts from
+/// an empty store, and one that starts later can have begun under no
+/// higher revision, which bounds how far back its entries can all have
+/// written nothing. A member restored from a
+/// snapshot (`etcdutl snapshot restore`) starts a new log under an old
+/// revision; where the db's revision is above its last entry's index
+/// that is plain, and nothing is bounded.
+fn pre_log(anchor: &Anchor, indexes: &[u64]) -> Option<i64> {
+    let (first, last) = (*indexes.first()? as i64, *indexes.last()? as i64);
+    (anchor.revision <= last + 1).then_some(first)
 }
 
 /// What the surviving hypotheses agree on, per entry from `reached` on.
@@ -342,6 +399,7 @@ fn place(
     h: &Hypothesis,
     anchor: &Anchor,
     writers: &Writers,
+    pre_log: Option<i64>,
 ) -> Vec<(Option<i64>, Hypothesis)> {
     let mut out = Vec::new();
     match step {
@@ -377,21 +435,24 @@ fn place(
                 // Failed, though the key is at the revision to place next:
                 // an earlier entry wrote it (the same value, when known),
                 // or it was written before the log began.
-                match after {
+                let (at_next, digest, version) = match after {
                     State::Present {
-                        mod_revision: Some(m),
+                        mod_revision,
                         digest,
-                        ..
-                    } if m == h.next => {
-                        if writers.before(key, i, digest) {
-                            out.push((None, h.clone()));
-                        } else if !anchor.log_starts_empty {
-                            let mut h = h.clone();
-                            h.frozen = true;
-                            out.push((None, h));
-                        }
-                    }
-                    _ => out.push((None, h.clone())),
+                        version,
+                    } => (
+                        mod_revision.map_or(h.owner(anchor, h.next) == Some(key), |m| m == h.next),
+                        digest,
+                        version,
+                    ),
+                    _ => (false, None, None),
+                };
+                if !at_next || writers.before(key, i, digest, version) {
+                    out.push((None, h.clone()));
+                } else if pre_log.is_none_or(|r| h.next <= r) {
+                    let mut h = h.clone();
+                    h.frozen = true;
+                    out.push((None, h));
                 }
             }
         }
@@ -400,10 +461,14 @@ fn place(
             out.push((None, h.clone()));
             if *granted_before && !h.frozen {
                 // Keys attached before the log began, which it cannot name.
-                let deleted = match anchor.history.get(&h.next) {
-                    _ if h.next <= anchor.compacted => Some(Vec::new()),
+                let nothing_kept = Written::new();
+                let held = match h.next <= anchor.compacted {
+                    true => anchor.kept.get(&h.next).or(Some(&nothing_kept)),
+                    false => anchor.history.get(&h.next),
+                };
+                let deleted = match held {
                     Some(held) if held.iter().all(|(_, d)| d.is_none()) => {
-                        Some(held.iter().map(|(k, _)| k.clone()).collect())
+                        Some(held.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>())
                     }
                     _ => None,
                 };
@@ -518,7 +583,10 @@ fn whole_matches<'a>(
     writes: impl Iterator<Item = (&'a [u8], Option<ValueDigest>)>,
 ) -> bool {
     if r <= anchor.compacted {
-        return true;
+        // What the db kept of it was written there.
+        let kept = anchor.kept.get(&r).map_or(&[][..], |w| w.as_slice());
+        let writes: Vec<(&[u8], Option<ValueDigest>)> = writes.collect();
+        return kept.iter().all(|(k, d)| writes.contains(&(k.as_slice(), *d)));
     }
     let Some(held) = anchor.history.get(&r) else {
         return false;
@@ -544,7 +612,24 @@ fn holds(s: &State, target: Target, value: i64) -> bool {
 /// A key's state in `h`.
 fn state(h: &Hypothesis, anchor: &Anchor, key: &[u8]) -> State {
     if let Some(s) = h.keys.get(key) {
-        return s.clone();
+        return match s {
+            // A revision the db holds says what was written there.
+            State::Present {
+                mod_revision: Some(m),
+                version,
+                digest: None,
+            } => State::Present {
+                mod_revision: Some(*m),
+                version: *version,
+                digest: anchor
+                    .history
+                    .get(m)
+                    .or(anchor.kept.get(m))
+                    .and_then(|w| w.iter().find(|(k, _)| k == key))
+                    .and_then(|(_, d)| *d),
+            },
+            s => s.clone(),
+        };
     }
     match anchor.live.get(key) {
         Some(l) => State::Present {
@@ -556,32 +641,53 @@ fn state(h: &Hypothesis, anchor: &Anchor, key: &[u8]) -> State {
     }
 }
 
-/// Each key's writing steps: (position, the value put, `None` for a delete).
-struct Writers(HashMap<Vec<u8>, Vec<(usize, Option<ValueDigest>)>>);
+/// One step that may write a key: its position, the value it puts
+/// (`None` for a delete), and the key's version after it when the step
+/// says (a create leaves 1, `If(version == v)` leaves v + 1).
+type Writer = (usize, Option<ValueDigest>, Option<i64>);
+
+/// Each key's writing steps, in order.
+struct Writers(HashMap<Vec<u8>, Vec<Writer>>);
 
 impl Writers {
-    /// Whether a step before `i` may write `key` (with `value` when known).
-    fn before(&self, key: &[u8], i: usize, value: Option<ValueDigest>) -> bool {
+    /// Whether a step before `i` may have left `key` with `value` and
+    /// `version`, each when known.
+    fn before(&self, key: &[u8], i: usize, value: Option<ValueDigest>, version: Option<i64>) -> bool {
         self.0.get(key).is_some_and(|w| {
-            w.iter()
-                .take_while(|(j, _)| *j < i)
-                .any(|(_, d)| value.is_none() || *d == value)
+            w.iter().take_while(|(j, ..)| *j < i).any(|(_, d, v)| {
+                (value.is_none() || *d == value) && (version.is_none() || v.is_none() || *v == version)
+            })
         })
     }
 }
 
 fn writers(steps: &[Step]) -> Writers {
-    let mut writers: HashMap<Vec<u8>, Vec<(usize, Option<ValueDigest>)>> = HashMap::new();
+    let mut writers: HashMap<Vec<u8>, Vec<Writer>> = HashMap::new();
     for (i, step) in steps.iter().enumerate() {
-        let (key, write) = match step {
-            Step::Plain { key, write } | Step::Guarded { key, write, .. } => (key, write),
+        let (key, write, version) = match step {
+            Step::Plain { key, write } => (key, write, None),
+            Step::Guarded {
+                key,
+                write,
+                target,
+                value,
+                ..
+            } => {
+                let version = match (target, write) {
+                    (_, Write::Delete) => None,
+                    (Target::Mod, _) if *value == 0 => Some(1),
+                    (Target::Version, _) => Some(value + 1),
+                    (Target::Mod, _) => None,
+                };
+                (key, write, version)
+            }
             _ => continue,
         };
         let value = match write {
             Write::Put(d) => Some(*d),
             Write::Delete => None,
         };
-        writers.entry(key.clone()).or_default().push((i, value));
+        writers.entry(key.clone()).or_default().push((i, value, version));
     }
     Writers(writers)
 }
