@@ -134,20 +134,47 @@ fn every_request_sent_is_in_the_wal_in_order() {
     );
 }
 
-/// The db at its consistent index, as the anchor the revisions are placed
-/// back from.
-fn anchor(db: &std::path::Path) -> (revisions::Anchor, u64) {
+/// What the db at `db` holds, and the last entry it applied.
+fn db_facts(db: &std::path::Path) -> (revisions::Facts, u64) {
     let file = BoltDb::open(db).unwrap();
     let info = db_file::inspect(&file).unwrap();
     let mut records: Vec<etcd_inspector::source::Record> = Vec::new();
     db_file::read_revisions(&file, b"", 0, 0, &mut records).unwrap();
     records.sort_by_key(|r| r.mod_revision);
-    let mut anchor = revisions::Anchor::new(info.head(), info.finished_compact.unwrap_or(0));
+    let mut facts = revisions::Facts::new(info.head(), info.finished_compact.unwrap_or(0));
     for r in &records {
-        anchor.add(r);
+        facts.add(r);
     }
-    anchor.index();
-    (anchor, info.consistent_index.unwrap())
+    (facts, info.consistent_index.unwrap())
+}
+
+/// What the db of `etcd` (stopped) holds, the entries of its log up to
+/// the last the db applied, and the log's first snapshot record.
+fn member(etcd: &TestEtcd) -> (revisions::Facts, Vec<wal::Entry>, Option<(u64, u64)>) {
+    let (facts, applied) = db_facts(&etcd.db_file());
+    let mut log = wal::Wal::open(&etcd.wal_dir(), wal::Options::default()).unwrap();
+    let mut entries = Vec::new();
+    while let Some(e) = log.next_entry().unwrap() {
+        if e.index <= applied {
+            entries.push(e);
+        }
+    }
+    (facts, entries, log.summary().snapshot)
+}
+
+/// Places every write of the log of `etcd` (stopped) against its db and
+/// returns how many wrote; fails with the reason when the two disagree.
+pub(crate) fn place_member(etcd: &TestEtcd) -> usize {
+    let (facts, entries, _) = member(etcd);
+    let assigned = revisions::place(&entries, &facts);
+    assert_eq!(assigned.stopped, None);
+    let writes = assigned
+        .placed
+        .iter()
+        .filter(|(_, p)| *p != revisions::Placed::Nothing)
+        .count();
+    assert_eq!(writes as i64, facts.revision - 1, "every revision after 1 placed");
+    writes
 }
 
 /// Runs `f` against `etcd` and notes `what` with the revision it wrote, if
@@ -159,8 +186,8 @@ fn record(truth: &mut Vec<(String, Option<i64>)>, etcd: &TestEtcd, what: String,
     truth.push((what, (after > before).then_some(after)));
 }
 
-/// Revisions placed back from the db onto kube-apiserver's writes, before
-/// and after a compaction, equal the revisions etcd gave them.
+/// Revisions found by replaying kube-apiserver's writes against the db,
+/// before and after a compaction, equal the revisions etcd gave them.
 #[test]
 fn each_write_is_placed_at_the_revision_etcd_gave_it() {
     let mut etcd = TestEtcd::start();
@@ -264,18 +291,11 @@ fn each_write_is_placed_at_the_revision_etcd_gave_it() {
     }
     etcd.stop();
 
-    let (anchor, applied) = anchor(&etcd.db_file());
-    let mut log = wal::Wal::open(&etcd.wal_dir(), wal::Options::default()).unwrap();
-    let mut entries = Vec::new();
-    while let Some(e) = log.next_entry().unwrap() {
-        if e.index <= applied {
-            entries.push(e);
-        }
-    }
+    let (facts, entries, snapshot) = member(&etcd);
     // The log starts at entry 1: that the store was empty then follows
     // from the entries' indexes alone.
-    assert_eq!(log.summary().snapshot, Some((0, 0)));
-    let assigned = revisions::assign(entries.clone(), &anchor);
+    assert_eq!(snapshot, Some((0, 0)));
+    let assigned = revisions::place(&entries, &facts);
     assert_eq!(assigned.stopped, None);
     let mut sent = truth.iter();
     let mut wrong = Vec::new();
@@ -301,4 +321,18 @@ fn each_write_is_placed_at_the_revision_etcd_gave_it() {
         assert_eq!(*placed, expected, "entry {index}");
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+
+    // A log whose first entries were purged (a raft snapshot, then older
+    // segments removed) says it cannot be placed yet.
+    let later = revisions::place(&entries[1..], &facts);
+    let (at, why) = later.stopped.expect("a log from after entry 1 is not placed");
+    assert_eq!(at, entries[1].index);
+    assert!(why.contains("raft snapshot"), "{why}");
+    // Nor is a log against a db that does not match it.
+    let (mut other, _) = db_facts(&etcd.db_file());
+    other.revision += 1;
+    let stopped = revisions::place(&entries, &other)
+        .stopped
+        .expect("a db one revision ahead disagrees");
+    assert!(stopped.1.contains("disagree"), "{}", stopped.1);
 }
