@@ -55,15 +55,19 @@ fn fits(w: Writes, rev: &KeyRevision, exact: bool) -> bool {
     }
 }
 
-/// Whether a create sent at `at` can have stored `creation` (whole seconds,
-/// set before the write, the response after it).
-fn created_at(creation: Option<&str>, at: Timestamp) -> bool {
+/// Whether a create answered at `at` can have stored `creation` (whole
+/// seconds, set before the write, the response after it) when answered
+/// within `within` of it.
+fn created_at(creation: Option<&str>, at: Timestamp, within: SignedDuration) -> bool {
     let Some(ct) = creation.and_then(|c| c.parse::<Timestamp>().ok()) else {
         return false;
     };
     let after = at.duration_since(ct);
-    after >= SignedDuration::ZERO && after < SignedDuration::from_secs(2)
+    after >= SignedDuration::ZERO && after < within
 }
+
+/// A create is usually answered within the second it stamped or the next.
+const CREATED_WITHIN: SignedDuration = SignedDuration::from_secs(2);
 
 /// How long after its write a request may be answered, at most: the
 /// apiserver's default request timeout.
@@ -98,7 +102,10 @@ pub fn join(
         }
     }
     exact(revisions, requests, &mut outcome, &mut writer);
-    creates(revisions, requests, &mut outcome, &mut writer);
+    // Creates answered promptly first; then, for those left, slower ones
+    // the clock also places after their write.
+    creates(revisions, requests, CREATED_WITHIN, &mut outcome, &mut writer);
+    creates(revisions, requests, ANSWERED_WITHIN, &mut outcome, &mut writer);
     finalized_deletes(revisions, requests, &mut writer);
     graceful_deletes(revisions, requests, &outcome, &mut writer);
     let unattributed = by_order(revisions, requests, history_read_at, &mut outcome, &mut writer);
@@ -148,6 +155,7 @@ fn exact(
 fn creates(
     revisions: &[KeyRevision],
     requests: &[KeyRequest],
+    within: SignedDuration,
     outcome: &mut [Option<Outcome>],
     writer: &mut [Option<(usize, Match)>],
 ) {
@@ -160,7 +168,8 @@ fn creates(
         }
         let fitting = |i: usize, j: usize| {
             fits(Writes::Create, &revisions[j], false)
-                && created_at(revisions[j].creation_timestamp.as_deref(), requests[i].time)
+                && created_at(revisions[j].creation_timestamp.as_deref(), requests[i].time, within)
+                && (within == CREATED_WITHIN || in_time(&requests[i], &revisions[j]))
         };
         let candidates: Vec<usize> = (0..revisions.len())
             .filter(|&j| writer[j].is_none() && fitting(i, j))
@@ -529,6 +538,21 @@ mod tests {
         ];
         let a = join(&revs, &reqs, later());
         assert_eq!(a.writers, vec![(5, 1, Match::ByOrder)]);
+    }
+
+    #[test]
+    fn a_create_answered_seconds_after_its_timestamp_is_found() {
+        // An Event created under load: stamped at 09:00:00, answered 5 s
+        // later, after its write.
+        let mut created = rev(5, 1);
+        created.written.earliest = Some("2026-11-29T09:00:02Z".parse().unwrap());
+        let a = join(&[created], &[req(1, "create", 201, 5, None)], later());
+        assert_eq!(a.writers, vec![(5, 1, Match::ByOrder)]);
+        // Not one answered before the write.
+        let mut late = rev(5, 1);
+        late.written.earliest = Some("2026-11-29T09:00:06Z".parse().unwrap());
+        let a = join(&[late], &[req(1, "create", 201, 5, None)], later());
+        assert!(a.writers.is_empty());
     }
 
     #[test]
