@@ -168,7 +168,11 @@ fn creates(
         }
         let fitting = |i: usize, j: usize| {
             fits(Writes::Create, &revisions[j], false)
-                && created_at(revisions[j].creation_timestamp.as_deref(), requests[i].time, within)
+                && created_at(
+                    revisions[j].creation_timestamp.as_deref(),
+                    requests[i].time,
+                    within,
+                )
                 && (within == CREATED_WITHIN || in_time(&requests[i], &revisions[j]))
         };
         let candidates: Vec<usize> = (0..revisions.len())
