@@ -162,17 +162,24 @@ fn member(etcd: &TestEtcd) -> (revisions::Facts, Vec<wal::Entry>, Option<(u64, u
     (facts, entries, log.summary().snapshot)
 }
 
+/// The revision each of `entries` wrote (`None`: nothing), placed and
+/// checked against `facts`.
+fn place(entries: &[wal::Entry], facts: &revisions::Facts) -> Result<Vec<Option<i64>>, revisions::Unplaced> {
+    let mut placer = revisions::Placer::new(facts);
+    let mut placed = Vec::new();
+    for e in entries {
+        placed.push(placer.apply(e)?.first().map(|w| w.mod_revision));
+    }
+    placer.finish()?;
+    Ok(placed)
+}
+
 /// Places every write of the log of `etcd` (stopped) against its db and
 /// returns how many wrote; fails with the reason when the two disagree.
 pub(crate) fn place_member(etcd: &TestEtcd) -> usize {
     let (facts, entries, _) = member(etcd);
-    let assigned = revisions::place(&entries, &facts);
-    assert_eq!(assigned.stopped, None);
-    let writes = assigned
-        .placed
-        .iter()
-        .filter(|(_, p)| *p != revisions::Placed::Nothing)
-        .count();
+    let placed = place(&entries, &facts).unwrap();
+    let writes = placed.iter().flatten().count();
     assert_eq!(writes as i64, facts.revision - 1, "every revision after 1 placed");
     writes
 }
@@ -295,28 +302,26 @@ fn each_write_is_placed_at_the_revision_etcd_gave_it() {
     // The log starts at entry 1: that the store was empty then follows
     // from the entries' indexes alone.
     assert_eq!(snapshot, Some((0, 0)));
-    let assigned = revisions::place(&entries, &facts);
-    assert_eq!(assigned.stopped, None);
+    let placed = place(&entries, &facts).unwrap();
     let mut sent = truth.iter();
     let mut wrong = Vec::new();
-    for (entry, (index, placed)) in entries.iter().zip(&assigned.placed) {
-        assert_eq!(entry.index, *index);
+    for (entry, placed) in entries.iter().zip(&placed) {
+        let index = entry.index;
         let expected = match said(&entry.request) {
             Some(_) if matches!(entry.request, Request::LeaseGrant(_) | Request::Compaction(_)) => {
                 sent.next();
-                revisions::Placed::Nothing
+                None
             }
             Some(text) => {
                 let (what, revision) = sent.next().expect("a request sent for each entry");
-                let truth = revision.map_or(revisions::Placed::Nothing, revisions::Placed::At);
-                if *placed != truth {
+                if placed != revision {
                     wrong.push(format!(
                         "{what} ({text}): etcd wrote {revision:?}, placed {placed:?}"
                     ));
                 }
                 continue;
             }
-            None => revisions::Placed::Nothing,
+            None => None,
         };
         assert_eq!(*placed, expected, "entry {index}");
     }
@@ -324,15 +329,12 @@ fn each_write_is_placed_at_the_revision_etcd_gave_it() {
 
     // A log whose first entries were purged (a raft snapshot, then older
     // segments removed) says it cannot be placed yet.
-    let later = revisions::place(&entries[1..], &facts);
-    let (at, why) = later.stopped.expect("a log from after entry 1 is not placed");
-    assert_eq!(at, entries[1].index);
-    assert!(why.contains("raft snapshot"), "{why}");
+    let later = place(&entries[1..], &facts).expect_err("a log from after entry 1 is not placed");
+    assert_eq!(later.index, entries[1].index);
+    assert!(later.why.contains("raft snapshot"), "{later}");
     // Nor is a log against a db that does not match it.
     let (mut other, _) = db_facts(&etcd.db_file());
     other.revision += 1;
-    let stopped = revisions::place(&entries, &other)
-        .stopped
-        .expect("a db one revision ahead disagrees");
-    assert!(stopped.1.contains("disagree"), "{}", stopped.1);
+    let stopped = place(&entries, &other).expect_err("a db one revision ahead disagrees");
+    assert!(stopped.why.contains("disagree"), "{stopped}");
 }

@@ -12,11 +12,15 @@
 //! raises nothing.
 //!
 //! A log that starts at entry 1 starts from an empty store at revision 1,
-//! so applying it places every write exactly. The result is then checked
-//! against everything the db holds: its head revision, every revision
-//! above its compaction whole, each key's write it kept at the
-//! compaction, and each key at its head. A mismatch means the db and the
-//! log are not one member's (or one of them is damaged), and is said.
+//! so applying it places every write exactly. The result is checked
+//! against everything the db holds, as it goes and at the end: every
+//! revision above the db's compaction whole, each key's write it kept at
+//! the compaction, its head revision and each key at its head. A mismatch
+//! means the db and the log are not one member's (or one of them is
+//! damaged), and is said. The check needs the db's writes first
+//! ([`Facts`]); the replay holds only the live keys' counters and value
+//! digests, so a caller can apply the log once to check it and again to
+//! store what it wrote.
 //!
 //! A log that starts later (the member took a raft snapshot and removed
 //! older segments) starts from a state neither it nor the db holds: the
@@ -26,7 +30,7 @@
 use super::{CompareTarget, Entry, Op, PutRequest, Request, RequestOp, TxnRequest};
 use crate::source::Record;
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 /// A value's identity: the first 16 bytes of its SHA-256.
 pub type ValueDigest = [u8; 16];
@@ -39,22 +43,17 @@ pub fn digest(value: &[u8]) -> ValueDigest {
     d
 }
 
-/// Where an entry's write landed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Placed {
-    /// It wrote nothing.
-    Nothing,
-    /// It wrote this revision.
-    At(i64),
-}
-
-/// Where each entry of a log wrote.
-#[derive(Debug)]
-pub struct Assigned {
-    /// Each entry (index order) and where it wrote; empty when stopped.
-    pub placed: Vec<(u64, Placed)>,
-    /// The entry at which the log could not be placed, and why.
-    pub stopped: Option<(u64, String)>,
+/// What the db holds, to check a replay against: each key's writes (in
+/// revision order), its head and its compaction.
+#[derive(Debug, Default)]
+pub struct Facts {
+    /// The revision after the entry it applied last.
+    pub revision: i64,
+    /// Its compaction: revisions above it are whole.
+    pub compacted: i64,
+    keys: HashMap<Vec<u8>, Vec<Fact>>,
+    /// Each revision above `compacted`: the keys it wrote.
+    whole: HashMap<i64, Written>,
 }
 
 /// One revision's writes: each key and its value, `None` for a delete.
@@ -68,18 +67,6 @@ struct Fact {
     value: Option<ValueDigest>,
 }
 
-/// What the db holds: each key's writes, its head and its compaction.
-#[derive(Debug, Default)]
-pub struct Facts {
-    /// The revision after the entry it applied last.
-    pub revision: i64,
-    /// Its compaction: revisions above it are whole.
-    pub compacted: i64,
-    keys: HashMap<Vec<u8>, Vec<Fact>>,
-    /// Each revision above `compacted`: the keys it wrote.
-    whole: BTreeMap<i64, Written>,
-}
-
 impl Facts {
     /// Facts at `revision`, compacted at `compacted`, to fill with
     /// [`Facts::add`].
@@ -91,19 +78,170 @@ impl Facts {
         }
     }
 
-    /// Adds one record the db holds; records come in revision order.
+    /// Adds one record the db holds, in any order.
     pub fn add(&mut self, r: &Record) {
         let value = (!r.deleted).then(|| digest(&r.value));
         if r.mod_revision > self.compacted {
-            self.whole
-                .entry(r.mod_revision)
-                .or_default()
-                .push((r.key.clone(), value));
+            let written = self.whole.entry(r.mod_revision).or_default();
+            written.push((r.key.clone(), value));
+            written.sort();
         }
-        self.keys.entry(r.key.clone()).or_default().push(Fact {
-            revision: r.mod_revision,
-            value,
-        });
+        let held = self.keys.entry(r.key.clone()).or_default();
+        let at = held.partition_point(|f| f.revision < r.mod_revision);
+        if held.get(at).map(|f| f.revision) != Some(r.mod_revision) {
+            held.insert(
+                at,
+                Fact {
+                    revision: r.mod_revision,
+                    value,
+                },
+            );
+        }
+    }
+
+    /// Whether the db holds `key` written to `value` at `revision`.
+    fn holds(&self, key: &[u8], revision: i64, value: Option<ValueDigest>) -> bool {
+        self.keys.get(key).is_some_and(|held| {
+            held.binary_search_by_key(&revision, |f| f.revision)
+                .is_ok_and(|i| held[i].value == value)
+        })
+    }
+}
+
+/// Places the writes of a log's entries, given in index order up to the
+/// one the db applied last, by replaying them ([`Placer::apply`]), checking
+/// each against the db as it goes and the whole at [`Placer::finish`].
+pub struct Placer<'f> {
+    facts: &'f Facts,
+    replay: Replay,
+    /// The db's writes at or below its compaction the replay wrote (those
+    /// above are checked revision by revision).
+    found: HashSet<(&'f [u8], i64)>,
+    /// The index of the entry applied last.
+    last: Option<u64>,
+}
+
+/// Why a log cannot be placed: the entry (its index) and what.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("entry {index}: {why}")]
+pub struct Unplaced {
+    pub index: u64,
+    pub why: String,
+}
+
+impl<'f> Placer<'f> {
+    /// A placer checking against `facts`.
+    pub fn new(facts: &'f Facts) -> Placer<'f> {
+        Placer {
+            facts,
+            replay: Replay {
+                revision: 1,
+                ..Replay::default()
+            },
+            found: HashSet::new(),
+            last: None,
+        }
+    }
+
+    /// Applies the next entry; the writes it made as a `follow` run records
+    /// them (one revision, one record per key; a delete's record carries the
+    /// create revision of the generation it ended), empty when it wrote
+    /// nothing.
+    pub fn apply(&mut self, entry: &Entry) -> Result<Vec<Record>, Unplaced> {
+        let fail = |why: String| Unplaced {
+            index: entry.index,
+            why,
+        };
+        let expected = self.last.map_or(1, |i| i + 1);
+        if entry.index != expected {
+            return Err(fail(match self.last {
+                None => "the log starts after a raft snapshot, from a state the db no longer holds: \
+                         placing it is not supported yet"
+                    .into(),
+                Some(last) => format!("the log skips from entry {last} to {}", entry.index),
+            }));
+        }
+        self.last = Some(entry.index);
+        let writes = self.replay.apply(&entry.request).map_err(fail)?;
+        let Some(first) = writes.first() else {
+            return Ok(writes);
+        };
+        let r = first.mod_revision;
+        let facts = self.facts;
+        let name = |k: &[u8]| String::from_utf8_lossy(k).into_owned();
+        let mut held: Written = writes
+            .iter()
+            .map(|w| (w.key.clone(), (!w.deleted).then(|| digest(&w.value))))
+            .collect();
+        held.sort();
+        if r > facts.compacted {
+            let want = facts.whole.get(&r).map_or(&[][..], Vec::as_slice);
+            if want != held.as_slice() {
+                let key = want
+                    .first()
+                    .or(held.first())
+                    .map_or(String::new(), |(k, _)| name(k));
+                return Err(fail(format!(
+                    "the log and the db disagree: revision {r} ({key}) is not what the log writes there"
+                )));
+            }
+        }
+        if r <= facts.compacted {
+            for (k, v) in &held {
+                if let Some((key, _)) = facts.keys.get_key_value(k.as_slice()) {
+                    if facts.holds(key, r, *v) {
+                        self.found.insert((key.as_slice(), r));
+                    }
+                }
+            }
+        }
+        Ok(writes)
+    }
+
+    /// Checks the end of the log against the db: its revision, every write
+    /// the db kept, and each key's head.
+    pub fn finish(self) -> Result<(), Unplaced> {
+        let facts = self.facts;
+        let fail = |why: String| Unplaced {
+            index: self.last.unwrap_or(0),
+            why: format!("the log and the db disagree: {why}"),
+        };
+        let name = |k: &[u8]| String::from_utf8_lossy(k).into_owned();
+        let replay = &self.replay;
+        if replay.revision != facts.revision {
+            return Err(fail(format!(
+                "the log ends at revision {}, the db at {}",
+                replay.revision, facts.revision
+            )));
+        }
+        for (key, held) in &facts.keys {
+            let kept = held.iter().take_while(|f| f.revision <= facts.compacted);
+            if let Some(f) = kept
+                .into_iter()
+                .find(|f| !self.found.contains(&(key.as_slice(), f.revision)))
+            {
+                return Err(fail(format!(
+                    "the log does not write {} at revision {}",
+                    name(key),
+                    f.revision
+                )));
+            }
+            let head = held.last().filter(|f| f.value.is_some()).map(|f| f.revision);
+            if head != replay.keys.get(key).map(|s| s.mod_revision) {
+                return Err(fail(format!(
+                    "{} ends otherwise in the log than in the db",
+                    name(key)
+                )));
+            }
+        }
+        let lost = replay.keys.keys().filter(|k| !facts.keys.contains_key(*k)).min();
+        if let Some(k) = lost {
+            return Err(fail(format!(
+                "the log leaves {}, which the db does not hold",
+                name(k)
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -124,17 +262,16 @@ struct Replay {
     /// Leases granted in the log; false once revoked.
     leases: HashMap<i64, bool>,
     revision: i64,
-    /// Each revision's writes.
-    writes: BTreeMap<i64, Written>,
 }
 
-/// A change a request makes: a key's new state, `None` for a delete.
-type Change = (Vec<u8>, Option<KeyState>);
+/// A change a request makes: a key's new state and value, `None` for a
+/// delete.
+type Change = (Vec<u8>, Option<(KeyState, Vec<u8>)>);
 
 impl Replay {
-    /// Applies one request; the revision it wrote, if any. `Err` names a
-    /// request this replay cannot follow.
-    fn apply(&mut self, request: &Request) -> Result<Option<i64>, String> {
+    /// Applies one request; the writes it made, at one revision. `Err`
+    /// names a request this replay cannot follow.
+    fn apply(&mut self, request: &Request) -> Result<Vec<Record>, String> {
         let mut changes = Vec::new();
         match request {
             Request::Put(p) => self.put(p, &mut changes)?,
@@ -157,34 +294,50 @@ impl Replay {
             _ => {}
         }
         if changes.is_empty() {
-            return Ok(None);
+            return Ok(Vec::new());
         }
         self.revision += 1;
         let r = self.revision;
-        let mut held = Vec::with_capacity(changes.len());
+        let mut writes = Vec::with_capacity(changes.len());
         for (key, state) in changes {
-            held.push((key.clone(), state.as_ref().map(|s| s.value)));
             match state {
-                Some(mut s) => {
+                Some((mut s, value)) => {
                     s.mod_revision = r;
                     if s.version == 1 {
                         s.create_revision = r;
                     }
+                    writes.push(Record {
+                        key: key.clone(),
+                        mod_revision: r,
+                        create_revision: s.create_revision,
+                        version: s.version,
+                        lease: s.lease,
+                        value,
+                        deleted: false,
+                    });
                     self.keys.insert(key, s);
                 }
                 None => {
-                    self.keys.remove(&key);
+                    let ended = self.keys.remove(&key).map_or(0, |s| s.create_revision);
+                    writes.push(Record {
+                        key,
+                        mod_revision: r,
+                        create_revision: ended,
+                        version: 0,
+                        lease: 0,
+                        value: Vec::new(),
+                        deleted: true,
+                    });
                 }
             }
         }
-        self.writes.insert(r, held);
-        Ok(Some(r))
+        Ok(writes)
     }
 
     /// `key` as the changes so far in this request leave it.
     fn current<'a>(&'a self, key: &[u8], changes: &'a [Change]) -> Option<&'a KeyState> {
         match changes.iter().rev().find(|(k, _)| k == key) {
-            Some((_, s)) => s.as_ref(),
+            Some((_, s)) => s.as_ref().map(|(s, _)| s),
             None => self.keys.get(key),
         }
     }
@@ -214,7 +367,7 @@ impl Replay {
                 value: digest(&p.value),
             },
         };
-        changes.push((p.key.clone(), Some(state)));
+        changes.push((p.key.clone(), Some((state, p.value.clone()))));
         Ok(())
     }
 
@@ -269,59 +422,6 @@ impl Replay {
         }
         Ok(())
     }
-
-    /// Checks the replay against what the db holds; says the first
-    /// difference.
-    fn check(&self, facts: &Facts) -> Result<(), String> {
-        let name = |k: &[u8]| String::from_utf8_lossy(k).into_owned();
-        if self.revision != facts.revision {
-            return Err(format!(
-                "the log ends at revision {}, the db at {}",
-                self.revision, facts.revision
-            ));
-        }
-        for (r, held) in &facts.whole {
-            let mut want = held.clone();
-            let mut got = self.writes.get(r).cloned().unwrap_or_default();
-            want.sort();
-            got.sort();
-            if want != got {
-                let key = want
-                    .first()
-                    .or(got.first())
-                    .map_or(String::new(), |(k, _)| name(k));
-                return Err(format!("revision {r} ({key}) is not what the log writes there"));
-            }
-        }
-        for (key, held) in &facts.keys {
-            for f in held {
-                let found = self
-                    .writes
-                    .get(&f.revision)
-                    .is_some_and(|w| w.iter().any(|(k, v)| k == key && *v == f.value));
-                if !found {
-                    return Err(format!(
-                        "the log does not write {} at revision {}",
-                        name(key),
-                        f.revision
-                    ));
-                }
-            }
-            let head = held.last().filter(|f| f.value.is_some()).map(|f| f.revision);
-            if head != self.keys.get(key).map(|s| s.mod_revision) {
-                return Err(format!("{} ends otherwise in the log than in the db", name(key)));
-            }
-        }
-        let lost: HashSet<&Vec<u8>> = self
-            .keys
-            .keys()
-            .filter(|k| !facts.keys.contains_key(*k))
-            .collect();
-        if let Some(k) = lost.into_iter().min() {
-            return Err(format!("the log leaves {}, which the db does not hold", name(k)));
-        }
-        Ok(())
-    }
 }
 
 /// etcd's compare of one key (`compareKV`).
@@ -358,45 +458,4 @@ fn compare(c: &super::Compare, state: Option<&KeyState>) -> Result<bool, String>
         3 => ordering != Equal,
         other => return Err(format!("a compare with result {other}")),
     })
-}
-
-/// Places the writes of `entries` (index order, up to the one the db
-/// applied last) by replaying them, and checks them against `facts`.
-pub fn place(entries: &[Entry], facts: &Facts) -> Assigned {
-    let stop = |at: u64, why: String| Assigned {
-        placed: Vec::new(),
-        stopped: Some((at, why)),
-    };
-    let Some(first) = entries.first() else {
-        return Assigned {
-            placed: Vec::new(),
-            stopped: None,
-        };
-    };
-    if first.index != 1 {
-        return stop(
-            first.index,
-            "the log starts after a raft snapshot, from a state the db no longer holds: \
-             placing it is not supported yet"
-                .into(),
-        );
-    }
-    let mut replay = Replay {
-        revision: 1,
-        ..Replay::default()
-    };
-    let mut placed = Vec::with_capacity(entries.len());
-    for e in entries {
-        match replay.apply(&e.request) {
-            Ok(wrote) => placed.push((e.index, wrote.map_or(Placed::Nothing, Placed::At))),
-            Err(why) => return stop(e.index, why),
-        }
-    }
-    match replay.check(facts) {
-        Ok(()) => Assigned {
-            placed,
-            stopped: None,
-        },
-        Err(why) => stop(first.index, format!("the log and the db disagree: {why}")),
-    }
 }
