@@ -4,7 +4,7 @@ use super::common::chosen_cluster;
 use super::output::{or_dash, print_list, text};
 use super::Status;
 use crate::cli::RunsArgs;
-use crate::store::{ServedBy, Store};
+use crate::store::{RunInfo, ServedBy, Store};
 use anyhow::Result;
 use std::path::Path;
 
@@ -23,7 +23,7 @@ pub fn run(db: &Path, args: &RunsArgs) -> Result<Status> {
             "status",
             "started",
             "source",
-            "fetch",
+            "read",
             "etcd",
             "member",
             "head",
@@ -47,7 +47,7 @@ pub fn run(db: &Path, args: &RunsArgs) -> Result<Status> {
                 },
                 text(&r.started_at),
                 text(&r.source),
-                or_dash(r.fetched.as_deref()),
+                read(r),
                 or_dash(r.etcd_version.as_deref()),
                 members(&r.members),
                 or_dash(r.head_revision),
@@ -65,6 +65,17 @@ pub fn run(db: &Path, args: &RunsArgs) -> Result<Status> {
         },
     )?;
     Ok(0)
+}
+
+/// How a run read its history: `watch` or `snapshot` from a live etcd; a
+/// data file's `db`, with what a member's WAL added to it.
+fn read(r: &RunInfo) -> String {
+    match (&r.fetched, &r.wal, &r.file) {
+        (Some(how), _, _) => how.clone(),
+        (None, Some(wal), _) => wal.describe(),
+        (None, None, Some(_)) => "db".into(),
+        (None, None, None) => "-".into(),
+    }
 }
 
 /// The members that served a run: the first, then each move with its time

@@ -15,6 +15,7 @@ use crate::decrypt::policy::Policy;
 use crate::decrypt::Decryptor;
 use crate::source::db_file::Damage;
 use crate::source::filter::ResourceFilter;
+use crate::source::wal::Recovered;
 use crate::source::LiveKey;
 use std::sync::Arc;
 
@@ -29,6 +30,8 @@ pub enum RunFact<'a> {
     Fetched(&'a str),
     /// What a salvaging run of a damaged file worked around.
     Salvage(&'a Damage),
+    /// What a run took from a member's WAL.
+    Wal(&'a Recovered),
     /// The write policy of the encryption config the run decrypts with.
     EncryptionPolicy(&'a Policy),
     /// What the run pinned once connected: the cluster, the head it reads

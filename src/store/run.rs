@@ -3,6 +3,7 @@
 
 use crate::decrypt::policy::Policy;
 use crate::source::db_file::Damage;
+use crate::source::wal::Recovered;
 use crate::unknown::{find, UnknownName};
 use serde::Serialize;
 
@@ -206,6 +207,9 @@ pub struct RunInfo {
     /// What the salvaging read worked around.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub damage: Option<Damage>,
+    /// What the run took from a member's WAL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wal: Option<Recovered>,
     /// The write policy of the encryption config the run decrypted with.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub encryption: Option<Policy>,

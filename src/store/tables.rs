@@ -117,6 +117,7 @@ pub const COLUMNS: &[(&str, &[&str])] = &[
             "salvage",
             "schema",
             "hash_key",
+            "wal",
         ],
     ),
     (

@@ -79,6 +79,7 @@
 //!   ([`Request::Other`] 1301 and 1300).
 
 mod message;
+mod recovered;
 pub mod revisions;
 mod segment;
 
@@ -86,6 +87,7 @@ pub use message::{
     CompactionRequest, Compare, CompareTarget, DeleteRangeRequest, LeaseGrantRequest, LeaseRevokeRequest,
     Metadata, Op, PutRequest, RangeRequest, RequestOp, TxnRequest,
 };
+pub use recovered::Recovered;
 pub use segment::{segments, Segment};
 
 use message::{HardState, InternalRaftRequest, Record, V2Request};

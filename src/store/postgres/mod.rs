@@ -40,6 +40,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0001_schema.sql"),
     include_str!("../../../migrations/postgres/0002_revisions_by_cluster.sql"),
     include_str!("../../../migrations/postgres/0003_keys_by_object_after_resource.sql"),
+    include_str!("../../../migrations/postgres/0004_wal.sql"),
 ];
 
 /// What every session of ours sets once our schema is there: our schema

@@ -45,7 +45,7 @@ fn missing(path: &Path) -> StoreError {
 /// How many migrations [`migrations`] holds: the schema version (SQLite's
 /// `user_version`) of a database this binary has upgraded. A test checks
 /// that the two agree.
-const MIGRATION_COUNT: usize = 22;
+const MIGRATION_COUNT: usize = 23;
 
 /// The migrations, applied in order when a database is opened.
 fn migrations() -> Migrations<'static> {
@@ -83,6 +83,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../../migrations/0020_clock.sql")),
         M::up(include_str!("../../../migrations/0021_cluster_names.sql")),
         M::up(include_str!("../../../migrations/0022_revisions_by_cluster.sql")),
+        M::up(include_str!("../../../migrations/0023_wal.sql")),
     ])
 }
 

@@ -200,6 +200,7 @@ impl Store {
             RunFact::EtcdVersion(v) => ("UPDATE runs SET etcd_version = ?2 WHERE id = ?1", vec![Box::new(v.to_string())]),
             RunFact::Fetched(how) => ("UPDATE runs SET fetched = ?2 WHERE id = ?1", vec![Box::new(how.to_string())]),
             RunFact::Salvage(damage) => ("UPDATE runs SET salvage = ?2 WHERE id = ?1", vec![Box::new(serde_json::to_string(damage).expect("damage serializes"))]),
+            RunFact::Wal(wal) => ("UPDATE runs SET wal = ?2 WHERE id = ?1", vec![Box::new(serde_json::to_string(wal).expect("a WAL account serializes"))]),
             RunFact::EncryptionPolicy(policy) => (
                 "UPDATE runs SET encryption_policy = ?2 WHERE id = ?1",
                 vec![Box::new(serde_json::to_string(policy).expect("a policy serializes"))],
@@ -287,7 +288,7 @@ impl Store {
                 "SELECT r.id, r.status, r.source, r.prefix, r.started_at, r.finished_at, r.head_revision, \
                  r.compact_revision, r.history_from, r.keys_seen, r.revisions_added, r.error, r.tool_version, \
                  r.file_size, r.file_sha256, r.file_first_revision, r.file_last_revision, r.etcd_version, \
-                 r.encryption_policy, r.fetched, r.salvage, r.schema, r.hash_key, r.cluster_id AS cluster_row, {} \
+                 r.encryption_policy, r.fetched, r.salvage, r.wal, r.schema, r.hash_key, r.cluster_id AS cluster_row, {} \
                  FROM runs r LEFT JOIN clusters c ON c.id = r.cluster_id ORDER BY r.id",
                 super::clusters::CLUSTER_COLUMNS
             ))
@@ -326,6 +327,7 @@ impl Store {
                 salvaged: salvage.is_some(),
                 damage: self.parsed_json(salvage, "runs.salvage")?,
                 encryption: self.parsed_json(json("encryption_policy")?, "runs.encryption_policy")?,
+                wal: self.parsed_json(json("wal")?, "runs.wal")?,
                 file: match (
                     r.get::<_, Option<i64>>("file_size").map_err(err)?,
                     r.get::<_, Option<String>>("file_sha256").map_err(err)?,
