@@ -473,8 +473,21 @@ pub struct SnapshotArgs {
     /// Read an etcd data file instead of a live server: a copied
     /// `member/snap/db` or an `etcdctl snapshot save` file (its SHA-256
     /// trailer is verified). No etcd needs to run; the file is only read.
-    #[arg(long, value_name = "PATH", conflicts_with_all = ["fetch_snapshot", "fetch"])]
+    #[arg(long, value_name = "PATH", group = "offline", conflicts_with_all = ["fetch_snapshot", "fetch"])]
     pub file: Option<PathBuf>,
+    /// Read a member's data dir instead of a live server: its
+    /// `member/snap/db` and every WAL segment in `member/wal`, whose log
+    /// holds every write since the member's last raft snapshot, values
+    /// included, where the db holds only what compaction left. The writes
+    /// are placed at the revisions etcd gave them, checked against the db,
+    /// and history starts at the log's first entry. Copy the dir from a
+    /// stopped member, or `member/snap/db` before `member/wal`.
+    #[arg(long, value_name = "DIR", group = "offline", conflicts_with_all = ["fetch_snapshot", "fetch"])]
+    pub data_dir: Option<PathBuf>,
+    /// The member's WAL folder where it is not `DIR/member/wal` (etcd's
+    /// --wal-dir); with --file, the WAL read beside that db.
+    #[arg(long, value_name = "DIR", requires = "offline")]
+    pub wal_dir: Option<PathBuf>,
     #[command(flatten)]
     pub fetch: FetchArgs,
     /// The same as --fetch snapshot.
@@ -488,14 +501,15 @@ pub struct SnapshotArgs {
     /// `etcdctl endpoint status` shows it). By default it is derived from the
     /// file's members, which matches the live cluster unless its membership
     /// changed since it formed. (Its name is --cluster.)
-    #[arg(long, value_name = "HEX", requires = "file")]
+    #[arg(long, value_name = "HEX", requires = "offline")]
     pub cluster_id: Option<String>,
     /// Read what survives of a damaged --file: every readable page, and
     /// leaf pages the broken tree no longer reaches, storing only records
     /// that parse whole and agree with their revision. The damage is
     /// recorded with the run (`runs`) and its revision ranges as history
-    /// gaps. Without it, any damage fails the run.
-    #[arg(long, requires = "file")]
+    /// gaps; in a WAL, it skips to the next whole record. Without it, any
+    /// damage fails the run.
+    #[arg(long, requires = "offline")]
     pub salvage: bool,
 }
 

@@ -15,14 +15,21 @@ pub fn run(db: &Path, hash_key_file: Option<&Path>, args: &SnapshotArgs) -> Resu
         true => FetchMode::Snapshot,
         false => args.fetch.fetch,
     };
-    if args.save.is_some() && (args.file.is_some() || fetch == FetchMode::Watch) {
-        bail!("--save keeps a downloaded snapshot: it needs --fetch snapshot or auto, not --file or --fetch watch");
+    let offline = args.file.is_some() || args.data_dir.is_some();
+    if args.save.is_some() && (offline || fetch == FetchMode::Watch) {
+        bail!("--save keeps a downloaded snapshot: it needs --fetch snapshot or auto, not --file, --data-dir or --fetch watch");
     }
-    let source = match &args.file {
+    let member = args.data_dir.as_ref().map(|dir| dir.join("member"));
+    let file = args
+        .file
+        .clone()
+        .or(member.as_ref().map(|m| m.join("snap").join("db")));
+    let source = match file {
         Some(path) => Source::File {
-            path: path.clone(),
+            path,
             cluster_id: args.cluster_id.clone(),
             salvage: args.salvage,
+            wal: args.wal_dir.clone().or(member.map(|m| m.join("wal"))),
         },
         None => Source::Live {
             connection: Connection::from(&args.etcd),

@@ -130,6 +130,7 @@ async fn downloaded(
             path: &dest,
             cluster_id: Some(&cluster_id),
             salvage: false,
+            wal: None,
         };
         file::read(store, run, &read, &options.prefix, settings, bar)
     }

@@ -4,6 +4,7 @@
 
 use super::plan::{read_error, Plan, Tail};
 use super::progress::{phase, spinning, Position, Progress, Unit};
+use super::wal::WalHistory;
 use super::{Settings, Summary};
 use crate::source::bolt::BoltDb;
 use crate::source::db_file;
@@ -23,6 +24,8 @@ pub(super) struct FileRead<'a> {
     pub cluster_id: Option<&'a str>,
     /// Read what survives of a damaged file, recording the damage.
     pub salvage: bool,
+    /// A member's WAL folder, whose history is read beside the file's.
+    pub wal: Option<&'a Path>,
 }
 
 /// Reads the data file `file` names. `None` when a signal stopped the read.
@@ -48,8 +51,17 @@ pub(super) fn read(
         .unwrap_or_else(|| format!("file:{}", &info.sha256[..16]));
     let compact = info.finished_compact.unwrap_or(0);
     let head = info.head();
+    let wal = match file.wal {
+        Some(dir) => match WalHistory::check(&db, &info, dir, file.salvage, bar)? {
+            Some(wal) => Some(wal),
+            None => return Ok(None),
+        },
+        None => None,
+    };
     let name = settings.cluster_name.as_ref();
-    let plan = Plan::new(store, &cluster_id, name, compact, prefix, &settings.filter)?;
+    // A placed log holds history from its first write on.
+    let starts = wal.as_ref().and_then(WalHistory::starts).unwrap_or(compact);
+    let plan = Plan::new(store, &cluster_id, name, starts, prefix, &settings.filter)?;
     let cluster = plan.cluster;
     store.record(run, plan.target(head, compact))?;
     let read_file = RunFact::File {
@@ -59,6 +71,9 @@ pub(super) fn read(
         last: info.last_revision,
     };
     store.record(run, read_file)?;
+    if let Some(wal) = &wal {
+        store.record(run, RunFact::Wal(&wal.recovered))?;
+    }
     let mut writer = settings.writer(store, cluster, run, prefix)?;
     let mut sink = Progress {
         writer: &mut writer,
@@ -67,6 +82,13 @@ pub(super) fn read(
         census: Some(Census::default()),
         position: Position::Unknown,
     };
+    if let Some(wal) = &wal {
+        spinning(bar);
+        bar.set_message(format!("reading the history {} adds", wal.recovered.dir));
+        if wal.push(plan.from, prefix.as_bytes(), &mut sink)? == Read::Stopped {
+            return Ok(None);
+        }
+    }
     // Revisions below the compaction point that etcd kept (each key's latest)
     // are in the file too: read everything after what is already stored.
     let read_from = plan.previous.map_or(0, |p| p.head + 1);

@@ -15,6 +15,7 @@ mod plan;
 mod progress;
 mod serve;
 mod signal;
+mod wal;
 
 pub use attribute::{attribute, Attributed};
 pub use fetch::Fetch;
@@ -77,11 +78,13 @@ pub enum Source {
         save: Option<PathBuf>,
     },
     /// An etcd data file; `cluster_id` overrides the id derived from it;
-    /// `salvage` reads what survives of a damaged one.
+    /// `salvage` reads what survives of a damaged one; `wal`, a member's WAL
+    /// folder, adds the history its log holds.
     File {
         path: PathBuf,
         cluster_id: Option<String>,
         salvage: bool,
+        wal: Option<PathBuf>,
     },
 }
 
@@ -245,6 +248,7 @@ async fn read(
             path,
             cluster_id,
             salvage,
+            wal,
         } => file::read(
             store,
             run,
@@ -252,6 +256,7 @@ async fn read(
                 path,
                 cluster_id: cluster_id.as_deref(),
                 salvage: *salvage,
+                wal: wal.as_deref(),
             },
             &options.prefix,
             &settings,

@@ -387,7 +387,7 @@ fn key_of(mut bytes: &[u8]) -> Option<&[u8]> {
 
 /// Whether a stored key is one a run reads: under `prefix`, or
 /// `compact_rev_key`.
-fn in_scope(key: &[u8], prefix: &[u8]) -> bool {
+pub fn in_scope(key: &[u8], prefix: &[u8]) -> bool {
     !key.is_empty() && (key.starts_with(prefix) || key == COMPACT_REV_KEY.as_bytes())
 }
 

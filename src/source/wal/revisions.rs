@@ -459,3 +459,12 @@ fn compare(c: &super::Compare, state: Option<&KeyState>) -> Result<bool, String>
         other => return Err(format!("a compare with result {other}")),
     })
 }
+
+impl crate::source::Sink for Facts {
+    type Error = std::convert::Infallible;
+
+    fn record(&mut self, record: Record) -> Result<bool, Self::Error> {
+        self.add(&record);
+        Ok(true)
+    }
+}

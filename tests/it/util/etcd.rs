@@ -359,9 +359,14 @@ impl TestEtcd {
         });
     }
 
+    /// The server's data dir (`--data-dir`).
+    pub fn data_dir(&self) -> std::path::PathBuf {
+        self.dir.path().join("data")
+    }
+
     /// The server's bbolt file, `<data-dir>/member/snap/db`.
     pub fn db_file(&self) -> std::path::PathBuf {
-        self.dir.path().join("data/member/snap/db")
+        self.data_dir().join("member/snap/db")
     }
 
     /// Stops the server (its data stays until drop).
@@ -417,7 +422,7 @@ impl TestEtcd {
 
     /// The member's write-ahead log, `<data-dir>/member/wal`.
     pub fn wal_dir(&self) -> std::path::PathBuf {
-        self.dir.path().join("data/member/wal")
+        self.data_dir().join("member/wal")
     }
 
     /// Deletes a key and returns the revision of the delete.

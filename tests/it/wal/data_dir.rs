@@ -1,0 +1,198 @@
+//! `snapshot --data-dir` against the truth: a `follow` run records every
+//! write of a real etcd as it happens (kube-apiserver's creates, updates,
+//! a conflict's loser and its retry, deletes, keys on leases that are
+//! revoked or expire, keys outside the prefix, its compactor) while the
+//! history is compacted every few hundred revisions; the member's data
+//! dir then gives back the same history, revision by revision, though its
+//! db kept only the last stretch.
+
+use super::optimistic;
+use crate::util::etcd::TestEtcd;
+use crate::util::k8s::pod;
+use crate::util::{every_revision, inspector, ok, runs, spawn_inspector, temp_db, terminate};
+use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+use std::time::{Duration, Instant};
+
+/// kube-apiserver's compactor: bump `compact_rev_key` if no other
+/// apiserver did, then compact at the revision before.
+fn compact_as_kube_apiserver(etcd: &TestEtcd, version: &mut i64) {
+    let key = "compact_rev_key";
+    let head = etcd.head();
+    etcd.txn(
+        Txn::new()
+            .when([Compare::version(key, CompareOp::Equal, *version)])
+            .and_then([TxnOp::put(key, head.to_string(), None)])
+            .or_else([TxnOp::get(key, None)]),
+    );
+    *version += 1;
+    etcd.compact(head);
+}
+
+/// Writes a round of kube-apiserver's traffic; `round` names the objects.
+fn round(etcd: &TestEtcd, round: usize) {
+    let key = |i: usize| format!("/registry/pods/shop/web-{round}-{i}");
+    let mut at = Vec::new();
+    for i in 0..30 {
+        let k = key(i);
+        let value = pod(
+            "shop",
+            &format!("web-{round}-{i}"),
+            &format!("uid-{round}-{i}"),
+            "web:1",
+        );
+        assert!(etcd.txn(optimistic(&k, 0, TxnOp::put(k.as_str(), value, None))));
+        at.push(etcd.head());
+    }
+    for image in ["web:2", "web:3", "web:4"] {
+        for (i, rev) in at.iter_mut().enumerate() {
+            let k = key(i);
+            let value = pod(
+                "shop",
+                &format!("web-{round}-{i}"),
+                &format!("uid-{round}-{i}"),
+                image,
+            );
+            assert!(etcd.txn(optimistic(&k, *rev, TxnOp::put(k.as_str(), value, None))));
+            *rev = etcd.head();
+        }
+    }
+    // Two writers from one read: the loser's compare fails, it reads again
+    // and retries.
+    let k = key(0);
+    let stale = at[0];
+    let winner = pod(
+        "shop",
+        &format!("web-{round}-0"),
+        &format!("uid-{round}-0"),
+        "winner",
+    );
+    assert!(etcd.txn(optimistic(&k, stale, TxnOp::put(k.as_str(), winner, None))));
+    let loser = pod(
+        "shop",
+        &format!("web-{round}-0"),
+        &format!("uid-{round}-0"),
+        "loser",
+    );
+    assert!(!etcd.txn(optimistic(&k, stale, TxnOp::put(k.as_str(), loser.clone(), None))));
+    let fresh = etcd.head();
+    assert!(etcd.txn(optimistic(&k, fresh, TxnOp::put(k.as_str(), loser, None))));
+    at[0] = etcd.head();
+    // Deletes, as the apiserver's: compare, then delete.
+    for (i, rev) in at.iter().enumerate().skip(20) {
+        let k = key(i);
+        assert!(etcd.txn(optimistic(&k, *rev, TxnOp::delete(k.as_str(), None))));
+    }
+    // Events on a lease revoked, and on one left to expire.
+    for ttl in [60, 2] {
+        let lease = etcd.grant(ttl);
+        for i in 0..3 {
+            let k = format!("/registry/events/shop/web-{round}.{ttl}.{i}");
+            let with_lease = PutOptions::new().with_lease(lease);
+            assert!(etcd.txn(optimistic(
+                &k,
+                0,
+                TxnOp::put(k.as_str(), "event", Some(with_lease))
+            )));
+        }
+        if ttl == 60 {
+            etcd.revoke(lease);
+        }
+    }
+    // Keys outside the prefix.
+    etcd.put(&format!("/other/{round}"), b"not kubernetes");
+    etcd.put("/other/shared", round.to_string().as_bytes());
+}
+
+/// The stored revisions of `db`, each as the fields a source gives.
+fn stored(db: &std::path::Path) -> Vec<String> {
+    every_revision(db)
+        .into_iter()
+        .map(|(key, r)| {
+            format!(
+                "{key} @{} created {} v{} deleted {} lease {} {:?} {:?} {:?} {:?}",
+                r.mod_revision,
+                r.create_revision,
+                r.version,
+                r.deleted,
+                r.lease,
+                r.value_sha256,
+                r.encoding,
+                r.kind,
+                r.decode_error
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_data_dir_gives_back_the_history_follow_recorded() {
+    let mut etcd = TestEtcd::start();
+    let (_dir, followed) = temp_db();
+    let follow = spawn_inspector(
+        &followed,
+        &["follow", "--endpoints", &etcd.endpoint, "--commit-every=200ms"],
+    );
+    let mut compactions = 0;
+    for r in 0..4 {
+        round(&etcd, r);
+        compact_as_kube_apiserver(&etcd, &mut compactions);
+    }
+    // Let the short lease expire: etcd's leader revokes it through the log.
+    std::thread::sleep(Duration::from_secs(4));
+    let last = "/registry/configmaps/shop/last.properties";
+    etcd.put(last, b"the end");
+    let start = Instant::now();
+    // No revision of the key yet is an error, not an empty list.
+    while !inspector(&followed, &["history", last]).status.success()
+        && start.elapsed() < Duration::from_secs(60)
+    {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let out = terminate(follow);
+    assert!(
+        inspector(&followed, &["history", last]).status.success(),
+        "follow never stored {last}: {}; {:?}; {}",
+        String::from_utf8_lossy(&out.stderr),
+        runs(&followed),
+        String::from_utf8_lossy(&inspector(&followed, &["history", last]).stderr)
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    etcd.stop();
+
+    let (_dir2, recovered) = temp_db();
+    let data_dir = etcd.data_dir();
+    ok(inspector(
+        &recovered,
+        &["snapshot", "--data-dir", data_dir.to_str().unwrap()],
+    ));
+    let run = runs(&recovered).pop().unwrap();
+    assert_eq!(run["status"], "complete", "{run}");
+    assert_eq!(run["history_from"], 1, "{run}");
+    let wal = &run["wal"];
+    assert_eq!(wal["first"][0], 1, "{run}");
+    assert_eq!(wal["undecided"], 0, "{run}");
+    assert_eq!(wal["compactions"].as_array().unwrap().len(), 4, "{run}");
+    let added = wal["added"]
+        .as_array()
+        .expect("the WAL adds revisions the db lost");
+    assert!(added[0].as_i64().unwrap() <= 3, "{run}");
+
+    let want = stored(&followed);
+    let got = stored(&recovered);
+    let missing: Vec<&String> = want.iter().filter(|r| !got.contains(r)).take(5).collect();
+    let extra: Vec<&String> = got.iter().filter(|r| !want.contains(r)).take(5).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "{} revisions followed, {} recovered; followed only: {missing:#?}; recovered only: {extra:#?}",
+        want.len(),
+        got.len()
+    );
+    assert!(want.len() > 500, "{} revisions", want.len());
+    let listed = String::from_utf8(ok(inspector(&recovered, &["runs"])).stdout).unwrap();
+    assert!(listed.contains("WAL from entry 1"), "{listed}");
+}
