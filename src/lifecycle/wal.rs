@@ -58,11 +58,11 @@ impl WalHistory {
                 return Ok(None);
             }
             if recovered.first.is_none() && entry.index != 1 {
-                recovered.not_placed = Some(format!(
-                    "it starts at entry {} (term {}), after a raft snapshot; placing a log that does not \
-                     start at entry 1 is not supported yet, so history starts at the db's compaction",
-                    entry.index, entry.term
-                ));
+                recovered.not_placed = Some(
+                    "it starts after a raft snapshot, and placing a log that does not start at entry 1 \
+                     is not supported yet: history starts at the db's compaction"
+                        .into(),
+                );
                 recovered.first = Some((entry.index, entry.term));
                 while log.next_entry()?.is_some() {}
                 account(&mut recovered, log.summary());
@@ -106,8 +106,8 @@ impl WalHistory {
         placer.finish().map_err(|e| anyhow!("{where_}: {e}"))?;
         if recovered.beyond_db > 0 {
             tracing::warn!(
-                "{where_}: {} entries after the db's consistent index {applied} are not read: the db had \
-                 not applied them",
+                "{where_}: the last {} entries are not read: they come after the db's consistent index \
+                 {applied} (etcd had not yet written them to the db, and would apply them on restart)",
                 recovered.beyond_db
             );
         }
@@ -135,12 +135,12 @@ impl WalHistory {
         let mut log = Wal::open(dir, self.options)?;
         let mut placer = Placer::new(&self.facts);
         while let Some(entry) = log.next_entry()? {
-            let writes = placer
-                .apply(&entry)
-                .map_err(|e| anyhow!("{}: {e}", dir.display()))?;
             if entry.index > self.recovered.applied {
                 break;
             }
+            let writes = placer
+                .apply(&entry)
+                .map_err(|e| anyhow!("{}: {e}", dir.display()))?;
             for w in writes {
                 if w.mod_revision >= from && db_file::in_scope(&w.key, prefix) && !sink.record(w)? {
                     return Ok(Read::Stopped);

@@ -228,10 +228,52 @@ fn healthy_cluster_gives_no_finding() -> anyhow::Result<()> {
         found.join("\n"),
     );
     // What the control plane wrote, replayed from the member's WAL, is
-    // what its db holds, write for write.
+    // what its db holds, write for write; and the member's data dir gives
+    // back what follow recorded, revision by revision, and the history
+    // before it, with nothing to worry about.
     plane.etcd.stop();
     let placed = crate::wal::place_member(&plane.etcd);
     eprintln!("the WAL's {placed} writes placed at etcd's revisions, the db agreeing");
+    let recovered = plane.dir().join("data-dir.db");
+    ok(inspector(
+        &recovered,
+        &[
+            "snapshot",
+            "--data-dir",
+            plane.etcd.data_dir().to_str().unwrap(),
+            "--encryption-config",
+            plane.encryption_config.to_str().unwrap(),
+        ],
+    ));
+    let run = runs(&recovered).pop().unwrap();
+    assert_eq!(run["history_from"], 1, "{run}");
+    let follow_run = runs(&followed).pop().unwrap();
+    let (from, to) = (
+        follow_run["history_from"].as_i64().unwrap(),
+        follow_run["head_revision"].as_i64().unwrap(),
+    );
+    let followed_revisions = crate::wal::data_dir::stored(&followed, from, to);
+    crate::wal::data_dir::assert_same(
+        &followed_revisions,
+        &crate::wal::data_dir::stored(&recovered, from, to),
+    );
+    eprintln!(
+        "the data dir gave back follow's {} revisions ({from}-{to}) and {} before them",
+        followed_revisions.len(),
+        crate::wal::data_dir::stored(&recovered, 1, from - 1).len()
+    );
+    let noisy: Vec<String> = noise(&recovered)
+        .iter()
+        .map(|f| format!("{} {}: {}", f["severity"], f["detector"], f["summary"]))
+        .collect();
+    if !noisy.is_empty() {
+        keep(&plane, &[&recovered]);
+    }
+    assert!(
+        noisy.is_empty(),
+        "the recovered history gave findings:\n{}",
+        noisy.join("\n")
+    );
     Ok(())
 }
 

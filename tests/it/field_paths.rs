@@ -235,6 +235,7 @@ fn as_written_before_segments(db: &Path) {
            DROP INDEX findings_by_cluster_severity;
            ALTER TABLE clusters DROP COLUMN name;
            ALTER TABLE revisions DROP COLUMN cluster_id;
+           ALTER TABLE runs DROP COLUMN wal;
            PRAGMA user_version = 13;"#,
     )
     .unwrap();

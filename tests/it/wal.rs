@@ -4,7 +4,7 @@
 //! a key attached to a lease that is revoked), beside writes outside its
 //! prefix and a compaction. Runs on every etcd of the matrix.
 
-mod data_dir;
+pub(crate) mod data_dir;
 mod live;
 
 use crate::util::etcd::TestEtcd;

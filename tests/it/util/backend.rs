@@ -116,6 +116,7 @@ pub fn undo_revision_clusters(db: &Path) {
         client
             .batch_execute(
                 "ALTER TABLE etcd_inspector.revisions DROP COLUMN cluster_id; \
+                 ALTER TABLE etcd_inspector.runs DROP COLUMN wal; \
                  DELETE FROM etcd_inspector.schema_version WHERE version > 1",
             )
             .unwrap();
@@ -123,6 +124,8 @@ pub fn undo_revision_clusters(db: &Path) {
     }
     rusqlite::Connection::open(db)
         .unwrap()
-        .execute_batch("ALTER TABLE revisions DROP COLUMN cluster_id; PRAGMA user_version = 21")
+        .execute_batch(
+            "ALTER TABLE revisions DROP COLUMN cluster_id; ALTER TABLE runs DROP COLUMN wal; PRAGMA user_version = 21",
+        )
         .unwrap();
 }

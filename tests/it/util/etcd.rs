@@ -129,26 +129,31 @@ pub const DEFAULT_QUOTA: u64 = 8 << 30;
 
 impl TestEtcd {
     pub fn start() -> TestEtcd {
-        Self::start_inner(None, DEFAULT_QUOTA)
+        Self::start_inner(None, DEFAULT_QUOTA, &[])
     }
 
     /// etcd with a backend quota of `bytes` (`--quota-backend-bytes`), for
     /// keyspaces above [`DEFAULT_QUOTA`] (the benchmark's large case).
     #[allow(dead_code, reason = "only examples/bench.rs needs it")]
     pub fn start_with_quota(bytes: u64) -> TestEtcd {
-        Self::start_inner(None, bytes)
+        Self::start_inner(None, bytes, &[])
     }
 
     /// etcd serving TLS and requiring client certificates signed by `tls.ca`.
     pub fn start_tls(tls: &Tls) -> TestEtcd {
-        Self::start_inner(Some(tls), DEFAULT_QUOTA)
+        Self::start_inner(Some(tls), DEFAULT_QUOTA, &[])
     }
 
-    fn start_inner(tls: Option<&Tls>, quota: u64) -> TestEtcd {
+    /// etcd with more flags, e.g. `--snapshot-count`.
+    pub fn start_with_flags(flags: &[&str]) -> TestEtcd {
+        Self::start_inner(None, DEFAULT_QUOTA, flags)
+    }
+
+    fn start_inner(tls: Option<&Tls>, quota: u64, flags: &[&str]) -> TestEtcd {
         // Another process may still bind a port between our check and
         // etcd's; then start again on other ports.
         for _ in 0..3 {
-            if let Some(etcd) = Self::try_start(tls, quota) {
+            if let Some(etcd) = Self::try_start(tls, quota, flags) {
                 return etcd;
             }
         }
@@ -157,7 +162,7 @@ impl TestEtcd {
 
     /// Starts etcd and waits until it answers; `None` when it exited because
     /// a port was taken meanwhile.
-    fn try_start(tls: Option<&Tls>, quota: u64) -> Option<TestEtcd> {
+    fn try_start(tls: Option<&Tls>, quota: u64, flags: &[&str]) -> Option<TestEtcd> {
         let bin = etcd_binary();
         let dir = tempfile::tempdir().unwrap();
         let (client, peer) = (free_port(), free_port());
@@ -204,6 +209,7 @@ impl TestEtcd {
                 &quota.to_string(),
             ])
             .args(&tls_args)
+            .args(flags)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -362,6 +368,22 @@ impl TestEtcd {
     /// The server's data dir (`--data-dir`).
     pub fn data_dir(&self) -> std::path::PathBuf {
         self.dir.path().join("data")
+    }
+
+    /// Copies the data dir to `to` as the README says to copy a running
+    /// member's: the db first, then the WAL segments (not the preallocated
+    /// `*.tmp`).
+    pub fn copy_data_dir(&self, to: &std::path::Path) {
+        let from = self.data_dir();
+        std::fs::create_dir_all(to.join("member/snap")).unwrap();
+        std::fs::create_dir_all(to.join("member/wal")).unwrap();
+        std::fs::copy(from.join("member/snap/db"), to.join("member/snap/db")).unwrap();
+        for entry in std::fs::read_dir(from.join("member/wal")).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "wal") {
+                std::fs::copy(&path, to.join("member/wal").join(path.file_name().unwrap())).unwrap();
+            }
+        }
     }
 
     /// The server's bbolt file, `<data-dir>/member/snap/db`.

@@ -11,6 +11,7 @@ use crate::util::etcd::TestEtcd;
 use crate::util::k8s::pod;
 use crate::util::{every_revision, inspector, ok, runs, spawn_inspector, temp_db, terminate};
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// kube-apiserver's compactor: bump `compact_rev_key` if no other
@@ -103,10 +104,22 @@ fn round(etcd: &TestEtcd, round: usize) {
     etcd.put("/other/shared", round.to_string().as_bytes());
 }
 
-/// The stored revisions of `db`, each as the fields a source gives.
-fn stored(db: &std::path::Path) -> Vec<String> {
+/// `snapshot --data-dir DIR` into a new database: the database and its
+/// run, which must be complete.
+fn read_data_dir(dir: &Path) -> (tempfile::TempDir, PathBuf, serde_json::Value) {
+    let (tmp, db) = temp_db();
+    ok(inspector(&db, &["snapshot", "--data-dir", dir.to_str().unwrap()]));
+    let run = runs(&db).pop().unwrap();
+    assert_eq!(run["status"], "complete", "{run}");
+    (tmp, db, run)
+}
+
+/// The stored revisions of `db` from revision `from` to `to`, each as the
+/// fields a source gives.
+pub(crate) fn stored(db: &std::path::Path, from: i64, to: i64) -> Vec<String> {
     every_revision(db)
         .into_iter()
+        .filter(|(_, r)| (from..=to).contains(&r.mod_revision))
         .map(|(key, r)| {
             format!(
                 "{key} @{} created {} v{} deleted {} lease {} {:?} {:?} {:?} {:?}",
@@ -148,6 +161,9 @@ fn a_data_dir_gives_back_the_history_follow_recorded() {
     {
         std::thread::sleep(Duration::from_millis(200));
     }
+    // A copy of the running member, as the README says to take one.
+    let copied = tempfile::tempdir().unwrap();
+    etcd.copy_data_dir(copied.path());
     let out = terminate(follow);
     assert!(
         inspector(&followed, &["history", last]).status.success(),
@@ -164,14 +180,7 @@ fn a_data_dir_gives_back_the_history_follow_recorded() {
     );
     etcd.stop();
 
-    let (_dir2, recovered) = temp_db();
-    let data_dir = etcd.data_dir();
-    ok(inspector(
-        &recovered,
-        &["snapshot", "--data-dir", data_dir.to_str().unwrap()],
-    ));
-    let run = runs(&recovered).pop().unwrap();
-    assert_eq!(run["status"], "complete", "{run}");
+    let (_dir2, recovered, run) = read_data_dir(&etcd.data_dir());
     assert_eq!(run["history_from"], 1, "{run}");
     let wal = &run["wal"];
     assert_eq!(wal["first"][0], 1, "{run}");
@@ -182,17 +191,86 @@ fn a_data_dir_gives_back_the_history_follow_recorded() {
         .expect("the WAL adds revisions the db lost");
     assert!(added[0].as_i64().unwrap() <= 3, "{run}");
 
-    let want = stored(&followed);
-    let got = stored(&recovered);
-    let missing: Vec<&String> = want.iter().filter(|r| !got.contains(r)).take(5).collect();
-    let extra: Vec<&String> = got.iter().filter(|r| !want.contains(r)).take(5).collect();
+    let want = stored(&followed, 1, i64::MAX);
+    let got = stored(&recovered, 1, i64::MAX);
+    assert_same(&want, &got);
+    assert!(want.len() > 500, "{} revisions", want.len());
+
+    // The copy taken while etcd ran gives the same, up to where it was taken.
+    let (_dir3, from_copy, run) = read_data_dir(copied.path());
+    let head = run["head_revision"].as_i64().unwrap();
+    assert_same(&stored(&followed, 1, head), &stored(&from_copy, 1, head));
+    let listed = String::from_utf8(ok(inspector(&recovered, &["runs"])).stdout).unwrap();
+    assert!(listed.contains("WAL from entry 1"), "{listed}");
+}
+
+/// Fails, naming a few, unless `followed` and `recovered` hold the same
+/// revisions.
+pub(crate) fn assert_same(followed: &[String], recovered: &[String]) {
+    let missing: Vec<&String> = followed
+        .iter()
+        .filter(|r| !recovered.contains(r))
+        .take(5)
+        .collect();
+    let extra: Vec<&String> = recovered
+        .iter()
+        .filter(|r| !followed.contains(r))
+        .take(5)
+        .collect();
     assert!(
         missing.is_empty() && extra.is_empty(),
         "{} revisions followed, {} recovered; followed only: {missing:#?}; recovered only: {extra:#?}",
-        want.len(),
-        got.len()
+        followed.len(),
+        recovered.len()
     );
-    assert!(want.len() > 500, "{} revisions", want.len());
-    let listed = String::from_utf8(ok(inspector(&recovered, &["runs"])).stdout).unwrap();
-    assert!(listed.contains("WAL from entry 1"), "{listed}");
+}
+
+/// A member whose first segments etcd purged after a raft snapshot: the
+/// run reads the db's history, says the log was not placed and why, and
+/// where the log starts.
+#[test]
+fn a_purged_log_is_not_placed_and_the_run_says_so() {
+    let mut etcd = TestEtcd::start_with_flags(&["--snapshot-count", "100", "--max-wals", "1"]);
+    // 200 kB values: a 64 MB segment every ~320 writes.
+    let value = vec![b'x'; 200_000];
+    let first = etcd.wal_dir().join("0000000000000000-0000000000000000.wal");
+    let start = Instant::now();
+    let mut written = 0;
+    // etcd purges every 30 s what is beyond --max-wals and before its
+    // last raft snapshot.
+    while first.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(180),
+            "etcd never purged {}",
+            first.display()
+        );
+        if written < 800 {
+            for _ in 0..50 {
+                etcd.put(&format!("/registry/configmaps/shop/big-{}", written % 20), &value);
+                written += 1;
+            }
+        } else {
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+    etcd.compact(etcd.head());
+    etcd.put("/registry/configmaps/shop/last", b"the end");
+    etcd.stop();
+
+    let (_dir, db, run) = read_data_dir(&etcd.data_dir());
+    let wal = &run["wal"];
+    let from = wal["first"][0].as_i64().unwrap();
+    assert!(from > 1, "{run}");
+    let why = wal["not_placed"].as_str().expect("the run says why");
+    assert!(why.contains("raft snapshot"), "{why}");
+    assert_eq!(
+        run["history_from"],
+        run["compact_revision"].as_i64().unwrap().max(1),
+        "{run}"
+    );
+    let listed = String::from_utf8(ok(inspector(&db, &["runs"])).stdout).unwrap();
+    assert!(
+        listed.contains(&format!("WAL from entry {from} ")) && listed.contains("not placed"),
+        "{listed}"
+    );
 }
