@@ -343,10 +343,16 @@ pub enum ReportFormat {
 
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
-    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
-    pub format: ReportFormat,
+    /// The format: by default the --output file's extension says (`.md`,
+    /// `.json`, `.html`, `.htm`), else text.
+    #[arg(long, value_enum, conflicts_with = "short_o")]
+    pub format: Option<ReportFormat>,
+    /// The format, as `-o` is in every command (text, md, json, html).
+    /// `-o FILE`, its old meaning, still writes FILE, with a warning.
+    #[arg(short = 'o', id = "short_o", value_name = "FORMAT")]
+    pub short_o: Option<String>,
     /// Write to FILE instead of standard output.
-    #[arg(short, long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub range: RangeArgs,

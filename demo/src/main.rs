@@ -201,11 +201,8 @@ pub(crate) fn write_reports(dir: &Path, db: &Path, explore: &str) -> Result<Stri
     let db_arg = db.display();
     let html = dir.join("report.html");
     let md = dir.join("report.md");
-    inspector(&format!(
-        "--db {db_arg} report --format html -o {}",
-        html.display()
-    ))?;
-    inspector(&format!("--db {db_arg} report --format md -o {}", md.display()))?;
+    inspector(&format!("--db {db_arg} report --output {}", html.display()))?;
+    inspector(&format!("--db {db_arg} report --output {}", md.display()))?;
     inspector(&format!("--db {db_arg} report"))?;
     Ok(format!(
         "Reports: {} (open it in a browser) and {}\n\

@@ -6,11 +6,13 @@ use super::Status;
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::report::{self, Filter, ReportData};
 use crate::store::{Scope, Store};
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
+use clap::ValueEnum;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub fn run(db: &Path, args: &ReportArgs) -> Result<Status> {
+    let (format, file) = destination(args)?;
     let store = Store::open_for_reading(db)?;
     let chosen = chosen_cluster(&*store, &args.cluster)?;
     let filter_of = |cluster: Option<i64>| -> Result<Filter> {
@@ -36,7 +38,7 @@ pub fn run(db: &Path, args: &ReportArgs) -> Result<Status> {
             .collect::<Result<Vec<_>>>()?;
         let fleet = report::fleet::build(&*store, sections)?;
         let write = |out: &mut dyn Write| -> Result<()> {
-            match args.format {
+            match format {
                 ReportFormat::Text => out.write_all(report::text::render_fleet(&fleet).as_bytes())?,
                 ReportFormat::Md => out.write_all(report::markdown::render_fleet(&fleet).as_bytes())?,
                 ReportFormat::Json => report::fleet::write_json(&*store, &fleet, out)?,
@@ -44,14 +46,14 @@ pub fn run(db: &Path, args: &ReportArgs) -> Result<Status> {
             }
             Ok(out.flush()?)
         };
-        output(args, write)?;
+        output(file.as_deref(), write)?;
         let found = fleet.sections.iter().flat_map(|(_, data)| severities(data));
         return Ok(fail_on_status(args.fail_on, found));
     }
     let filter = filter_of(chosen.map(|c| c.row))?;
     let data = report::build(&*store, &filter)?;
     let write = |out: &mut dyn Write| -> Result<()> {
-        match args.format {
+        match format {
             ReportFormat::Text => out.write_all(report::text::render(&data).as_bytes())?,
             ReportFormat::Md => out.write_all(report::markdown::render(&data).as_bytes())?,
             ReportFormat::Json => report::write_json(&*store, &filter, &data, out)?,
@@ -59,13 +61,42 @@ pub fn run(db: &Path, args: &ReportArgs) -> Result<Status> {
         }
         Ok(out.flush()?)
     };
-    output(args, write)?;
+    output(file.as_deref(), write)?;
     Ok(fail_on_status(args.fail_on, severities(&data)))
 }
 
-/// Writes the report to `-o FILE` or standard output.
-fn output(args: &ReportArgs, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
-    match &args.output {
+/// The report's format and file, from `--format` or `-o FORMAT`, and
+/// `--output FILE` (or `-o FILE`, the old spelling, with a warning); without
+/// a format, the file's extension says, else text.
+fn destination(args: &ReportArgs) -> Result<(ReportFormat, Option<PathBuf>)> {
+    let mut format = args.format;
+    let mut file = args.output.clone();
+    if let Some(o) = &args.short_o {
+        match ReportFormat::from_str(o, true) {
+            Ok(f) => format = Some(f),
+            Err(_) if file.is_none() => {
+                tracing::warn!("report -o {o}: -o names the format now, as in every command; writing {o} as --output {o} would");
+                file = Some(PathBuf::from(o));
+            }
+            Err(_) => bail!("report -o {o}: not a format (text, md, json, html); the file is --output"),
+        }
+    }
+    let by_extension = || {
+        let extension = file.as_ref()?.extension()?.to_str()?.to_ascii_lowercase();
+        match extension.as_str() {
+            "md" | "markdown" => Some(ReportFormat::Md),
+            "json" => Some(ReportFormat::Json),
+            "html" | "htm" => Some(ReportFormat::Html),
+            _ => None,
+        }
+    };
+    let format = format.or_else(by_extension).unwrap_or(ReportFormat::Text);
+    Ok((format, file))
+}
+
+/// Writes the report to `file` or standard output.
+fn output(file: Option<&Path>, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+    match file {
         Some(path) => write_file(path, write),
         None => write(&mut std::io::BufWriter::new(std::io::stdout().lock())),
     }

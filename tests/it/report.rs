@@ -9,8 +9,8 @@ mod scenario;
 use crate::util::etcd::TestEtcd;
 use crate::util::k8s::{pod, secret};
 use crate::util::{
-    assert_report_schema, assert_secrets_nowhere, chromium, db_in, inspector, json, ok, runs, snapshot,
-    stored_revisions, temp_db,
+    assert_exit, assert_report_schema, assert_secrets_nowhere, chromium, config_home, db_in, inspector, json,
+    ok, runs, snapshot, stderr, stored_revisions, temp_db,
 };
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -158,6 +158,50 @@ fn reports_every_injected_anomaly_and_nothing_else() {
     );
 }
 
+/// `-o` names the format, as in every command; `--output` the file, whose
+/// extension chooses the format when none is named; `-o FILE`, the old
+/// spelling, still writes the file, with a warning.
+#[test]
+fn report_o_is_the_format_and_output_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = demo_database(dir.path());
+    let cwd = tempfile::tempdir().unwrap();
+    let out = ok(std::process::Command::new(env!("CARGO_BIN_EXE_etcd-inspector"))
+        .current_dir(cwd.path())
+        .args(["--db", db.to_str().unwrap(), "report", "-o", "json"])
+        .env("XDG_CONFIG_HOME", config_home())
+        .output()
+        .unwrap());
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("JSON on standard output");
+    assert_eq!(
+        std::fs::read_dir(cwd.path()).unwrap().count(),
+        0,
+        "no file written"
+    );
+    let html = dir.path().join("incident.html");
+    ok(inspector(&db, &["report", "--output", html.to_str().unwrap()]));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("<html lang=\"en\">"),
+        "{}",
+        &page[..200.min(page.len())]
+    );
+    let md = dir.path().join("old-spelling.md");
+    let old = ok(inspector(&db, &["report", "-o", md.to_str().unwrap()]));
+    assert!(
+        stderr(&old).contains("-o names the format now"),
+        "{}",
+        stderr(&old)
+    );
+    assert!(std::fs::read_to_string(&md).unwrap().starts_with('#'));
+    let both = inspector(
+        &db,
+        &["report", "-o", "nonsense", "--output", md.to_str().unwrap()],
+    );
+    assert_exit(&both, 1);
+    assert!(stderr(&both).contains("not a format"), "{}", stderr(&both));
+}
+
 #[test]
 fn html_report_renders_in_a_browser() {
     let Some(browser) = chromium() else { return };
@@ -166,7 +210,7 @@ fn html_report_renders_in_a_browser() {
     let html = dir.path().join("report.html");
     ok(inspector(
         &db,
-        &["report", "--format", "html", "-o", html.to_str().unwrap()],
+        &["report", "--format", "html", "--output", html.to_str().unwrap()],
     ));
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(
