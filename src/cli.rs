@@ -1,5 +1,6 @@
 //! Command-line definitions (clap). No logic lives here.
 
+use crate::moment::Moment;
 use crate::store::cluster::ClusterName;
 use crate::store::finding::Severity;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
@@ -200,11 +201,12 @@ pub struct WhenArgs {
     /// As stored at revision N: its newest stored revision at or before N.
     #[arg(long, value_name = "N")]
     pub rev: Option<i64>,
-    /// As stored at TIME (RFC 3339): its newest revision the cluster's clock
-    /// says was certainly written before then (without a clock: by the
-    /// head of the last complete run started by then).
+    /// As stored at TIME (RFC 3339, `2026-12-05 00:22:52` in UTC as the
+    /// tables print it, or ago: `2h`; or `rev:N`): its newest revision the
+    /// cluster's clock says was certainly written before then (without a
+    /// clock: by the head of the last complete run started by then).
     #[arg(long, value_name = "TIME")]
-    pub at: Option<String>,
+    pub at: Option<Moment>,
     /// As stored at run N's head revision.
     #[arg(long, value_name = "N")]
     pub run: Option<i64>,
@@ -298,14 +300,16 @@ pub struct ObjectArgs {
 /// Which revisions `report` and `stats` cover.
 #[derive(clap::Args, Debug)]
 pub struct RangeArgs {
-    /// Start: an RFC 3339 time (resolved to the last complete run that
-    /// started by then) or `rev:N`.
+    /// Start: `rev:N`, or a time (RFC 3339, `2026-12-05 00:22:52` in UTC
+    /// as the tables print it, or ago: `2h`): the first revision the
+    /// cluster's clock says may have been written then (without a clock,
+    /// after the head of the last complete run started by then).
     #[arg(long, value_name = "TIME|rev:N")]
-    pub since: Option<String>,
-    /// End: an RFC 3339 time (the last complete run started by then) or
-    /// `rev:N`.
+    pub since: Option<Moment>,
+    /// End: `rev:N`, or a time as --since takes (without a clock, the head
+    /// of the last complete run started by then).
     #[arg(long, value_name = "TIME|rev:N")]
-    pub until: Option<String>,
+    pub until: Option<Moment>,
 }
 
 /// How the detectors judge; shared by `analyze`, `snapshot` and `follow`.
@@ -682,10 +686,10 @@ pub struct EtcdArgs {
     #[arg(long, env = "ETCDCTL_CACERT")]
     pub cacert: Option<PathBuf>,
     /// Client certificate (PEM), e.g. /etc/kubernetes/pki/etcd/healthcheck-client.crt.
-    #[arg(long, env = "ETCDCTL_CERT")]
+    #[arg(long, env = "ETCDCTL_CERT", requires = "key")]
     pub cert: Option<PathBuf>,
     /// Client key (PEM), e.g. /etc/kubernetes/pki/etcd/healthcheck-client.key.
-    #[arg(long, env = "ETCDCTL_KEY")]
+    #[arg(long, env = "ETCDCTL_KEY", requires = "cert")]
     pub key: Option<PathBuf>,
     /// User name for etcd authentication.
     #[arg(long, env = "ETCDCTL_USER")]

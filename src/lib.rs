@@ -20,6 +20,7 @@ pub mod hex;
 pub mod ingest;
 pub mod json_sink;
 pub mod lifecycle;
+pub mod moment;
 pub mod report;
 pub mod source;
 pub mod store;

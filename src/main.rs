@@ -36,7 +36,10 @@ fn main() -> ExitCode {
         Err(e) => {
             let line = etcd_inspector::error_line::one_line(&e);
             tracing::error!("{}", etcd_inspector::report::escape::terminal(&line));
-            ExitCode::FAILURE
+            match e.is::<cmd::UsageError>() {
+                true => ExitCode::from(2),
+                false => ExitCode::FAILURE,
+            }
         }
     }
 }

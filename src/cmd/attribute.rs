@@ -3,17 +3,21 @@
 
 use super::common::{analysis_summary, audit_logs};
 use super::output::print_table;
-use super::Status;
+use super::{Status, UsageError};
 use crate::cli::{AttributeArgs, ListFormat};
 use crate::lifecycle::{attribute, Attributed};
 use crate::report::escape::terminal;
 use crate::store::Store;
-use anyhow::{bail, Result};
+use anyhow::Result;
 use std::path::Path;
 
 pub fn run(db: &Path, args: &AttributeArgs) -> Result<Status> {
     if args.audit.audit_log.is_empty() {
-        bail!("attribute needs at least one --audit-log PATH (a file, a folder of rotated logs, or - for standard input)");
+        return Err(UsageError(
+            "attribute needs at least one --audit-log PATH (a file, a folder of rotated logs, or - for standard input)"
+                .into(),
+        )
+        .into());
     }
     let logs = audit_logs(&args.audit)?;
     let store = Store::open_existing_for_writing(db)?;

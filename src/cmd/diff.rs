@@ -2,7 +2,7 @@
 
 use super::common::chosen_cluster;
 use super::common::object::{current_at, redacted_note, stored_object};
-use super::Status;
+use super::{Status, UsageError};
 use crate::analyze::drift::{compare, ObjectDrift};
 use crate::canon::path::FieldPath;
 use crate::cli::{DiffArgs, ListFormat};
@@ -31,11 +31,18 @@ fn side(store: &Store, run: Option<i64>, rev: Option<i64>) -> Result<(Option<i64
 }
 
 pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
+    let side_given = |run: Option<i64>, rev: Option<i64>| run.is_some() || rev.is_some();
+    if !side_given(args.run_a, args.rev_a) || !side_given(args.run_b, args.rev_b) {
+        return Err(UsageError(
+            "give two runs (diff RUN_A RUN_B) or two revisions (--rev-a N --rev-b M)".into(),
+        )
+        .into());
+    }
     let store = Store::open_for_reading(db)?;
     let (cluster_a, rev_a) = side(&store, args.run_a, args.rev_a)?;
     let (cluster_b, rev_b) = side(&store, args.run_b, args.rev_b)?;
     let (Some(rev_a), Some(rev_b)) = (rev_a, rev_b) else {
-        bail!("give two runs (diff RUN_A RUN_B) or two revisions (--rev-a N --rev-b M)");
+        bail!("a side of the diff has no revision")
     };
     let chosen = chosen_cluster(&*store, &args.cluster)?;
     let clusters = store.clusters()?;

@@ -48,6 +48,12 @@ impl From<&EtcdArgs> for Connection {
     }
 }
 
+/// A command line that cannot work: exits 2, as clap's own usage errors
+/// do, before anything runs or is recorded.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
 /// Exit status of a command that finished: 0 for success, or a documented
 /// per-command status (errors are returned as `Err` and exit with 1).
 pub type Status = u8;

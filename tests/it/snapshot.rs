@@ -507,6 +507,43 @@ fn unreachable_etcd_is_one_line_and_a_failed_run() {
     );
 }
 
+/// A command line that cannot work exits 2 (as clap's own usage errors do)
+/// before anything runs: no run recorded, no database made.
+#[test]
+fn usage_errors_exit_2_and_record_nothing() {
+    let (_dir, db) = temp_db();
+    let endpoint = closed_endpoint();
+    for args in [
+        &["snapshot", "--endpoints", &endpoint, "--cert", "client.crt"][..],
+        &["snapshot", "--endpoints", &endpoint, "--key", "client.key"],
+        &["diff"],
+        &["diff", "--rev-a", "3"],
+        &["attribute"],
+        &["report", "--since", "garbage"],
+        &["stats", "--until", "rev:x"],
+        &["show", "cm/web", "--at", "yesterday-ish"],
+    ] {
+        let out = inspector(&db, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("panicked"), "{args:?}");
+    }
+    let out = inspector(&db, &["report", "--since", "garbage"]);
+    assert!(
+        stderr(&out).contains("\"garbage\" is not a time"),
+        "{}",
+        stderr(&out)
+    );
+    // Nothing was recorded (a SQLite database was never made).
+    let listed = inspector(&db, &["runs", "-o", "json"]);
+    let none = serde_json::from_slice::<serde_json::Value>(&listed.stdout)
+        .is_ok_and(|runs| runs.as_array().is_some_and(Vec::is_empty));
+    assert!(
+        !listed.status.success() || none,
+        "{}",
+        String::from_utf8_lossy(&listed.stdout)
+    );
+}
+
 #[test]
 fn wrong_password_and_missing_permission() {
     let mut etcd = TestEtcd::start();

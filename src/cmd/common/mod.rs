@@ -14,6 +14,7 @@ use crate::decode;
 use crate::decrypt::{self, config, Decryptor};
 use crate::ingest::open::{open, KeyClass, Opened};
 use crate::lifecycle::{Attributed, Fetch, Finished, RecordOptions};
+use crate::moment::Moment;
 use crate::report::escape;
 use crate::source::audit::AuditInput;
 use crate::source::filter::ResourceFilter;
@@ -92,25 +93,6 @@ pub fn decryptor(args: &EncryptionArgs) -> Result<Option<Arc<Decryptor>>> {
     Ok(Some(Arc::new(Decryptor::new(config, &args.kms_socket)?)))
 }
 
-/// What `--since` or `--until` says: `rev:N`, or an RFC 3339 time.
-enum Bound {
-    Revision(i64),
-    Time(jiff::Timestamp),
-}
-
-fn bound(text: &str, flag: &str) -> Result<Bound> {
-    if let Some(n) = text.strip_prefix("rev:") {
-        let n = n
-            .parse()
-            .with_context(|| format!("{flag} {text}: not a revision"))?;
-        return Ok(Bound::Revision(n));
-    }
-    let time = text
-        .parse()
-        .with_context(|| format!("{flag} {text}: neither rev:N nor an RFC 3339 time"))?;
-    Ok(Bound::Time(time))
-}
-
 /// The revision range `--since` and `--until` give in `cluster` (`None`:
 /// the database's clusters together). A time selects the revisions the
 /// cluster's clock says may have been written in the window; without a
@@ -122,22 +104,19 @@ pub fn revision_range(
     range: &RangeArgs,
     cluster: Option<i64>,
 ) -> Result<(Option<i64>, Option<i64>)> {
-    let from = match range.since.as_deref().map(|t| bound(t, "--since")).transpose()? {
+    let from = match range.since {
         None => None,
-        Some(Bound::Revision(r)) => Some(r),
-        Some(Bound::Time(t)) => first_at_or_after(store, cluster, t)?,
+        Some(Moment::Revision(r)) => Some(r),
+        Some(Moment::Time(t)) => first_at_or_after(store, cluster, t)?,
     };
-    let to = match range.until.as_deref().map(|t| bound(t, "--until")).transpose()? {
+    let to = match range.until {
         None => None,
-        Some(Bound::Revision(r)) => Some(r),
-        Some(Bound::Time(t)) => match store.revision_by_clock(cluster, t, false)? {
+        Some(Moment::Revision(r)) => Some(r),
+        Some(Moment::Time(t)) => match store.revision_by_clock(cluster, t, false)? {
             Some(by_clock) => by_clock,
             None => match store.revision_at_time(cluster, &crate::decode::gotime::rfc3339(t))? {
                 Some(r) => Some(r),
-                None => bail!(
-                    "--until {}: no complete run started by then",
-                    range.until.as_deref().unwrap_or("")
-                ),
+                None => bail!("--until {t}: no complete run started by then"),
             },
         },
     };
@@ -160,20 +139,20 @@ fn first_at_or_after(
     })
 }
 
-/// The revision `text` (`rev:N`, or an RFC 3339 time; `flag` names it in
-/// errors) names in `cluster`: for a time, the last revision certainly
-/// written before it (the one before [`first_at_or_after`]).
+/// The revision `moment` (`flag` names it in errors) names in `cluster`:
+/// for a time, the last revision certainly written before it (the one
+/// before [`first_at_or_after`]).
 pub fn revision_before(
     store: &dyn HistoryReader,
     cluster: Option<i64>,
-    text: &str,
+    moment: Moment,
     flag: &str,
 ) -> Result<i64> {
-    match bound(text, flag)? {
-        Bound::Revision(r) => Ok(r),
-        Bound::Time(t) => match first_at_or_after(store, cluster, t)? {
+    match moment {
+        Moment::Revision(r) => Ok(r),
+        Moment::Time(t) => match first_at_or_after(store, cluster, t)? {
             Some(first) => Ok(first - 1),
-            None => bail!("{flag} {text}: no stored revision is known to have been written by then"),
+            None => bail!("{flag} {t}: no stored revision is known to have been written by then"),
         },
     }
 }

@@ -126,7 +126,7 @@ pub fn object_filter(store: &Store, args: &ObjectArgs, cluster: Option<i64>) -> 
 pub fn revision_of(store: &Store, cluster: Option<i64>, when: &WhenArgs) -> Result<Option<i64>> {
     Ok(match (when.rev, &when.at, when.run) {
         (Some(rev), ..) => Some(rev),
-        (_, Some(time), _) => Some(revision_before(&**store, cluster, time, "--at")?),
+        (_, Some(time), _) => Some(revision_before(&**store, cluster, *time, "--at")?),
         (.., Some(run)) => match store.run_head(run)? {
             Some((_, head)) => Some(head),
             None => bail!(
