@@ -89,37 +89,16 @@ pub(super) fn read(
             return Ok(None);
         }
     }
-    // Revisions below the compaction point that etcd kept (each key's latest)
-    // are in the file too: read everything after what is already stored.
-    let read_from = plan.previous.map_or(0, |p| p.head + 1);
-    let first = info.first_revision.unwrap_or(0).max(read_from);
-    // Read in key order: the bar counts records, of all the file holds on a
-    // first read, else of the revision range.
-    let total = match read_from <= info.first_revision.unwrap_or(0) {
-        true => info.revisions,
-        false => (head - first + 1).max(0) as u64,
+    // A placed log gave every write the db holds, each checked against it:
+    // the db's records need no second reading.
+    let placed = wal.as_ref().is_some_and(|w| w.starts().is_some());
+    let damage = match placed {
+        true => db_file::Damage::default(),
+        false => match read_db(&db, &info, file, &plan, prefix, &mut sink, bar)? {
+            Some(damage) => damage,
+            None => return Ok(None),
+        },
     };
-    phase(
-        bar,
-        format!("reading revisions {first}-{head} from {}", path.display()),
-        total,
-        Unit::Revisions,
-    );
-    sink.position = Position::Records;
-    let mut damage = db_file::Damage::default();
-    let read = match file.salvage {
-        true => {
-            let (read, found) = db_file::salvage_revisions(&db, prefix.as_bytes(), read_from, &mut sink)
-                .map_err(read_error)?;
-            damage = found;
-            read
-        }
-        false => db_file::read_revisions(&db, prefix.as_bytes(), read_from, total, &mut sink)
-            .map_err(read_error)?,
-    };
-    if read == Read::Stopped {
-        return Ok(None);
-    }
     if file.salvage {
         store.record(run, RunFact::Salvage(&damage))?;
         if !damage.is_none() {
@@ -159,6 +138,50 @@ pub(super) fn read(
         gaps: plan.gaps,
         covered_from,
     }))
+}
+
+/// Reads the data file's revisions into `sink`, as `file` says (salvaging
+/// or not), from after what earlier runs stored: each key's latest below
+/// the compaction point etcd kept is read too. The damage salvage worked
+/// around; `None` when a signal stopped the read.
+fn read_db(
+    db: &BoltDb,
+    info: &db_file::FileInfo,
+    file: &FileRead<'_>,
+    plan: &Plan,
+    prefix: &str,
+    sink: &mut Progress<'_, '_>,
+    bar: &ProgressBar,
+) -> Result<Option<db_file::Damage>> {
+    let (path, head) = (file.path, info.head());
+    let read_from = plan.previous.map_or(0, |p| p.head + 1);
+    let first = info.first_revision.unwrap_or(0).max(read_from);
+    // Read in key order: the bar counts records, of all the file holds on a
+    // first read, else of the revision range.
+    let total = match read_from <= info.first_revision.unwrap_or(0) {
+        true => info.revisions,
+        false => (head - first + 1).max(0) as u64,
+    };
+    phase(
+        bar,
+        format!("reading revisions {first}-{head} from {}", path.display()),
+        total,
+        Unit::Revisions,
+    );
+    sink.position = Position::Records;
+    let mut damage = db_file::Damage::default();
+    let read = match file.salvage {
+        true => {
+            let (read, found) =
+                db_file::salvage_revisions(db, prefix.as_bytes(), read_from, sink).map_err(read_error)?;
+            damage = found;
+            read
+        }
+        false => {
+            db_file::read_revisions(db, prefix.as_bytes(), read_from, total, sink).map_err(read_error)?
+        }
+    };
+    Ok((read != Read::Stopped).then_some(damage))
 }
 
 /// Streams the server's snapshot into `dest`; returns the cluster id.

@@ -30,7 +30,7 @@
 use super::{CompareTarget, Entry, Op, PutRequest, Request, RequestOp, TxnRequest};
 use crate::source::Record;
 use sha2::{Digest, Sha256};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// A value's identity: the first 16 bytes of its SHA-256.
 pub type ValueDigest = [u8; 16];
@@ -43,28 +43,50 @@ pub fn digest(value: &[u8]) -> ValueDigest {
     d
 }
 
-/// What the db holds, to check a replay against: each key's writes (in
-/// revision order), its head and its compaction.
+/// What the db holds, to check a replay against, in memory a few dozen
+/// bytes a revision: each key's write kept at the compaction and its
+/// newest, and a digest of each revision above the compaction.
 #[derive(Debug, Default)]
 pub struct Facts {
     /// The revision after the entry it applied last.
     pub revision: i64,
     /// Its compaction: revisions above it are whole.
     pub compacted: i64,
-    keys: HashMap<Vec<u8>, Vec<Fact>>,
-    /// Each revision above `compacted`: the keys it wrote.
-    whole: HashMap<i64, Written>,
+    keys: HashMap<Vec<u8>, KeyFacts>,
+    /// Each revision above `compacted`: the sum of its writes' digests
+    /// ([`write_digest`]), which does not depend on their order.
+    whole: BTreeMap<i64, u128>,
 }
 
-/// One revision's writes: each key and its value, `None` for a delete.
-type Written = Vec<(Vec<u8>, Option<ValueDigest>)>;
+/// One key as the db holds it.
+#[derive(Clone, Debug, Default)]
+struct KeyFacts {
+    /// Its write at or below the compaction (etcd keeps each key's newest
+    /// there, unless a tombstone).
+    kept: Option<Fact>,
+    /// Its newest write.
+    newest: Option<Fact>,
+}
 
 /// One write the db holds.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Fact {
     revision: i64,
     /// `None` for a tombstone.
     value: Option<ValueDigest>,
+}
+
+/// A write's identity: its key and value (`None`: a delete).
+fn write_digest(key: &[u8], value: Option<ValueDigest>) -> u128 {
+    let mut h = Sha256::new();
+    h.update((key.len() as u64).to_be_bytes());
+    h.update(key);
+    match value {
+        Some(v) => h.update(v),
+        None => h.update(b"deleted"),
+    }
+    let full = h.finalize();
+    u128::from_be_bytes(full[..16].try_into().expect("16 bytes"))
 }
 
 impl Facts {
@@ -78,33 +100,26 @@ impl Facts {
         }
     }
 
-    /// Adds one record the db holds, in any order.
+    /// Adds one record the db holds, in any order, each once.
     pub fn add(&mut self, r: &Record) {
-        let value = (!r.deleted).then(|| digest(&r.value));
+        let fact = Fact {
+            revision: r.mod_revision,
+            value: (!r.deleted).then(|| digest(&r.value)),
+        };
         if r.mod_revision > self.compacted {
-            let written = self.whole.entry(r.mod_revision).or_default();
-            written.push((r.key.clone(), value));
-            written.sort();
+            let sum = self.whole.entry(r.mod_revision).or_default();
+            *sum = sum.wrapping_add(write_digest(&r.key, fact.value));
         }
-        let held = self.keys.entry(r.key.clone()).or_default();
-        let at = held.partition_point(|f| f.revision < r.mod_revision);
-        if held.get(at).map(|f| f.revision) != Some(r.mod_revision) {
-            held.insert(
-                at,
-                Fact {
-                    revision: r.mod_revision,
-                    value,
-                },
-            );
+        if !self.keys.contains_key(r.key.as_slice()) {
+            self.keys.insert(r.key.clone(), KeyFacts::default());
         }
-    }
-
-    /// Whether the db holds `key` written to `value` at `revision`.
-    fn holds(&self, key: &[u8], revision: i64, value: Option<ValueDigest>) -> bool {
-        self.keys.get(key).is_some_and(|held| {
-            held.binary_search_by_key(&revision, |f| f.revision)
-                .is_ok_and(|i| held[i].value == value)
-        })
+        let held = self.keys.get_mut(r.key.as_slice()).expect("inserted above");
+        if r.mod_revision <= self.compacted {
+            held.kept = Some(fact);
+        }
+        if held.newest.is_none_or(|n| n.revision < r.mod_revision) {
+            held.newest = Some(fact);
+        }
     }
 }
 
@@ -114,9 +129,9 @@ impl Facts {
 pub struct Placer<'f> {
     facts: &'f Facts,
     replay: Replay,
-    /// The db's writes at or below its compaction the replay wrote (those
-    /// above are checked revision by revision).
-    found: HashSet<(&'f [u8], i64)>,
+    /// The keys whose write the db kept at its compaction the replay wrote
+    /// (those above are checked revision by revision).
+    found: HashSet<&'f [u8]>,
     /// The index of the entry applied last.
     last: Option<u64>,
 }
@@ -168,29 +183,26 @@ impl<'f> Placer<'f> {
         };
         let r = first.mod_revision;
         let facts = self.facts;
-        let name = |k: &[u8]| String::from_utf8_lossy(k).into_owned();
-        let mut held: Written = writes
-            .iter()
-            .map(|w| (w.key.clone(), (!w.deleted).then(|| digest(&w.value))))
-            .collect();
-        held.sort();
+        let value = |w: &Record| (!w.deleted).then(|| digest(&w.value));
         if r > facts.compacted {
-            let want = facts.whole.get(&r).map_or(&[][..], Vec::as_slice);
-            if want != held.as_slice() {
-                let key = want
-                    .first()
-                    .or(held.first())
-                    .map_or(String::new(), |(k, _)| name(k));
+            let sum = writes
+                .iter()
+                .fold(0u128, |sum, w| sum.wrapping_add(write_digest(&w.key, value(w))));
+            if facts.whole.get(&r) != Some(&sum) {
                 return Err(fail(format!(
-                    "the log and the db disagree: revision {r} ({key}) is not what the log writes there"
+                    "the log and the db disagree: revision {r} is not what the log writes there ({})",
+                    String::from_utf8_lossy(&first.key)
                 )));
             }
-        }
-        if r <= facts.compacted {
-            for (k, v) in &held {
-                if let Some((key, _)) = facts.keys.get_key_value(k.as_slice()) {
-                    if facts.holds(key, r, *v) {
-                        self.found.insert((key.as_slice(), r));
+        } else {
+            for w in &writes {
+                let fact = Fact {
+                    revision: r,
+                    value: value(w),
+                };
+                if let Some((key, held)) = facts.keys.get_key_value(w.key.as_slice()) {
+                    if held.kept == Some(fact) {
+                        self.found.insert(key.as_slice());
                     }
                 }
             }
@@ -215,18 +227,14 @@ impl<'f> Placer<'f> {
             )));
         }
         for (key, held) in &facts.keys {
-            let kept = held.iter().take_while(|f| f.revision <= facts.compacted);
-            if let Some(f) = kept
-                .into_iter()
-                .find(|f| !self.found.contains(&(key.as_slice(), f.revision)))
-            {
+            if let Some(kept) = held.kept.filter(|_| !self.found.contains(key.as_slice())) {
                 return Err(fail(format!(
                     "the log does not write {} at revision {}",
                     name(key),
-                    f.revision
+                    kept.revision
                 )));
             }
-            let head = held.last().filter(|f| f.value.is_some()).map(|f| f.revision);
+            let head = held.newest.filter(|f| f.value.is_some()).map(|f| f.revision);
             if head != replay.keys.get(key).map(|s| s.mod_revision) {
                 return Err(fail(format!(
                     "{} ends otherwise in the log than in the db",
