@@ -584,7 +584,7 @@ fn main() -> Result<()> {
             "report",
             "--format",
             "json",
-            "-o",
+            "--output",
             work.path().join("r.json").to_str().unwrap(),
         ],
     )?;
@@ -1382,7 +1382,7 @@ mod large {
             ];
             for format in ["text", "md", "json", "html"] {
                 let o = out(&format!("report.{format}"));
-                let args = on_db(&["report", "--format", format, "-o", o.to_str().unwrap()]);
+                let args = on_db(&["report", "--format", format, "--output", o.to_str().unwrap()]);
                 plan.push((format!("report --format {format}"), args, None, Output::File(o)));
             }
             let key = "/registry/pods/team-0/app-0";
@@ -1483,7 +1483,7 @@ mod large {
             ];
             for format in ["json", "html"] {
                 let o = out(&format!("double-report.{format}"));
-                let args = on_double(&["report", "--format", format, "-o", o.to_str().unwrap()]);
+                let args = on_double(&["report", "--format", format, "--output", o.to_str().unwrap()]);
                 plan.push((
                     format!("2× database: report --format {format}"),
                     args,

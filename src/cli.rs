@@ -337,7 +337,7 @@ pub struct AnalyzeArgs {
 }
 
 /// Report formats.
-#[derive(Clone, Copy, Debug, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ReportFormat {
     Text,
     Md,
@@ -349,7 +349,7 @@ pub enum ReportFormat {
 pub struct ReportArgs {
     /// The format: by default the --output file's extension says (`.md`,
     /// `.json`, `.html`, `.htm`), else text.
-    #[arg(long, value_enum, conflicts_with = "short_o")]
+    #[arg(long, value_enum)]
     pub format: Option<ReportFormat>,
     /// The format, as `-o` is in every command (text, md, json, html).
     /// `-o FILE`, its old meaning, still writes FILE, with a warning.

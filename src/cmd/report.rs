@@ -73,6 +73,9 @@ fn destination(args: &ReportArgs) -> Result<(ReportFormat, Option<PathBuf>)> {
     let mut file = args.output.clone();
     if let Some(o) = &args.short_o {
         match ReportFormat::from_str(o, true) {
+            Ok(f) if format.is_some_and(|named| named != f) => {
+                bail!("report -o {o} and --format name two formats")
+            }
             Ok(f) => format = Some(f),
             Err(_) if file.is_none() => {
                 tracing::warn!("report -o {o}: -o names the format now, as in every command; writing {o} as --output {o} would");

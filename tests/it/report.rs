@@ -194,6 +194,20 @@ fn report_o_is_the_format_and_output_the_file() {
         stderr(&old)
     );
     assert!(std::fs::read_to_string(&md).unwrap().starts_with('#'));
+    // The old spelling with --format, as scripts wrote it.
+    let scripted = dir.path().join("scripted.json");
+    let old = ok(inspector(
+        &db,
+        &["report", "--format", "json", "-o", scripted.to_str().unwrap()],
+    ));
+    assert!(
+        stderr(&old).contains("-o names the format now"),
+        "{}",
+        stderr(&old)
+    );
+    let written = std::fs::read_to_string(&scripted).unwrap();
+    serde_json::from_str::<serde_json::Value>(&written).unwrap();
+    assert_exit(&inspector(&db, &["report", "--format", "md", "-o", "json"]), 1);
     let both = inspector(
         &db,
         &["report", "-o", "nonsense", "--output", md.to_str().unwrap()],
