@@ -584,29 +584,85 @@ fn tls_with_client_certificates() {
 
     let out = snapshot(&etcd, &db, &["--cacert", &ca, "--cert", &cert, "--key", &key]);
     ok(out);
-    let err = one_line_error(&snapshot(&etcd, &db, &["--cacert", &ca, "--dial-timeout", "3s"]));
+    // Each way to get TLS wrong is named, with the fix.
+    let http = etcd.endpoint.replace("https://", "http://");
+    let wrong_key = s(&tls.server_key);
+    for (args, says) in [
+        (
+            vec!["--cacert", &ca],
+            "the server requires a client certificate: give --cert and --key",
+        ),
+        (
+            vec!["--cacert", &other, "--cert", &cert, "--key", &key],
+            "the server's certificate is not signed by the CA in --cacert",
+        ),
+        (
+            vec!["--cert", &cert, "--key", &key],
+            "not signed by a CA this system trusts: give --cacert",
+        ),
+        (
+            vec!["--cacert", &ca, "--cert", &cert, "--key", &wrong_key],
+            "is not the key of --cert",
+        ),
+    ] {
+        let mut all = vec!["--dial-timeout", "3s"];
+        all.extend(args);
+        let err = one_line_error(&snapshot(&etcd, &db, &all));
+        assert!(
+            err.contains("cannot connect to etcd at ") && err.contains(says),
+            "{says}: {err}"
+        );
+    }
+    let out = inspector(&db, &["snapshot", "--endpoints", &http, "--dial-timeout", "3s"]);
+    let err = one_line_error(&out);
     assert!(
-        err.contains("cannot connect to etcd"),
-        "no client certificate: {err}"
+        err.contains("it most likely requires TLS (etcd with --cert-file): use https://"),
+        "{err}"
     );
-    let err = one_line_error(&snapshot(
-        &etcd,
-        &db,
-        &[
-            "--cacert",
-            &other,
-            "--cert",
-            &cert,
-            "--key",
-            &key,
-            "--dial-timeout",
-            "3s",
-        ],
-    ));
-    assert!(err.contains("cannot connect to etcd"), "untrusted server: {err}");
-    let err = one_line_error(&snapshot(&etcd, &db, &["--cacert", &ca, "--cert", &cert]));
-    assert!(err.contains("--cert and --key must be given together"), "{err}");
-    assert_eq!(run_statuses(&db), ["complete", "failed", "failed", "failed"]);
+    // Half an identity is a usage error: exit 2, no run recorded.
+    let half = snapshot(&etcd, &db, &["--cacert", &ca, "--cert", &cert]);
+    assert_exit(&half, 2);
+    assert!(stderr(&half).contains("--key"), "{}", stderr(&half));
+    assert_eq!(
+        run_statuses(&db),
+        ["complete", "failed", "failed", "failed", "failed", "failed"]
+    );
+}
+
+/// A plain etcd reached with https://, a port where something else
+/// answers, and one where nothing listens: each named.
+#[test]
+fn connection_errors_say_what_answered() {
+    let etcd = TestEtcd::start();
+    let (_dir, db) = temp_db();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let not_etcd = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let _ = stream.read(&mut [0u8; 1024]);
+            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    let https = etcd.endpoint.replace("http://", "https://");
+    let closed = closed_endpoint();
+    for (endpoint, says) in [
+        (https.as_str(), "the server does not speak TLS: use http://"),
+        (
+            not_etcd.as_str(),
+            "is not etcd's gRPC: an HTTP server that says \"HTTP/1.1 400 Bad Request\"",
+        ),
+        (closed.as_str(), "connection refused: nothing listens at"),
+    ] {
+        let out = inspector(
+            &db,
+            &["snapshot", "--endpoints", endpoint, "--dial-timeout", "3s"],
+        );
+        let err = one_line_error(&out);
+        let at = format!("cannot connect to etcd at {endpoint}: ");
+        assert!(err.contains(&at) && err.contains(says), "{err}");
+    }
 }
 
 /// Starts a slow snapshot (many keys, tiny pages) and returns once it has

@@ -8,7 +8,7 @@
 //! issue #39), and moves to another when that one fails.
 
 use super::http_version::version_over_http;
-use super::{is_denied, reason, Connection, EtcdError, Reading};
+use super::{diagnose, is_denied, reason, Connection, EtcdError, Reading};
 use crate::decode::key::COMPACT_REV_KEY;
 use etcd_client::{Client, GetOptions};
 use std::sync::Arc;
@@ -88,8 +88,11 @@ async fn probe(
     let no_answer = || format!("no answer within {dial:?}");
     let client = tokio::time::timeout(dial, Client::connect([endpoint], Some(options.clone())))
         .await
-        .map_err(|_| no_answer())?
-        .map_err(|e| reason(&e))?;
+        .map_err(|_| no_answer())?;
+    let client = match client {
+        Ok(client) => client,
+        Err(e) => return Err(Refused::Unhealthy(diagnose::why(&e, connection, endpoint).await)),
+    };
     let status = tokio::time::timeout(dial, client.maintenance_client().status())
         .await
         .map_err(|_| no_answer())?;
@@ -142,7 +145,7 @@ async fn probe(
                 endpoint: endpoint.to_string(),
             })
         }
-        Err(e) => Err(Refused::Unhealthy(reason(&e))),
+        Err(e) => Err(Refused::Unhealthy(diagnose::why(&e, connection, endpoint).await)),
     }
 }
 

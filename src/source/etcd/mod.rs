@@ -3,6 +3,7 @@
 //! (`replay`) and the server's snapshot (`download`). Nothing here
 //! writes to etcd.
 
+mod diagnose;
 mod discovery;
 mod download;
 mod http_version;
