@@ -13,10 +13,10 @@ use anyhow::{anyhow, bail, Result};
 use indicatif::ProgressBar;
 use std::path::Path;
 
-/// A WAL placed against its db, ready to give its writes.
+/// A WAL placed against its db, ready to give its writes (the db's writes
+/// it was checked against are not kept).
 pub(super) struct WalHistory {
     options: wal::Options,
-    facts: Facts,
     /// What the run took from it, recorded with the run.
     pub recovered: Recovered,
 }
@@ -67,11 +67,7 @@ impl WalHistory {
                 while log.next_entry()?.is_some() {}
                 account(&mut recovered, log.summary());
                 tracing::warn!("{where_}: {}", recovered.describe());
-                return Ok(Some(WalHistory {
-                    options,
-                    facts,
-                    recovered,
-                }));
+                return Ok(Some(WalHistory { options, recovered }));
             }
             recovered.first.get_or_insert((entry.index, entry.term));
             if entry.index > applied {
@@ -111,11 +107,7 @@ impl WalHistory {
                 recovered.beyond_db
             );
         }
-        Ok(Some(WalHistory {
-            options,
-            facts,
-            recovered,
-        }))
+        Ok(Some(WalHistory { options, recovered }))
     }
 
     /// Where the log's history starts: revision 1 when it was placed.
@@ -133,7 +125,8 @@ impl WalHistory {
         }
         let dir = Path::new(&self.recovered.dir);
         let mut log = Wal::open(dir, self.options)?;
-        let mut placer = Placer::new(&self.facts);
+        // Checked by the first pass.
+        let mut placer = Placer::again();
         while let Some(entry) = log.next_entry()? {
             if entry.index > self.recovered.applied {
                 break;

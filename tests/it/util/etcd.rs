@@ -422,6 +422,16 @@ impl TestEtcd {
             .block_on(async { c.txn(txn).await.unwrap().succeeded() })
     }
 
+    /// Runs a transaction; whether its compares held, and the revision it
+    /// left the store at (its own, when it wrote).
+    pub fn txn_at(&self, txn: etcd_client::Txn) -> (bool, i64) {
+        let mut c = self.client_result().unwrap();
+        self.runtime.block_on(async {
+            let resp = c.txn(txn).await.unwrap();
+            (resp.succeeded(), resp.header().unwrap().revision())
+        })
+    }
+
     /// The store's current revision.
     pub fn head(&self) -> i64 {
         let mut c = self.client_result().unwrap();

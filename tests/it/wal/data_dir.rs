@@ -32,6 +32,13 @@ fn compact_as_kube_apiserver(etcd: &TestEtcd, version: &mut i64) {
 /// Writes a round of kube-apiserver's traffic; `round` names the objects.
 fn round(etcd: &TestEtcd, round: usize) {
     let key = |i: usize| format!("/registry/pods/shop/web-{round}-{i}");
+    // A write that must succeed, and the revision it wrote (not the head
+    // after it: the leader may revoke an expired lease in between).
+    let write = |k: &str, x: i64, then: TxnOp| {
+        let (held, revision) = etcd.txn_at(optimistic(k, x, then));
+        assert!(held, "{k} at {x}");
+        revision
+    };
     let mut at = Vec::new();
     for i in 0..30 {
         let k = key(i);
@@ -41,8 +48,7 @@ fn round(etcd: &TestEtcd, round: usize) {
             &format!("uid-{round}-{i}"),
             "web:1",
         );
-        assert!(etcd.txn(optimistic(&k, 0, TxnOp::put(k.as_str(), value, None))));
-        at.push(etcd.head());
+        at.push(write(&k, 0, TxnOp::put(k.as_str(), value, None)));
     }
     for image in ["web:2", "web:3", "web:4"] {
         for (i, rev) in at.iter_mut().enumerate() {
@@ -53,8 +59,7 @@ fn round(etcd: &TestEtcd, round: usize) {
                 &format!("uid-{round}-{i}"),
                 image,
             );
-            assert!(etcd.txn(optimistic(&k, *rev, TxnOp::put(k.as_str(), value, None))));
-            *rev = etcd.head();
+            *rev = write(&k, *rev, TxnOp::put(k.as_str(), value, None));
         }
     }
     // Two writers from one read: the loser's compare fails, it reads again
@@ -67,7 +72,7 @@ fn round(etcd: &TestEtcd, round: usize) {
         &format!("uid-{round}-0"),
         "winner",
     );
-    assert!(etcd.txn(optimistic(&k, stale, TxnOp::put(k.as_str(), winner, None))));
+    let fresh = write(&k, stale, TxnOp::put(k.as_str(), winner, None));
     let loser = pod(
         "shop",
         &format!("web-{round}-0"),
@@ -75,13 +80,11 @@ fn round(etcd: &TestEtcd, round: usize) {
         "loser",
     );
     assert!(!etcd.txn(optimistic(&k, stale, TxnOp::put(k.as_str(), loser.clone(), None))));
-    let fresh = etcd.head();
-    assert!(etcd.txn(optimistic(&k, fresh, TxnOp::put(k.as_str(), loser, None))));
-    at[0] = etcd.head();
+    at[0] = write(&k, fresh, TxnOp::put(k.as_str(), loser, None));
     // Deletes, as the apiserver's: compare, then delete.
     for (i, rev) in at.iter().enumerate().skip(20) {
         let k = key(i);
-        assert!(etcd.txn(optimistic(&k, *rev, TxnOp::delete(k.as_str(), None))));
+        write(&k, *rev, TxnOp::delete(k.as_str(), None));
     }
     // Events on a lease revoked, and on one left to expire.
     for ttl in [60, 2] {
