@@ -82,11 +82,13 @@ pub enum Command {
     /// authentication failure, key not found, undecodable value), 2 usage
     /// error, 3 value is encrypted.
     Get(GetArgs),
-    /// Read a live etcd (read-only), an etcd data file (--file) or a
-    /// downloaded snapshot (--fetch-snapshot) into the database: the full
-    /// state under the prefix and every revision etcd still retains since its
-    /// last compaction. Later runs add only what is new and record revisions
-    /// lost to compaction in between as a history gap.
+    /// Read a live etcd (read-only), an etcd data file (--file), a member's
+    /// data dir with its write-ahead log (--data-dir) or a downloaded
+    /// snapshot (--fetch snapshot) into the database: the full state under
+    /// the prefix and every revision etcd still retains since its last
+    /// compaction (with --data-dir, every write the log still holds). Later
+    /// runs add only what is new and record revisions lost to compaction in
+    /// between as a history gap.
     ///
     /// Exit status: 0 complete, 1 failed (the run is recorded as failed), 4
     /// complete with findings at or above --fail-on, 130 interrupted by
