@@ -511,8 +511,10 @@ fn attribute_names_bad_input_in_one_line() {
         "{}",
         stderr(&broken)
     );
+    // No log at all is a usage error.
     let none = inspector(&db, &["attribute"]);
-    assert!(one_line_error(&none).contains("--audit-log"), "{}", stderr(&none));
+    assert_exit(&none, 2);
+    assert!(stderr(&none).contains("--audit-log"), "{}", stderr(&none));
 }
 
 /// GKE's Cloud Logging export and EKS's CloudWatch export, joined as the
