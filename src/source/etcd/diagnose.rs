@@ -19,7 +19,11 @@ pub(super) async fn why(e: &etcd_client::Error, connection: &Connection, endpoin
     let tls = endpoint.starts_with("https://");
     let path = |p: &Option<std::path::PathBuf>| p.as_ref().map_or(String::new(), |p| p.display().to_string());
     let closed = has("BrokenPipe") || has("broken pipe");
-    if has("CertificateRequired") || (tls && closed && connection.cert.is_none()) {
+    // Refused without a client certificate: TLS 1.3 servers say
+    // CertificateRequired, TLS 1.2 ones (etcd built with older Go) say
+    // BadCertificate, or the connection just closes.
+    let refused = has("CertificateRequired") || has("BadCertificate") || has("HandshakeFailure") || closed;
+    if has("CertificateRequired") || (tls && refused && connection.cert.is_none()) {
         return "the server requires a client certificate: give --cert and --key (kubeadm: \
                 /etc/kubernetes/pki/etcd/healthcheck-client.crt and .key)"
             .into();
