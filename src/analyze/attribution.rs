@@ -108,8 +108,18 @@ pub fn join(
     creates(revisions, requests, ANSWERED_WITHIN, &mut outcome, &mut writer);
     finalized_deletes(revisions, requests, &mut writer);
     graceful_deletes(revisions, requests, &outcome, &mut writer);
-    let unattributed = by_order(revisions, requests, history_read_at, &mut outcome, &mut writer);
+    let mut left = by_order(revisions, requests, history_read_at, &mut outcome, &mut writer);
+    left.extend(by_fit(
+        revisions,
+        requests,
+        history_read_at,
+        &mut outcome,
+        &mut writer,
+    ));
     finalized_deletes(revisions, requests, &mut writer);
+    left.sort_unstable();
+    left.dedup();
+    let unattributed = left.iter().filter(|&&r| writer[r].is_none()).count() as u64;
     KeyAttribution {
         outcomes: requests
             .iter()
@@ -252,16 +262,33 @@ fn graceful_deletes(
     }
 }
 
-/// Pairs requests and revisions between known writes; returns how many
-/// revisions requests could have written were left unattributed.
+/// Whether `request` can have written `revisions[r]`: by its kind, its
+/// precondition and the clock.
+fn could_write(revisions: &[KeyRevision], r: usize, request: &KeyRequest) -> bool {
+    let follows = request
+        .precondition_revision
+        .is_none_or(|p| r > 0 && revisions[r - 1].mod_revision == p);
+    writes(request).is_some_and(|w| fits(w, &revisions[r], false))
+        && follows
+        && in_time(request, &revisions[r])
+}
+
+/// A tombstone the update before it wrote (its last finalizer removed),
+/// not a request of its own.
+fn finalized(revisions: &[KeyRevision], r: usize) -> bool {
+    r > 0 && revisions[r].deleted && revisions[r - 1].deleting
+}
+
+/// Pairs requests and revisions between known writes; returns the
+/// revisions requests could have written that it left unattributed.
 fn by_order(
     revisions: &[KeyRevision],
     requests: &[KeyRequest],
     history_read_at: Option<Timestamp>,
     outcome: &mut [Option<Outcome>],
     writer: &mut [Option<(usize, Match)>],
-) -> u64 {
-    let mut unattributed = 0;
+) -> Vec<usize> {
+    let mut unattributed = Vec::new();
     // Attributed revisions, oldest first, with their requests' positions.
     let anchors: Vec<(usize, usize)> = writer
         .iter()
@@ -272,7 +299,7 @@ fn by_order(
     // clocks of the logs disagree and order tells nothing.
     // (One request may have written two revisions in a row.)
     if anchors.windows(2).any(|w| w[0].1 > w[1].1) {
-        return writer.iter().filter(|w| w.is_none()).count() as u64;
+        return (0..writer.len()).filter(|&r| writer[r].is_none()).collect();
     }
     for (k, &(j, i)) in anchors.iter().enumerate() {
         let (next_j, next_i, bounded) = match anchors.get(k + 1) {
@@ -291,7 +318,7 @@ fn by_order(
         // A finalized delete is written by the update before it, not
         // by a request of its own.
         let between: Vec<usize> = (j + 1..next_j)
-            .filter(|&r| !(revisions[r].deleted && r > j + 1 && revisions[r - 1].deleting))
+            .filter(|&r| !(r > j + 1 && finalized(revisions, r)))
             .collect();
         if between.is_empty() {
             if queued
@@ -303,25 +330,74 @@ fn by_order(
             continue;
         }
         let pairs_fit = between.len() == queued.len()
-            && queued.iter().zip(&between).all(|(&q, &r)| {
-                let request = &requests[q];
-                let follows = request
-                    .precondition_revision
-                    .is_none_or(|p| revisions[r - 1].mod_revision == p);
-                writes(request).is_some_and(|w| fits(w, &revisions[r], false))
-                    && follows
-                    && in_time(request, &revisions[r])
-            });
+            && queued
+                .iter()
+                .zip(&between)
+                .all(|(&q, &r)| could_write(revisions, r, &requests[q]));
         if pairs_fit {
             for (&q, &r) in queued.iter().zip(&between) {
                 writer[r] = Some((q, Match::ByOrder));
                 outcome[q] = Some(Outcome::Wrote);
             }
         } else {
-            unattributed += between.len() as u64;
+            unattributed.extend(between);
         }
     }
     unattributed
+}
+
+/// What order cannot place: a write answered after a later one of the same
+/// key (a Pod's create answered after the scheduler, watching, bound it).
+/// After the first attributed revision, when the requests still open (all
+/// answered before the history was read) and the revisions still
+/// unattributed are as many, and the kind, precondition and clock let each
+/// revision have been written by exactly one of those requests, each by a
+/// different one, they pair. Anything less certain stays open; returns the
+/// revisions left that an open request could have written.
+fn by_fit(
+    revisions: &[KeyRevision],
+    requests: &[KeyRequest],
+    history_read_at: Option<Timestamp>,
+    outcome: &mut [Option<Outcome>],
+    writer: &mut [Option<(usize, Match)>],
+) -> Vec<usize> {
+    let Some(first) = writer.iter().position(Option::is_some) else {
+        return Vec::new();
+    };
+    let open: Vec<usize> = (0..requests.len())
+        .filter(|&q| outcome[q].is_none() && writes(&requests[q]).is_some())
+        .collect();
+    let settled = history_read_at.is_some_and(|read| open.iter().all(|&q| requests[q].time < read));
+    if open.is_empty() || !settled {
+        return Vec::new();
+    }
+    let unwritten: Vec<(usize, Vec<usize>)> = (first + 1..revisions.len())
+        .filter(|&r| writer[r].is_none() && !finalized(revisions, r))
+        .map(|r| {
+            let could: Vec<usize> = open
+                .iter()
+                .copied()
+                .filter(|&q| could_write(revisions, r, &requests[q]))
+                .collect();
+            (r, could)
+        })
+        .collect();
+    let mut chosen: Vec<usize> = unwritten.iter().flat_map(|(_, could)| could.clone()).collect();
+    chosen.sort_unstable();
+    chosen.dedup();
+    let one_each = unwritten.iter().all(|(_, could)| could.len() == 1) && chosen.len() == unwritten.len();
+    if open.len() != unwritten.len() || !one_each {
+        return unwritten
+            .into_iter()
+            .filter(|(_, could)| !could.is_empty())
+            .map(|(r, _)| r)
+            .collect();
+    }
+    for (r, could) in unwritten {
+        writer[r] = Some((could[0], Match::ByOrder));
+        outcome[could[0]] = Some(Outcome::Wrote);
+    }
+    Vec::new()
 }
 
 #[cfg(test)]
@@ -557,6 +633,39 @@ mod tests {
         late.written.earliest = Some("2026-11-29T09:00:06Z".parse().unwrap());
         let a = join(&[late], &[req(1, "create", 201, 5, None)], later());
         assert!(a.writers.is_empty());
+    }
+
+    #[test]
+    fn a_write_answered_before_the_one_it_followed_is_placed_by_fit() {
+        // The scheduler, watching, binds a Pod before its create is
+        // answered; the binding's response carries no Pod.
+        let revs = [rev(454, 1), rev(456, 2), rev(457, 3)];
+        let mut binding = req(1, "create", 201, 0, None);
+        binding.subresource = Some("binding".into());
+        let reqs = [
+            binding,
+            req(2, "create", 201, 1, Some(454)),
+            req(3, "patch", 200, 2, Some(457)),
+        ];
+        let a = join(&revs, &reqs, later());
+        assert_eq!(
+            a.writers,
+            vec![
+                (454, 2, Match::Exact),
+                (456, 1, Match::ByOrder),
+                (457, 3, Match::Exact)
+            ]
+        );
+        assert_eq!(a.unattributed, 0);
+        // A second open request that could have written it: no guess.
+        let mut rival = reqs.to_vec();
+        rival.insert(1, req(4, "update", 200, 0, None));
+        let a = join(&revs, &rival, later());
+        assert!(!a.writers.iter().any(|w| w.0 == 456), "{:?}", a.writers);
+        assert_eq!(a.unattributed, 1);
+        // Nor when the history was read before it was answered.
+        let a = join(&revs, &reqs, Some(reqs[0].time));
+        assert!(!a.writers.iter().any(|w| w.0 == 456), "{:?}", a.writers);
     }
 
     #[test]

@@ -379,14 +379,58 @@ fn check_attribution(db: &Path, log: &Path) -> BTreeMap<(String, i64), (Timestam
     );
     assert!(
         unexplained.is_empty(),
-        "revisions with no writer:\n{}",
-        unexplained.join("\n")
+        "revisions with no writer:\n{}\n{}",
+        unexplained.join("\n"),
+        explain(&rows, &unexplained, log)
     );
     assert!(
         exact > 100 && two_step > 0,
         "{exact} exact joins, {two_step} two-revision DELETEs"
     );
     truth
+}
+
+/// For a person reading a failure: each unexplained revision's key, its
+/// stored revisions, and the audit log's requests naming its object.
+fn explain(
+    rows: &[(String, etcd_inspector::store::HistoryRow)],
+    unexplained: &[String],
+    log: &Path,
+) -> String {
+    let audit = std::fs::read_to_string(log).unwrap();
+    let keys: std::collections::BTreeSet<&str> = unexplained
+        .iter()
+        .filter_map(|u| u.rsplit_once('@'))
+        .map(|(k, _)| k)
+        .collect();
+    let mut out = String::new();
+    for key in keys {
+        out += &format!("{key}:\n");
+        for (_, r) in rows.iter().filter(|(k, _)| k == key) {
+            out += &format!(
+                "  rev {} version {} deleted {} written {:?} by {:?}\n",
+                r.mod_revision, r.version, r.deleted, r.written_between, r.written_by
+            );
+        }
+        let name = key.rsplit('/').next().unwrap();
+        for line in audit
+            .lines()
+            .filter(|l| l.contains(&format!("\"name\":\"{name}\"")))
+        {
+            let e: Value = serde_json::from_str(line).unwrap();
+            out += &format!(
+                "  {} {} {} code {} received {} answered {} by {}\n",
+                e["auditID"],
+                e["verb"],
+                e["objectRef"]["subresource"],
+                e["responseStatus"]["code"],
+                e["requestReceivedTimestamp"],
+                e["stageTimestamp"],
+                e["userAgent"]
+            );
+        }
+    }
+    out
 }
 
 /// Checks the clock of a history read without any audit log: no interval
