@@ -693,8 +693,9 @@ pub struct EtcdArgs {
     /// Client key (PEM), e.g. /etc/kubernetes/pki/etcd/healthcheck-client.key.
     #[arg(long, env = "ETCDCTL_KEY", requires = "cert")]
     pub key: Option<PathBuf>,
-    /// User name for etcd authentication.
-    #[arg(long, env = "ETCDCTL_USER")]
+    /// User for etcd authentication: NAME, with --password, or NAME:PASSWORD
+    /// as etcdctl takes it.
+    #[arg(long, env = "ETCDCTL_USER", hide_env_values = true)]
     pub user: Option<String>,
     /// Password for --user.
     #[arg(long, env = "ETCDCTL_PASSWORD", hide_env_values = true)]

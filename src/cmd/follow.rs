@@ -5,7 +5,6 @@ use super::common::{record_options, report_finished};
 use super::Status;
 use crate::cli::FollowArgs;
 use crate::lifecycle::{self, FollowOptions};
-use crate::source::etcd::Connection;
 use anyhow::Result;
 use std::path::Path;
 
@@ -19,7 +18,7 @@ pub fn run(db: &Path, hash_key_file: Option<&Path>, args: &FollowArgs) -> Result
     };
     let finished = lifecycle::follow(
         db,
-        &Connection::from(&args.etcd),
+        &super::connection(&args.etcd)?,
         &record_options(&args.record, hash_key_file)?,
         &follow,
     )?;

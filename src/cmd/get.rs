@@ -6,7 +6,7 @@ use crate::cli::GetArgs;
 use crate::decode::key::{key_of, parse_key};
 use crate::decode::names::{parse_object, Catalog, NameError, ObjectSpec, CRDS};
 use crate::ingest::open::{open, KeyClass, Opened};
-use crate::source::etcd::{Connection, Etcd};
+use crate::source::etcd::Etcd;
 use crate::source::Record;
 use anyhow::{bail, Context, Result};
 use std::io::Write;
@@ -64,7 +64,7 @@ pub fn run(args: &GetArgs) -> Result<Status> {
         .build()
         .context("starting the async runtime")?;
     let (key, kv) = runtime.block_on(async {
-        let etcd = Connection::from(&args.etcd).connect().await?;
+        let etcd = super::connection(&args.etcd)?.connect().await?;
         let key = key(args, &etcd).await;
         let got = match &key {
             Ok(key) => etcd

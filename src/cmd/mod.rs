@@ -24,28 +24,39 @@ pub mod stats;
 use crate::cli::{Cli, Command, EtcdArgs};
 use crate::source::etcd::{Connection, Discovery};
 
-/// Connection settings from the command line.
-impl From<&EtcdArgs> for Connection {
-    fn from(a: &EtcdArgs) -> Self {
-        Connection {
-            endpoints: a.endpoints.clone(),
-            cacert: a.cacert.clone(),
-            cert: a.cert.clone(),
-            key: a.key.clone(),
-            user: a.user.clone(),
-            password: a.password.clone(),
-            dial_timeout: a.dial_timeout,
-            command_timeout: a.command_timeout,
-            discovery: match (&a.discovery_srv, a.endpoints_from_members) {
-                (Some(domain), _) => Discovery::Srv {
-                    domain: domain.clone(),
-                    name: a.discovery_srv_name.clone(),
-                },
-                (None, true) => Discovery::Members,
-                (None, false) => Discovery::Given,
+/// Connection settings from the command line; a `--user` with no
+/// password anywhere is a usage error.
+fn connection(a: &EtcdArgs) -> Result<Connection, UsageError> {
+    // etcdctl's `--user NAME:PASSWORD`, unless --password is given.
+    let (user, password) = match (&a.user, &a.password) {
+        (Some(user), None) => match user.split_once(':') {
+            Some((name, password)) => (Some(name.to_string()), Some(password.to_string())),
+            None => {
+                return Err(UsageError(format!(
+                    "--user {user} needs a password: --user {user}:PASSWORD, --password or ETCDCTL_PASSWORD"
+                )))
+            }
+        },
+        (user, password) => (user.clone(), password.clone()),
+    };
+    Ok(Connection {
+        endpoints: a.endpoints.clone(),
+        cacert: a.cacert.clone(),
+        cert: a.cert.clone(),
+        key: a.key.clone(),
+        user,
+        password,
+        dial_timeout: a.dial_timeout,
+        command_timeout: a.command_timeout,
+        discovery: match (&a.discovery_srv, a.endpoints_from_members) {
+            (Some(domain), _) => Discovery::Srv {
+                domain: domain.clone(),
+                name: a.discovery_srv_name.clone(),
             },
-        }
-    }
+            (None, true) => Discovery::Members,
+            (None, false) => Discovery::Given,
+        },
+    })
 }
 
 /// A command line that cannot work: exits 2, as clap's own usage errors

@@ -6,7 +6,6 @@ use super::Status;
 use crate::cli::FetchMode;
 use crate::cli::SnapshotArgs;
 use crate::lifecycle::{self, Source};
-use crate::source::etcd::Connection;
 use anyhow::{bail, Result};
 use std::path::Path;
 
@@ -32,7 +31,7 @@ pub fn run(db: &Path, hash_key_file: Option<&Path>, args: &SnapshotArgs) -> Resu
             wal: args.wal_dir.clone().or(member.map(|m| m.join("wal"))),
         },
         None => Source::Live {
-            connection: Connection::from(&args.etcd),
+            connection: super::connection(&args.etcd)?,
             fetch: fetch.into(),
             save: args.save.clone(),
         },

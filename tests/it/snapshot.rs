@@ -516,6 +516,8 @@ fn usage_errors_exit_2_and_record_nothing() {
     for args in [
         &["snapshot", "--endpoints", &endpoint, "--cert", "client.crt"][..],
         &["snapshot", "--endpoints", &endpoint, "--key", "client.key"],
+        &["snapshot", "--endpoints", &endpoint, "--user", "root"],
+        &["follow", "--endpoints", &endpoint, "--user", "root"],
         &["diff"],
         &["diff", "--rev-a", "3"],
         &["attribute"],
@@ -564,7 +566,17 @@ fn wrong_password_and_missing_permission() {
         &db,
         &["--user", "root", "--password", "root-secret"],
     ));
-    assert_eq!(run_statuses(&db), ["failed", "failed", "complete"]);
+    // etcdctl's form, NAME:PASSWORD, never echoed.
+    ok(snapshot(&etcd, &db, &["--user", "root:root-secret"]));
+    let err = one_line_error(&snapshot(&etcd, &db, &["--user", "root:wrong"]));
+    assert!(
+        err.contains("authentication failed") && !err.contains("wrong"),
+        "{err}"
+    );
+    assert_eq!(
+        run_statuses(&db),
+        ["failed", "failed", "complete", "complete", "failed"]
+    );
 }
 
 #[test]
