@@ -29,6 +29,7 @@ mod offline;
 mod postgres;
 mod postgres_fleet;
 mod proto_path;
+mod read_only;
 mod report;
 mod salvage;
 mod scheduled;

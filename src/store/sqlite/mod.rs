@@ -27,7 +27,7 @@ mod values;
 pub(in crate::store) use revision_rows::{test_record, test_writer};
 
 use super::StoreError;
-use rusqlite::Connection;
+use rusqlite::{Connection, OpenFlags};
 use rusqlite_migration::{Migrations, M};
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -239,10 +239,16 @@ impl Store {
         Store::open_for_writing(path)
     }
 
-    /// Opens an existing database to read it.
+    /// Opens an existing database to read it. A database of this tool's
+    /// schema is opened read-only, so that a copy kept as evidence in a
+    /// read-only directory reads as well as the original; an older one is
+    /// upgraded first, which needs write access.
     pub fn open_for_reading(path: &Path) -> Result<Store, StoreError> {
         if !path.exists() {
             return Err(missing(path));
+        }
+        if let Some(store) = Store::open_read_only(path)? {
+            return Ok(store);
         }
         // A writer upgrades the schema itself; a reader upgrades it only when
         // no writer holds the lock (both doing it at once would collide).
@@ -255,6 +261,68 @@ impl Store {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// The database opened read-only, or `None` when its schema is older
+    /// than this tool's. SQLite reads a WAL-mode database read-only through
+    /// its `-shm` file, which it must be able to create; where it cannot
+    /// (a read-only directory) and no `-wal` file holds writes not yet in
+    /// the database, the file is read as immutable, as nothing can be
+    /// writing it.
+    fn open_read_only(path: &Path) -> Result<Option<Store>, StoreError> {
+        let sql = |source: rusqlite::Error| StoreError::Backend {
+            path: path.to_path_buf(),
+            source: Box::new(source),
+        };
+        let flags =
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let version = |conn: &Connection| conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0));
+        let conn = Connection::open_with_flags(path, flags).map_err(sql)?;
+        let (conn, found) = match version(&conn) {
+            Ok(found) => (conn, found),
+            Err(first) => {
+                let wal = std::fs::metadata(format!("{}-wal", path.display()));
+                if wal.is_ok_and(|m| m.len() > 0) {
+                    return Err(sql(first));
+                }
+                let conn = Connection::open_with_flags(immutable_uri(path), flags).map_err(sql)?;
+                let found = version(&conn).map_err(sql)?;
+                (conn, found)
+            }
+        };
+        if found > MIGRATION_COUNT as i64 {
+            return Err(StoreError::TooNew {
+                path: path.to_path_buf(),
+                found,
+                known: MIGRATION_COUNT as i64,
+            });
+        }
+        if found < MIGRATION_COUNT as i64 {
+            return Ok(None);
+        }
+        conn.busy_timeout(std::time::Duration::from_secs(30))
+            .map_err(sql)?;
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(sql)?;
+        conn.pragma_update(None, "cache_size", -32768).map_err(sql)?;
+        Ok(Some(Store {
+            conn,
+            path: path.to_path_buf(),
+            _lock: None,
+            hash_key: std::cell::OnceCell::new(),
+        }))
+    }
+}
+
+/// The SQLite URI that opens `path` as a file nothing changes.
+fn immutable_uri(path: &Path) -> String {
+    let mut uri = String::from("file:");
+    for b in path.as_os_str().as_encoded_bytes() {
+        match b {
+            b'%' | b'?' | b'#' => uri.push_str(&format!("%{b:02X}")),
+            _ if b.is_ascii() => uri.push(*b as char),
+            _ => uri.push_str(&format!("%{b:02X}")),
+        }
+    }
+    uri + "?immutable=1"
 }
 
 /// A compressed column read from columns `at`, `at + 1` and `at + 2` of a
