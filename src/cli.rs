@@ -397,6 +397,9 @@ pub struct StatsArgs {
 pub struct FindingsArgs {
     #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
     pub output: ListFormat,
+    /// Print the table without its header line.
+    #[arg(long)]
+    pub no_headers: bool,
     #[command(flatten)]
     pub cluster: ClusterArgs,
     #[command(flatten)]
@@ -603,10 +606,12 @@ pub struct CopyArgs {
     pub run: Vec<i64>,
 }
 
-/// Table for people, JSON or YAML for programs.
-#[derive(Clone, Copy, Debug, ValueEnum)]
+/// Aligned columns for people (`table`: the columns a person needs;
+/// `wide`: every column), JSON or YAML for programs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ListFormat {
     Table,
+    Wide,
     Json,
     Yaml,
 }
@@ -648,6 +653,9 @@ pub struct AttributeArgs {
 pub struct RunsArgs {
     #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
     pub output: ListFormat,
+    /// Print the table without its header line.
+    #[arg(long)]
+    pub no_headers: bool,
     #[command(flatten)]
     pub cluster: ClusterArgs,
 }
@@ -658,6 +666,9 @@ pub struct HistoryArgs {
     pub target: TargetArgs,
     #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
     pub output: ListFormat,
+    /// Print the table without its header line.
+    #[arg(long)]
+    pub no_headers: bool,
     /// Show each revision's changed fields with old → new values (sensitive
     /// values as `<redacted>`).
     #[arg(long)]

@@ -31,7 +31,7 @@ pub fn run(db: &Path, args: &AttributeArgs) -> Result<Status> {
         ListFormat::Json | ListFormat::Yaml => {
             super::output::print_document(&found, matches!(args.output, ListFormat::Yaml))?
         }
-        ListFormat::Table => print_summary(&found)?,
+        ListFormat::Table | ListFormat::Wide => print_summary(&found)?,
     }
     Ok(0)
 }

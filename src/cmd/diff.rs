@@ -119,7 +119,7 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
             }
             serde_yaml_ng::to_writer(&mut out, &serde_json::json!({"summary": summary}))?;
         }
-        ListFormat::Table => {
+        ListFormat::Table | ListFormat::Wide => {
             writeln!(out, "cluster {}: revision {rev_a} → {rev_b}", terminal(&cluster))?;
             let summary = compare(a, b, &filter, &mut value_at, &mut |o| object_lines(&mut out, &o))?;
             let mut table = Table::new();

@@ -1,7 +1,7 @@
 //! `etcd-inspector findings`: the stored findings, printed as they are read.
 
 use super::common::chosen_cluster;
-use super::output::{lines, print_stream, text};
+use super::output::{lines, print_stream, text, Column, Layout, Shown};
 use super::Status;
 use crate::cli::FindingsArgs;
 use crate::store::{FindingQuery, Store};
@@ -16,10 +16,21 @@ pub fn run(db: &Path, args: &FindingsArgs) -> Result<Status> {
         detector: args.detector.clone(),
         severity: args.severity,
     };
+    let layout = Layout {
+        format: args.output,
+        headers: !args.no_headers,
+        clusters: super::common::clusters_listed(&*store, &args.cluster)?,
+    };
     print_stream(
         store.findings(&query),
-        args.output,
-        &["cluster", "severity", "detector", "summary", "keys"],
+        &layout,
+        &[
+            Column("cluster", Shown::Clusters),
+            Column("severity", Shown::Always),
+            Column("detector", Shown::Always),
+            Column("summary", Shown::Always),
+            Column("keys", Shown::Wide),
+        ],
         |f| {
             vec![
                 text(&f.cluster),

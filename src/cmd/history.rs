@@ -1,7 +1,7 @@
 //! `etcd-inspector history OBJECT`: every stored revision of one object.
 
 use super::common::chosen_cluster;
-use super::output::{lines, or_dash, print_list, text};
+use super::output::{lines, or_dash, print_list, text, Column, Layout, Shown};
 use super::Status;
 use crate::canon::path::{FieldPath, MANAGED_FIELDS};
 use crate::cli::{HistoryArgs, ListFormat};
@@ -51,23 +51,28 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
             bail!("no stored revision of {key} changed {field}");
         }
     }
+    let layout = Layout {
+        format: args.output,
+        headers: !args.no_headers,
+        clusters: super::common::clusters_listed(&*store, &args.cluster)?,
+    };
     print_list(
         &rows,
-        args.output,
+        &layout,
         &[
-            "cluster",
-            "mod rev",
-            "create rev",
-            "version",
-            "uid",
-            "generation",
-            "encoding",
-            "size",
-            "change",
-            "changed fields",
-            "written by",
-            "written at",
-            "error",
+            Column("cluster", Shown::Clusters),
+            Column("mod rev", Shown::Always),
+            Column("create rev", Shown::Wide),
+            Column("version", Shown::Always),
+            Column("uid", Shown::Wide),
+            Column("generation", Shown::Wide),
+            Column("encoding", Shown::Wide),
+            Column("size", Shown::Wide),
+            Column("change", Shown::Always),
+            Column("changed fields", Shown::Always),
+            Column("written by", Shown::Always),
+            Column("written at", Shown::Always),
+            Column("error", Shown::Wide),
         ],
         |r| {
             let change = match (&r.change_class, &r.change_cause) {
@@ -100,7 +105,7 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
             ]
         },
     )?;
-    if args.diff && matches!(args.output, ListFormat::Table) {
+    if args.diff && matches!(args.output, ListFormat::Table | ListFormat::Wide) {
         let mut out = std::io::stdout().lock();
         for r in &rows {
             let Some(diff) = r.diff.as_ref().filter(|d| !d.is_empty()) else {

@@ -4,7 +4,7 @@ use crate::cli::ListFormat;
 use crate::report::escape::terminal;
 use crate::report::json_array::JsonArray;
 use anyhow::Result;
-use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
+use comfy_table::{presets::NOTHING, ContentArrangement, Table};
 use serde::Serialize;
 use std::io::Write;
 
@@ -12,19 +12,58 @@ use std::io::Write;
 /// column widths need all its rows, so a long list is several tables.
 const TABLE_ROWS: usize = 1000;
 
-/// Prints `items` as a JSON array, or as a table with `header` and one row
-/// per item from `row`. A cell's lines are split on `\n` (see [`lines`]);
-/// each line is shown with control characters escaped.
+/// Where a column of a list's table is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shown {
+    /// Always.
+    Always,
+    /// With `-o wide`.
+    Wide,
+    /// When the list spans more than one cluster, and with `-o wide`.
+    Clusters,
+}
+
+/// A column of a list's table: its header and when it is shown.
+#[derive(Clone, Copy, Debug)]
+pub struct Column(pub &'static str, pub Shown);
+
+/// How a list is printed: its format, whether a table has its header line,
+/// and how many clusters the list can span.
+#[derive(Clone, Copy, Debug)]
+pub struct Layout {
+    pub format: ListFormat,
+    pub headers: bool,
+    pub clusters: usize,
+}
+
+impl Layout {
+    /// Which of `columns` the table shows.
+    fn shows(&self, columns: &[Column]) -> Vec<bool> {
+        let wide = self.format == ListFormat::Wide;
+        columns
+            .iter()
+            .map(|Column(_, shown)| match shown {
+                Shown::Always => true,
+                Shown::Wide => wide,
+                Shown::Clusters => wide || self.clusters > 1,
+            })
+            .collect()
+    }
+}
+
+/// Prints `items` as a JSON array, or as a table of `columns` with one row
+/// per item from `row` (a cell for every column). A cell's lines (see
+/// [`lines`]) are joined with commas; control characters are escaped.
 pub fn print_list<T: Serialize>(
     items: &[T],
-    format: ListFormat,
-    header: &[&str],
+    layout: &Layout,
+    columns: &[Column],
     row: impl Fn(&T) -> Vec<String>,
 ) -> Result<()> {
     print_stream(
         items.iter().map(Ok::<_, std::convert::Infallible>),
-        format,
-        header,
+        layout,
+        columns,
         |t| row(t),
     )
 }
@@ -35,11 +74,11 @@ pub fn print_list<T: Serialize>(
 /// rows, so memory does not grow with the list. An item that fails to read ends the output with its error.
 pub fn print_stream<T: Serialize, E: Into<anyhow::Error>>(
     items: impl Iterator<Item = std::result::Result<T, E>>,
-    format: ListFormat,
-    header: &[&str],
+    layout: &Layout,
+    columns: &[Column],
     row: impl Fn(&T) -> Vec<String>,
 ) -> Result<()> {
-    match format {
+    match layout.format {
         ListFormat::Json => {
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             let mut array = JsonArray::open(&mut out, "")?;
@@ -64,19 +103,45 @@ pub fn print_stream<T: Serialize, E: Into<anyhow::Error>>(
             }
             out.flush()?;
         }
-        ListFormat::Table => {
+        ListFormat::Table | ListFormat::Wide => {
+            let shows = layout.shows(columns);
+            let pick = |cells: Vec<String>| -> Vec<String> {
+                debug_assert_eq!(cells.len(), shows.len(), "a cell for every column");
+                cells
+                    .into_iter()
+                    .zip(&shows)
+                    .filter(|(_, s)| **s)
+                    .map(|(c, _)| c)
+                    .collect()
+            };
+            let header: Vec<&str> = columns
+                .iter()
+                .zip(&shows)
+                .filter(|(_, s)| **s)
+                .map(|(c, _)| c.0)
+                .collect();
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             let (mut rows, mut printed) = (Vec::new(), false);
             for item in items {
-                rows.push(row(&item.map_err(Into::into)?));
+                rows.push(pick(row(&item.map_err(Into::into)?)));
                 if rows.len() == TABLE_ROWS {
-                    print_table(header, rows.drain(..))?;
+                    write_table(
+                        &mut out,
+                        (layout.headers && !printed).then_some(&header[..]),
+                        rows.drain(..),
+                    )?;
                     printed = true;
                 }
             }
             // An empty list is a table of its header alone.
             if !rows.is_empty() || !printed {
-                print_table(header, rows.into_iter())?;
+                write_table(
+                    &mut out,
+                    (layout.headers && !printed).then_some(&header[..]),
+                    rows.into_iter(),
+                )?;
             }
+            out.flush()?;
         }
     }
     Ok(())
@@ -95,28 +160,46 @@ pub fn print_document<T: Serialize + ?Sized>(value: &T, yaml: bool) -> Result<()
     Ok(())
 }
 
-/// Prints a table with `header` and `rows`, each cell escaped as
-/// [`print_list`] says.
+/// Prints a table with `header` and `rows`, as [`print_list`] does.
 pub fn print_table(header: &[&str], rows: impl Iterator<Item = Vec<String>>) -> Result<()> {
-    let mut table = Table::new();
-    table
-        .load_preset(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(header);
-    for row in rows {
-        table.add_row(row.iter().map(|cell| table_cell(cell)));
-    }
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{table}")?;
+    write_table(&mut out, Some(header), rows)?;
     out.flush()?;
     Ok(())
 }
 
-/// A table cell for a terminal. comfy-table splits a cell into lines on
-/// `\n` and writes every other character as is (a `\r`, ESC or CSI would
-/// reach the terminal), so each line is escaped.
+/// Writes rows as kubectl does: left-aligned columns three spaces apart,
+/// an upper-case header line (when given), no borders and no wrapping, so
+/// that every row is one line for `grep`, `awk` and `cut`.
+fn write_table(
+    out: &mut impl Write,
+    header: Option<&[&str]>,
+    rows: impl Iterator<Item = Vec<String>>,
+) -> Result<()> {
+    let mut table = Table::new();
+    table
+        .load_preset(NOTHING)
+        .set_content_arrangement(ContentArrangement::Disabled);
+    if let Some(header) = header {
+        table.set_header(header.iter().map(|h| h.to_uppercase()));
+    }
+    for row in rows {
+        table.add_row(row.iter().map(|cell| table_cell(cell)));
+    }
+    for column in table.column_iter_mut() {
+        column.set_padding((0, 3));
+    }
+    for line in table.lines() {
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+/// A table cell on one line: a cell's lines joined with commas, each with
+/// its control characters escaped (comfy-table writes them as they are, so
+/// a `\r`, ESC or CSI would reach the terminal).
 fn table_cell(cell: &str) -> String {
-    cell.split('\n').map(terminal).collect::<Vec<_>>().join("\n")
+    cell.split('\n').map(terminal).collect::<Vec<_>>().join(",")
 }
 
 /// Several values in one table cell, one a line, each escaped (a value's

@@ -1,7 +1,7 @@
 //! `etcd-inspector runs`: the runs recorded in the database.
 
 use super::common::chosen_cluster;
-use super::output::{or_dash, print_list, text};
+use super::output::{or_dash, print_list, text, Column, Layout, Shown};
 use super::Status;
 use crate::cli::RunsArgs;
 use crate::store::{RunInfo, ServedBy, Store};
@@ -14,25 +14,30 @@ pub fn run(db: &Path, args: &RunsArgs) -> Result<Status> {
     if let Some(c) = chosen_cluster(&*store, &args.cluster)? {
         runs.retain(|r| r.cluster_id.as_deref() == Some(c.etcd_cluster_id.as_str()));
     }
+    let layout = Layout {
+        format: args.output,
+        headers: !args.no_headers,
+        clusters: super::common::clusters_listed(&*store, &args.cluster)?,
+    };
     print_list(
         &runs,
-        args.output,
+        &layout,
         &[
-            "run",
-            "cluster",
-            "status",
-            "started",
-            "source",
-            "read",
-            "etcd",
-            "member",
-            "head",
-            "compacted",
-            "history from",
-            "keys",
-            "added",
-            "gaps",
-            "error",
+            Column("run", Shown::Always),
+            Column("cluster", Shown::Clusters),
+            Column("status", Shown::Always),
+            Column("started", Shown::Always),
+            Column("source", Shown::Always),
+            Column("read", Shown::Wide),
+            Column("etcd", Shown::Wide),
+            Column("member", Shown::Wide),
+            Column("head", Shown::Always),
+            Column("compacted", Shown::Wide),
+            Column("history from", Shown::Wide),
+            Column("keys", Shown::Always),
+            Column("added", Shown::Always),
+            Column("gaps", Shown::Wide),
+            Column("error", Shown::Always),
         ],
         |r| {
             vec![

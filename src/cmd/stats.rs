@@ -36,7 +36,7 @@ pub fn run(db: &Path, args: &StatsArgs) -> Result<Status> {
         ListFormat::Json | ListFormat::Yaml => {
             super::output::print_document(&usage, matches!(args.output, ListFormat::Yaml))?
         }
-        ListFormat::Table => tables(&usage)?,
+        ListFormat::Table | ListFormat::Wide => tables(&usage)?,
     }
     Ok(0)
 }
@@ -67,10 +67,20 @@ fn bytes(n: i64) -> String {
     }
 }
 
+/// A table whose first column is the cluster's, shown only when the
+/// figures span several clusters.
+fn table(several: bool, header: &[&str], rows: impl Iterator<Item = Vec<String>>) -> Result<()> {
+    let skip = usize::from(!several);
+    print_table(&header[skip..], rows.map(|row| row[skip..].to_vec()))
+}
+
 fn tables(u: &Usage) -> Result<()> {
+    let clusters: std::collections::BTreeSet<&str> = u.resources.iter().map(|r| r.cluster.as_str()).collect();
+    let several = clusters.len() > 1;
     let resource = |group: &str, resource: &str| text(&crate::decode::key::qualified(resource, group));
     println!("Resources");
-    print_table(
+    table(
+        several,
         &[
             "cluster",
             "resource",
@@ -97,7 +107,8 @@ fn tables(u: &Usage) -> Result<()> {
         }),
     )?;
     println!("\nLargest keys (bytes of every stored revision)");
-    print_table(
+    table(
+        several,
         &["cluster", "key", "all revisions", "revisions", "latest"],
         u.largest.iter().map(|k| {
             vec![
@@ -110,7 +121,8 @@ fn tables(u: &Usage) -> Result<()> {
         }),
     )?;
     println!("\nBusiest keys (stored revisions; writes that changed nothing: rewrites and encoding-only)");
-    print_table(
+    table(
+        several,
         &["cluster", "key", "revisions", "changed nothing"],
         u.busiest.iter().map(|k| {
             vec![
@@ -122,7 +134,8 @@ fn tables(u: &Usage) -> Result<()> {
         }),
     )?;
     println!("\nField managers (writes in which their managedFields entry changed)");
-    print_table(
+    table(
+        several,
         &[
             "cluster",
             "manager",
@@ -143,7 +156,8 @@ fn tables(u: &Usage) -> Result<()> {
         }),
     )?;
     println!("\nNamespaces");
-    print_table(
+    table(
+        several,
         &[
             "cluster",
             "namespace",
@@ -168,7 +182,8 @@ fn tables(u: &Usage) -> Result<()> {
             continue;
         }
         println!("\n{title} (from the audit logs `attribute` read)");
-        print_table(
+        table(
+            several,
             &[
                 "cluster",
                 title,

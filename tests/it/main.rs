@@ -37,4 +37,5 @@ mod semantic_property;
 mod show;
 mod snapshot;
 mod stats;
+mod tables;
 mod wal;

@@ -56,6 +56,16 @@ pub fn chosen_cluster(store: &dyn HistoryReader, args: &ClusterArgs) -> Result<O
     Ok(Some(cluster::find(&clusters, wanted, &database)?.clone()))
 }
 
+/// How many clusters a list can span: one with `--cluster`, else every
+/// cluster the database holds (a table shows its cluster column only for
+/// more than one).
+pub fn clusters_listed(store: &dyn HistoryReader, args: &ClusterArgs) -> Result<usize> {
+    Ok(match args.cluster {
+        Some(_) => 1,
+        None => store.clusters()?.len(),
+    })
+}
+
 impl From<FetchMode> for Fetch {
     fn from(m: FetchMode) -> Self {
         match m {
