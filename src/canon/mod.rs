@@ -2,6 +2,7 @@
 //! that two encodings of the same content compare equal.
 
 pub mod change;
+pub mod convert;
 pub mod duplicates;
 pub mod facts;
 mod hash_reuse;

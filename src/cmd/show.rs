@@ -5,6 +5,7 @@ use super::common::chosen_cluster;
 use super::common::object::{redacted_note, revision_at, revision_of, stored_object, target_key};
 use super::output::print_document;
 use super::Status;
+use crate::canon::convert::to_served;
 use crate::canon::manifest::{for_apply, ApplyOptions};
 use crate::cli::{Format, ShowArgs};
 use crate::decode::names::newer_api_version;
@@ -49,7 +50,9 @@ pub fn run(db: &Path, args: &ShowArgs) -> Result<Status> {
             tracing::info!("note: {}", terminal(&line));
         }
         let (api_version, kind) = (row.api_version.as_deref(), row.kind.as_deref());
-        if let Some(newer) = api_version.zip(kind).and_then(|(v, k)| newer_api_version(v, k)) {
+        if let Some(converted) = to_served(&mut shown.object) {
+            tracing::info!("note: {}", terminal(&converted.to_string()));
+        } else if let Some(newer) = api_version.zip(kind).and_then(|(v, k)| newer_api_version(v, k)) {
             tracing::info!(
                 "note: stored as {}; a cluster that no longer serves it takes {} {newer} (convert the manifest, e.g. with kubectl convert)",
                 terminal(api_version.unwrap_or_default()),

@@ -496,14 +496,24 @@ fn secrets_show_only_hashes_and_custom_resources_go_by_their_crd_names() {
     let e = one_line_error(&inspector(&db, &["show", "gizmoz/g1", "-n", "shop"]));
     assert!(e.contains("gizmos.example.com"), "{e}");
 
-    // A kind stored in a version newer clusters no longer serve says so.
+    // A kind stored in a version clusters no longer serve is converted to
+    // the one they do, and says so.
     let sts = ok(inspector(&db, &["show", "sts/db", "-n", "shop", "--for-apply"]));
     assert!(
-        stderr(&sts)
-            .contains("stored as apps/v1beta2; a cluster that no longer serves it takes StatefulSet apps/v1"),
+        stderr(&sts).contains("note: converted from apps/v1beta2 to apps/v1"),
         "{}",
         stderr(&sts)
     );
+    let manifest: Value = serde_yaml_ng::from_slice(&sts.stdout).unwrap();
+    assert_eq!(manifest["apiVersion"], "apps/v1");
+    assert_eq!(
+        manifest["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"],
+        "db"
+    );
+    validate(&[("sts", &sts.stdout)]);
+    // Without --for-apply it is shown as stored.
+    let stored = yaml(inspector(&db, &["show", "sts/db", "-n", "shop"]));
+    assert_eq!(stored["apiVersion"], "apps/v1beta2");
     let by_gizmo = ok(inspector(&db, &["show", "gz/g1", "-n", "shop", "--for-apply"]));
     assert_eq!(stderr(&by_gizmo), "");
 
