@@ -79,6 +79,8 @@ pub struct Analysis {
     pub classify: ClassifyStats,
     /// How many findings each detector and severity has now.
     pub findings: Counts,
+    /// Time bounds the clock left out as contradicting the others.
+    pub clock_left_out: u64,
 }
 
 fn detect_cluster(
@@ -174,10 +176,11 @@ pub fn analyze(store: &dyn Backend, cluster: Option<i64>, options: &Options) -> 
         None => store.clusters()?.into_iter().map(|c| c.row).collect(),
     };
     let mut all = Counts::default();
+    let mut clock_left_out = 0;
     let detectors: Vec<&str> = names().collect();
     for c in clusters {
         let mut findings = Findings::into_store(store.findings_writer(c, &detectors)?);
-        store.rebuild_clock(c, &mut |anchors| {
+        clock_left_out += store.rebuild_clock(c, &mut |anchors| {
             detect_cluster(store, c, options, &mut findings, anchors)
         })?;
         all.add(&findings.commit()?);
@@ -185,5 +188,6 @@ pub fn analyze(store: &dyn Backend, cluster: Option<i64>, options: &Options) -> 
     Ok(Analysis {
         classify,
         findings: all,
+        clock_left_out,
     })
 }

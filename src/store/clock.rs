@@ -51,6 +51,47 @@ pub struct Interval {
     pub latest: Option<Timestamp>,
 }
 
+/// Bounds that contradict the others are left out before the anchors are
+/// folded into the envelope. Two bounds contradict when a revision is said
+/// to be written no earlier than a time a later (or the same) revision is
+/// said to be written by: an object written around the apiserver with an
+/// old `creationTimestamp`, a clock that jumped. Every contradicting pair
+/// lies inside one run of revisions where the running earliest passes the
+/// running latest (a region); in each region the side with fewer offending
+/// bounds is left out (both on a tie), which removes every contradiction
+/// there and keeps the bounds the rest agree on.
+///
+/// This query (SQLite's and PostgreSQL's alike, on the temporary table
+/// `anchors`) gives each revision of a region with its running bounds and
+/// the side its region leaves out.
+pub(in crate::store) const CONTRADICTIONS: &str = "\
+    WITH g AS (SELECT revision, max(earliest) AS e, min(latest) AS l FROM anchors GROUP BY revision), \
+    w AS (SELECT revision, max(e) OVER (ORDER BY revision ROWS UNBOUNDED PRECEDING) AS pe, \
+        min(l) OVER (ORDER BY revision DESC ROWS UNBOUNDED PRECEDING) AS sl, \
+        row_number() OVER (ORDER BY revision) AS n FROM g), \
+    bad AS (SELECT revision, pe, sl, n - row_number() OVER (ORDER BY revision) AS region FROM w WHERE pe > sl), \
+    counts AS (SELECT b.region, sum(CASE WHEN a.earliest > b.sl THEN 1 ELSE 0 END) AS early, \
+        sum(CASE WHEN a.latest < b.pe THEN 1 ELSE 0 END) AS late \
+        FROM bad b JOIN anchors a ON a.revision = b.revision GROUP BY b.region) \
+    SELECT b.revision, b.pe, b.sl, c.early <= c.late AS drop_early, c.late <= c.early AS drop_late \
+    FROM bad b JOIN counts c ON c.region = b.region";
+
+/// The statement that leaves out the offending `earliest` (or, with
+/// `late`, `latest`) bounds of the regions [`CONTRADICTIONS`] put in the
+/// temporary table `clock_regions`.
+pub(in crate::store) fn leave_out(late: bool) -> &'static str {
+    match late {
+        false => {
+            "UPDATE anchors AS a SET earliest = NULL FROM clock_regions c \
+                  WHERE c.revision = a.revision AND c.drop_early AND a.earliest > c.sl"
+        }
+        true => {
+            "UPDATE anchors AS a SET latest = NULL FROM clock_regions c \
+                 WHERE c.revision = a.revision AND c.drop_late AND a.latest < c.pe"
+        }
+    }
+}
+
 /// Where `analyze` sends the anchors it reads from the stored objects.
 pub type AnchorSink<'a> = dyn FnMut(Anchor) -> Result<(), crate::store::StoreError> + 'a;
 
@@ -58,10 +99,11 @@ pub type AnchorSink<'a> = dyn FnMut(Anchor) -> Result<(), crate::store::StoreErr
 pub trait ClockRecorder {
     /// Rebuilds the clock of `cluster` from the anchors `gather` sends to
     /// its sink, with the stored marks (Lease renewals) and the times of
-    /// the audit requests attributed to revisions.
+    /// the audit requests attributed to revisions; returns how many bounds
+    /// it left out as contradicting the others (see [`CONTRADICTIONS`]).
     fn rebuild_clock(
         &self,
         cluster: i64,
         gather: &mut dyn FnMut(&mut AnchorSink<'_>) -> Result<(), crate::store::StoreError>,
-    ) -> Result<(), crate::store::StoreError>;
+    ) -> Result<u64, crate::store::StoreError>;
 }

@@ -130,7 +130,78 @@ fn every_revision_gets_an_interval_that_holds_its_true_time() {
         // The table shows the middle and half the width.
         let key = created.keys().next().unwrap();
         let table = String::from_utf8(ok(inspector(&db, &["history", key])).stdout).unwrap();
-        assert!(table.contains("~2026-11-29 09:0"), "{table}");
+        assert!(table.contains("~2026-11-29T09:0"), "{table}");
         assert!(table.contains(" ± 2 s") || table.contains(" ± 1 s"), "{table}");
+    }
+}
+
+/// Anchors that contradict the rest: a ConfigMap written around the
+/// apiserver (a restore) with an October creationTimestamp, and one whose
+/// writer's clock ran a month ahead. Each is left out and counted; every
+/// other revision keeps an interval that holds its true time, and no
+/// interval runs backwards.
+#[test]
+fn contradicting_anchors_are_left_out_and_counted() {
+    let etcd = TestEtcd::start();
+    let (_dir, db) = temp_db();
+    let start: Timestamp = "2026-11-29T09:00:00.250Z".parse().unwrap();
+    let mut truth: BTreeMap<(String, i64), Timestamp> = BTreeMap::new();
+    for step in 0..=80u32 {
+        let now = start + SignedDuration::from_millis(500 * i64::from(step));
+        if step % 4 == 0 {
+            etcd.put(
+                "/registry/leases/kube-system/kube-controller-manager",
+                &lease("kube-controller-manager", "kube-system", now),
+            );
+        }
+        if step % 3 == 1 {
+            let name = format!("web.config-{}", step % 5);
+            let key = format!("/registry/configmaps/shop/{name}");
+            let rev = etcd.put(&key, &config_map(&name, now, now, true, step));
+            truth.insert((key, rev), now);
+        }
+        if step == 30 {
+            let october: Timestamp = "2026-10-01T00:00:00Z".parse().unwrap();
+            etcd.put(
+                "/registry/configmaps/shop/restored",
+                &config_map("restored", october, october, true, step),
+            );
+        }
+        if step == 50 {
+            let ahead = now + SignedDuration::from_hours(24 * 30);
+            etcd.put(
+                "/registry/configmaps/shop/skewed",
+                &config_map("skewed", now, ahead, true, step),
+            );
+        }
+    }
+    ok(snapshot(&etcd, &db, &["--no-analyze"]));
+    let analyzed = ok(inspector(&db, &["analyze"]));
+    assert!(
+        stderr(&analyzed).contains("the clock left out 2 time bounds that contradict the others"),
+        "{}",
+        stderr(&analyzed)
+    );
+    for (key, row) in every_revision(&db) {
+        let rev = row.mod_revision;
+        let [from, to] = row
+            .written_between
+            .clone()
+            .map(|t| t.map(|t| t.parse::<Timestamp>().unwrap()));
+        if let (Some(from), Some(to)) = (from, to) {
+            assert!(from <= to, "{key}@{rev} runs backwards: {from} to {to}");
+        }
+        let Some(at) = truth.get(&(key.clone(), rev)) else {
+            continue;
+        };
+        let (from, to) = (from.unwrap(), to.unwrap());
+        assert!(
+            from <= *at && *at <= to,
+            "{key}@{rev} written at {at}, not in [{from}, {to}]"
+        );
+        assert!(
+            to.duration_since(from) <= SignedDuration::from_secs(3),
+            "{key}@{rev}: {from} to {to}"
+        );
     }
 }

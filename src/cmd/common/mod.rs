@@ -235,7 +235,7 @@ pub fn analysis_summary(a: &Analysis) -> String {
         .map(|(d, n)| format!("{d}: {n}"))
         .collect();
     format!(
-        "analyzed: {} revisions classified (one pass over {} stored revisions), {} findings{}",
+        "analyzed: {} revisions classified (one pass over {} stored revisions), {} findings{}{}",
         a.classify.classified,
         a.classify.rows_read,
         a.findings.total,
@@ -243,6 +243,10 @@ pub fn analysis_summary(a: &Analysis) -> String {
             String::new()
         } else {
             format!(" ({})", detail.join(", "))
+        },
+        match a.clock_left_out {
+            0 => String::new(),
+            n => format!("; the clock left out {n} time bounds that contradict the others"),
         }
     )
 }

@@ -85,7 +85,7 @@ impl Store {
         &self,
         cluster: i64,
         gather: &mut dyn FnMut(&mut AnchorSink<'_>) -> Result<(), StoreError>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<u64, StoreError> {
         // The anchors' table, emptied when an earlier rebuild of the same
         // transaction made it (asked first: `IF NOT EXISTS` would send the
         // client a notice).
@@ -112,6 +112,19 @@ impl Store {
         })?;
         self.add_anchors(&mut pending)?;
         self.stored_anchors(cluster, &mut pending)?;
+        // Bounds that contradict the others are left out first.
+        self.execute(
+            &format!(
+                "CREATE TEMP TABLE clock_regions ON COMMIT DROP AS {}",
+                crate::store::clock::CONTRADICTIONS
+            ),
+            &[],
+        )?;
+        let mut left_out = 0;
+        for late in [false, true] {
+            left_out += self.execute(crate::store::clock::leave_out(late), &[])?;
+        }
+        self.execute("DROP TABLE pg_temp.clock_regions", &[])?;
         self.execute("DELETE FROM clock_envelope WHERE cluster_id = $1", &[&cluster])?;
         self.execute(
             "INSERT INTO clock_envelope (cluster_id, revision, earliest, latest) \
@@ -120,7 +133,7 @@ impl Store {
              FROM (SELECT revision, max(earliest) AS e, min(latest) AS l FROM pg_temp.anchors GROUP BY revision) g",
             &[&cluster],
         )?;
-        Ok(())
+        Ok(left_out)
     }
 
     /// See [`crate::store::HistoryReader::revision_by_clock`]. The
@@ -179,7 +192,7 @@ impl ClockRecorder for Store {
         &self,
         cluster: i64,
         gather: &mut dyn FnMut(&mut AnchorSink<'_>) -> Result<(), StoreError>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<u64, StoreError> {
         // Inside the caller's transaction when it has one (analyze writes
         // findings in one), else in its own: all of the clock or none. The
         // anchors' table lasts until that transaction ends.

@@ -62,7 +62,7 @@ impl Store {
         &self,
         cluster: i64,
         gather: &mut dyn FnMut(&mut AnchorSink<'_>) -> Result<(), StoreError>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<u64, StoreError> {
         let err = |e| self.err(e);
         self.conn
             .execute_batch(
@@ -72,6 +72,7 @@ impl Store {
             .map_err(err)?;
         gather(&mut |a| self.add_anchor(a))?;
         self.stored_anchors(cluster)?;
+        let left_out = self.leave_out_contradictions()?;
         self.conn
             .execute("DELETE FROM clock_envelope WHERE cluster_id = ?1", [cluster])
             .map_err(err)?;
@@ -85,7 +86,32 @@ impl Store {
             )
             .map_err(err)?;
         self.conn.execute_batch("DELETE FROM temp.anchors").map_err(err)?;
-        Ok(())
+        Ok(left_out)
+    }
+
+    /// Leaves out the bounds that contradict the others (see
+    /// [`crate::store::clock::CONTRADICTIONS`]); returns how many.
+    fn leave_out_contradictions(&self) -> Result<u64, StoreError> {
+        let err = |e| self.err(e);
+        self.conn
+            .execute_batch(&format!(
+                "DROP TABLE IF EXISTS temp.clock_regions; \
+                 CREATE TEMP TABLE clock_regions AS {}; \
+                 CREATE INDEX temp.clock_regions_revision ON clock_regions (revision);",
+                crate::store::clock::CONTRADICTIONS
+            ))
+            .map_err(err)?;
+        let mut left_out = 0;
+        for late in [false, true] {
+            left_out += self
+                .conn
+                .execute(crate::store::clock::leave_out(late), [])
+                .map_err(err)? as u64;
+        }
+        self.conn
+            .execute_batch("DROP TABLE temp.clock_regions")
+            .map_err(err)?;
+        Ok(left_out)
     }
 
     /// When revision `revision` of `cluster` was written, as far as the
@@ -184,7 +210,7 @@ impl ClockRecorder for Store {
         &self,
         cluster: i64,
         gather: &mut dyn FnMut(&mut AnchorSink<'_>) -> Result<(), StoreError>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<u64, StoreError> {
         // Inside the caller's transaction when it has one (analyze writes
         // findings in one), else in its own: all of the clock or none.
         if self.conn.is_autocommit() {
