@@ -1,6 +1,6 @@
 //! A point in history as people give one on the command line: `rev:N`, an
-//! RFC 3339 time, a time as the tables print it (`2026-12-05 00:22:52`,
-//! `~2026-12-05 00:22:52 ± 1 s`, in UTC), or a duration ago (`2h`, `30m`,
+//! RFC 3339 time, a time as the tables print it (`~2026-12-05T00:22:52Z ±
+//! 1 s`; `2026-12-05 00:22:52` is UTC too), or a duration ago (`2h`, `30m`,
 //! `1d`, as `--stuck-after` takes). Parsed when the arguments are, so a bad
 //! one is a usage error before anything runs.
 
@@ -43,6 +43,9 @@ fn time(text: &str, now: Timestamp) -> Option<Timestamp> {
     // As `history` prints a time the clock bounds: its middle.
     let civil = text.trim_start_matches('~');
     let civil = civil.split(" ± ").next().unwrap_or(civil).trim();
+    if let Ok(t) = civil.parse::<Timestamp>() {
+        return Some(t);
+    }
     if let Ok(t) = civil.parse::<DateTime>() {
         return t.to_zoned(TimeZone::UTC).ok().map(|z| z.timestamp());
     }
@@ -64,6 +67,7 @@ mod tests {
         assert_eq!(at("2026-12-05 12:00:00"), noon);
         assert_eq!(at("2026-12-05T12:00"), noon);
         assert_eq!(at("~2026-12-05 12:00:00 ± 1 s"), noon);
+        assert_eq!(at("~2026-12-05T12:00:00Z ± 1 s"), noon);
         assert_eq!(at("2h"), Some("2026-12-05T10:00:00Z".into()));
         assert_eq!(at("1d"), Some("2026-12-04T12:00:00Z".into()));
         assert_eq!(at("garbage"), None);

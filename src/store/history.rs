@@ -4,7 +4,7 @@ use crate::canon::path::FieldPath;
 use serde::Serialize;
 
 /// One stored revision of a key, as `history` shows it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct HistoryRow {
     /// The cluster's name, or etcd's cluster id when it has none.
     pub cluster: String,
