@@ -647,7 +647,7 @@ fn main() -> Result<()> {
         offline.push(s);
         offline_rss = offline_rss.max(rss);
     }
-    // The member's data dir, copied as the README says (the db before the
+    // The member's data dir, copied as docs/snapshot.md says (the db before the
     // log): `snapshot --data-dir` reads the db and every WAL entry.
     let member = work.path().join("member-copy");
     etcd.copy_data_dir(&member);

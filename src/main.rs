@@ -7,8 +7,8 @@ use etcd_inspector::cmd;
 use std::process::ExitCode;
 
 /// Decoding allocates many small JSON values on several threads; mimalloc
-/// is markedly faster at that than the system allocator (see the README's
-/// performance table). The `system-allocator` feature leaves it out, for
+/// is markedly faster at that than the system allocator (see "Memory" in
+/// `docs/performance.md`). The `system-allocator` feature leaves it out, for
 /// heap profilers that see only malloc (heaptrack, massif).
 #[cfg(not(feature = "system-allocator"))]
 #[global_allocator]

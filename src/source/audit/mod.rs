@@ -2,8 +2,8 @@
 //!
 //! [`read`] reads each input in turn (a file, a folder of rotated logs, or
 //! stdin) and pushes every audit event it holds into `on_event`, in the
-//! order written. It accepts, per line or per file (see the
-//! `docs-audit-formats.md` section of the README):
+//! order written. It accepts, per line or per file (see "Audit log formats"
+//! in `docs/audit-logs.md`):
 //! - the log backend's JSON lines, one `audit.k8s.io/v1` (or `v1beta1`)
 //!   `Event` per line;
 //! - the webhook backend's `EventList`s, one per line or a whole

@@ -370,7 +370,7 @@ impl TestEtcd {
         self.dir.path().join("data")
     }
 
-    /// Copies the data dir to `to` as the README says to copy a running
+    /// Copies the data dir to `to` as docs/snapshot.md says to copy a running
     /// member's: the db first, then the WAL segments (not the preallocated
     /// `*.tmp`).
     pub fn copy_data_dir(&self, to: &std::path::Path) {

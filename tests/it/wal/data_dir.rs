@@ -164,7 +164,7 @@ fn a_data_dir_gives_back_the_history_follow_recorded() {
     {
         std::thread::sleep(Duration::from_millis(200));
     }
-    // A copy of the running member, as the README says to take one.
+    // A copy of the running member, as docs/snapshot.md says to take one.
     let copied = tempfile::tempdir().unwrap();
     etcd.copy_data_dir(copied.path());
     let out = terminate(follow);
