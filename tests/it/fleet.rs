@@ -143,7 +143,7 @@ fn two_clusters_in_one_database() {
     }
     let table = String::from_utf8(ok(inspector(&db, &["findings"])).stdout).unwrap();
     assert!(
-        table.contains("cluster") && table.contains(EU) && table.contains(US),
+        table.contains("CLUSTER") && table.contains(EU) && table.contains(US),
         "{table}"
     );
 

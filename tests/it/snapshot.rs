@@ -137,7 +137,10 @@ fn history_of_create_update_rewrite_delete_recreate() {
     assert_eq!(r[0]["source"].as_str(), Some(etcd.endpoint.as_str()));
 
     let table = String::from_utf8_lossy(&ok(inspector(&db, &["history", key])).stdout).into_owned();
-    assert!(table.contains("uid-b") && table.contains("deleted"), "{table}");
+    assert!(table.contains("delete"), "{table}");
+    let wide =
+        String::from_utf8_lossy(&ok(inspector(&db, &["history", key, "-o", "wide"])).stdout).into_owned();
+    assert!(wide.contains("uid-b") && wide.contains("(deleted)"), "{wide}");
 }
 
 fn server() -> ServerVersion {
@@ -185,8 +188,8 @@ fn five_writes_then_three_more_store_every_revision() {
             ("complete", 3, version.as_str())
         ]
     );
-    let table = String::from_utf8(ok(inspector(&db, &["runs"])).stdout).unwrap();
-    assert!(table.contains("etcd") && table.contains(&version), "{table}");
+    let table = String::from_utf8(ok(inspector(&db, &["runs", "-o", "wide"])).stdout).unwrap();
+    assert!(table.contains("ETCD") && table.contains(&version), "{table}");
 }
 
 /// A database whose history lost revisions (as one written over etcd 3.4.23

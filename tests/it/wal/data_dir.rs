@@ -203,7 +203,7 @@ fn a_data_dir_gives_back_the_history_follow_recorded() {
     let (_dir3, from_copy, run) = read_data_dir(copied.path());
     let head = run["head_revision"].as_i64().unwrap();
     assert_same(&stored(&followed, 1, head), &stored(&from_copy, 1, head));
-    let listed = String::from_utf8(ok(inspector(&recovered, &["runs"])).stdout).unwrap();
+    let listed = String::from_utf8(ok(inspector(&recovered, &["runs", "-o", "wide"])).stdout).unwrap();
     assert!(listed.contains("WAL from entry 1"), "{listed}");
 }
 
@@ -271,7 +271,7 @@ fn a_purged_log_is_not_placed_and_the_run_says_so() {
         run["compact_revision"].as_i64().unwrap().max(1),
         "{run}"
     );
-    let listed = String::from_utf8(ok(inspector(&db, &["runs"])).stdout).unwrap();
+    let listed = String::from_utf8(ok(inspector(&db, &["runs", "-o", "wide"])).stdout).unwrap();
     assert!(
         listed.contains(&format!("WAL from entry {from} ")) && listed.contains("not placed"),
         "{listed}"
