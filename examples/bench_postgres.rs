@@ -42,8 +42,8 @@ fn binary() -> PathBuf {
 fn timed(db: &str, args: &[&str], key: &Path) -> Result<(Duration, Vec<u8>)> {
     let started = Instant::now();
     let out = Command::new(binary())
-        .args(["--db", db, "--hash-key-file"])
-        .arg(key)
+        .args(["--db", db])
+        .env("ETCD_INSPECTOR_HASH_KEY_FILE", key)
         .args(args)
         .output()
         .context("running etcd-inspector")?;

@@ -32,18 +32,6 @@ pub struct Cli {
     /// The SQLite database runs are recorded in.
     #[arg(long, global = true, env = "ETCD_INSPECTOR_DB", default_value = crate::store::DEFAULT_DB)]
     pub db: PathBuf,
-    /// The file holding the key secrets are hashed with, instead of
-    /// `<db>.key` (created beside the database by its first run). Only
-    /// `snapshot` and `follow` read it; it is never written or created,
-    /// e.g. a mounted Kubernetes Secret. It holds 64 hex digits (`openssl
-    /// rand -hex 32`) or 32 raw bytes.
-    #[arg(
-        long,
-        global = true,
-        env = "ETCD_INSPECTOR_HASH_KEY_FILE",
-        value_name = "PATH"
-    )]
-    pub hash_key_file: Option<PathBuf>,
     /// How log lines (warnings, notices) are written to standard error:
     /// `text`, or `json`, one object a line with its time, level and
     /// fields, for a log collector (as Kubernetes components offer).
@@ -415,6 +403,13 @@ pub struct FindingsArgs {
 /// How a run records what it reads; shared by `snapshot` and `follow`.
 #[derive(clap::Args, Debug)]
 pub struct RecordArgs {
+    /// The file holding the key secrets are hashed with, instead of
+    /// `<db>.key` (created beside the database by its first run). It is
+    /// only read, never written or created, e.g. a mounted Kubernetes
+    /// Secret. It holds 64 hex digits (`openssl rand -hex 32`) or 32 raw
+    /// bytes.
+    #[arg(long, env = "ETCD_INSPECTOR_HASH_KEY_FILE", value_name = "PATH")]
+    pub hash_key_file: Option<PathBuf>,
     /// The name of the cluster the run reads (e.g. `prod-eu-1`), shown by
     /// every command instead of etcd's cluster id; one name per cluster in
     /// a database. A cluster named before keeps its name when none is

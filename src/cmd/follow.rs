@@ -8,7 +8,7 @@ use crate::lifecycle::{self, FollowOptions};
 use anyhow::Result;
 use std::path::Path;
 
-pub fn run(db: &Path, hash_key_file: Option<&Path>, args: &FollowArgs) -> Result<Status> {
+pub fn run(db: &Path, args: &FollowArgs) -> Result<Status> {
     let follow = FollowOptions {
         duration: args.duration,
         commit_every: args.commit_every,
@@ -19,7 +19,7 @@ pub fn run(db: &Path, hash_key_file: Option<&Path>, args: &FollowArgs) -> Result
     let finished = lifecycle::follow(
         db,
         &super::connection(&args.etcd)?,
-        &record_options(&args.record, hash_key_file)?,
+        &record_options(&args.record)?,
         &follow,
     )?;
     report_finished(finished, args.record.fail_on)

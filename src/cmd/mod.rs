@@ -74,8 +74,8 @@ pub fn dispatch(cli: &Cli) -> anyhow::Result<Status> {
     match &cli.command {
         Command::Decode(args) => decode::run(args),
         Command::Get(args) => get::run(args),
-        Command::Snapshot(args) => snapshot::run(&cli.db, cli.hash_key_file.as_deref(), args),
-        Command::Follow(args) => follow::run(&cli.db, cli.hash_key_file.as_deref(), args),
+        Command::Snapshot(args) => snapshot::run(&cli.db, args),
+        Command::Follow(args) => follow::run(&cli.db, args),
         Command::Prune(args) => prune::run(&cli.db, args),
         Command::Copy(args) => copy::run(args),
         Command::Runs(args) => runs::run(&cli.db, args),

@@ -9,7 +9,7 @@ use crate::lifecycle::{self, Source};
 use anyhow::{bail, Result};
 use std::path::Path;
 
-pub fn run(db: &Path, hash_key_file: Option<&Path>, args: &SnapshotArgs) -> Result<Status> {
+pub fn run(db: &Path, args: &SnapshotArgs) -> Result<Status> {
     let fetch = match args.fetch_snapshot {
         true => FetchMode::Snapshot,
         false => args.fetch.fetch,
@@ -36,6 +36,6 @@ pub fn run(db: &Path, hash_key_file: Option<&Path>, args: &SnapshotArgs) -> Resu
             save: args.save.clone(),
         },
     };
-    let finished = lifecycle::snapshot(db, &source, &record_options(&args.record, hash_key_file)?)?;
+    let finished = lifecycle::snapshot(db, &source, &record_options(&args.record)?)?;
     report_finished(finished, args.record.fail_on)
 }

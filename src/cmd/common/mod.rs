@@ -25,7 +25,6 @@ use crate::store::HistoryReader;
 use crate::store::RunStatus;
 use anyhow::{bail, Context, Result};
 use std::io::Write;
-use std::path::Path;
 use std::sync::Arc;
 
 /// Exit status when `--fail-on` finds findings at or above its severity.
@@ -168,7 +167,7 @@ pub fn revision_before(
 }
 
 /// The lifecycle's options from the recording flags.
-pub fn record_options(args: &RecordArgs, hash_key_file: Option<&Path>) -> Result<RecordOptions> {
+pub fn record_options(args: &RecordArgs) -> Result<RecordOptions> {
     install_schema(&args.schema)?;
     Ok(RecordOptions {
         prefix: args.prefix.clone(),
@@ -181,7 +180,7 @@ pub fn record_options(args: &RecordArgs, hash_key_file: Option<&Path>) -> Result
         decryptor: decryptor(&args.encryption)?,
         detectors: (&args.detectors).into(),
         hash_key: HashKeyOptions {
-            file: hash_key_file.map(Path::to_path_buf),
+            file: args.hash_key_file.clone(),
             new: args.new_hash_key,
         },
         audit_logs: audit_logs(&args.audit)?,
