@@ -23,5 +23,6 @@ pub mod lifecycle;
 pub mod moment;
 pub mod report;
 pub mod source;
+pub mod stop;
 pub mod store;
 pub mod unknown;

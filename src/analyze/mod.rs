@@ -112,6 +112,10 @@ fn detect_cluster(
         if failure.is_some() {
             return;
         }
+        if crate::stop::requested() {
+            failure = Some(StoreError::Interrupted);
+            return;
+        }
         if let Err(e) = clock::anchors_of(history, anchors) {
             failure = Some(e);
             return;
@@ -179,6 +183,9 @@ pub fn analyze(store: &dyn Backend, cluster: Option<i64>, options: &Options) -> 
     let mut clock_left_out = 0;
     let detectors: Vec<&str> = names().collect();
     for c in clusters {
+        if crate::stop::requested() {
+            return Err(StoreError::Interrupted);
+        }
         let mut findings = Findings::into_store(store.findings_writer(c, &detectors)?);
         clock_left_out += store.rebuild_clock(c, &mut |anchors| {
             detect_cluster(store, c, options, &mut findings, anchors)

@@ -92,6 +92,7 @@ pub(super) fn read(
     // A placed log gave every write the db holds, each checked against it:
     // the db's records need no second reading.
     let placed = wal.as_ref().is_some_and(|w| w.starts().is_some());
+    crate::stop::stage("read");
     let damage = match placed {
         true => db_file::Damage::default(),
         false => match read_db(&db, &info, file, &plan, prefix, &mut sink, bar)? {
@@ -213,6 +214,7 @@ async fn download(etcd: &Etcd, dest: &Path, bar: &ProgressBar) -> Result<String>
                 done = 0;
                 let total = chunk.len() as u64 + remaining;
                 phase(bar, "downloading the snapshot".into(), total, Unit::Bytes);
+                crate::stop::stage("download");
             }
             done += chunk.len() as u64;
             bar.set_position(done);

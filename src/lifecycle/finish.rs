@@ -5,7 +5,7 @@ use super::signal::stopping;
 use super::{RecordOptions, Summary};
 use crate::analyze::Analysis;
 use crate::store::{Backend, RunFact};
-use crate::store::{RunId, RunStatus, Store};
+use crate::store::{RunId, RunStatus, Store, StoreError};
 use anyhow::{Context, Result};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -59,6 +59,11 @@ fn attribute_run(
     super::attribute::attribute_cluster(store, &options.audit_logs, name).map(Some)
 }
 
+/// Why a run whose history is stored and complete is interrupted: a signal
+/// came while it was analyzing (the findings are as they were).
+const ANALYSIS_INTERRUPTED: &str =
+    "interrupted by a signal while analyzing: the history it read is stored and complete; run `etcd-inspector analyze`";
+
 /// Ends the run as its outcome says (`None`: stopped by a signal), runs the
 /// analysis of a complete run and writes the metrics file.
 pub(super) fn finish(
@@ -68,9 +73,10 @@ pub(super) fn finish(
     options: &RecordOptions,
     started: Instant,
 ) -> Result<Finished> {
-    // An error that follows a stop request is the stop's doing.
+    // A stop request ends the run as interrupted, whatever stage it came
+    // in (an error that follows it is its doing).
     let outcome = match outcome {
-        Some(Err(_)) if stopping() => None,
+        Some(_) if stopping() => None,
         other => other,
     };
     let mut finished = Finished {
@@ -89,11 +95,20 @@ pub(super) fn finish(
             finished.status = RunStatus::Complete;
             finished.attributed = attribute_run(store, summary.cluster, options)?;
             if options.analyze {
-                finished.analysis = Some(crate::analyze::analyze(
-                    store,
-                    Some(summary.cluster),
-                    &options.detectors,
-                )?);
+                crate::stop::stage("analyze");
+                match crate::analyze::analyze(store, Some(summary.cluster), &options.detectors) {
+                    Ok(analysis) => finished.analysis = Some(analysis),
+                    Err(StoreError::Interrupted) => {
+                        store.finish_run(
+                            run,
+                            RunStatus::Interrupted,
+                            summary.keys,
+                            Some(ANALYSIS_INTERRUPTED),
+                        )?;
+                        finished.status = RunStatus::Interrupted;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
             }
             finished.summary = Some(summary);
         }

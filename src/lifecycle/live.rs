@@ -134,6 +134,7 @@ async fn read_planned(
         Unit::Revisions,
     );
     sink.position = Position::Revision(plan.from);
+    crate::stop::stage("replay");
     let Some(from) = replay_all(etcd, scope, plan.from, pinned.head, &mut sink, &mut gaps).await? else {
         return Ok(None);
     };

@@ -2,15 +2,11 @@
 //! notification for whatever is waiting.
 
 use anyhow::{Context, Result};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// Set when Ctrl-C or SIGTERM arrives; sources stop at the next record.
-static STOP: AtomicBool = AtomicBool::new(false);
-
-/// Whether a signal asked the run to stop.
+/// Whether a signal asked the run to stop (see [`crate::stop`]).
 pub(super) fn stopping() -> bool {
-    STOP.load(Ordering::Relaxed)
+    crate::stop::requested()
 }
 
 async fn shutdown_signal() {
@@ -47,7 +43,7 @@ pub(super) fn runtime() -> Result<(tokio::runtime::Runtime, Arc<tokio::sync::Not
     let notify = signalled.clone();
     runtime.spawn(async move {
         shutdown_signal().await;
-        STOP.store(true, Ordering::Relaxed);
+        crate::stop::request();
         notify.notify_one();
     });
     Ok((runtime, signalled))

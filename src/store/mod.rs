@@ -91,4 +91,7 @@ pub enum StoreError {
     Key(#[from] hash_key::KeyError),
     #[error("database {path} is being written by another etcd-inspector run (lock {lock} is held); wait for it to finish or use another --db")]
     Busy { path: PathBuf, lock: PathBuf },
+    /// A signal asked the work to stop; what it was writing is rolled back.
+    #[error("interrupted by a signal")]
+    Interrupted,
 }

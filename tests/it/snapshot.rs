@@ -764,6 +764,78 @@ fn sigterm_marks_the_run_interrupted() {
     assert_eq!(r[0]["revisions_added"].as_i64(), Some(stored_revisions(&db)));
 }
 
+/// A signal at any stage of a run, with either way of fetching, ends it
+/// as interrupted (exit 130) with what it stored kept and counted; one
+/// while it analyzes keeps the history it read, stored and complete, and
+/// the next run goes on from it.
+#[test]
+fn a_signal_at_any_stage_interrupts_the_run() {
+    let etcd = TestEtcd::start();
+    for i in 0..20 {
+        etcd.put(
+            &format!("/registry/configmaps/shop/app.config-{i}"),
+            &crate::util::k8s::config_map(
+                "shop",
+                &format!("app.config-{i}"),
+                &format!("u{i}"),
+                &[("app.properties", "a=1")],
+            ),
+        );
+    }
+    for (fetch, stages) in [
+        ("watch", &["replay", "store", "check", "analyze"][..]),
+        ("snapshot", &["download", "read", "store", "check", "analyze"]),
+    ] {
+        for stage in stages {
+            let (_dir, db) = temp_db();
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_etcd-inspector"))
+                .env("XDG_CONFIG_HOME", crate::util::config_home())
+                .env("ETCD_INSPECTOR_SIGNAL_AT", stage)
+                .args([
+                    "--db",
+                    db.to_str().unwrap(),
+                    "snapshot",
+                    "--endpoints",
+                    &etcd.endpoint,
+                ])
+                .args(["--fetch", fetch])
+                .output()
+                .unwrap();
+            let said = stderr(&out);
+            assert_eq!(
+                out.status.code(),
+                Some(130),
+                "--fetch {fetch}, a signal at {stage}: {said}"
+            );
+            assert_consistent(&db);
+            let r = runs(&db);
+            assert_eq!(
+                r[0]["status"], "interrupted",
+                "--fetch {fetch} at {stage}: {}",
+                r[0]
+            );
+            assert_eq!(r[0]["revisions_added"].as_i64(), Some(stored_revisions(&db)));
+            if *stage == "analyze" {
+                assert_eq!(stored_revisions(&db), 20, "--fetch {fetch}");
+                assert!(said.contains("interrupted while analyzing"), "{said}");
+            } else {
+                // Not checked, so not called complete.
+                assert_eq!(
+                    r[0]["error"], "interrupted by a signal",
+                    "--fetch {fetch} at {stage}"
+                );
+                assert!(!said.contains("complete"), "--fetch {fetch} at {stage}: {said}");
+            }
+            ok(snapshot(&etcd, &db, &[]));
+            assert_eq!(
+                stored_revisions(&db),
+                20,
+                "--fetch {fetch} at {stage}: the next run completes it"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_second_writer_fails_clearly() {
     let etcd = TestEtcd::start();

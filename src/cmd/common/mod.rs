@@ -284,7 +284,13 @@ pub fn report_finished(finished: Finished, fail_on: Option<Severity>) -> anyhow:
             })
         }
         RunStatus::Interrupted | RunStatus::Running => {
-            tracing::info!("run {run} interrupted; the revisions stored so far are kept");
+            match finished.summary {
+                // Stopped while analyzing: everything was read and stored.
+                Some(_) => tracing::info!(
+                    "run {run} interrupted while analyzing; the history it read is stored and complete: run `etcd-inspector analyze`"
+                ),
+                None => tracing::info!("run {run} interrupted; the revisions stored so far are kept"),
+            }
             if let Some(a) = &finished.attributed {
                 tracing::info!("{}", escape::terminal(&attribution_summary(a)));
             }
