@@ -14,7 +14,7 @@ a { color:var(--accent); }
 header { padding:20px 28px; border-bottom:1px solid var(--line); background:var(--panel); }
 header h1 { margin:0 0 4px; font-size:20px; } header p { margin:0; color:var(--mute); }
 header p.verdict { margin-top:8px; color:var(--ink); font-weight:600; }
-main { padding:20px 28px; display:grid; gap:20px; }
+main { padding:20px 28px; display:grid; grid-template-columns:minmax(0, 1fr); gap:20px; }
 section { background:var(--panel); border:1px solid var(--line); border-radius:10px; padding:16px 18px; }
 h2 { margin:0 0 12px; font-size:16px; }
 table { width:100%; border-collapse:collapse; }
@@ -31,6 +31,10 @@ input[type=search] { width:320px; max-width:100%; padding:6px 10px; border-radiu
 .timeline { margin:14px 0 6px; } .timeline h3 { margin:0 0 4px; font-size:13px; font-family:ui-monospace,monospace; font-weight:500; }
 svg .mark { stroke:var(--bg); stroke-width:1.5; } svg .hit { fill:none; stroke:#ff4d4f; stroke-width:2.5; }
 svg text { fill:var(--mute); font-size:10px; }
+svg .cluster { cursor:pointer; } svg .cluster circle { fill:#2a333d; stroke:var(--mute); stroke-width:1; }
+svg .cluster text.count { fill:var(--ink); font-size:10px; font-weight:600; }
+.strip { width:100%; } td, .finding, .mono, h3 { overflow-wrap:anywhere; } section { min-width:0; overflow-x:auto; }
+@media (max-width:760px) { header, main { padding:12px; } section { padding:12px; } th, td { padding:4px 5px; } }
 details { margin:2px 0 0 4px; } summary { cursor:pointer; color:var(--mute); }
 code, .mono { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12.5px; }
 tr.sample td { border-bottom:1px solid var(--line); padding:2px 8px 10px 24px; } .finding { margin:4px 0; } .more { color:var(--mute); margin:4px 0; }
@@ -114,29 +118,13 @@ const writer = r => {
 // Legend and timelines.
 const legend = part('legend');
 for (const [c, col] of Object.entries(colours)) legend.append(el('span', {}, el('i', {style:'background:' + col}), c));
+legend.append(el('span', {}, el('i', {style:'background:#2a333d;outline:1px solid #8b98a5'}), 'several revisions: click to spread them out'));
 const hits = new Set(data.groups.flatMap(g => g.sample).flatMap(f => f.revisions.map(r => f.keys[0] + '@' + r)));
 const timelines = part('timelines');
+const drawn = [];
 for (const t of data.timelines) {
-  const box = el('div', {class:'timeline'}, el('h3', {}, t.key));
-  const w = Math.max(240, 40 + t.revisions.length * 26), h = 44;
-  const s = svg('svg', {width:w, height:h, viewBox:`0 0 ${w} ${h}`, role:'img'});
-  s.append(svg('line', {x1:10, y1:18, x2:w - 10, y2:18, stroke:'#2a333d', 'stroke-width':2}));
-  // On a time axis when the clock places every revision (the middle of
-  // its written_between), else one step per revision.
-  const mids = t.revisions.map(r => (r.written_between || []).every(x => x) ? (Date.parse(r.written_between[0]) + Date.parse(r.written_between[1])) / 2 : NaN);
-  const timed = mids.length > 1 && mids.every(m => !isNaN(m)) && mids[mids.length - 1] > mids[0];
-  const x0 = mids[0], span = mids[mids.length - 1] - mids[0];
-  const place = i => timed ? 20 + (mids[i] - x0) / span * (w - 40) : 20 + i * 26;
-  if (timed) box.append(el('div', {class:'more'}, `time axis: ${new Date(x0).toISOString()} to ${new Date(x0 + span).toISOString()} (each mark at the middle of the interval the clock gives)`));
-  t.revisions.forEach((r, i) => {
-    const x = place(i), cls = r.change_class || 'unknown';
-    const dot = svg('circle', {cx:x, cy:18, r:7, fill:colours[cls] || '#888', class:'mark'});
-    const tip = svg('title', {}); tip.textContent = `revision ${r.mod_revision}: ${cls}${r.change_cause ? ' (' + r.change_cause + ')' : ''}${writer(r)}`; dot.append(tip);
-    s.append(dot);
-    if (hits.has(t.key + '@' + r.mod_revision)) s.append(svg('circle', {cx:x, cy:18, r:10.5, class:'hit'}));
-    const label = svg('text', {x:x, y:40, 'text-anchor':'middle'}); label.textContent = r.mod_revision; s.append(label);
-  });
-  box.append(s);
+  const axis = el('div', {class:'more'}), strip = el('div', {class:'strip'});
+  const box = el('div', {class:'timeline'}, el('h3', {}, t.key), axis, strip);
   if (t.omitted) box.append(el('div', {class:'more'}, `${t.omitted} more revisions not shown: etcd-inspector history ${t.key}`));
   for (const r of t.revisions) {
     const changes = (r.diff || []).filter(c => c.path !== 'metadata.managedFields');
@@ -147,7 +135,66 @@ for (const t of data.timelines) {
     d.append(tbl); box.append(d);
   }
   timelines.append(box);
+  // On a time axis when the clock places every revision (the middle of
+  // its written_between), else one step per revision.
+  const mids = t.revisions.map(r => (r.written_between || []).every(x => x) ? (Date.parse(r.written_between[0]) + Date.parse(r.written_between[1])) / 2 : NaN);
+  const timed = mids.length > 1 && mids.every(m => !isNaN(m)) && mids[mids.length - 1] > mids[0];
+  drawn.push({t, axis, strip, mids, timed, spread: null});
 }
+// Draws one timeline as wide as the page lets it: marks closer than a
+// mark's width become one cluster with its count, which a click spreads
+// out (its revisions one step apart) until "show all".
+const GAP = 22;
+function draw(d) {
+  const {t, axis, strip, mids, timed} = d;
+  const w = Math.max(200, strip.clientWidth), h = 48;
+  const shown = d.spread || t.revisions.map((_, i) => i);
+  const byTime = timed && !d.spread;
+  const x0 = mids[0], span = mids[mids.length - 1] - mids[0];
+  const place = k => byTime ? 20 + (mids[shown[k]] - x0) / span * (w - 40)
+    : 20 + (shown.length > 1 ? k / (shown.length - 1) : 0.5) * (w - 40);
+  axis.replaceChildren();
+  if (byTime) axis.append(`time axis: ${new Date(x0).toISOString()} to ${new Date(x0 + span).toISOString()} (each mark at the middle of the interval the clock gives)`);
+  else axis.append(`revisions in order${d.spread ? `: ${shown.length} of ${t.revisions.length} spread out ` : ''}`);
+  if (d.spread) { const all = el('a', {href:'#'}, 'show all'); all.addEventListener('click', e => { e.preventDefault(); d.spread = null; draw(d); }); axis.append(all); }
+  const s = svg('svg', {width:w, height:h, viewBox:`0 0 ${w} ${h}`, role:'img'});
+  s.append(svg('line', {x1:10, y1:18, x2:w - 10, y2:18, stroke:'#2a333d', 'stroke-width':2}));
+  // Consecutive marks within GAP of their group's first one group.
+  const groups = [];
+  shown.forEach((i, k) => {
+    const x = place(k), last = groups[groups.length - 1];
+    if (last && x - last.x < GAP) last.members.push(i); else groups.push({x, members:[i]});
+  });
+  // A label is left out where it would run into the one before.
+  let labelled = -Infinity;
+  for (const g of groups) {
+    const first = t.revisions[g.members[0]], end = t.revisions[g.members[g.members.length - 1]];
+    const label = svg('text', {x:g.x, y:42, 'text-anchor':'middle'});
+    if (g.members.length === 1) {
+      const r = first, cls = r.change_class || 'unknown';
+      const dot = svg('circle', {cx:g.x, cy:18, r:7, fill:colours[cls] || '#888', class:'mark'});
+      const tip = svg('title', {}); tip.textContent = `revision ${r.mod_revision}: ${cls}${r.change_cause ? ' (' + r.change_cause + ')' : ''}${writer(r)}`; dot.append(tip);
+      s.append(dot);
+      if (hits.has(t.key + '@' + r.mod_revision)) s.append(svg('circle', {cx:g.x, cy:18, r:10.5, class:'hit'}));
+      label.textContent = r.mod_revision;
+    } else {
+      const c = svg('g', {class:'cluster', 'data-count':g.members.length});
+      c.append(svg('circle', {cx:g.x, cy:18, r:9.5}));
+      const n = svg('text', {x:g.x, y:21.5, 'text-anchor':'middle', class:'count'}); n.textContent = g.members.length; c.append(n);
+      const tip = svg('title', {}); tip.textContent = `${g.members.length} revisions, ${first.mod_revision} to ${end.mod_revision}: click to spread them out`; c.append(tip);
+      c.addEventListener('click', () => { d.spread = g.members; draw(d); });
+      s.append(c);
+      if (g.members.some(i => hits.has(t.key + '@' + t.revisions[i].mod_revision))) s.append(svg('circle', {cx:g.x, cy:18, r:12.5, class:'hit'}));
+      label.textContent = `${first.mod_revision}–${end.mod_revision}`;
+    }
+    const half = label.textContent.length * 3.2;
+    if (g.x - half > labelled + 4) { s.append(label); labelled = g.x + half; }
+  }
+  strip.replaceChildren(s);
+}
+drawn.forEach(draw);
+let resized;
+window.addEventListener('resize', () => { clearTimeout(resized); resized = setTimeout(() => drawn.forEach(draw), 100); });
 
 // Runs.
 const runs = part('runs-body');
@@ -156,6 +203,8 @@ for (const r of data.runs) runs.append(el('tr', {}, el('td', {}, r.id), el('td',
 }
 document.querySelectorAll('.report').forEach(renderReport);
 document.body.dataset.rendered = 'true';
+// Whether the page is wider than the window (it reflows down to 700 px).
+document.body.dataset.overflows = String(document.documentElement.scrollWidth > document.documentElement.clientWidth);
 "#;
 
 /// One report's parts, which the script fills from its embedded JSON.

@@ -242,16 +242,21 @@ fn html_report_renders_in_a_browser() {
         "--disable-component-update",
         "--disable-sync",
     ];
-    let dom = std::process::Command::new(&browser)
-        .args(flags)
-        .arg(format!(
-            "--user-data-dir={}",
-            dir.path().join("profile-dom").display()
-        ))
-        .args(["--virtual-time-budget=5000", "--dump-dom", &url])
-        .output()
-        .unwrap();
-    let dom = String::from_utf8_lossy(&dom.stdout);
+    // The page as a browser lays it out in a window `width` pixels wide.
+    let dom_at = |width: u32| {
+        let out = std::process::Command::new(&browser)
+            .args(flags)
+            .arg(format!(
+                "--user-data-dir={}",
+                dir.path().join(format!("profile-dom-{width}")).display()
+            ))
+            .arg(format!("--window-size={width},2000"))
+            .args(["--virtual-time-budget=5000", "--dump-dom", &url])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let dom = dom_at(1400);
     assert!(
         dom.contains("data-rendered=\"true\""),
         "the page's script ran: {}",
@@ -280,23 +285,64 @@ fn html_report_renders_in_a_browser() {
         dom.contains("time axis: "),
         "timelines the clock places are drawn on a time axis"
     );
-    let shot = dir.path().join("report.png");
-    let status = std::process::Command::new(&browser)
-        .args(flags)
-        .arg(format!(
-            "--user-data-dir={}",
-            dir.path().join("profile-shot").display()
-        ))
-        .args(["--window-size=1400,2000", "--virtual-time-budget=5000"])
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg(&url)
-        .output()
-        .unwrap();
-    assert!(status.status.success());
+    // The page fits the window, wide or narrow; at 700 px the timelines
+    // are narrower, so more of their marks gather into clusters, each
+    // with its count.
+    let narrow = dom_at(700);
+    for (width, dom) in [(1400, &dom), (700, &narrow)] {
+        assert!(
+            dom.contains("data-overflows=\"false\""),
+            "the page is wider than a {width} px window"
+        );
+        assert!(
+            !dom.contains("<svg width=\"") || svg_widths(dom).iter().all(|w| *w <= width),
+            "a timeline wider than the {width} px window: {:?}",
+            svg_widths(dom)
+        );
+    }
+    let clusters = |dom: &str| dom.matches("class=\"cluster\"").count();
     assert!(
-        std::fs::metadata(&shot).unwrap().len() > 20_000,
-        "a screenshot of the rendered page"
+        clusters(&narrow) >= clusters(&dom),
+        "{} at 700 px, {} at 1400 px",
+        clusters(&narrow),
+        clusters(&dom)
     );
+    assert!(
+        clusters(&narrow) > 0,
+        "close revisions gather into a cluster at 700 px"
+    );
+    assert!(
+        narrow.contains("data-count=\""),
+        "a cluster says how many revisions it holds"
+    );
+    for width in [1400, 700] {
+        let shot = dir.path().join(format!("report-{width}.png"));
+        let status = std::process::Command::new(&browser)
+            .args(flags)
+            .arg(format!(
+                "--user-data-dir={}",
+                dir.path().join(format!("profile-shot-{width}")).display()
+            ))
+            .arg(format!("--window-size={width},2000"))
+            .arg("--virtual-time-budget=5000")
+            .arg(format!("--screenshot={}", shot.display()))
+            .arg(&url)
+            .output()
+            .unwrap();
+        assert!(status.status.success());
+        assert!(
+            std::fs::metadata(&shot).unwrap().len() > 20_000,
+            "a screenshot of the rendered page at {width} px"
+        );
+    }
+}
+
+/// The widths of the timelines' SVGs in a dumped page.
+fn svg_widths(dom: &str) -> Vec<u32> {
+    dom.split("<svg width=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next()?.parse().ok())
+        .collect()
 }
 
 /// Values a tenant could write into a ConfigMap to attack whoever reads the
