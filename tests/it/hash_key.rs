@@ -163,18 +163,12 @@ fn a_named_key_file_is_read_never_created_and_must_hold_a_key() {
     );
     // As `openssl rand -hex 32` writes it, and set through the environment.
     std::fs::write(&named, format!("{}\n", "ab".repeat(32))).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_etcd-inspector"))
-        .args([
-            "--db",
-            db.to_str().unwrap(),
-            "snapshot",
-            "--endpoints",
-            &etcd.endpoint,
-        ])
-        .env("ETCD_INSPECTOR_HASH_KEY_FILE", &named)
-        .output()
-        .unwrap();
-    ok(out);
+    ok(crate::util::snapshot_with_env(
+        &etcd,
+        &db,
+        &[("ETCD_INSPECTOR_HASH_KEY_FILE", named.as_os_str())],
+        &[],
+    ));
     if !postgres_backend() {
         assert!(!dir.path().join("db.sqlite.key").exists());
     }

@@ -788,19 +788,12 @@ fn a_signal_at_any_stage_interrupts_the_run() {
     ] {
         for stage in stages {
             let (_dir, db) = temp_db();
-            let out = std::process::Command::new(env!("CARGO_BIN_EXE_etcd-inspector"))
-                .env("XDG_CONFIG_HOME", crate::util::config_home())
-                .env("ETCD_INSPECTOR_SIGNAL_AT", stage)
-                .args([
-                    "--db",
-                    db.to_str().unwrap(),
-                    "snapshot",
-                    "--endpoints",
-                    &etcd.endpoint,
-                ])
-                .args(["--fetch", fetch])
-                .output()
-                .unwrap();
+            let out = crate::util::snapshot_with_env(
+                &etcd,
+                &db,
+                &[("ETCD_INSPECTOR_SIGNAL_AT", std::ffi::OsStr::new(stage))],
+                &["--fetch", fetch],
+            );
             let said = stderr(&out);
             assert_eq!(
                 out.status.code(),

@@ -26,6 +26,7 @@ use etcd::TestEtcd;
 use etcd_inspector::store::Store;
 use serde_json::Value;
 use std::borrow::Borrow;
+use std::ffi::OsStr;
 use std::fmt::Display;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -144,6 +145,25 @@ pub fn snapshot(etcd: &TestEtcd, db: &Path, extra: &[&str]) -> Output {
     let mut args = vec!["snapshot", "--endpoints", &etcd.endpoint];
     args.extend_from_slice(extra);
     inspector(db, &args)
+}
+
+/// Runs `snapshot --endpoints <etcd> EXTRA...` into `db` with `env` set.
+pub fn snapshot_with_env(etcd: &TestEtcd, db: &Path, env: &[(&str, &OsStr)], extra: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_etcd-inspector"))
+        .env("XDG_CONFIG_HOME", config_home())
+        .envs(env.iter().copied())
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "snapshot",
+            "--endpoints",
+            &etcd.endpoint,
+        ])
+        .args(extra)
+        .output()
+        .expect("etcd-inspector runs");
+    assert_no_password(&out);
+    out
 }
 
 /// Standard error as text.
