@@ -3,7 +3,7 @@
 use super::common::chosen_cluster;
 use super::common::object::{current_at, redacted_note, stored_object};
 use super::{Status, UsageError};
-use crate::analyze::drift::{compare, ObjectDrift};
+use crate::analyze::drift::{compare, Drift, ObjectDrift};
 use crate::canon::path::FieldPath;
 use crate::cli::{DiffArgs, ListFormat};
 use crate::report::escape::terminal;
@@ -121,7 +121,13 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
         }
         ListFormat::Table | ListFormat::Wide => {
             writeln!(out, "cluster {}: revision {rev_a} → {rev_b}", terminal(&cluster))?;
-            let summary = compare(a, b, &filter, &mut value_at, &mut |o| object_lines(&mut out, &o))?;
+            let summary = compare(a, b, &filter, &mut value_at, &mut |o| {
+                let left = match o.change == Drift::Removed {
+                    true => hidden_delete(&store, &o.key, row, rev_a, rev_b)?,
+                    false => None,
+                };
+                object_lines(&mut out, &o, left.as_deref())
+            })?;
             let mut table = Table::new();
             table.load_preset(UTF8_FULL_CONDENSED).set_header([
                 "resource",
@@ -149,8 +155,19 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
     Ok(0)
 }
 
-/// One differing object as lines of the table output.
-fn object_lines(out: &mut dyn Write, o: &ObjectDrift) -> Result<()> {
+/// How `key`, removed between revisions `a` and `b`, left when compaction
+/// hid its delete (see [`crate::report::left::left`]).
+fn hidden_delete(store: &Store, key: &str, cluster: i64, a: i64, b: i64) -> Result<Option<String>> {
+    let rows = store.history(key.as_bytes(), Some(cluster))?;
+    Ok(rows
+        .iter()
+        .filter(|r| a < r.mod_revision && r.mod_revision <= b)
+        .find_map(crate::report::left::left))
+}
+
+/// One differing object as lines of the table output, with how it left
+/// when compaction hid its delete.
+fn object_lines(out: &mut dyn Write, o: &ObjectDrift, left: Option<&str>) -> Result<()> {
     let what = match (&o.kind, &o.name) {
         (Some(k), Some(n)) => format!(
             "{k} {}{n}",
@@ -174,6 +191,9 @@ fn object_lines(out: &mut dyn Write, o: &ObjectDrift) -> Result<()> {
             "not comparable {what}: its secrets are hashed under another hash key on each side (--new-hash-key between them)"
         )?,
         change => writeln!(out, "{} {what}", terminal(change))?,
+    }
+    if let Some(left) = left {
+        writeln!(out, "  {}", terminal(left))?;
     }
     if let Some(w) = &o.written_by_b {
         writeln!(
@@ -209,7 +229,21 @@ fn unified(store: &Store, key: &str, cluster: i64, rev_a: i64, rev_b: i64) -> Re
     let mut name = key.to_string();
     let mut noted = false;
     let mut side = |rev: i64| -> Result<String> {
-        let Some(row) = current_at(&rows, Some(rev)).filter(|r| !r.deleted) else {
+        let current = current_at(&rows, Some(rev));
+        // Where a delete compaction hid happened, or may already have, say so.
+        let hidden = current.filter(|r| r.deleted_after.is_some()).or_else(|| {
+            rows.iter().find(|r| {
+                r.deleted_after
+                    .is_some_and(|after| after < rev && rev <= r.mod_revision)
+            })
+        });
+        if let Some(left) = hidden.and_then(crate::report::left::left) {
+            tracing::info!(
+                "note: at revision {rev}, {}",
+                terminal(&format!("{key} was {left}"))
+            );
+        }
+        let Some(row) = current.filter(|r| !r.deleted) else {
             return Ok(String::new());
         };
         let mut shown = stored_object(store, key, row, false)?;

@@ -6,6 +6,7 @@ use super::Status;
 use crate::canon::path::{FieldPath, MANAGED_FIELDS};
 use crate::cli::{HistoryArgs, ListFormat};
 use crate::report::escape::terminal;
+use crate::report::left::left;
 use crate::store::Store;
 use anyhow::{bail, Result};
 use std::io::Write;
@@ -76,6 +77,7 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
         ],
         |r| {
             let change = match (&r.change_class, &r.change_cause) {
+                _ if r.deleted_after.is_some() => text(&left(r).unwrap_or_default()),
                 (Some(c), Some(cause)) => text(&format!("{c} ({cause})")),
                 (Some(c), None) => text(c),
                 _ => "-".into(),

@@ -4,6 +4,7 @@
 
 use super::plan::{read_error, Plan, Tail};
 use super::progress::{phase, spinning, Position, Progress, Unit};
+use super::vanished::KeySet;
 use super::wal::WalHistory;
 use super::{Settings, Summary};
 use crate::source::bolt::BoltDb;
@@ -121,13 +122,34 @@ pub(super) fn read(
         .collect();
     let after_damage = damage.ranges.iter().map(|r| r.1 + 1).max().unwrap_or(0);
     let covered_from = plan.covered_from(plan.from).max(after_damage);
+    // A run that does not continue the previous one tells which stored keys
+    // are gone by what the file holds live: what it read, and what it holds
+    // from before that.
+    let read_from = match placed {
+        true => plan.from,
+        false => plan.previous.map_or(0, |p| p.head + 1),
+    };
+    let earlier = match plan.continuous() || (file.salvage && plan.previous.is_some()) {
+        true => None,
+        false if read_from <= info.first_revision.unwrap_or(0) => Some(Vec::new()),
+        false => Some(db_file::live_keys_before(&db, prefix.as_bytes(), read_from)?),
+    };
+    let held = earlier.as_ref().map(|earlier| {
+        KeySet::new(
+            live.iter()
+                .map(|k| k.key.as_slice())
+                .chain(earlier.iter().map(Vec::as_slice)),
+        )
+    });
     let tail = Tail {
         run,
         cluster,
+        head,
         gaps: &gaps,
         covered_from,
         live: &live,
         prefix,
+        present: held.as_ref(),
     };
     tail.write(store, &mut writer, &settings.filter)?;
     let keys = store.live_keys(cluster, prefix.as_bytes(), head)?;

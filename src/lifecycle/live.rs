@@ -5,6 +5,7 @@
 
 use super::plan::{read_error, replay_all, Plan, Tail};
 use super::progress::{phase, spinning, Position, Progress, Unit};
+use super::vanished::KeySet;
 use super::{RecordOptions, Settings, Summary};
 use crate::source::etcd::{Etcd, Pinned, Scope};
 use crate::source::{Census, Read};
@@ -141,13 +142,18 @@ async fn read_planned(
     spinning(bar);
     bar.set_message("storing the last revisions and checking them against etcd's counters");
     let covered_from = plan.covered_from(from);
+    // A run that does not continue the previous one read the whole state at
+    // its head: what it holds tells which stored keys are gone.
+    let held = (!plan.continuous()).then(|| KeySet::new(live.iter().map(|k| k.key.as_slice())));
     let tail = Tail {
         run,
         cluster,
+        head: pinned.head,
         gaps: &gaps,
         covered_from,
         live: &live,
         prefix: &options.prefix,
+        present: held.as_ref(),
     };
     tail.write(store, &mut writer, &settings.filter)?;
     Ok(Some(Summary {

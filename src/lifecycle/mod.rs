@@ -15,6 +15,7 @@ mod plan;
 mod progress;
 mod serve;
 mod signal;
+mod vanished;
 mod wal;
 
 pub use attribute::{attribute, Attributed};

@@ -2,6 +2,7 @@
 //! that overtakes it, and the self-check every run ends with.
 
 use super::progress::Progress;
+use super::vanished::{KeySet, Vanished};
 use crate::source::etcd::{Etcd, Replay, Scope};
 use crate::source::filter::ResourceFilter;
 use crate::source::{LiveKey, ReadError};
@@ -128,17 +129,22 @@ pub(super) async fn replay_all(
 }
 
 /// What every run does once its source is read, live or from a file: the
-/// last revisions stored, the gaps recorded, the coverage set, and the
+/// last revisions stored, the gaps recorded, the coverage set, the deletes
+/// compaction hid given their tombstones (see [`super::vanished`]), and the
 /// stored history checked against the source's own per-key counters for
 /// every key live at the head (see [`Store::history_shortfall`]); a
 /// disagreement fails the run.
 pub(super) struct Tail<'a> {
     pub run: RunId,
     pub cluster: i64,
+    pub head: i64,
     pub gaps: &'a [Gap],
     pub covered_from: i64,
     pub live: &'a [LiveKey],
     pub prefix: &'a str,
+    /// Which keys the source holds live at the head, when the run's history
+    /// does not continue the previous run's (so deletes may be hidden).
+    pub present: Option<&'a KeySet<'a>>,
 }
 
 impl Tail<'_> {
@@ -165,6 +171,24 @@ impl Tail<'_> {
         // there is no completeness to check.
         if crate::stop::requested() {
             return Ok(());
+        }
+        if let Some(present) = self.present {
+            let vanished = Vanished {
+                run: self.run,
+                cluster: self.cluster,
+                head: self.head,
+                covered_from: self.covered_from,
+                prefix: self.prefix,
+                filter,
+                present,
+            };
+            match vanished.infer(store)? {
+                0 => {}
+                n => tracing::warn!(
+                    "{n} object(s) stored by earlier runs were deleted in revisions compaction removed before this run: \
+                     each has a tombstone at the last revision its delete can have had (`history` says between which revisions)"
+                ),
+            }
         }
         let shortfall = store.history_shortfall(self.cluster, self.covered_from, self.live, &|key| {
             filter.records_key(key, self.prefix)

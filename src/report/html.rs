@@ -128,6 +128,7 @@ for (const t of data.timelines) {
   if (t.omitted) box.append(el('div', {class:'more'}, `${t.omitted} more revisions not shown: etcd-inspector history ${t.key}`));
   for (const r of t.revisions) {
     const changes = (r.diff || []).filter(c => c.path !== 'metadata.managedFields');
+    if (t.left[r.mod_revision]) box.append(el('div', {class:'more'}, `revision ${r.mod_revision} · ${t.left[r.mod_revision]}`));
     if (!changes.length) continue;
     const d = el('details', {}, el('summary', {}, `revision ${r.mod_revision} · ${r.change_class || '-'} · ${changes.length} field(s)${writer(r)}`));
     const tbl = el('table', {}, el('tr', {}, el('th', {}, 'field'), el('th', {}, 'old'), el('th', {}, 'new'), el('th', {}, 'by')));

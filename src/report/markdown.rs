@@ -179,6 +179,7 @@ fn body(s: &mut String, r: &ReportData, h: &str) {
         }
         for row in &t.revisions {
             let class = match (&row.change_class, &row.change_cause) {
+                _ if t.left.contains_key(&row.mod_revision) => t.left[&row.mod_revision].clone(),
                 (Some(c), Some(cause)) => format!("{c} ({cause})"),
                 (Some(c), None) => c.clone(),
                 _ => "-".into(),

@@ -9,6 +9,7 @@ pub mod escape;
 pub mod fleet;
 pub mod html;
 pub mod json_array;
+pub mod left;
 pub mod markdown;
 pub mod metrics;
 pub mod text;
@@ -228,6 +229,9 @@ pub struct Timeline {
     pub revisions: Vec<HistoryRow>,
     /// Revisions in range not shown.
     pub omitted: usize,
+    /// Revision → how the object left there, for deletes compaction hid
+    /// (see [`left::left`]).
+    pub left: std::collections::BTreeMap<i64, String>,
 }
 
 /// Everything a report shows but the full list of findings, which
@@ -397,6 +401,10 @@ fn timeline(
     Ok(Timeline {
         key: key.to_string(),
         omitted: total - rows.len(),
+        left: rows
+            .iter()
+            .filter_map(|r| Some((r.mod_revision, left::left(r)?)))
+            .collect(),
         revisions: rows,
     })
 }

@@ -264,6 +264,46 @@ where
     }
 }
 
+/// The keys under `prefix` whose newest entry before revision `before` is
+/// not a tombstone: what the file holds live from history a run does not
+/// read again.
+pub fn live_keys_before(db: &BoltDb, prefix: &[u8], before: i64) -> Result<Vec<Vec<u8>>, BoltError> {
+    let path = db.path().display().to_string();
+    let keys = db.top_bucket("key")?;
+    let mut newest: std::collections::HashMap<Vec<u8>, bool> = std::collections::HashMap::new();
+    let walked = db.for_each(keys, &mut |k, v, _| {
+        let Some(rev) = revision::parse(k) else {
+            return Err(BoltError::Content(format!(
+                "{path}: key bucket entry {k:02x?} is not a revision"
+            )));
+        };
+        if rev.revision.main >= before {
+            return Ok(ControlFlow::Break(()));
+        }
+        if v.is_empty() {
+            return Ok(ControlFlow::Continue(()));
+        }
+        let key = match key_of(v) {
+            Some(key) => key.to_vec(),
+            None => {
+                KeyValue::decode(v)
+                    .map_err(|_| not_a_key_value(&path, rev.revision.main, v))?
+                    .key
+            }
+        };
+        if key.starts_with(prefix) && !key.is_empty() {
+            newest.insert(key, rev.tombstone);
+        }
+        Ok(ControlFlow::Continue(()))
+    });
+    let _: ControlFlow<()> = walked.map_err(|e| e.at(db.path()))?;
+    Ok(newest
+        .into_iter()
+        .filter(|(_, gone)| !gone)
+        .map(|(k, _)| k)
+        .collect())
+}
+
 /// A `key` bucket entry to push, in 32 bytes: a hash of its etcd key, its
 /// revision, and where its value lies in the file. Sorting compares only
 /// what is here: reading keys from the map in sorted order would fault in

@@ -50,6 +50,15 @@ pub struct HistoryRow {
     /// leases', its allocators'), which no request writes: who wrote it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub written_by_apiserver: Option<&'static str>,
+    /// For a tombstone a run inferred (the delete fell in revisions
+    /// compaction removed unread): the revision the delete came after; it
+    /// came at or before `mod_revision`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deleted_after: Option<i64>,
+    /// ... and the run that last saw the object live there, unless pruned
+    /// (`run_id` is the run that found it gone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_seen_run: Option<i64>,
     /// Changed paths with old and new values, when asked for (`--diff`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<Vec<FieldChange>>,

@@ -32,6 +32,7 @@ pub mod sqlite;
 pub mod tables;
 mod usage;
 mod values;
+pub mod vanished;
 mod writer;
 
 pub use classify::ClassifyStats;

@@ -5,6 +5,7 @@
 
 use super::cluster::ClusterName;
 use super::hash_key::{HashKeyOptions, KeyNotice};
+use super::vanished::{InferredDelete, RunHead, StoredKey};
 use super::{
     ClassifyStats, FindingsWriter, Gap, Previous, Pruned, RevisionWriter, RunId, RunStatus, ServedBy,
     Shortfall, StoreError,
@@ -136,6 +137,30 @@ pub trait RunRecorder {
     /// Keys under `prefix` whose newest stored revision at or before `head`
     /// is not a tombstone.
     fn live_keys(&self, cluster: i64, prefix: &[u8], head: i64) -> Result<i64, StoreError>;
+
+    /// Up to `limit` stored keys of `cluster` under `prefix` after `after`
+    /// (from the first when `None`), in key order, as revision `head` sees
+    /// them; keys with no revision at or before `head` are left out.
+    fn stored_keys(
+        &self,
+        cluster: i64,
+        prefix: &[u8],
+        head: i64,
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<StoredKey>, StoreError>;
+
+    /// The heads of `cluster`'s complete runs other than `run`, and the
+    /// prefixes they read, oldest head first.
+    fn run_heads(&self, cluster: i64, run: RunId) -> Result<Vec<RunHead>, StoreError>;
+
+    /// Stores `run`'s tombstones of `deletes`, in one transaction.
+    fn store_inferred_deletes(
+        &self,
+        cluster: i64,
+        run: RunId,
+        deletes: &[InferredDelete],
+    ) -> Result<(), StoreError>;
 
     /// Gives every revision of `cluster` (or of every cluster) without a
     /// change class its class, cause and changed paths.

@@ -175,6 +175,7 @@ pub const COLUMNS: &[(&str, &[&str])] = &[
             "hash_key",
             "event_time",
             "cluster_id",
+            "deleted_after",
         ],
     ),
     (

@@ -324,7 +324,8 @@ fn audit_events(log: &Path) -> BTreeMap<String, Written> {
 /// revisions the last run read anew may lack one (a request answered after
 /// that run began may or may not have written what it read), and those
 /// whose write before compaction took unread (an Event created and patched
-/// between two runs): the join does not guess. Returns each attributed revision's write window,
+/// between two runs): the join does not guess; and the tombstones a run
+/// inferred for deletes compaction hid, which no request wrote as such. Returns each attributed revision's write window,
 /// [received, answered].
 fn check_attribution(db: &Path, log: &Path) -> BTreeMap<(String, i64), (Timestamp, Timestamp)> {
     let events = audit_events(log);
@@ -337,7 +338,7 @@ fn check_attribution(db: &Path, log: &Path) -> BTreeMap<(String, i64), (Timestam
     let settled = heads.iter().rev().nth(1).copied().unwrap_or(0);
     let mut truth = BTreeMap::new();
     let (mut wrong, mut unexplained, mut exact, mut two_step, mut open) = (Vec::new(), Vec::new(), 0, 0, 0);
-    let mut after_gap = 0;
+    let (mut after_gap, mut hidden) = (0, 0);
     for (i, (key, row)) in rows.iter().enumerate() {
         // The write before this one of the object (its version less one)
         // is stored, unless compaction took it before a run read it: then
@@ -350,7 +351,10 @@ fn check_attribution(db: &Path, log: &Path) -> BTreeMap<(String, i64), (Timestam
             });
         let Some(w) = &row.written_by else {
             if row.written_by_apiserver.is_none() {
-                if row.mod_revision > settled {
+                if row.deleted_after.is_some() {
+                    // A tombstone a run inferred: no request wrote it.
+                    hidden += 1;
+                } else if row.mod_revision > settled {
                     open += 1;
                 } else if !follows {
                     after_gap += 1;
@@ -384,7 +388,8 @@ fn check_attribution(db: &Path, log: &Path) -> BTreeMap<(String, i64), (Timestam
     eprintln!(
         "attribution: {exact} exact joins checked, {two_step} DELETEs that wrote two revisions, \
          {open} revisions after revision {settled} (read by the last run) left open, \
-         {after_gap} whose write before was lost to compaction left open"
+         {after_gap} whose write before was lost to compaction left open, \
+         {hidden} tombstones of deletes compaction hid (inferred, so no request's)"
     );
     assert!(
         wrong.is_empty(),

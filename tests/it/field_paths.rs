@@ -236,6 +236,7 @@ fn as_written_before_segments(db: &Path) {
            ALTER TABLE clusters DROP COLUMN name;
            ALTER TABLE revisions DROP COLUMN cluster_id;
            ALTER TABLE runs DROP COLUMN wal;
+           ALTER TABLE revisions DROP COLUMN deleted_after;
            PRAGMA user_version = 13;"#,
     )
     .unwrap();

@@ -7,6 +7,8 @@ use crate::util::etcd::TestEtcd;
 use crate::util::{findings, inspector, json, ok, snapshot, temp_db};
 use etcd_inspector::decode::encode::encode_protobuf;
 use serde_json::{json as j, Value};
+use std::path::Path;
+use std::process::Output;
 
 /// `minutes` ago, as Kubernetes writes times.
 fn ago(minutes: i64) -> String {
@@ -451,4 +453,183 @@ fn flapping_is_a_fight_not_a_rollout() {
         s.starts_with("status.replicas") && s.contains("old-operator"),
         "{s}"
     );
+}
+
+/// What a command printed on standard output.
+fn stdout(out: Output) -> String {
+    String::from_utf8(ok(out).stdout).unwrap()
+}
+
+/// A stored revision's `(mod_revision, deleted, deleted_after,
+/// last_seen_run, run_id)`.
+type LeftRow = (i64, bool, Option<i64>, Option<i64>, i64);
+
+/// Each [`LeftRow`] of `key`'s history.
+fn left_rows(db: &Path, key: &str) -> Vec<LeftRow> {
+    crate::util::history(db, key)
+        .iter()
+        .map(|h| {
+            (
+                h["mod_revision"].as_i64().unwrap(),
+                h["deleted"].as_bool().unwrap(),
+                h["deleted_after"].as_i64(),
+                h["last_seen_run"].as_i64(),
+                h["run_id"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_delete_compaction_hid_is_recorded_between_the_runs_that_bound_it() {
+    hidden_deletes(&|etcd, db, _| snapshot(etcd, db, &[]));
+}
+
+#[test]
+fn a_delete_compaction_hid_from_a_data_file_is_recorded_too() {
+    // The second run reads a copy of the member's db file: it holds what
+    // run 1 stored from before its own history too, which must not pass
+    // for deleted.
+    hidden_deletes(&|etcd, db, dir| {
+        std::thread::sleep(std::time::Duration::from_millis(1500)); // etcd commits its backend batch
+        let copy = dir.join("etcd.db");
+        std::fs::copy(etcd.db_file(), &copy).unwrap();
+        inspector(db, &["snapshot", "--file", copy.to_str().unwrap()])
+    });
+}
+
+/// Run 1 stores three ConfigMaps and one untouched throughout; one is
+/// deleted, one deleted and recreated, and the revisions compacted before
+/// `second` runs (given the database and a folder for files).
+fn hidden_deletes(second: &dyn Fn(&TestEtcd, &Path, &Path) -> Output) {
+    let etcd = TestEtcd::start();
+    let (dir, db) = temp_db();
+    let now = ago(1);
+    let (gone, again, kept) = (
+        "/registry/configmaps/shop/web.config",
+        "/registry/configmaps/shop/recreated",
+        "/registry/configmaps/shop/kept",
+    );
+    // Stored as JSON, then rewritten as protobuf: an encoding-only finding
+    // puts the key on the report's timelines.
+    let as_json = j!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(Some("shop"), "web.config", "u-gone", &now),
+                      "data": {"k": "v"}});
+    etcd.put(gone, &serde_json::to_vec(&as_json).unwrap());
+    let stored_at = etcd.put(gone, &config_map("shop", "web.config", "u-gone", &now, j!({})));
+    etcd.put(again, &config_map("shop", "recreated", "u-old", &now, j!({})));
+    etcd.put(kept, &config_map("shop", "kept", "u-kept", &now, j!({})));
+    etcd.put(
+        "/registry/configmaps/shop/still",
+        &config_map("shop", "still", "u-still", &now, j!({})),
+    );
+    ok(snapshot(&etcd, &db, &[]));
+    let seen_at = etcd.head();
+
+    etcd.delete(gone);
+    etcd.delete(again);
+    let recreated_at = etcd.put(again, &config_map("shop", "recreated", "u-new", &now, j!({})));
+    let labels = j!({"labels": {"app.kubernetes.io/name": "kept"}});
+    let compacted_to = etcd.put(kept, &config_map("shop", "kept", "u-kept", &now, labels));
+    etcd.compact(compacted_to);
+    let out = second(&etcd, &db, dir.path());
+    ok(out.clone());
+    let said = crate::util::stderr(&out);
+    assert!(
+        said.contains("2 object(s) stored by earlier runs were deleted in revisions compaction removed"),
+        "{said}"
+    );
+
+    // Gone: deleted after run 1's head, by the revision before run 2's history.
+    assert_eq!(
+        left_rows(&db, gone),
+        [
+            (stored_at - 1, false, None, None, 1),
+            (stored_at, false, None, None, 1),
+            (compacted_to - 1, true, Some(seen_at), Some(1), 2)
+        ]
+    );
+    // Recreated in the gap: the old generation ended before the new began.
+    assert_eq!(
+        left_rows(&db, again)
+            .into_iter()
+            .map(|r| (r.0, r.1, r.2))
+            .collect::<Vec<_>>(),
+        [
+            (stored_at + 1, false, None),
+            (recreated_at - 1, true, Some(seen_at)),
+            (recreated_at, false, None)
+        ]
+    );
+
+    // Every command says so.
+    let table = stdout(inspector(&db, &["history", "configmap/web.config", "-n", "shop"]));
+    let said = format!("deleted between revisions {seen_at} and {} (the delete was compacted away unread: run 1 saw it at revision {seen_at}, run 2 found it gone)", compacted_to - 1);
+    assert!(table.contains(&said), "{table}");
+    let show = inspector(&db, &["show", "configmap/web.config", "-n", "shop"]);
+    assert!(!show.status.success());
+    assert!(
+        crate::util::stderr(&show).contains(&said),
+        "{}",
+        crate::util::stderr(&show)
+    );
+    let before = stdout(inspector(
+        &db,
+        &[
+            "show",
+            "configmap/web.config",
+            "-n",
+            "shop",
+            "--rev",
+            &seen_at.to_string(),
+        ],
+    ));
+    assert!(before.contains("name: web.config"), "{before}");
+    let removed = stdout(inspector(&db, &["diff", "1", "2"]));
+    assert!(
+        removed.contains("web.config") && removed.contains(&said),
+        "{removed}"
+    );
+    let diff = inspector(
+        &db,
+        &[
+            "diff",
+            "1",
+            "2",
+            "--object",
+            "configmap/web.config",
+            "-n",
+            "shop",
+            "--unified",
+        ],
+    );
+    assert!(
+        crate::util::stderr(&diff).contains(&said),
+        "{}",
+        crate::util::stderr(&diff)
+    );
+    let report = json(inspector(&db, &["report", "--format", "json"]));
+    let noted: Vec<&str> = report["timelines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["left"].as_object())
+        .flat_map(|l| l.values().filter_map(Value::as_str))
+        .collect();
+    assert!(noted.iter().any(|n| n.contains(&said[..40])), "{noted:?}");
+
+    // The live set holds it no longer.
+    let stats = json(inspector(&db, &["stats", "-o", "json"]));
+    let objects = stats["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resource"] == "configmaps")
+        .map(|r| r["objects"].clone());
+    assert_eq!(objects, Some(j!(3)), "{stats}");
+
+    // A later run infers nothing again.
+    let stored = left_rows(&db, gone);
+    ok(snapshot(&etcd, &db, &[]));
+    assert_eq!(left_rows(&db, gone), stored);
+    drop(dir);
 }

@@ -178,7 +178,10 @@ pub fn revision_at(
                 )
             })
             .unwrap_or_default();
-        bail!("{key} was deleted at revision {}{before}", row.mod_revision);
+        match crate::report::left::left(row) {
+            Some(left) => bail!("{key} was {left}{before}"),
+            None => bail!("{key} was deleted at revision {}{before}", row.mod_revision),
+        }
     }
     if let Some(e) = &row.decode_error {
         bail!(

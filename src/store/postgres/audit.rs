@@ -131,7 +131,7 @@ impl Store {
             &format!(
                 "SELECT r.mod_revision, r.version, r.deleted, r.creation_timestamp, \
                  r.deletion_timestamp IS NOT NULL AND coalesce(r.finalizers, '[]') = '[]', {} \
-                 FROM revisions r WHERE r.key_id = $1 ORDER BY r.mod_revision",
+                 FROM revisions r WHERE r.key_id = $1 AND r.deleted_after IS NULL ORDER BY r.mod_revision",
                 super::clock::interval_columns("$2", "r.mod_revision")
             ),
             &[&key, &cluster],

@@ -59,7 +59,9 @@ impl Store {
                 "SELECT c.etcd_cluster_id, c.id AS cluster_row, r.mod_revision, r.create_revision, r.version, r.deleted, \
                  r.lease, r.value_size, r.value_sha256, r.value_hash, r.encoding, r.encryption, r.api_version, r.kind, \
                  r.namespace, r.name, r.uid, r.generation, r.decode_error, r.run_id, r.semantic_sha256, r.change_class, \
-                 r.change_cause, r.changed_paths, r.changed_by, {WRITTEN_BY_COLUMNS}, \
+                 r.change_cause, r.changed_paths, r.changed_by, {WRITTEN_BY_COLUMNS}, r.deleted_after, \
+                 (SELECT max(s.id) FROM runs s WHERE s.cluster_id = c.id AND s.status = 'complete' \
+                  AND s.head_revision = r.deleted_after) AS last_seen_run, \
                  (SELECT e.earliest FROM clock_envelope e WHERE e.cluster_id = c.id AND e.revision <= r.mod_revision \
                   ORDER BY e.revision DESC LIMIT 1) AS earliest, \
                  (SELECT e.latest FROM clock_envelope e WHERE e.cluster_id = c.id AND e.revision >= r.mod_revision \
@@ -132,6 +134,8 @@ impl Store {
                     .json_column(r.try_get("changed_by").map_err(err)?, "revisions.changed_by")?,
                 written_by_apiserver: crate::store::history::apiserver_writer(key),
                 written_by,
+                deleted_after: r.try_get("deleted_after").map_err(err)?,
+                last_seen_run: r.try_get("last_seen_run").map_err(err)?,
                 diff: None,
             });
         }

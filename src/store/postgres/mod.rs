@@ -24,6 +24,7 @@ mod stats;
 mod tables;
 mod usage;
 mod values;
+mod vanished;
 
 use super::StoreError;
 use postgres::types::ToSql;
@@ -41,6 +42,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0002_revisions_by_cluster.sql"),
     include_str!("../../../migrations/postgres/0003_keys_by_object_after_resource.sql"),
     include_str!("../../../migrations/postgres/0004_wal.sql"),
+    include_str!("../../../migrations/postgres/0005_inferred_deletes.sql"),
 ];
 
 /// What every session of ours sets once our schema is there: our schema

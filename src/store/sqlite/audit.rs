@@ -130,7 +130,7 @@ impl Store {
             .prepare_cached(
                 "SELECT mod_revision, version, deleted, creation_timestamp, \
                  deletion_timestamp IS NOT NULL AND coalesce(finalizers, '[]') = '[]' \
-                 FROM revisions WHERE key_id = ?1 ORDER BY mod_revision",
+                 FROM revisions WHERE key_id = ?1 AND deleted_after IS NULL ORDER BY mod_revision",
             )
             .map_err(err)?;
         let rows = stmt

@@ -38,7 +38,9 @@ impl Store {
             .prepare(&format!(
                 "SELECT c.etcd_cluster_id, c.id AS cluster_row, r.mod_revision, r.create_revision, r.version, r.deleted, r.lease, r.value_size, \
                  r.value_sha256, r.value_hash, r.encoding, r.encryption, r.api_version, r.kind, r.namespace, r.name, r.uid, r.generation, \
-                 r.decode_error, r.run_id, r.semantic_sha256, r.change_class, r.change_cause, r.changed_paths, r.changed_by, {} \
+                 r.decode_error, r.run_id, r.semantic_sha256, r.change_class, r.change_cause, r.changed_paths, r.changed_by, \
+                 r.deleted_after, (SELECT max(s.id) FROM runs s WHERE s.cluster_id = c.id AND s.status = 'complete' \
+                   AND s.head_revision = r.deleted_after) AS last_seen_run, {} \
                  FROM revisions r JOIN keys k ON k.id = r.key_id JOIN clusters c ON c.id = k.cluster_id \
                  LEFT JOIN revision_writers w ON w.key_id = r.key_id AND w.mod_revision = r.mod_revision \
                  LEFT JOIN audit_requests a ON a.id = w.request_id \
@@ -82,6 +84,8 @@ impl Store {
                         changed_by: json_column(r, "changed_by")?.unwrap_or_default(),
                         written_by_apiserver: crate::store::history::apiserver_writer(key),
                         written_by,
+                        deleted_after: r.get("deleted_after")?,
+                        last_seen_run: r.get("last_seen_run")?,
                         diff: None,
                     },
                 ))

@@ -10,6 +10,7 @@ use crate::source::LiveKey;
 use crate::store::cluster::ClusterName;
 use crate::store::hash_key::{HashKeyOptions, KeyNotice};
 use crate::store::recorder::{RunFact, RunRecorder};
+use crate::store::vanished::{InferredDelete, RunHead, StoredKey};
 use crate::store::{
     ClassifyStats, FindingsWriter, Previous, Pruned, RevisionWriter, RunId, RunStatus, Shortfall, StoreError,
 };
@@ -93,6 +94,30 @@ impl RunRecorder for Store {
 
     fn live_keys(&self, cluster: i64, prefix: &[u8], head: i64) -> Result<i64, StoreError> {
         Store::live_keys(self, cluster, prefix, head)
+    }
+
+    fn stored_keys(
+        &self,
+        cluster: i64,
+        prefix: &[u8],
+        head: i64,
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<StoredKey>, StoreError> {
+        Store::stored_keys(self, cluster, prefix, head, after, limit)
+    }
+
+    fn run_heads(&self, cluster: i64, run: RunId) -> Result<Vec<RunHead>, StoreError> {
+        Store::run_heads(self, cluster, run)
+    }
+
+    fn store_inferred_deletes(
+        &self,
+        cluster: i64,
+        run: RunId,
+        deletes: &[InferredDelete],
+    ) -> Result<(), StoreError> {
+        Store::store_inferred_deletes(self, cluster, run, deletes)
     }
 
     fn classify_pending(&self, cluster: Option<i64>) -> Result<ClassifyStats, StoreError> {

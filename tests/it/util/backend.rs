@@ -117,6 +117,7 @@ pub fn undo_revision_clusters(db: &Path) {
             .batch_execute(
                 "ALTER TABLE etcd_inspector.revisions DROP COLUMN cluster_id; \
                  ALTER TABLE etcd_inspector.runs DROP COLUMN wal; \
+                 ALTER TABLE etcd_inspector.revisions DROP COLUMN deleted_after; \
                  DELETE FROM etcd_inspector.schema_version WHERE version > 1",
             )
             .unwrap();
@@ -125,7 +126,8 @@ pub fn undo_revision_clusters(db: &Path) {
     rusqlite::Connection::open(db)
         .unwrap()
         .execute_batch(
-            "ALTER TABLE revisions DROP COLUMN cluster_id; ALTER TABLE runs DROP COLUMN wal; PRAGMA user_version = 21",
+            "ALTER TABLE revisions DROP COLUMN cluster_id; ALTER TABLE runs DROP COLUMN wal; \
+             ALTER TABLE revisions DROP COLUMN deleted_after; PRAGMA user_version = 21",
         )
         .unwrap();
 }
