@@ -19,6 +19,7 @@ pub mod error_line;
 pub mod hex;
 pub mod ingest;
 pub mod json_sink;
+pub mod jsonpath;
 pub mod lifecycle;
 pub mod moment;
 pub mod report;
