@@ -247,7 +247,11 @@ pub struct DiffArgs {
     /// Compare at this revision instead of RUN_B's head.
     #[arg(long, value_name = "REV")]
     pub rev_b: Option<i64>,
-    #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
+    /// How the result is printed: table, wide, json, yaml, name (each
+    /// differing object as `kubectl get -o name` names it,
+    /// `deployment.apps/web`), or jsonpath=TEMPLATE (kubectl's template,
+    /// applied to the JSON document `-o json` prints: `{.objects[*].key}`).
+    #[arg(short, long, value_name = "FORMAT", default_value = "table", value_parser = list_format)]
     pub output: ListFormat,
     #[command(flatten)]
     pub cluster: ClusterArgs,
@@ -377,13 +381,22 @@ pub struct StatsArgs {
     /// Rows of the largest, busiest and managers lists.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(i64).range(1..))]
     pub top: i64,
-    #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
+    /// How the figures are printed: table, wide, json, yaml, or
+    /// jsonpath=TEMPLATE (kubectl's template, applied to the JSON document
+    /// `-o json` prints: `{.resources[*].resource}`). Not name: the
+    /// figures name no objects.
+    #[arg(short, long, value_name = "FORMAT", default_value = "table", value_parser = list_format)]
     pub output: ListFormat,
 }
 
 #[derive(clap::Args, Debug)]
 pub struct FindingsArgs {
-    #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
+    /// How the findings are printed: table, wide, json, yaml, name (the
+    /// objects of each finding as `kubectl get -o name` names them,
+    /// `deployment.apps/web`, one a line), or jsonpath=TEMPLATE (kubectl's
+    /// template, applied to the JSON array `-o json` prints: `{[*].summary}`,
+    /// `{range [*]}{.detector}{"\n"}{end}`).
+    #[arg(short, long, value_name = "FORMAT", default_value = "table", value_parser = list_format)]
     pub output: ListFormat,
     /// Print the table without its header line.
     #[arg(long)]
@@ -602,13 +615,46 @@ pub struct CopyArgs {
 }
 
 /// Aligned columns for people (`table`: the columns a person needs;
-/// `wide`: every column), JSON or YAML for programs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+/// `wide`: every column), JSON or YAML for programs, or as kubectl's `-o`
+/// takes it: `name`, one name a line, and `jsonpath=TEMPLATE`, the
+/// template applied to the JSON document `json` prints.
+#[derive(Clone, Debug, PartialEq)]
 pub enum ListFormat {
     Table,
     Wide,
     Json,
     Yaml,
+    Name,
+    JsonPath(crate::jsonpath::Template),
+}
+
+/// `-o` of a listing command: `table`, `wide`, `json`, `yaml`, `name`, or
+/// `jsonpath=TEMPLATE` (the template also in quotes, `jsonpath='{...}'`, as
+/// kubectl takes it when a shell left them).
+fn list_format(text: &str) -> Result<ListFormat, String> {
+    Ok(match text {
+        "table" => ListFormat::Table,
+        "wide" => ListFormat::Wide,
+        "json" => ListFormat::Json,
+        "yaml" => ListFormat::Yaml,
+        "name" => ListFormat::Name,
+        _ => {
+            let Some(template) = text.strip_prefix("jsonpath=") else {
+                return Err(format!(
+                    "{text:?} is not a format: give table, wide, json, yaml, name or jsonpath=TEMPLATE"
+                ));
+            };
+            let unquoted = ['\'', '"']
+                .iter()
+                .find_map(|q| template.strip_prefix(*q).and_then(|t| t.strip_suffix(*q)));
+            let template = unquoted.unwrap_or(template);
+            ListFormat::JsonPath(
+                template
+                    .parse()
+                    .map_err(|fault| format!("jsonpath template {template:?}: {fault}"))?,
+            )
+        }
+    })
 }
 
 /// The audit logs a command reads.
@@ -640,13 +686,19 @@ pub struct AttributeArgs {
     pub no_analyze: bool,
     #[command(flatten)]
     pub detectors: DetectorArgs,
-    #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
+    /// How the counts are printed: table, wide, json, yaml, or
+    /// jsonpath=TEMPLATE (kubectl's template, applied to the JSON document
+    /// `-o json` prints). Not name: the counts name no objects.
+    #[arg(short, long, value_name = "FORMAT", default_value = "table", value_parser = list_format)]
     pub output: ListFormat,
 }
 
 #[derive(clap::Args, Debug)]
 pub struct RunsArgs {
-    #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
+    /// How the runs are printed: table, wide, json, yaml, name (`run/12`,
+    /// one a line), or jsonpath=TEMPLATE (kubectl's template, applied to the
+    /// JSON array `-o json` prints: `{[*].id}`, `{range [*]}{.id}{"\t"}{.status}{"\n"}{end}`).
+    #[arg(short, long, value_name = "FORMAT", default_value = "table", value_parser = list_format)]
     pub output: ListFormat,
     /// Print the table without its header line.
     #[arg(long)]
@@ -659,7 +711,11 @@ pub struct RunsArgs {
 pub struct HistoryArgs {
     #[command(flatten)]
     pub target: TargetArgs,
-    #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
+    /// How the revisions are printed: table, wide, json, yaml, name (the
+    /// object as `kubectl get -o name` names it, `deployment.apps/web`, once
+    /// a revision), or jsonpath=TEMPLATE (kubectl's template, applied to
+    /// the JSON array `-o json` prints: `{[*].mod_revision}`).
+    #[arg(short, long, value_name = "FORMAT", default_value = "table", value_parser = list_format)]
     pub output: ListFormat,
     /// Print the table without its header line.
     #[arg(long)]

@@ -12,6 +12,7 @@ use anyhow::Result;
 use std::path::Path;
 
 pub fn run(db: &Path, args: &AttributeArgs) -> Result<Status> {
+    super::output::no_names(&args.output, "attribute")?;
     if args.audit.audit_log.is_empty() {
         return Err(UsageError(
             "attribute needs at least one --audit-log PATH (a file, a folder of rotated logs, or - for standard input)"
@@ -27,11 +28,9 @@ pub fn run(db: &Path, args: &AttributeArgs) -> Result<Status> {
     if let Some(analysis) = &found.analysis {
         tracing::info!("{}", terminal(&analysis_summary(analysis)));
     }
-    match args.output {
-        ListFormat::Json | ListFormat::Yaml => {
-            super::output::print_document(&found, matches!(args.output, ListFormat::Yaml))?
-        }
+    match &args.output {
         ListFormat::Table | ListFormat::Wide => print_summary(&found)?,
+        format => super::output::print_document_as(&found, format)?,
     }
     Ok(0)
 }

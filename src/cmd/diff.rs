@@ -90,17 +90,33 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     // Objects are written as they are compared; the counts, known at the
     // end, come last.
-    match args.output {
-        ListFormat::Json => {
-            writeln!(out, "{{\n  \"cluster\": {},", serde_json::to_string(&cluster)?)?;
-            write!(out, "  \"objects\": ")?;
-            let mut objects = JsonArray::open(&mut out, "  ")?;
+    match &args.output {
+        ListFormat::Json | ListFormat::JsonPath(_) => {
+            // A template needs the whole document: the JSON is written to
+            // memory and read back, so it is the document `-o json` prints.
+            let mut document = Vec::new();
+            let json: &mut dyn Write = match &args.output {
+                ListFormat::JsonPath(_) => &mut document,
+                _ => &mut out,
+            };
+            writeln!(json, "{{\n  \"cluster\": {},", serde_json::to_string(&cluster)?)?;
+            write!(json, "  \"objects\": ")?;
+            let mut objects = JsonArray::open(json, "  ")?;
             let summary = compare(a, b, &filter, &mut value_at, &mut |o| Ok(objects.push(&o)?))?;
             objects.close()?;
             let tail = serde_json::json!({"revision_a": rev_a, "revision_b": rev_b, "summary": summary});
             let tail = serde_json::to_string_pretty(&tail)?;
             // The rest of the document: its fields after `objects`.
-            writeln!(out, ",\n{}", tail.trim_start_matches("{\n"))?;
+            writeln!(json, ",\n{}", tail.trim_start_matches("{\n"))?;
+            if let ListFormat::JsonPath(template) = &args.output {
+                template.write(&serde_json::from_slice(&document)?, &mut out)?;
+            }
+        }
+        ListFormat::Name => {
+            let names = super::common::object::names_for(&store, &args.output)?;
+            compare(a, b, &filter, &mut value_at, &mut |o| {
+                Ok(writeln!(out, "{}", terminal(&names.printed_name(&o.key)))?)
+            })?;
         }
         ListFormat::Yaml => {
             // Written an object at a time, as the JSON is: every object of

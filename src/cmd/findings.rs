@@ -16,8 +16,9 @@ pub fn run(db: &Path, args: &FindingsArgs) -> Result<Status> {
         detector: args.detector.clone(),
         severity: args.severity,
     };
+    let names = super::common::object::names_for(&store, &args.output)?;
     let layout = Layout {
-        format: args.output,
+        format: &args.output,
         headers: !args.no_headers,
         clusters: super::common::clusters_listed(&*store, &args.cluster)?,
     };
@@ -40,6 +41,7 @@ pub fn run(db: &Path, args: &FindingsArgs) -> Result<Status> {
                 lines(&f.keys),
             ]
         },
+        |f| f.keys.iter().map(|k| names.printed_name(k)).collect(),
     )?;
     Ok(0)
 }

@@ -52,8 +52,9 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
             bail!("no stored revision of {key} changed {field}");
         }
     }
+    let name = super::common::object::names_for(&store, &args.output)?.printed_name(&key);
     let layout = Layout {
-        format: args.output,
+        format: &args.output,
         headers: !args.no_headers,
         clusters: super::common::clusters_listed(&*store, &args.cluster)?,
     };
@@ -106,6 +107,7 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
                 or_dash(r.decode_error.as_deref()),
             ]
         },
+        |_| vec![name.clone()],
     )?;
     if args.diff && matches!(args.output, ListFormat::Table | ListFormat::Wide) {
         let mut out = std::io::stdout().lock();

@@ -1,5 +1,6 @@
 //! Output formats for lists, chosen in one place.
 
+use super::UsageError;
 use crate::cli::ListFormat;
 use crate::report::escape::terminal;
 use crate::report::json_array::JsonArray;
@@ -30,16 +31,16 @@ pub struct Column(pub &'static str, pub Shown);
 /// How a list is printed: its format, whether a table has its header line,
 /// and how many clusters the list can span.
 #[derive(Clone, Copy, Debug)]
-pub struct Layout {
-    pub format: ListFormat,
+pub struct Layout<'a> {
+    pub format: &'a ListFormat,
     pub headers: bool,
     pub clusters: usize,
 }
 
-impl Layout {
+impl Layout<'_> {
     /// Which of `columns` the table shows.
     fn shows(&self, columns: &[Column]) -> Vec<bool> {
-        let wide = self.format == ListFormat::Wide;
+        let wide = *self.format == ListFormat::Wide;
         columns
             .iter()
             .map(|Column(_, shown)| match shown {
@@ -54,29 +55,36 @@ impl Layout {
 /// Prints `items` as a JSON array, or as a table of `columns` with one row
 /// per item from `row` (a cell for every column). A cell's lines (see
 /// [`lines`]) are joined with commas; control characters are escaped.
+/// `-o name` prints the names `name` gives each item, one a line.
 pub fn print_list<T: Serialize>(
     items: &[T],
     layout: &Layout,
     columns: &[Column],
     row: impl Fn(&T) -> Vec<String>,
+    name: impl Fn(&T) -> Vec<String>,
 ) -> Result<()> {
     print_stream(
         items.iter().map(Ok::<_, std::convert::Infallible>),
         layout,
         columns,
         |t| row(t),
+        |t| name(t),
     )
 }
 
 /// [`print_list`] for items as they are read: the JSON array is written an
 /// item at a time (the same text `serde_json` writes for the whole list),
-/// the YAML sequence an entry at a time, and a table every [`TABLE_ROWS`]
-/// rows, so memory does not grow with the list. An item that fails to read ends the output with its error.
+/// the YAML sequence an entry at a time, names a line at a time, and a
+/// table every [`TABLE_ROWS`] rows, so memory does not grow with the list.
+/// A JSONPath template needs the whole array: it is built in memory (as
+/// `serde_json::Value`s), and only then applied. An item that fails to read
+/// ends the output with its error.
 pub fn print_stream<T: Serialize, E: Into<anyhow::Error>>(
     items: impl Iterator<Item = std::result::Result<T, E>>,
     layout: &Layout,
     columns: &[Column],
     row: impl Fn(&T) -> Vec<String>,
+    name: impl Fn(&T) -> Vec<String>,
 ) -> Result<()> {
     match layout.format {
         ListFormat::Json => {
@@ -87,6 +95,24 @@ pub fn print_stream<T: Serialize, E: Into<anyhow::Error>>(
             }
             array.close()?;
             writeln!(out)?;
+            out.flush()?;
+        }
+        ListFormat::JsonPath(template) => {
+            let mut array = Vec::new();
+            for item in items {
+                array.push(serde_json::to_value(item.map_err(Into::into)?)?);
+            }
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            template.write(&serde_json::Value::Array(array), &mut out)?;
+            out.flush()?;
+        }
+        ListFormat::Name => {
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            for item in items {
+                for line in name(&item.map_err(Into::into)?) {
+                    writeln!(out, "{}", terminal(&line))?;
+                }
+            }
             out.flush()?;
         }
         ListFormat::Yaml => {
@@ -158,6 +184,32 @@ pub fn print_document<T: Serialize + ?Sized>(value: &T, yaml: bool) -> Result<()
     }
     out.flush()?;
     Ok(())
+}
+
+/// A listing command's one document in `format`: [`print_document`], or a
+/// JSONPath template applied to the JSON (tables and names are the
+/// caller's: see [`no_names`]).
+pub fn print_document_as<T: Serialize + ?Sized>(value: &T, format: &ListFormat) -> Result<()> {
+    match format {
+        ListFormat::JsonPath(template) => {
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            template.write(&serde_json::to_value(value)?, &mut out)?;
+            out.flush()?;
+            Ok(())
+        }
+        _ => print_document(value, *format == ListFormat::Yaml),
+    }
+}
+
+/// `-o name` for `command`, whose output is one document that lists
+/// nothing with a name: a usage error, before anything runs.
+pub fn no_names(format: &ListFormat, command: &str) -> Result<(), UsageError> {
+    match format {
+        ListFormat::Name => Err(UsageError(format!(
+            "{command} prints no list of named items: -o name is not one of its formats (use -o json, yaml or jsonpath=TEMPLATE)"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Prints a table with `header` and `rows`, as [`print_list`] does.

@@ -15,7 +15,7 @@ pub fn run(db: &Path, args: &RunsArgs) -> Result<Status> {
         runs.retain(|r| r.cluster_id.as_deref() == Some(c.etcd_cluster_id.as_str()));
     }
     let layout = Layout {
-        format: args.output,
+        format: &args.output,
         headers: !args.no_headers,
         clusters: super::common::clusters_listed(&*store, &args.cluster)?,
     };
@@ -68,6 +68,7 @@ pub fn run(db: &Path, args: &RunsArgs) -> Result<Status> {
                 or_dash(r.error.as_deref()),
             ]
         },
+        |r| vec![format!("run/{}", r.id.0)],
     )?;
     Ok(0)
 }

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 pub fn run(db: &Path, args: &StatsArgs) -> Result<Status> {
+    super::output::no_names(&args.output, "stats")?;
     let store = Store::open_for_reading(db)?;
     let (from_revision, to_revision, cluster) = match args.run {
         Some(run) => match store.run_head(run)? {
@@ -32,11 +33,9 @@ pub fn run(db: &Path, args: &StatsArgs) -> Result<Status> {
         objects: super::common::object::object_filter(&store, &args.objects, cluster)?,
     };
     let usage = store.usage(&scope, args.top)?;
-    match args.output {
-        ListFormat::Json | ListFormat::Yaml => {
-            super::output::print_document(&usage, matches!(args.output, ListFormat::Yaml))?
-        }
+    match &args.output {
         ListFormat::Table | ListFormat::Wide => tables(&usage)?,
+        format => super::output::print_document_as(&usage, format)?,
     }
     Ok(0)
 }

@@ -5,7 +5,7 @@
 //! (the schema's kinds; short names from `discovery.tsv`, kube-apiserver's
 //! own discovery facts) and the custom resources of stored CRDs.
 
-use super::key::{builtin_group, qualified, COMPACT_REV_KEY};
+use super::key::{builtin_group, parse_key, qualified, COMPACT_REV_KEY, DEFAULT_PREFIX};
 use super::schema::{schema, Scope};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -278,6 +278,26 @@ impl Catalog {
         })
     }
 
+    /// The name `kubectl get -o name` prints for the object stored under
+    /// `key`: its kind lower-cased with its group (`deployment.apps/web`,
+    /// `pod/web`), or its resource when no type here has it; the key itself
+    /// when it names no object (not under the default prefix, or one of
+    /// kube-apiserver's own keys).
+    pub fn printed_name(&self, key: &str) -> String {
+        let Ok(parsed) = parse_key(key, DEFAULT_PREFIX) else {
+            return key.to_string();
+        };
+        let Some(name) = parsed.name.filter(|_| parsed.special.is_none()) else {
+            return key.to_string();
+        };
+        let kind = self
+            .types
+            .iter()
+            .find(|t| t.group == parsed.group && t.resource == parsed.resource)
+            .map_or(parsed.resource, |t| t.kind.to_lowercase());
+        format!("{}/{name}", qualified(&kind, &parsed.group))
+    }
+
     /// Types with a name close to `word`: sharing its start, or at most two
     /// edits away.
     fn similar(&self, word: &str) -> Vec<String> {
@@ -462,5 +482,29 @@ mod tests {
         assert_eq!(o.namespace.as_deref(), Some("default"));
         let n = c.object("no", "node-1", Some("shop")).unwrap();
         assert_eq!(n.namespace, None, "a cluster-scoped object ignores -n");
+    }
+
+    #[test]
+    fn printed_names_are_kubectl_get_o_name() {
+        let mut c = Catalog::built_in();
+        assert_eq!(
+            c.printed_name("/registry/deployments/shop/web"),
+            "deployment.apps/web"
+        );
+        assert_eq!(c.printed_name("/registry/pods/shop/web-1"), "pod/web-1");
+        assert_eq!(c.printed_name("/registry/minions/node-1"), "node/node-1");
+        assert_eq!(
+            c.printed_name("/registry/example.com/gizmos/shop/g1"),
+            "gizmos.example.com/g1"
+        );
+        c.add_crd(&json!({"spec": {
+            "group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo"}
+        }}));
+        assert_eq!(
+            c.printed_name("/registry/example.com/gizmos/shop/g1"),
+            "gizmo.example.com/g1"
+        );
+        assert_eq!(c.printed_name("/elsewhere/pods/a/b"), "/elsewhere/pods/a/b");
     }
 }

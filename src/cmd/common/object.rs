@@ -4,7 +4,7 @@
 
 use super::revision_before;
 use crate::canon::manifest::{object_of, redacted_object, RowColumns};
-use crate::cli::{ObjectArgs, TargetArgs, WhenArgs};
+use crate::cli::{ListFormat, ObjectArgs, TargetArgs, WhenArgs};
 use crate::decode::names::{parse_object, Catalog, NameError, ObjectRef, ObjectSpec, CRDS};
 use crate::hex::unhex;
 use crate::store::{HistoryRow, ObjectFilter, Store};
@@ -36,6 +36,15 @@ fn with_crds(store: &Store) -> Result<Catalog> {
         }
     }
     Ok(catalog)
+}
+
+/// The types `-o name` names objects by: with the stored CRDs' for that
+/// format, the built-in ones alone for any other (which prints no names).
+pub fn names_for(store: &Store, format: &ListFormat) -> Result<Catalog> {
+    match format {
+        ListFormat::Name => with_crds(store),
+        _ => Ok(Catalog::built_in()),
+    }
 }
 
 /// The stored key `object` (`deploy/web`, `deploy` with `name`, or an etcd
