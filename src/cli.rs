@@ -43,6 +43,12 @@ pub struct Cli {
         default_value_t = LogFormat::Text
     )]
     pub log_format: LogFormat,
+    /// Print times in tables and report text in the local time zone, with
+    /// its offset (`2026-11-29T10:00:01+01:00`, which --since, --until and
+    /// --at take back), instead of UTC; `TZ` names the zone as usual. JSON
+    /// and YAML stay in UTC.
+    #[arg(long, global = true, env = "ETCD_INSPECTOR_LOCAL")]
+    pub local: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -191,8 +197,8 @@ pub struct WhenArgs {
     /// As stored at revision N: its newest stored revision at or before N.
     #[arg(long, value_name = "N")]
     pub rev: Option<i64>,
-    /// As stored at TIME (RFC 3339, `2026-12-05 00:22:52` in UTC as the
-    /// tables print it, or ago: `2h`; or `rev:N`): its newest revision the
+    /// As stored at TIME (RFC 3339 as the tables print it, in UTC or with
+    /// an offset; `2026-12-05 00:22:52` in UTC; or ago: `2h`; or `rev:N`): its newest revision the
     /// cluster's clock says was certainly written before then (without a
     /// clock: by the head of the last complete run started by then).
     #[arg(long, value_name = "TIME")]
@@ -294,8 +300,8 @@ pub struct ObjectArgs {
 /// Which revisions `report` and `stats` cover.
 #[derive(clap::Args, Debug)]
 pub struct RangeArgs {
-    /// Start: `rev:N`, or a time (RFC 3339, `2026-12-05 00:22:52` in UTC
-    /// as the tables print it, or ago: `2h`): the first revision the
+    /// Start: `rev:N`, or a time (RFC 3339 as the tables print it, in UTC
+    /// or with an offset; `2026-12-05 00:22:52` in UTC; or ago: `2h`): the first revision the
     /// cluster's clock says may have been written then (without a clock,
     /// after the head of the last complete run started by then).
     #[arg(long, value_name = "TIME|rev:N")]

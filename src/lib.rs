@@ -17,6 +17,7 @@ pub mod decrypt;
 pub mod duration;
 pub mod error_line;
 pub mod hex;
+pub mod human_time;
 pub mod ingest;
 pub mod json_sink;
 pub mod jsonpath;

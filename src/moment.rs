@@ -1,6 +1,7 @@
 //! A point in history as people give one on the command line: `rev:N`, an
 //! RFC 3339 time, a time as the tables print it (`~2026-12-05T00:22:52Z ±
-//! 1 s`; `2026-12-05 00:22:52` is UTC too), or a duration ago (`2h`, `30m`,
+//! 1 s`, or with `--local` `~2026-12-05T01:22:52+01:00 ± 1 s`;
+//! `2026-12-05 00:22:52` is UTC), or a duration ago (`2h`, `30m`,
 //! `1d`, as `--stuck-after` takes). Parsed when the arguments are, so a bad
 //! one is a usage error before anything runs.
 
@@ -68,6 +69,9 @@ mod tests {
         assert_eq!(at("2026-12-05T12:00"), noon);
         assert_eq!(at("~2026-12-05 12:00:00 ± 1 s"), noon);
         assert_eq!(at("~2026-12-05T12:00:00Z ± 1 s"), noon);
+        // As `--local` prints them.
+        assert_eq!(at("~2026-12-05T13:00:00+01:00 ± 1 s"), noon);
+        assert_eq!(at("2026-12-05T07:00:00.000000-05:00"), noon);
         assert_eq!(at("2h"), Some("2026-12-05T10:00:00Z".into()));
         assert_eq!(at("1d"), Some("2026-12-04T12:00:00Z".into()));
         assert_eq!(at("garbage"), None);

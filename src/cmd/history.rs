@@ -116,7 +116,11 @@ pub fn run(db: &Path, args: &HistoryArgs) -> Result<Status> {
                 continue;
             };
             let by = match (&r.written_by, &r.written_at) {
-                (Some(w), Some(at)) => format!(", {} at {}", text(&w.to_string()), text(at)),
+                (Some(w), Some(at)) => format!(
+                    ", {} at {}",
+                    text(&w.to_string()),
+                    text(&crate::human_time::stored(at))
+                ),
                 _ => String::new(),
             };
             writeln!(

@@ -69,8 +69,13 @@ pub struct UsageError(pub String);
 /// per-command status (errors are returned as `Err` and exit with 1).
 pub type Status = u8;
 
-/// Runs the command `cli` names.
+/// Runs the command `cli` names. Called before any thread starts: it
+/// chooses the zone times are shown in (`--local`).
 pub fn dispatch(cli: &Cli) -> anyhow::Result<Status> {
+    if cli.local {
+        crate::human_time::use_local_zone()
+            .map_err(|e| anyhow::anyhow!("--local: the local time zone is unknown: {e}"))?;
+    }
     match &cli.command {
         Command::Decode(args) => decode::run(args),
         Command::Get(args) => get::run(args),

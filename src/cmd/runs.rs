@@ -4,6 +4,7 @@ use super::common::chosen_cluster;
 use super::output::{or_dash, print_list, text, Column, Layout, Shown};
 use super::Status;
 use crate::cli::RunsArgs;
+use crate::human_time::stored;
 use crate::store::{RunInfo, ServedBy, Store};
 use anyhow::Result;
 use std::path::Path;
@@ -50,7 +51,7 @@ pub fn run(db: &Path, args: &RunsArgs) -> Result<Status> {
                     (_, true) => format!("{} (salvaged, no damage)", r.status.as_str()),
                     _ => r.status.as_str().to_string(),
                 },
-                text(&r.started_at),
+                text(&stored(&r.started_at)),
                 text(&r.source),
                 read(r),
                 or_dash(r.etcd_version.as_deref()),
@@ -91,8 +92,8 @@ fn members(served: &[ServedBy]) -> String {
     for by in served {
         match (&by.moved_because, text.is_empty()) {
             (_, true) => text = by.to_string(),
-            (Some(why), false) => text += &format!("; at {} moved to {by}: {why}", by.at),
-            (None, false) => text += &format!("; at {} reconnected to {by}", by.at),
+            (Some(why), false) => text += &format!("; at {} moved to {by}: {why}", stored(&by.at)),
+            (None, false) => text += &format!("; at {} reconnected to {by}", stored(&by.at)),
         }
     }
     match text.is_empty() {

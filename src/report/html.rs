@@ -249,7 +249,7 @@ pub fn render(r: &ReportData) -> String {
     let subtitle = format!(
         "{cluster}{} · generated {}</p><p class=\"verdict\">{}",
         html(&r.database),
-        html(&r.generated_at),
+        html(&crate::human_time::stored(&r.generated_at)),
         html(&r.summary.verdict())
     );
     page("etcd-inspector report", &subtitle, &report_parts(r))
@@ -289,7 +289,7 @@ pub fn render_fleet(r: &super::fleet::FleetReport) -> String {
         "{} clusters · {} · generated {}",
         fleet.clusters.len(),
         html(&r.database),
-        html(&r.generated_at)
+        html(&crate::human_time::stored(&r.generated_at))
     );
     page("etcd-inspector fleet report", &subtitle, &table)
 }

@@ -4,6 +4,7 @@
 use super::escape::{markdown_code, markdown_code_cell, markdown_text as text};
 use super::{short, ReportData};
 use crate::canon::path::MANAGED_FIELDS;
+use crate::human_time::stored;
 use std::fmt::Write;
 
 /// A field's value for a table cell: inline code, `(absent)` when the field
@@ -29,7 +30,7 @@ fn body(s: &mut String, r: &ReportData, h: &str) {
         s,
         "Database {}, generated {}.",
         markdown_code(&r.database),
-        text(&r.generated_at)
+        text(&stored(&r.generated_at))
     )
     .unwrap();
     if r.from_revision.is_some() || r.to_revision.is_some() {
@@ -54,7 +55,7 @@ fn body(s: &mut String, r: &ReportData, h: &str) {
             run.id.0,
             run.status.as_str(),
             markdown_code_cell(&run.source),
-            text(&run.started_at),
+            text(&stored(&run.started_at)),
             run.head_revision.map_or("-".into(), |v| v.to_string()),
             run.compact_revision.map_or("-".into(), |v| v.to_string()),
             run.history_from.map_or("-".into(), |v| v.to_string()),
@@ -232,7 +233,7 @@ pub fn render_fleet(r: &super::fleet::FleetReport) -> String {
         s,
         "Database {}, generated {}: {} clusters.\n",
         markdown_code(&r.database),
-        text(&r.generated_at),
+        text(&stored(&r.generated_at)),
         fleet.clusters.len()
     )
     .unwrap();

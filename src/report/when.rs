@@ -2,6 +2,7 @@
 //! exact time an audit log gave, or the clock's interval as its middle and
 //! half its width.
 
+use crate::human_time::{seconds, stored};
 use crate::store::HistoryRow;
 use jiff::{SignedDuration, Timestamp};
 
@@ -9,6 +10,7 @@ use jiff::{SignedDuration, Timestamp};
 /// mislead more than it tells.
 const WIDEST: SignedDuration = SignedDuration::from_secs(3600);
 
+/// In UTC, or the local zone with `--local` (see [`crate::human_time`]):
 /// `2026-11-29T09:02:11.345678Z` (as the audit event wrote it) when exact,
 /// `~2026-11-29T09:02:11Z ± 1 s` from the clock (its middle and half its
 /// width, up to an hour), `unknown (between … and …)` when wider, `after …`
@@ -16,10 +18,9 @@ const WIDEST: SignedDuration = SignedDuration::from_secs(3600);
 /// form but the last is a time `--since`, `--until` and `--at` take.
 pub fn when(row: &HistoryRow) -> String {
     if let Some(at) = &row.written_at {
-        return at.clone();
+        return stored(at);
     }
     let parse = |t: &Option<String>| t.as_deref().and_then(|t| t.parse::<Timestamp>().ok());
-    let seconds = |t: Timestamp| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
     match (parse(&row.written_between[0]), parse(&row.written_between[1])) {
         (Some(from), Some(to)) if from <= to && to.duration_since(from) <= WIDEST => {
             let half = to.duration_since(from) / 2;

@@ -76,3 +76,76 @@ fn listings_print_names_and_jsonpath_templates() {
     assert!(err.contains("stats") && err.contains("-o name"), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
+
+/// Runs `etcd-inspector --db DB ARGS...` with `env` set.
+fn with_env(db: &std::path::Path, env: &[(&str, &str)], args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_etcd-inspector"))
+        .env("XDG_CONFIG_HOME", config_home())
+        .envs(env.iter().copied())
+        .args(["--db", db.to_str().unwrap()])
+        .args(args)
+        .output()
+        .expect("etcd-inspector runs");
+    String::from_utf8(ok(out).stdout).unwrap()
+}
+
+#[test]
+fn local_times_carry_their_offset_and_are_taken_back() {
+    let etcd = TestEtcd::start();
+    let key = "/registry/configmaps/shop/web";
+    etcd.put(key, &config_map("shop", "web", "u1", &[("k", "v1")]));
+    let (_dir, db) = temp_db();
+    ok(snapshot(&etcd, &db, &[]));
+    // Run 2 starts a whole second after run 1 finished (times are to the
+    // second), so at its start run 1 is the last complete run.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    etcd.put(key, &config_map("shop", "web", "u1", &[("k", "v2")]));
+    ok(snapshot(&etcd, &db, &[]));
+    // A POSIX rule needs no time zone database: UTC+05:30 all year.
+    let tz = [("TZ", "IST-5:30")];
+
+    let utc: Vec<String> = runs(&db)
+        .iter()
+        .map(|r| r["started_at"].as_str().unwrap().to_string())
+        .collect();
+    let table = with_env(&db, &tz, &["--local", "runs", "--no-headers"]);
+    let local: Vec<&str> = table
+        .lines()
+        .map(|l| l.split_whitespace().nth(2).unwrap())
+        .collect();
+    assert_eq!(local.len(), 2, "{table}");
+    for (local, utc) in local.iter().zip(&utc) {
+        assert!(local.ends_with("+05:30"), "{table}");
+        let same = |t: &str| t.parse::<jiff::Timestamp>().unwrap();
+        assert_eq!(same(local), same(utc), "the same instant");
+    }
+    // The environment variable is the flag; JSON stays in UTC.
+    let by_env = with_env(
+        &db,
+        &[tz[0], ("ETCD_INSPECTOR_LOCAL", "true")],
+        &["runs", "--no-headers"],
+    );
+    assert_eq!(by_env, table);
+    let json_local = with_env(&db, &tz, &["--local", "runs", "-o", "json"]);
+    assert!(json_local.contains(&format!("\"{}\"", utc[1])), "{json_local}");
+
+    // What the table printed is a time --at and --since take back.
+    let show = |at: &str| with_env(&db, &tz, &["show", "cm/web", "-n", "shop", "--at", at]);
+    assert_eq!(show(local[1]), show(&utc[1]));
+    assert!(
+        show(local[1]).contains("v1"),
+        "run 1 was the last complete by then"
+    );
+    ok(inspector(&db, &["stats", "--since", local[0], "-o", "json"]));
+
+    // A revision's time as the history prints it, taken back too.
+    let history = with_env(
+        &db,
+        &tz,
+        &["--local", "history", "cm/web", "-n", "shop", "--no-headers"],
+    );
+    let written = history.lines().last().unwrap();
+    let at = &written[written.find('~').expect(&history)..];
+    assert!(at.contains("+05:30 ± "), "{history}");
+    ok(inspector(&db, &["show", "cm/web", "-n", "shop", "--at", at]));
+}
