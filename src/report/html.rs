@@ -5,6 +5,9 @@
 
 use super::escape::{html, html_script_json};
 use super::ReportData;
+use crate::human_time::stored;
+use jiff::Timestamp;
+use std::collections::BTreeMap;
 
 const STYLE: &str = r#"
 :root { --bg:#0f1419; --panel:#171d24; --ink:#e6e6e6; --mute:#8b98a5; --line:#2a333d; --accent:#4ea1ff; }
@@ -57,6 +60,10 @@ function short(v) { const s = v === null ? '(absent)' : (typeof v === 'string' ?
 // One report (a fleet report has one per cluster), inside `root`.
 function renderReport(root) {
 const data = JSON.parse(root.querySelector('.report-data').textContent);
+// A UTC time as the page shows it: with --local, in the zone the report was
+// made in (the embedded data stays UTC, as the JSON report is).
+const times = JSON.parse(root.querySelector('.report-times').textContent);
+const at = t => times[t] || t;
 const part = name => root.querySelector('.' + name);
 // Cards.
 const cards = part('cards');
@@ -112,7 +119,7 @@ const writer = r => {
   const w = r.written_by;
   if (!w) return '';
   const agent = w.user_agent ? ` (${w.user_agent.split(' ')[0]})` : '';
-  return ` · ${w.user}${agent} ${w.verb}${w.subresource ? ' ' + w.subresource : ''} at ${r.written_at}${w.match === 'by-order' ? ', by order' : ''}`;
+  return ` · ${w.user}${agent} ${w.verb}${w.subresource ? ' ' + w.subresource : ''} at ${at(r.written_at)}${w.match === 'by-order' ? ', by order' : ''}`;
 };
 
 // Legend and timelines.
@@ -155,7 +162,7 @@ function draw(d) {
   const place = k => byTime ? 20 + (mids[shown[k]] - x0) / span * (w - 40)
     : 20 + (shown.length > 1 ? k / (shown.length - 1) : 0.5) * (w - 40);
   axis.replaceChildren();
-  if (byTime) axis.append(`time axis: ${new Date(x0).toISOString()} to ${new Date(x0 + span).toISOString()} (each mark at the middle of the interval the clock gives)`);
+  if (byTime) axis.append(`time axis: ${at(new Date(x0).toISOString())} to ${at(new Date(x0 + span).toISOString())} (each mark at the middle of the interval the clock gives)`);
   else axis.append(`revisions in order${d.spread ? `: ${shown.length} of ${t.revisions.length} spread out ` : ''}`);
   if (d.spread) { const all = el('a', {href:'#'}, 'show all'); all.addEventListener('click', e => { e.preventDefault(); d.spread = null; draw(d); }); axis.append(all); }
   const s = svg('svg', {width:w, height:h, viewBox:`0 0 ${w} ${h}`, role:'img'});
@@ -199,7 +206,7 @@ window.addEventListener('resize', () => { clearTimeout(resized); resized = setTi
 
 // Runs.
 const runs = part('runs-body');
-for (const r of data.runs) runs.append(el('tr', {}, el('td', {}, r.id), el('td', {}, r.status), el('td', {class:'mono'}, r.source), el('td', {}, r.started_at),
+for (const r of data.runs) runs.append(el('tr', {}, el('td', {}, r.id), el('td', {}, r.status), el('td', {class:'mono'}, r.source), el('td', {}, at(r.started_at)),
   el('td', {}, r.head_revision ?? '-'), el('td', {}, r.history_from ?? '-'), el('td', {}, r.gaps.map(g => g.from_revision + '-' + g.to_revision).join(', ') || 'none')));
 }
 document.querySelectorAll('.report').forEach(renderReport);
@@ -211,6 +218,7 @@ document.body.dataset.overflows = String(document.documentElement.scrollWidth > 
 /// One report's parts, which the script fills from its embedded JSON.
 fn report_parts(r: &ReportData) -> String {
     let json = html_script_json(&serde_json::to_string(r).expect("report data serializes"));
+    let times = html_script_json(&serde_json::to_string(&shown_times(r)).expect("strings serialize"));
     format!(
         r#"<main class="report">
 <section><h2>Summary</h2><div class="cards"></div></section>
@@ -220,9 +228,35 @@ fn report_parts(r: &ReportData) -> String {
 <section><h2>Timelines</h2><div class="legend"></div><div class="timelines"></div></section>
 <section><h2>Runs</h2><table><thead><tr><th>run</th><th>status</th><th>source</th><th>started</th><th>head</th><th>history from</th><th>gaps</th></tr></thead><tbody class="runs-body"></tbody></table></section>
 <script type="application/json" class="report-data">{json}</script>
+<script type="application/json" class="report-times">{times}</script>
 </main>
 "#
     )
+}
+
+/// Each UTC time the script shows and how to show it, where the two differ
+/// (with `--local`): the runs' starts, the audit times of revisions, and
+/// the middle of each revision's clock interval as the time axis writes it
+/// (`Date.toISOString()` of the mean of its ends in milliseconds).
+fn shown_times(r: &ReportData) -> BTreeMap<String, String> {
+    let rows = r.timelines.iter().flat_map(|t| &t.revisions);
+    let millis = |t: &Option<String>| Some(t.as_deref()?.parse::<Timestamp>().ok()?.as_millisecond());
+    let middles = rows.clone().filter_map(|row| {
+        let [from, to] = &row.written_between;
+        let middle = (millis(from)? + millis(to)?).div_euclid(2);
+        let middle = Timestamp::from_millisecond(middle).ok()?;
+        Some(middle.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+    });
+    let exact = rows.filter_map(|row| row.written_at.clone());
+    let started = r.runs.iter().map(|run| run.started_at.clone());
+    started
+        .chain(exact)
+        .chain(middles)
+        .filter_map(|utc| {
+            let shown = stored(&utc);
+            (shown != utc).then_some((utc, shown))
+        })
+        .collect()
 }
 
 /// A page holding `content` under `title`.
@@ -249,7 +283,7 @@ pub fn render(r: &ReportData) -> String {
     let subtitle = format!(
         "{cluster}{} · generated {}</p><p class=\"verdict\">{}",
         html(&r.database),
-        html(&crate::human_time::stored(&r.generated_at)),
+        html(&stored(&r.generated_at)),
         html(&r.summary.verdict())
     );
     page("etcd-inspector report", &subtitle, &report_parts(r))
@@ -289,7 +323,7 @@ pub fn render_fleet(r: &super::fleet::FleetReport) -> String {
         "{} clusters · {} · generated {}",
         fleet.clusters.len(),
         html(&r.database),
-        html(&crate::human_time::stored(&r.generated_at))
+        html(&stored(&r.generated_at))
     );
     page("etcd-inspector fleet report", &subtitle, &table)
 }

@@ -243,7 +243,7 @@ fn html_report_renders_in_a_browser() {
         "--disable-sync",
     ];
     // The page as a browser lays it out in a window `width` pixels wide.
-    let dom_at = |width: u32| {
+    let dom_at = |width: u32, url: &str| {
         let out = std::process::Command::new(&browser)
             .args(flags)
             .arg(format!(
@@ -251,12 +251,12 @@ fn html_report_renders_in_a_browser() {
                 dir.path().join(format!("profile-dom-{width}")).display()
             ))
             .arg(format!("--window-size={width},2000"))
-            .args(["--virtual-time-budget=5000", "--dump-dom", &url])
+            .args(["--virtual-time-budget=5000", "--dump-dom", url])
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
-    let dom = dom_at(1400);
+    let dom = dom_at(1400, &url);
     assert!(
         dom.contains("data-rendered=\"true\""),
         "the page's script ran: {}",
@@ -288,7 +288,7 @@ fn html_report_renders_in_a_browser() {
     // The page fits the window, wide or narrow; at 700 px the timelines
     // are narrower, so more of their marks gather into clusters, each
     // with its count.
-    let narrow = dom_at(700);
+    let narrow = dom_at(700, &url);
     for (width, dom) in [(1400, &dom), (700, &narrow)] {
         assert!(
             dom.contains("data-overflows=\"false\""),
@@ -335,6 +335,33 @@ fn html_report_renders_in_a_browser() {
             "a screenshot of the rendered page at {width} px"
         );
     }
+
+    // With --local the page shows its times in the zone it was made in
+    // (a POSIX rule: UTC+05:30 all year, no time zone database needed).
+    let local = dir.path().join("local.html");
+    let made = std::process::Command::new(env!("CARGO_BIN_EXE_etcd-inspector"))
+        .env("XDG_CONFIG_HOME", config_home())
+        .env("TZ", "IST-5:30")
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "--local",
+            "report",
+            "--format",
+            "html",
+        ])
+        .args(["--output", local.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_exit(&made, 0);
+    let dom = dom_at(1400, &format!("file://{}", local.display()));
+    let axis = &dom[dom.find("time axis: ").expect("a time axis")..];
+    let axis = &axis[..axis.find(" (each mark").unwrap()];
+    assert_eq!(axis.matches("+05:30").count(), 2, "{axis}");
+    let runs = report["runs"].as_array().unwrap().len();
+    assert_eq!(dom.matches("+05:30</td>").count(), runs, "each run's start");
+    let runs_table = &dom[dom.find("class=\"runs-body\"").unwrap()..];
+    assert!(!runs_table.contains("Z</td>"), "{runs_table}");
 }
 
 /// The widths of the timelines' SVGs in a dumped page.
