@@ -1,6 +1,7 @@
 //! A point in history as people give one on the command line: `rev:N`, an
 //! RFC 3339 time, a time as the tables print it (`~2026-12-05T00:22:52Z ±
-//! 1 s`, or with `--local` `~2026-12-05T01:22:52+01:00 ± 1 s`;
+//! 1 s`, or with `--local` `~2026-12-05T01:22:52+01:00 ± 1 s`, `after T`
+//! and `before T` as T;
 //! `2026-12-05 00:22:52` is UTC), or a duration ago (`2h`, `30m`,
 //! `1d`, as `--stuck-after` takes). Parsed when the arguments are, so a bad
 //! one is a usage error before anything runs.
@@ -41,8 +42,12 @@ fn time(text: &str, now: Timestamp) -> Option<Timestamp> {
     if let Ok(t) = text.parse::<Timestamp>() {
         return Some(t);
     }
-    // As `history` prints a time the clock bounds: its middle.
-    let civil = text.trim_start_matches('~');
+    // As `history` prints a time the clock bounds: its middle, or the
+    // bound it has (`after T`, `before T`).
+    let civil = ["~", "after ", "before "]
+        .iter()
+        .find_map(|p| text.strip_prefix(p))
+        .unwrap_or(text);
     let civil = civil.split(" ± ").next().unwrap_or(civil).trim();
     if let Ok(t) = civil.parse::<Timestamp>() {
         return Some(t);
@@ -72,6 +77,8 @@ mod tests {
         // As `--local` prints them.
         assert_eq!(at("~2026-12-05T13:00:00+01:00 ± 1 s"), noon);
         assert_eq!(at("2026-12-05T07:00:00.000000-05:00"), noon);
+        assert_eq!(at("after 2026-12-05T13:00:00+01:00"), noon);
+        assert_eq!(at("before 2026-12-05T12:00:00Z"), noon);
         assert_eq!(at("2h"), Some("2026-12-05T10:00:00Z".into()));
         assert_eq!(at("1d"), Some("2026-12-04T12:00:00Z".into()));
         assert_eq!(at("garbage"), None);

@@ -14,8 +14,9 @@ const WIDEST: SignedDuration = SignedDuration::from_secs(3600);
 /// `2026-11-29T09:02:11.345678Z` (as the audit event wrote it) when exact,
 /// `~2026-11-29T09:02:11Z ± 1 s` from the clock (its middle and half its
 /// width, up to an hour), `unknown (between … and …)` when wider, `after …`
-/// or `before …` when only one side is bounded, `-` when nothing is. Every
-/// form but the last is a time `--since`, `--until` and `--at` take.
+/// or `before …` when only one side is bounded, `-` when nothing is. Each
+/// but the `unknown` forms and `-` is a time `--since`, `--until` and `--at`
+/// take (`after T` and `before T` as T).
 pub fn when(row: &HistoryRow) -> String {
     if let Some(at) = &row.written_at {
         return stored(at);
