@@ -198,9 +198,10 @@ pub struct WhenArgs {
     #[arg(long, value_name = "N")]
     pub rev: Option<i64>,
     /// As stored at TIME (RFC 3339 as the tables print it, in UTC or with
-    /// an offset; `2026-12-05 00:22:52` in UTC; or ago: `2h`; or `rev:N`): its newest revision the
-    /// cluster's clock says was certainly written before then (without a
-    /// clock: by the head of the last complete run started by then).
+    /// an offset; `2026-12-05 00:22:52` in UTC; or ago: `2h`; or `rev:N`):
+    /// its newest revision the cluster's clock says was certainly written
+    /// before then (without a clock: by the head of the last complete run
+    /// started by then).
     #[arg(long, value_name = "TIME")]
     pub at: Option<Moment>,
     /// As stored at run N's head revision.
@@ -301,9 +302,10 @@ pub struct ObjectArgs {
 #[derive(clap::Args, Debug)]
 pub struct RangeArgs {
     /// Start: `rev:N`, or a time (RFC 3339 as the tables print it, in UTC
-    /// or with an offset; `2026-12-05 00:22:52` in UTC; or ago: `2h`): the first revision the
-    /// cluster's clock says may have been written then (without a clock,
-    /// after the head of the last complete run started by then).
+    /// or with an offset; `2026-12-05 00:22:52` in UTC; or ago: `2h`): the
+    /// first revision the cluster's clock says may have been written then
+    /// (without a clock, after the head of the last complete run started by
+    /// then).
     #[arg(long, value_name = "TIME|rev:N")]
     pub since: Option<Moment>,
     /// End: `rev:N`, or a time as --since takes (without a clock, the head
@@ -703,7 +705,8 @@ pub struct AttributeArgs {
 pub struct RunsArgs {
     /// How the runs are printed: table, wide, json, yaml, name (`run/12`,
     /// one a line), or jsonpath=TEMPLATE (kubectl's template, applied to the
-    /// JSON array `-o json` prints: `{[*].id}`, `{range [*]}{.id}{"\t"}{.status}{"\n"}{end}`).
+    /// JSON array `-o json` prints: `{[*].id}`,
+    /// `{range [*]}{.id}{"\t"}{.status}{"\n"}{end}`).
     #[arg(short, long, value_name = "FORMAT", default_value = "table", value_parser = list_format)]
     pub output: ListFormat,
     /// Print the table without its header line.
