@@ -151,21 +151,13 @@ pub fn print_stream<T: Serialize, E: Into<anyhow::Error>>(
             for item in items {
                 rows.push(pick(row(&item.map_err(Into::into)?)));
                 if rows.len() == TABLE_ROWS {
-                    write_table(
-                        &mut out,
-                        (layout.headers && !printed).then_some(&header[..]),
-                        rows.drain(..),
-                    )?;
+                    write_table(&mut out, &header, layout.headers && !printed, rows.drain(..))?;
                     printed = true;
                 }
             }
             // An empty list is a table of its header alone.
             if !rows.is_empty() || !printed {
-                write_table(
-                    &mut out,
-                    (layout.headers && !printed).then_some(&header[..]),
-                    rows.into_iter(),
-                )?;
+                write_table(&mut out, &header, layout.headers && !printed, rows.into_iter())?;
             }
             out.flush()?;
         }
@@ -215,36 +207,113 @@ pub fn no_names(format: &ListFormat, command: &str) -> Result<(), UsageError> {
 /// Prints a table with `header` and `rows`, as [`print_list`] does.
 pub fn print_table(header: &[&str], rows: impl Iterator<Item = Vec<String>>) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    write_table(&mut out, Some(header), rows)?;
+    write_table(&mut out, header, true, rows)?;
     out.flush()?;
     Ok(())
 }
 
+/// Space between columns.
+const GUTTER: usize = 3;
+
 /// Writes rows as kubectl does: left-aligned columns three spaces apart,
-/// an upper-case header line (when given), no borders and no wrapping, so
-/// that every row is one line for `grep`, `awk` and `cut`.
+/// an upper-case header line of the column `names` (when `header`), no
+/// borders and no wrapping, so that every row is one line for `grep`, `awk`
+/// and `cut`. On a terminal the widest cells of free text are cut (ending
+/// in `…`) so that a row fits its width; piped, nothing is cut.
 fn write_table(
     out: &mut impl Write,
-    header: Option<&[&str]>,
+    names: &[&str],
+    header: bool,
     rows: impl Iterator<Item = Vec<String>>,
 ) -> Result<()> {
+    let mut rows: Vec<Vec<String>> = rows
+        .map(|row| row.iter().map(|cell| table_cell(cell)).collect())
+        .collect();
+    if let Some(width) = terminal_width() {
+        fit(names, header, &mut rows, width);
+    }
     let mut table = Table::new();
     table
         .load_preset(NOTHING)
         .set_content_arrangement(ContentArrangement::Disabled);
-    if let Some(header) = header {
-        table.set_header(header.iter().map(|h| h.to_uppercase()));
+    if header {
+        table.set_header(names.iter().map(|h| h.to_uppercase()));
     }
     for row in rows {
-        table.add_row(row.iter().map(|cell| table_cell(cell)));
+        table.add_row(row);
     }
     for column in table.column_iter_mut() {
-        column.set_padding((0, 3));
+        column.set_padding((0, GUTTER as u16));
     }
     for line in table.lines() {
         writeln!(out, "{}", line.trim_end())?;
     }
     Ok(())
+}
+
+/// The width of the terminal standard output is, when it is one.
+fn terminal_width() -> Option<usize> {
+    use std::io::IsTerminal;
+    let stdout = std::io::stdout();
+    if !stdout.is_terminal() {
+        return None;
+    }
+    terminal_size::terminal_size_of(&stdout).map(|(w, _)| usize::from(w.0))
+}
+
+/// The narrowest a cut column gets: a header stays whole up to this.
+const NARROWEST: usize = 8;
+
+/// The columns of free text whose cells are cut to fit a terminal; the
+/// others (times, revisions, names) are never cut.
+const CUT: &[&str] = &[
+    "change",
+    "changed fields",
+    "error",
+    "gaps",
+    "member",
+    "source",
+    "summary",
+    "written by",
+];
+
+/// Cuts the cells of the widest columns of free text (see [`CUT`]), one
+/// character at a time, until a row of `rows` (and the header of column
+/// `names`, when printed: a column is never cut below its name or
+/// [`NARROWEST`]) fits `width`; a cut cell ends in `…`. Rows that cannot fit
+/// even so are left as wide as the columns allow.
+fn fit(names: &[&str], header: bool, rows: &mut [Vec<String>], width: usize) {
+    let chars = |s: &str| s.chars().count();
+    let columns = names.len();
+    let mut widths: Vec<usize> = names.iter().map(|n| if header { chars(n) } else { 0 }).collect();
+    for row in rows.iter() {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(chars(cell));
+        }
+    }
+    let floor: Vec<usize> = (0..columns)
+        .map(|i| match CUT.contains(&names[i]) {
+            true => chars(names[i]).max(NARROWEST).min(widths[i]),
+            false => widths[i],
+        })
+        .collect();
+    let total = |widths: &[usize]| widths.iter().sum::<usize>() + GUTTER * columns.saturating_sub(1);
+    while total(&widths) > width {
+        let Some(widest) = (0..columns)
+            .filter(|&i| widths[i] > floor[i])
+            .max_by_key(|&i| widths[i])
+        else {
+            break;
+        };
+        widths[widest] -= 1;
+    }
+    for row in rows.iter_mut() {
+        for (cell, &w) in row.iter_mut().zip(&widths) {
+            if chars(cell) > w {
+                *cell = cell.chars().take(w.saturating_sub(1)).chain(['…']).collect();
+            }
+        }
+    }
 }
 
 /// A table cell on one line: a cell's lines joined with commas, each with
@@ -274,4 +343,62 @@ pub fn text(s: &str) -> String {
 /// (Escaped: the value may be stored data.)
 pub fn or_dash<T: ToString>(v: Option<T>) -> String {
     v.map(|v| text(&v.to_string())).unwrap_or_else(|| "-".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cells(row: &[&str]) -> Vec<String> {
+        row.iter().map(|c| c.to_string()).collect()
+    }
+
+    fn width(row: &[String]) -> usize {
+        row.iter().map(|c| c.chars().count()).sum::<usize>() + GUTTER * (row.len() - 1)
+    }
+
+    #[test]
+    fn the_widest_cells_of_free_text_are_cut_until_a_row_fits() {
+        let names = ["mod rev", "changed fields", "written by", "written at"];
+        let mut rows = vec![
+            cells(&[
+                "42",
+                "metadata.annotations,metadata.labels,spec.replicas",
+                "kubectl-client-side-apply",
+                "~2026-11-29T08:02:01Z ± 1 s",
+            ]),
+            cells(&[
+                "43",
+                "status",
+                "kube-controller-manager",
+                "~2026-11-29T08:03:01Z ± 1 s",
+            ]),
+        ];
+        fit(&names, true, &mut rows, 80);
+        assert!(rows.iter().all(|r| width(r) <= 80), "{rows:?}");
+        assert_eq!(rows[0][0], "42");
+        assert_eq!(rows[0][3], "~2026-11-29T08:02:01Z ± 1 s", "times are never cut");
+        assert!(
+            rows[0][1].starts_with("metadata.annot") && rows[0][1].ends_with('…'),
+            "{rows:?}"
+        );
+        assert_eq!(rows[1][1], "status");
+    }
+
+    #[test]
+    fn a_table_that_fits_is_left_alone_and_headers_are_never_cut() {
+        let names = ["source", "summary"];
+        let mut rows = vec![cells(&["http://10.0.0.1:2379", "deployments.apps"])];
+        let before = rows.clone();
+        fit(&names, true, &mut rows, 80);
+        assert_eq!(rows, before);
+        // Too narrow for anything: columns stop at their name's width (at
+        // least 8).
+        fit(&names, true, &mut rows, 5);
+        assert_eq!(rows, [cells(&["http://…", "deploym…"])]);
+        // Columns that are not free text are never cut.
+        let mut rows = vec![cells(&["2026-11-29T08:02:01Z", "x"])];
+        fit(&["started", "summary"], true, &mut rows, 5);
+        assert_eq!(rows[0][0], "2026-11-29T08:02:01Z");
+    }
 }

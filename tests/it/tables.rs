@@ -1,7 +1,7 @@
 //! Tables as kubectl prints them: aligned columns without borders, one
 //! line a row, the columns a person needs by default and every column with
-//! `-o wide`, `--no-headers`, and the cluster column only when the
-//! database holds more than one cluster.
+//! `-o wide`, `--no-headers`, the cluster column only when the database
+//! holds more than one cluster, and free text cut to a terminal's width.
 
 use crate::util::etcd::TestEtcd;
 use crate::util::k8s::config_map;
@@ -13,6 +13,30 @@ fn lines(db: &std::path::Path, args: &[&str]) -> Vec<String> {
         .unwrap()
         .lines()
         .map(str::to_string)
+        .collect()
+}
+
+/// Standard output's lines when it is a terminal `columns` wide (a
+/// pseudo-terminal `script` makes).
+fn terminal_lines(db: &std::path::Path, columns: u16, args: &[&str]) -> Vec<String> {
+    let mut command = format!(
+        "stty rows 40 cols {columns}; XDG_CONFIG_HOME='{}' '{}' --db '{}'",
+        config_home().display(),
+        env!("CARGO_BIN_EXE_etcd-inspector"),
+        db.display()
+    );
+    for arg in args {
+        command.push_str(&format!(" '{arg}'"));
+    }
+    let out = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .output()
+        .expect("script (util-linux) runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim_end_matches('\r').to_string())
         .collect()
 }
 
@@ -66,6 +90,20 @@ fn listings_print_plain_columns_narrow_or_wide() {
         ["MOD", "REV", "VERSION", "CHANGE", "CHANGED", "FIELDS", "WRITTEN", "BY", "WRITTEN", "AT"]
     );
     assert!(history[2].contains(r"data.app\.properties"), "{history:#?}");
+
+    // On a terminal of 90 columns, free text is cut to fit and times are
+    // kept whole; piped (above), nothing is cut.
+    let on_terminal = terminal_lines(&db, 90, &["history", "configmap/web", "-n", "shop"]);
+    assert_eq!(on_terminal.len(), history.len(), "{on_terminal:#?}");
+    for (cut, whole) in on_terminal.iter().zip(&history).skip(1) {
+        assert!(cut.chars().count() <= 90, "{cut:?} is wider than the terminal");
+        let time = whole.split("   ").last().unwrap();
+        assert!(cut.ends_with(time), "the time is whole: {cut:?} / {whole:?}");
+    }
+    assert!(
+        on_terminal[2].contains('…') && history[2].chars().count() > 90,
+        "{on_terminal:#?}"
+    );
 
     // A second cluster in the same database: the cluster column appears.
     let other = TestEtcd::start();
