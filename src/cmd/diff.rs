@@ -2,6 +2,7 @@
 
 use super::common::chosen_cluster;
 use super::common::object::{current_at, redacted_note, stored_object};
+use super::output::print_table;
 use super::{Status, UsageError};
 use crate::analyze::drift::{compare, Drift, ObjectDrift};
 use crate::canon::path::FieldPath;
@@ -11,7 +12,6 @@ use crate::report::json_array::JsonArray;
 use crate::store::cluster;
 use crate::store::{LiveObject, Looked, Store, ValueReader};
 use anyhow::{bail, Result};
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::Value;
 use std::io::Write;
 use std::path::Path;
@@ -144,26 +144,28 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
                 };
                 object_lines(&mut out, &o, left.as_deref())
             })?;
-            let mut table = Table::new();
-            table.load_preset(UTF8_FULL_CONDENSED).set_header([
+            out.flush()?;
+            let header = [
                 "resource",
                 "added",
                 "removed",
                 "recreated",
                 "changed",
                 "not comparable",
-            ]);
-            for (resource, c) in &summary {
-                table.add_row([
-                    terminal(resource).into_owned(),
-                    c.added.to_string(),
-                    c.removed.to_string(),
-                    c.recreated.to_string(),
-                    c.changed.to_string(),
-                    c.not_comparable.to_string(),
-                ]);
-            }
-            writeln!(out, "{table}")?;
+            ];
+            print_table(
+                &header,
+                summary.iter().map(|(resource, c)| {
+                    vec![
+                        resource.clone(),
+                        c.added.to_string(),
+                        c.removed.to_string(),
+                        c.recreated.to_string(),
+                        c.changed.to_string(),
+                        c.not_comparable.to_string(),
+                    ]
+                }),
+            )?;
         }
     }
     values.finish()?;
