@@ -26,8 +26,17 @@ pub struct Template {
 #[derive(Clone, Debug)]
 enum Part {
     Text(String),
-    Value(JsonPath),
-    Range(JsonPath, Vec<Part>),
+    Value(Query),
+    Range(Query, Vec<Part>),
+}
+
+/// An expression: its RFC 9535 form, and when it starts by taking each
+/// element of an array (`[*]`), what it takes from each element.
+#[derive(Clone, Debug)]
+struct Query {
+    path: JsonPath,
+    source: String,
+    each: Option<JsonPath>,
 }
 
 impl PartialEq for Template {
@@ -48,7 +57,7 @@ impl std::str::FromStr for Template {
     /// Parses `text`; the error names the fault and where it is.
     fn from_str(text: &str) -> Result<Template, String> {
         // Each open `range` with the parts before it.
-        let mut open: Vec<(JsonPath, Vec<Part>)> = Vec::new();
+        let mut open: Vec<(Query, Vec<Part>)> = Vec::new();
         let mut parts = Vec::new();
         let mut rest = text;
         while !rest.is_empty() {
@@ -98,25 +107,101 @@ fn write_parts(parts: &[Part], current: &Value, out: &mut impl Write) -> std::io
     for part in parts {
         match part {
             Part::Text(text) => out.write_all(text.as_bytes())?,
-            Part::Value(path) => {
-                for (i, value) in path.query(current).iter().enumerate() {
+            Part::Value(query) => {
+                for (i, value) in query.path.query(current).iter().enumerate() {
                     if i > 0 {
                         out.write_all(b" ")?;
                     }
-                    match value {
-                        Value::String(s) => out.write_all(s.as_bytes())?,
-                        other => serde_json::to_writer(&mut *out, other)?,
-                    }
+                    write_value(value, out)?;
                 }
             }
-            Part::Range(path, body) => {
-                for value in path.query(current).iter() {
+            Part::Range(query, body) => {
+                for value in query.path.query(current).iter() {
                     write_parts(body, value, out)?;
                 }
             }
         }
     }
     Ok(())
+}
+
+/// A value found: a string as it is, anything else as JSON.
+fn write_value(value: &Value, out: &mut impl Write) -> std::io::Result<()> {
+    match value {
+        Value::String(s) => out.write_all(s.as_bytes()),
+        other => Ok(serde_json::to_writer(&mut *out, other)?),
+    }
+}
+
+/// A template applied to an array one element at a time, so a long list
+/// need not be held: [`Template::items`] says when that gives the same text.
+pub struct Items<'t> {
+    before: &'t [Part],
+    each: Each<'t>,
+    after: &'t [Part],
+    /// Whether a value is written yet (values are joined with a space).
+    written: bool,
+}
+
+/// What a [`Items`] template writes for each element.
+enum Each<'t> {
+    /// The values an expression finds in it.
+    Values(&'t JsonPath),
+    /// A `{range [*]}`'s body, applied to it.
+    Body(&'t [Part]),
+}
+
+impl Template {
+    /// The template as [`Items`], when its only expression goes through an
+    /// array's elements (`{[*].name}`, `{range [*]}...{end}`) amid text.
+    pub fn items(&self) -> Option<Items<'_>> {
+        let text = |p: &Part| matches!(p, Part::Text(_));
+        let at = self.parts.iter().position(|p| !text(p))?;
+        let (before, rest) = self.parts.split_at(at);
+        let (one, after) = rest.split_first()?;
+        if !after.iter().all(text) {
+            return None;
+        }
+        let each = match one {
+            Part::Value(query) => Each::Values(query.each.as_ref()?),
+            Part::Range(query, body) if query.source == "$[*]" => Each::Body(body),
+            _ => return None,
+        };
+        Some(Items {
+            before,
+            each,
+            after,
+            written: false,
+        })
+    }
+}
+
+impl Items<'_> {
+    /// Writes what comes before the first element.
+    pub fn begin(&mut self, out: &mut impl Write) -> std::io::Result<()> {
+        write_parts(self.before, &Value::Null, out)
+    }
+
+    /// Writes what the template gives for one element.
+    pub fn item(&mut self, element: &Value, out: &mut impl Write) -> std::io::Result<()> {
+        match self.each {
+            Each::Values(path) => {
+                for value in path.query(element).iter() {
+                    if std::mem::replace(&mut self.written, true) {
+                        out.write_all(b" ")?;
+                    }
+                    write_value(value, out)?;
+                }
+                Ok(())
+            }
+            Each::Body(body) => write_parts(body, element, out),
+        }
+    }
+
+    /// Writes what comes after the last element.
+    pub fn end(&mut self, out: &mut impl Write) -> std::io::Result<()> {
+        write_parts(self.after, &Value::Null, out)
+    }
 }
 
 /// The length of the action after a `{`, up to its `}`: braces and brackets
@@ -142,7 +227,7 @@ fn action_len(text: &str) -> Option<usize> {
 /// `@` at its start are the current value, `.name` is `['name']` (a `\.`
 /// in it a dot of the name, so `.data.app\.properties` works), `..name` a
 /// descendant, and brackets pass as they are.
-fn expression(text: &str) -> Result<JsonPath, String> {
+fn expression(text: &str) -> Result<Query, String> {
     let mut query = String::from("$");
     let mut rest = text.strip_prefix(['$', '@']).unwrap_or(text);
     while !rest.is_empty() {
@@ -175,7 +260,16 @@ fn expression(text: &str) -> Result<JsonPath, String> {
         }
         rest = after;
     }
-    JsonPath::parse(&query).map_err(|e| format!("{{{text}}}: {e}"))
+    let parse = |query: &str| JsonPath::parse(query).map_err(|e| format!("{{{text}}}: {e}"));
+    let each = match query.strip_prefix("$[*]") {
+        Some(rest) => Some(parse(&format!("${rest}"))?),
+        None => None,
+    };
+    Ok(Query {
+        path: parse(&query)?,
+        source: query,
+        each,
+    })
 }
 
 /// A field name up to the next unescaped `.` or `[`, with `\.` read as a
@@ -266,6 +360,43 @@ mod tests {
             apply("{range [*]}{.id}:{range .gaps[*]}{@[0]}-{@[1]}{end};{end}", &d),
             "1:;2:3-4;"
         );
+    }
+
+    #[test]
+    fn a_template_over_each_element_writes_the_same_an_element_at_a_time() {
+        let d = runs();
+        for template in [
+            "{[*].id}",
+            "ids: {$[*].status}{\"\\n\"}",
+            "{range [*]}{.id}{\"\\t\"}{@.status}{\"\\n\"}{end}",
+            "{[*]..name}",
+            "{[*].gaps[*]}",
+            "{[*].missing}",
+        ] {
+            let parsed: Template = template.parse().unwrap();
+            let mut items = parsed
+                .items()
+                .unwrap_or_else(|| panic!("{template} goes element by element"));
+            let mut out = Vec::new();
+            items.begin(&mut out).unwrap();
+            for element in d.as_array().unwrap() {
+                items.item(element, &mut out).unwrap();
+            }
+            items.end(&mut out).unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), apply(template, &d), "{template}");
+        }
+        for whole in [
+            "{[0].id}",
+            "{[*].id} {[*].status}",
+            "{range @}{end}",
+            "{..id}",
+            "{[?(@.id==1)].id}",
+        ] {
+            assert!(
+                whole.parse::<Template>().unwrap().items().is_none(),
+                "{whole} needs the whole array"
+            );
+        }
     }
 
     #[test]

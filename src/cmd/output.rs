@@ -76,8 +76,9 @@ pub fn print_list<T: Serialize>(
 /// item at a time (the same text `serde_json` writes for the whole list),
 /// the YAML sequence an entry at a time, names a line at a time, and a
 /// table every [`TABLE_ROWS`] rows, so memory does not grow with the list.
-/// A JSONPath template needs the whole array: it is built in memory (as
-/// `serde_json::Value`s), and only then applied. An item that fails to read
+/// A JSONPath template over each element (`{[*].id}`, `{range [*]}…{end}`)
+/// is applied an element at a time; any other needs the whole array, built
+/// in memory (as `serde_json::Value`s) and only then applied. An item that fails to read
 /// ends the output with its error.
 pub fn print_stream<T: Serialize, E: Into<anyhow::Error>>(
     items: impl Iterator<Item = std::result::Result<T, E>>,
@@ -98,12 +99,24 @@ pub fn print_stream<T: Serialize, E: Into<anyhow::Error>>(
             out.flush()?;
         }
         ListFormat::JsonPath(template) => {
-            let mut array = Vec::new();
-            for item in items {
-                array.push(serde_json::to_value(item.map_err(Into::into)?)?);
-            }
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-            template.write(&serde_json::Value::Array(array), &mut out)?;
+            match template.items() {
+                // Element by element: memory does not grow with the list.
+                Some(mut each) => {
+                    each.begin(&mut out)?;
+                    for item in items {
+                        each.item(&serde_json::to_value(item.map_err(Into::into)?)?, &mut out)?;
+                    }
+                    each.end(&mut out)?;
+                }
+                None => {
+                    let mut array = Vec::new();
+                    for item in items {
+                        array.push(serde_json::to_value(item.map_err(Into::into)?)?);
+                    }
+                    template.write(&serde_json::Value::Array(array), &mut out)?;
+                }
+            }
             out.flush()?;
         }
         ListFormat::Name => {
