@@ -10,6 +10,7 @@ pub mod keyed_hash;
 pub mod managed;
 pub mod manifest;
 pub mod path;
+pub mod redact;
 pub mod semantic;
 pub mod sensitive;
 pub mod view;

@@ -219,6 +219,11 @@ impl FieldPath {
         self.segments().iter().try_fold(value, |at, s| step(at, s))
     }
 
+    /// The value at this path in `value`, to be changed, if there is one.
+    pub fn get_mut<'v>(&self, value: &'v mut Value) -> Option<&'v mut Value> {
+        self.segments().iter().try_fold(value, |at, s| step_mut(at, s))
+    }
+
     /// Reads a path in the printed form or kubectl's other forms (see the
     /// module's documentation).
     pub fn parse(text: &str) -> Result<FieldPath, PathError> {
@@ -255,15 +260,35 @@ impl FieldPath {
 pub fn step<'v>(at: &'v Value, segment: &Segment) -> Option<&'v Value> {
     match (segment, at) {
         (Segment::Field(name), Value::Object(map)) => map.get(name),
-        (Segment::Index(i), Value::Array(items)) => items.get(*i),
-        (Segment::Item(keys), Value::Array(items)) => items.iter().find(|item| {
+        (_, Value::Array(items)) => items.get(position(items, segment)?),
+        _ => None,
+    }
+}
+
+/// [`step`], to a value that may be changed.
+fn step_mut<'v>(at: &'v mut Value, segment: &Segment) -> Option<&'v mut Value> {
+    match (segment, at) {
+        (Segment::Field(name), Value::Object(map)) => map.get_mut(name),
+        (_, Value::Array(items)) => {
+            let i = position(items, segment)?;
+            items.get_mut(i)
+        }
+        _ => None,
+    }
+}
+
+/// Which of `items` a list segment picks.
+fn position(items: &[Value], segment: &Segment) -> Option<usize> {
+    match segment {
+        Segment::Field(_) => None,
+        Segment::Index(i) => (*i < items.len()).then_some(*i),
+        Segment::Item(keys) => items.iter().position(|item| {
             keys.iter()
                 .all(|(k, v)| item.get(k).and_then(scalar_text).as_deref() == Some(v))
         }),
-        (Segment::Value(v), Value::Array(items)) => {
-            items.iter().find(|item| scalar_text(item).as_deref() == Some(v))
-        }
-        _ => None,
+        Segment::Value(v) => items
+            .iter()
+            .position(|item| scalar_text(item).as_deref() == Some(v)),
     }
 }
 

@@ -87,11 +87,16 @@ impl Sensitivity {
         if self.paths.is_empty() {
             return false;
         }
-        let mut de = serde_json::Deserializer::from_slice(canonical);
-        de.disable_recursion_limit();
-        let form: Value = serde::Deserialize::deserialize(&mut de).expect("canonical JSON parses");
+        let form = parse_form(canonical);
         self.paths.iter().any(|p| p.get(&form).is_some())
     }
+}
+
+/// The semantic form whose canonical JSON is `canonical`, at any depth.
+pub fn parse_form(canonical: &[u8]) -> Value {
+    let mut de = serde_json::Deserializer::from_slice(canonical);
+    de.disable_recursion_limit();
+    serde::Deserialize::deserialize(&mut de).expect("canonical JSON parses")
 }
 
 /// Length of a stored field hash.
