@@ -9,7 +9,8 @@ use super::written::{ObjectWriter, Written};
 use crate::canon::duplicates::duplicate_entries;
 use crate::canon::facts::{object_facts_with_spec_hash, ObjectFacts};
 use crate::canon::keyed_hash::{HashKind, ValueHasher};
-use crate::canon::semantic::{hash_spans, FieldConfig, FieldHash, FIELD_HASH_LEN};
+use crate::canon::redact::redacted_form;
+use crate::canon::semantic::{hash_spans, parse_form, FieldConfig, FieldHash, FIELD_HASH_LEN};
 use crate::canon::sensitive::{is_secret, Secrecy};
 use crate::decode::envelope::Encoding;
 use crate::decode::Undecodable;
@@ -45,6 +46,9 @@ pub struct Content {
     pub fields: Vec<FieldHash>,
     /// The canonical JSON of its semantic form; empty when `keyed`.
     pub canonical: Vec<u8>,
+    /// When `keyed`, the JSON of its redacted form (see
+    /// [`crate::canon::redact`]), unless every value is sensitive.
+    pub redacted: Option<Vec<u8>>,
     /// Its managedFields JSON.
     pub managed: Option<Vec<u8>>,
 }
@@ -139,11 +143,16 @@ fn content(written: Written, secrecy: Secrecy, config: &FieldConfig, hasher: &Va
     let keyed = config.sensitivity.covers_any(secrecy, &canonical);
     let fields = hash_spans(&canonical, spans, secrecy, &config.sensitivity, hasher);
     let hash = hasher.hash(&canonical, keyed).0;
+    let redacted = keyed
+        .then(|| redacted_form(parse_form(&canonical), secrecy, &config.sensitivity, hasher))
+        .flatten()
+        .map(|form| serde_json::to_vec(&form).expect("JSON values serialize"));
     Content {
         hash,
         keyed,
         fields,
         canonical: if keyed { Vec::new() } else { canonical },
+        redacted,
         managed,
     }
 }

@@ -117,6 +117,15 @@ pub(super) struct Packed {
 }
 
 impl Packed {
+    /// A column compressed alone, as zstd (`None`: the column is NULL).
+    pub(super) fn alone(blob: Option<Vec<u8>>) -> Packed {
+        Packed {
+            codec: Some(ZSTD.into()),
+            blob,
+            base: None,
+        }
+    }
+
     /// The decompressed bytes, if the column holds a blob.
     pub(super) fn bytes(&self) -> Option<io::Result<Vec<u8>>> {
         let blob = self.blob.as_deref()?;

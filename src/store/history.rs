@@ -92,51 +92,75 @@ pub struct NamedKey {
 
 /// Fills each row's `diff`: its changed paths with the previous revision's
 /// (of the same cluster) and its own values, read by `canonical` (a
-/// backend's stored canonical value of a semantic hash).
-pub(super) fn add_diffs<F>(rows: &mut [HistoryRow], canonical: F) -> Result<(), super::StoreError>
+/// backend's stored canonical value of a semantic hash) or, for content
+/// holding sensitive values, by `redacted` (its stored redacted form). A
+/// sensitive value, or a field holding one, is `<redacted>`; so is every
+/// field of content with no redacted form.
+pub(super) fn add_diffs<F, R>(
+    rows: &mut [HistoryRow],
+    canonical: F,
+    redacted: R,
+) -> Result<(), super::StoreError>
 where
     F: Fn(&[u8]) -> Result<Option<serde_json::Value>, super::StoreError>,
+    R: Fn(&[u8]) -> Result<Option<serde_json::Value>, super::StoreError>,
 {
-    let redacted = serde_json::Value::String("<redacted>".into());
-    let mut prev: Option<serde_json::Value> = None;
-    let mut prev_keyed = false;
+    let mut prev = Shown::Absent;
     let mut prev_cluster: Option<String> = None;
     for row in rows.iter_mut() {
         if prev_cluster.as_ref() != Some(&row.cluster_id) {
-            (prev, prev_keyed) = (None, false);
+            prev = Shown::Absent;
             prev_cluster = Some(row.cluster_id.clone());
         }
-        let hash = row.semantic_sha256.as_deref().and_then(crate::hex::unhex);
-        let value = match &hash {
-            Some(h) => canonical(h)?,
-            None => None,
+        let shown = match row.semantic_sha256.as_deref().and_then(crate::hex::unhex) {
+            None => Shown::Absent,
+            Some(h) => match canonical(&h)? {
+                Some(v) => Shown::Whole(v),
+                None => match redacted(&h)? {
+                    Some(v) => Shown::Redacted(v),
+                    None => Shown::Hashes,
+                },
+            },
         };
-        let keyed = hash.is_some() && value.is_none();
         let changes = row
             .changed_paths
             .iter()
-            .map(|path| {
-                let side = |v: &Option<serde_json::Value>, keyed: bool| {
-                    if keyed {
-                        redacted.clone()
-                    } else {
-                        v.as_ref()
-                            .and_then(|v| path.get(v))
-                            .cloned()
-                            .unwrap_or(serde_json::Value::Null)
-                    }
-                };
-                FieldChange {
-                    path: path.clone(),
-                    old: side(&prev, prev_keyed),
-                    new: side(&value, keyed),
-                    managers: row.changed_by.get(path).cloned().unwrap_or_default(),
-                }
+            .map(|path| FieldChange {
+                path: path.clone(),
+                old: prev.at(path),
+                new: shown.at(path),
+                managers: row.changed_by.get(path).cloned().unwrap_or_default(),
             })
             .collect();
         row.diff = Some(changes);
-        prev = value;
-        prev_keyed = keyed;
+        prev = shown;
     }
     Ok(())
+}
+
+/// What a revision's field diff shows its values from.
+enum Shown {
+    /// No content: every field absent.
+    Absent,
+    Whole(serde_json::Value),
+    /// Its redacted form.
+    Redacted(serde_json::Value),
+    /// Content holding sensitive values, with no redacted form.
+    Hashes,
+}
+
+impl Shown {
+    /// The value shown at `path`.
+    fn at(&self, path: &FieldPath) -> serde_json::Value {
+        let redacted = || serde_json::Value::String("<redacted>".into());
+        match self {
+            Shown::Absent => serde_json::Value::Null,
+            Shown::Whole(v) => path.get(v).cloned().unwrap_or_default(),
+            Shown::Redacted(v) => match path.get(v) {
+                Some(v) if !crate::canon::redact::placeholder_paths(v).is_empty() => redacted(),
+                found => found.cloned().unwrap_or_default(),
+            },
+            Shown::Hashes => redacted(),
+        }
+    }
 }

@@ -47,6 +47,8 @@ pub(super) struct Semantic {
     pub fields: Vec<FieldHash>,
     /// The canonical JSON compressed ([`pack`]), unless `keyed`.
     pub canonical: Option<Vec<u8>>,
+    /// When `keyed`, its redacted form's JSON, compressed alone.
+    pub redacted: Option<Vec<u8>>,
     /// The object's managedFields JSON, compressed.
     pub managed: Option<Vec<u8>>,
     /// What the blobs are compressed against.
@@ -106,6 +108,7 @@ fn packed(content: Content, dict: Dict) -> Semantic {
     };
     let packed_canonical = (!content.keyed).then(|| pack(&content.canonical, canonical_dict));
     let packed_managed = content.managed.as_ref().map(|m| pack(m, managed_dict));
+    let packed_redacted = content.redacted.as_ref().map(|r| pack(r, &[]));
     let (against, plain) = match dict {
         Dict::None => {
             let plain = PlainBlobs {
@@ -122,6 +125,7 @@ fn packed(content: Content, dict: Dict) -> Semantic {
         keyed: content.keyed,
         fields: content.fields,
         canonical: packed_canonical,
+        redacted: packed_redacted,
         managed: packed_managed,
         against,
         plain,

@@ -46,6 +46,12 @@ pub trait HistoryReader {
     /// holds sensitive values (never stored) or is unknown.
     fn canonical_value(&self, semantic_sha256: &[u8]) -> Result<Option<Value>, StoreError>;
 
+    /// The redacted form stored under a semantic hash (see
+    /// [`crate::canon::redact`]); `None` when its content holds no
+    /// sensitive values, only sensitive ones, was stored before redacted
+    /// forms were, or is unknown.
+    fn redacted_form(&self, semantic_sha256: &[u8]) -> Result<Option<Value>, StoreError>;
+
     /// Every key of `group`/`resource` in `cluster` with its revisions'
     /// contents, oldest first.
     fn contents_of(&self, cluster: i64, group: &str, resource: &str) -> Result<Vec<Contents>, StoreError>;

@@ -21,6 +21,9 @@ pub(super) struct ContentRow<'a> {
     /// The content the blobs are compressed against (`None`: in full).
     pub base: Option<i64>,
     pub canonical: Option<&'a [u8]>,
+    /// When `keyed`, its redacted form, compressed alone (never against
+    /// `base`).
+    pub redacted: Option<&'a [u8]>,
     pub fields: &'a [u8],
     pub managed: Option<&'a [u8]>,
 }

@@ -127,7 +127,16 @@ pub const COLUMNS: &[(&str, &[&str])] = &[
     ("field_paths", &["path"]),
     (
         "semantic_values",
-        &["hash", "keyed", "codec", "base", "canonical", "fields", "managed"],
+        &[
+            "hash",
+            "keyed",
+            "codec",
+            "base",
+            "canonical",
+            "fields",
+            "managed",
+            "redacted",
+        ],
     ),
     (
         "revisions",

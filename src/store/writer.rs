@@ -187,6 +187,7 @@ impl<'s> RevisionWriter<'s> {
                     codec: ZSTD,
                     base: None,
                     canonical: s.canonical.as_deref(),
+                    redacted: s.redacted.as_deref(),
                     fields: packed,
                     managed: s.managed.as_deref(),
                 })
@@ -270,6 +271,7 @@ impl<'s> RevisionWriter<'s> {
             codec: ZSTD,
             base: base_id,
             canonical: canonical.as_deref(),
+            redacted: s.redacted.as_deref(),
             fields: &packed_fields,
             managed: managed.as_deref(),
         })?;

@@ -168,8 +168,31 @@ impl Store {
             .map_err(|e| self.damaged("semantic_values.canonical", e))
     }
 
+    /// A stored redacted form (see [`crate::store::HistoryReader::redacted_form`]).
+    pub(in crate::store) fn read_redacted_form(
+        &self,
+        semantic_sha256: &[u8],
+    ) -> Result<Option<serde_json::Value>, StoreError> {
+        let blob: Option<Vec<u8>> = self
+            .query_opt(
+                "SELECT redacted FROM semantic_values WHERE hash = $1",
+                &[&semantic_sha256],
+            )?
+            .and_then(|r| r.get(0));
+        crate::store::blob::Packed::alone(blob)
+            .json()
+            .map_err(|source| StoreError::Io {
+                path: self.path.clone(),
+                source,
+            })
+    }
+
     /// Fills each row's `diff` (see [`crate::store::history::add_diffs`]).
     pub(in crate::store) fn read_add_diffs(&self, rows: &mut [HistoryRow]) -> Result<(), StoreError> {
-        crate::store::history::add_diffs(rows, |h| self.read_canonical_value(h))
+        crate::store::history::add_diffs(
+            rows,
+            |h| self.read_canonical_value(h),
+            |h| self.read_redacted_form(h),
+        )
     }
 }

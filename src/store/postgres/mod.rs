@@ -43,6 +43,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0003_keys_by_object_after_resource.sql"),
     include_str!("../../../migrations/postgres/0004_wal.sql"),
     include_str!("../../../migrations/postgres/0005_inferred_deletes.sql"),
+    include_str!("../../../migrations/postgres/0006_redacted_forms.sql"),
 ];
 
 /// What every session of ours sets once our schema is there: our schema

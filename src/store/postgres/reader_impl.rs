@@ -45,6 +45,10 @@ impl HistoryReader for Store {
         Store::read_canonical_value(self, semantic_sha256)
     }
 
+    fn redacted_form(&self, semantic_sha256: &[u8]) -> Result<Option<Value>, StoreError> {
+        Store::read_redacted_form(self, semantic_sha256)
+    }
+
     fn contents_of(&self, cluster: i64, group: &str, resource: &str) -> Result<Vec<Contents>, StoreError> {
         Store::read_contents_of(self, cluster, group, resource)
     }

@@ -162,6 +162,7 @@ struct PendingContent {
     canonical: Option<Vec<u8>>,
     fields: Vec<u8>,
     managed: Option<Vec<u8>>,
+    redacted: Option<Vec<u8>>,
 }
 
 /// What this run knows of a key without asking the database.
@@ -230,7 +231,7 @@ impl<'s> PgRows<'s> {
             if exists.is_none() {
                 self.store.execute(
                     "CREATE TEMP TABLE staged_contents (hash BYTEA, keyed BOOLEAN, codec TEXT, base BIGINT, \
-                     canonical BYTEA, fields BYTEA, managed BYTEA) ON COMMIT DELETE ROWS",
+                     canonical BYTEA, fields BYTEA, managed BYTEA, redacted BYTEA) ON COMMIT DELETE ROWS",
                     &[],
                 )?;
             }
@@ -239,19 +240,38 @@ impl<'s> PgRows<'s> {
         let pending = &self.pending_contents;
         self.store.with_client(|client| {
             let sink = client.copy_in(
-                "COPY staged_contents (hash, keyed, codec, base, canonical, fields, managed) FROM STDIN (FORMAT binary)",
+                "COPY staged_contents (hash, keyed, codec, base, canonical, fields, managed, redacted) \
+                 FROM STDIN (FORMAT binary)",
             )?;
             let mut writer = BinaryCopyInWriter::new(
                 sink,
-                &[Type::BYTEA, Type::BOOL, Type::TEXT, Type::INT8, Type::BYTEA, Type::BYTEA, Type::BYTEA],
+                &[
+                    Type::BYTEA,
+                    Type::BOOL,
+                    Type::TEXT,
+                    Type::INT8,
+                    Type::BYTEA,
+                    Type::BYTEA,
+                    Type::BYTEA,
+                    Type::BYTEA,
+                ],
             );
             for c in pending {
-                writer.write(&[&c.hash, &c.keyed, &c.codec, &c.base, &c.canonical, &c.fields, &c.managed])?;
+                writer.write(&[
+                    &c.hash,
+                    &c.keyed,
+                    &c.codec,
+                    &c.base,
+                    &c.canonical,
+                    &c.fields,
+                    &c.managed,
+                    &c.redacted,
+                ])?;
             }
             writer.finish()?;
             client.batch_execute(
-                "INSERT INTO semantic_values (hash, keyed, codec, base, canonical, fields, managed) \
-                 SELECT hash, keyed, codec, base, canonical, fields, managed FROM staged_contents \
+                "INSERT INTO semantic_values (hash, keyed, codec, base, canonical, fields, managed, redacted) \
+                 SELECT hash, keyed, codec, base, canonical, fields, managed, redacted FROM staged_contents \
                  ON CONFLICT (hash) DO NOTHING; DELETE FROM staged_contents",
             )
         })?;
@@ -551,6 +571,7 @@ impl RevisionRows for PgRows<'_> {
             canonical: c.canonical.map(<[u8]>::to_vec),
             fields: c.fields.to_vec(),
             managed: c.managed.map(<[u8]>::to_vec),
+            redacted: c.redacted.map(<[u8]>::to_vec),
         });
         if self.pending_contents.len() >= COPY_PAGE {
             self.copy_contents()?;
@@ -566,6 +587,7 @@ impl RevisionRows for PgRows<'_> {
         let canonical: Vec<Option<&[u8]>> = contents.iter().map(|c| c.canonical).collect();
         let fields: Vec<&[u8]> = contents.iter().map(|c| c.fields).collect();
         let managed: Vec<Option<&[u8]>> = contents.iter().map(|c| c.managed).collect();
+        let redacted: Vec<Option<&[u8]>> = contents.iter().map(|c| c.redacted).collect();
         // In order, so that of a hash repeated the first is stored, as one
         // at a time would.
         // A content held for the next copy comes first, as it would have
@@ -584,12 +606,13 @@ impl RevisionRows for PgRows<'_> {
             return Ok(vec![None; held.len()]);
         }
         let rows = self.store.query_prepared(
-            "INSERT INTO semantic_values (hash, keyed, codec, base, canonical, fields, managed) \
-             SELECT hash, keyed, codec, base, canonical, fields, managed \
-             FROM unnest($1::bytea[], $2::boolean[], $3::text[], $4::bigint[], $5::bytea[], $6::bytea[], $7::bytea[]) \
-             WITH ORDINALITY AS c (hash, keyed, codec, base, canonical, fields, managed, n) ORDER BY n \
+            "INSERT INTO semantic_values (hash, keyed, codec, base, canonical, fields, managed, redacted) \
+             SELECT hash, keyed, codec, base, canonical, fields, managed, redacted \
+             FROM unnest($1::bytea[], $2::boolean[], $3::text[], $4::bigint[], $5::bytea[], $6::bytea[], \
+               $7::bytea[], $8::bytea[]) \
+             WITH ORDINALITY AS c (hash, keyed, codec, base, canonical, fields, managed, redacted, n) ORDER BY n \
              ON CONFLICT (hash) DO NOTHING RETURNING hash, id",
-            &[&hashes, &keyed, &codecs, &bases, &canonical, &fields, &managed],
+            &[&hashes, &keyed, &codecs, &bases, &canonical, &fields, &managed, &redacted],
         )?;
         let mut ids: HashMap<Vec<u8>, i64> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
         let mut answers = contents.iter().map(|c| ids.remove(c.hash));

@@ -46,7 +46,7 @@ fn missing(path: &Path) -> StoreError {
 /// How many migrations [`migrations`] holds: the schema version (SQLite's
 /// `user_version`) of a database this binary has upgraded. A test checks
 /// that the two agree.
-const MIGRATION_COUNT: usize = 24;
+const MIGRATION_COUNT: usize = 25;
 
 /// The migrations, applied in order when a database is opened.
 fn migrations() -> Migrations<'static> {
@@ -86,6 +86,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../../migrations/0022_revisions_by_cluster.sql")),
         M::up(include_str!("../../../migrations/0023_wal.sql")),
         M::up(include_str!("../../../migrations/0024_inferred_deletes.sql")),
+        M::up(include_str!("../../../migrations/0025_redacted_forms.sql")),
     ])
 }
 

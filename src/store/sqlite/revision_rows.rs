@@ -58,8 +58,8 @@ impl SqliteRows<'_> {
             .store
             .conn
             .prepare_cached(
-                "INSERT INTO semantic_values (hash, keyed, codec, base, canonical, fields, managed) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (hash) DO NOTHING",
+                "INSERT INTO semantic_values (hash, keyed, codec, base, canonical, fields, managed, redacted) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (hash) DO NOTHING",
             )
             .and_then(|mut st| {
                 st.execute(params![
@@ -69,7 +69,8 @@ impl SqliteRows<'_> {
                     c.base,
                     c.canonical,
                     c.fields,
-                    c.managed
+                    c.managed,
+                    c.redacted
                 ])
             })
             .map_err(|e| self.sql(e))?;

@@ -107,6 +107,18 @@ pub fn query_int(db: &Path, sql: &str) -> i64 {
     sql_db.query_row(sql, [], |r| r.get(0)).unwrap()
 }
 
+/// Runs the statement `sql` behind etcd-inspector's back, on either backend
+/// (tables named without their schema): how many rows it changed.
+pub fn execute(db: &Path, sql: &str) -> u64 {
+    if postgres_backend() {
+        let mut client = ::postgres::Client::connect(db.to_str().unwrap(), ::postgres::NoTls).unwrap();
+        client.batch_execute("SET search_path TO etcd_inspector").unwrap();
+        return client.execute(sql, &[]).unwrap();
+    }
+    let sql_db = rusqlite::Connection::open(db).unwrap();
+    sql_db.execute(sql, []).unwrap() as u64
+}
+
 /// Takes the database back to the schema before revisions named their
 /// cluster (SQLite's 21 migrations, PostgreSQL's first), as the previous
 /// version of etcd-inspector left it.
@@ -118,6 +130,7 @@ pub fn undo_revision_clusters(db: &Path) {
                 "ALTER TABLE etcd_inspector.revisions DROP COLUMN cluster_id; \
                  ALTER TABLE etcd_inspector.runs DROP COLUMN wal; \
                  ALTER TABLE etcd_inspector.revisions DROP COLUMN deleted_after; \
+                 ALTER TABLE etcd_inspector.semantic_values DROP COLUMN redacted; \
                  DELETE FROM etcd_inspector.schema_version WHERE version > 1",
             )
             .unwrap();
@@ -127,7 +140,8 @@ pub fn undo_revision_clusters(db: &Path) {
         .unwrap()
         .execute_batch(
             "ALTER TABLE revisions DROP COLUMN cluster_id; ALTER TABLE runs DROP COLUMN wal; \
-             ALTER TABLE revisions DROP COLUMN deleted_after; PRAGMA user_version = 21",
+             ALTER TABLE revisions DROP COLUMN deleted_after; \
+             ALTER TABLE semantic_values DROP COLUMN redacted; PRAGMA user_version = 21",
         )
         .unwrap();
 }

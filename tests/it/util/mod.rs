@@ -337,10 +337,11 @@ pub fn every_revision(db: &Path) -> Vec<(String, etcd_inspector::store::HistoryR
 /// them), is anywhere in the database at `db`, compressed or not: not in the
 /// bytes of its files (a SQLite database, its WAL, its lock; a PostgreSQL
 /// server's files are not ours to read), not in any stored object's content
-/// as the store reads it back (decompressed), and not in any managedFields
-/// blob once decompressed. Every value keyed under the database key (it
-/// holds sensitive values) must have no content stored; returns how many
-/// there are.
+/// as the store reads it back (decompressed), not in any redacted form as
+/// read back, and not in any managedFields blob once decompressed. Every
+/// value keyed under the database key (it holds sensitive values) must have
+/// no content stored, and only those may have a redacted form; returns how
+/// many there are.
 pub fn assert_secrets_nowhere(db: &Path, secrets: &[&str]) -> usize {
     let needles: Vec<String> = secrets.iter().flat_map(|s| [s.to_string(), base64(s)]).collect();
     let found = |bytes: &[u8]| {
@@ -372,6 +373,17 @@ pub fn assert_secrets_nowhere(db: &Path, secrets: &[&str]) -> usize {
     let mut keyed = 0;
     for v in rows {
         let content = store.canonical_value(&v.hash).unwrap();
+        let redacted = store.redacted_form(&v.hash).unwrap();
+        assert_eq!(redacted.is_some(), v.has_redacted, "a redacted form reads back");
+        if let Some(form) = redacted {
+            assert!(
+                v.keyed,
+                "only a value holding sensitive values has a redacted form"
+            );
+            if let Some(n) = found(form.to_string().as_bytes()) {
+                panic!("{n} is in a stored redacted form: {form}");
+            }
+        }
         if v.keyed {
             assert!(
                 !v.has_content && content.is_none(),
@@ -400,6 +412,7 @@ struct StoredValue {
     keyed: bool,
     codec: String,
     has_content: bool,
+    has_redacted: bool,
     managed: Option<Vec<u8>>,
     base_managed: Option<Vec<u8>>,
 }
@@ -407,7 +420,8 @@ struct StoredValue {
 /// Every stored value, read from the database directly (the store's
 /// interface hides the compressed bytes).
 fn stored_values(db: &Path) -> Vec<StoredValue> {
-    const SQL: &str = "SELECT s.hash, s.keyed, s.codec, s.canonical IS NOT NULL, s.managed, b.managed \
+    const SQL: &str = "SELECT s.hash, s.keyed, s.codec, s.canonical IS NOT NULL, s.managed, b.managed, \
+                       s.redacted IS NOT NULL \
                        FROM semantic_values s LEFT JOIN semantic_values b ON b.id = s.base";
     if postgres_backend() {
         let mut client = ::postgres::Client::connect(db.to_str().unwrap(), ::postgres::NoTls).unwrap();
@@ -421,6 +435,7 @@ fn stored_values(db: &Path) -> Vec<StoredValue> {
                 keyed: r.get(1),
                 codec: r.get(2),
                 has_content: r.get(3),
+                has_redacted: r.get(6),
                 managed: r.get(4),
                 base_managed: r.get(5),
             })
@@ -434,6 +449,7 @@ fn stored_values(db: &Path) -> Vec<StoredValue> {
             keyed: r.get(1)?,
             codec: r.get(2)?,
             has_content: r.get(3)?,
+            has_redacted: r.get(6)?,
             managed: r.get(4)?,
             base_managed: r.get(5)?,
         })
