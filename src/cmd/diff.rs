@@ -265,8 +265,10 @@ fn unified(store: &Store, key: &str, cluster: i64, rev_a: i64, rev_b: i64) -> Re
             return Ok(String::new());
         };
         let mut shown = stored_object(store, key, row, false)?;
-        if shown.redacted && !std::mem::replace(&mut noted, true) {
-            tracing::info!("{}", terminal(&redacted_note(key, row)));
+        if let Some(note) = redacted_note(key, row, &shown) {
+            if !std::mem::replace(&mut noted, true) {
+                tracing::info!("{}", terminal(&note));
+            }
         }
         if let Some(meta) = shown.object.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.shift_remove("resourceVersion");

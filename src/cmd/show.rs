@@ -2,11 +2,14 @@
 //! a time or a run, or as a manifest to recreate it.
 
 use super::common::chosen_cluster;
-use super::common::object::{redacted_note, revision_at, revision_of, stored_object, target_key};
+use super::common::object::{
+    listed, redacted_note, revision_at, revision_of, stored_object, target_key, Form,
+};
 use super::output::print_document;
 use super::Status;
 use crate::canon::convert::to_served;
 use crate::canon::manifest::{for_apply, ApplyOptions};
+use crate::canon::redact::placeholder_paths;
 use crate::cli::{Format, ShowArgs};
 use crate::decode::names::newer_api_version;
 use crate::report::escape::terminal;
@@ -20,14 +23,15 @@ pub fn run(db: &Path, args: &ShowArgs) -> Result<Status> {
     let key = target_key(&store, &args.target)?;
     let row = revision_at(&store, &key, cluster, revision_of(&store, cluster, &args.when)?)?;
     let mut shown = stored_object(&store, &key, &row, args.show_managed_fields)?;
-    if shown.redacted {
-        if args.for_apply {
-            bail!(
-                "{key} at revision {}: its values are never stored (only keyed hashes), so it cannot be recreated from the database",
-                row.mod_revision
-            );
-        }
-        tracing::info!("{}", terminal(&redacted_note(&key, &row)));
+    if args.for_apply && shown.form == Form::Hashes {
+        bail!(
+            "{key} at revision {}: its values are never stored (only keyed hashes), so it cannot be recreated from the database",
+            row.mod_revision
+        );
+    }
+    // A manifest's note says what to fill in instead (below).
+    if let (Some(note), false) = (redacted_note(&key, &row, &shown), args.for_apply) {
+        tracing::info!("{}", terminal(&note));
     }
     if args.for_apply {
         let options = ApplyOptions {
@@ -48,6 +52,14 @@ pub fn run(db: &Path, args: &ShowArgs) -> Result<Status> {
         }
         for line in dropped {
             tracing::info!("note: {}", terminal(&line));
+        }
+        let redacted = placeholder_paths(&shown.object);
+        if !redacted.is_empty() {
+            tracing::info!(
+                "note: {} value(s) are never stored and show as their keyed hash ({}): fill them in before applying",
+                redacted.len(),
+                terminal(&listed(&redacted))
+            );
         }
         let (api_version, kind) = (row.api_version.as_deref(), row.kind.as_deref());
         if let Some(converted) = to_served(&mut shown.object) {

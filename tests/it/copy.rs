@@ -4,7 +4,7 @@
 //! adds nothing, and `--cluster` copies one cluster's runs only.
 
 use crate::util::etcd::TestEtcd;
-use crate::util::k8s::{config_map, pod};
+use crate::util::k8s::{config_map, pod, secret};
 use crate::util::*;
 use serde_json::Value;
 use std::path::Path;
@@ -29,6 +29,13 @@ fn copy(from: &Path, to: &Path, extra: &[&str]) -> String {
 /// between databases) left out.
 fn view(db: &Path) -> Vec<Value> {
     let mut out = Vec::new();
+    let secret = json(inspector(
+        db,
+        &["show", "secret/db", "-n", "shop", "--cluster", EU, "-o", "json"],
+    ));
+    let password = secret["data"]["password"].as_str().unwrap();
+    assert!(password.starts_with("<redacted: keyed hash "), "{secret}");
+    out.push(secret);
     for args in [
         &["history", WEB, "--cluster", EU, "--diff", "-o", "json"][..],
         &[
@@ -84,6 +91,10 @@ fn runs_copied_into_another_database_and_back_read_the_same() {
         &config_map("shop", "web-config", "uid-web", &[("app.properties", "a=1")]),
     );
     eu.put(key, &pod("shop", "web", "uid-pod-a", "web:1"));
+    eu.put(
+        "/registry/secrets/shop/db",
+        &secret("shop", "db", "uid-s", "copied-pass-31"),
+    );
     ok(snapshot(&eu, &laptop, &["--cluster", EU]));
     eu.put(
         WEB,
@@ -135,6 +146,8 @@ fn runs_copied_into_another_database_and_back_read_the_same() {
     let back = back_dir.path().join("back.sqlite");
     copy(&fleet, &back, &["--cluster", EU]);
     assert_eq!(view(&back), view(&laptop));
+    // The Secret, and ops-1's value stored under a Secret's key.
+    assert_eq!(assert_secrets_nowhere(&fleet, &["copied-pass-31"]), 2);
     let refused = run_inspector(
         &[
             "copy",

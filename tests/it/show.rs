@@ -441,7 +441,7 @@ fn the_object_from_before_the_incident_comes_back_as_yaml_and_for_apply() {
 }
 
 #[test]
-fn secrets_show_only_hashes_and_custom_resources_go_by_their_crd_names() {
+fn secrets_show_all_but_their_values_and_custom_resources_go_by_their_crd_names() {
     let etcd = TestEtcd::start();
     let (_dir, db) = temp_db();
     etcd.put(
@@ -526,7 +526,7 @@ fn secrets_show_only_hashes_and_custom_resources_go_by_their_crd_names() {
     ));
     assert!(e.contains("gizmos.example.com"), "{e}");
 
-    // A Secret: its data only as hashes, and said so; never for apply.
+    // A Secret: its data values only as keyed hashes, and said so.
     let out = ok(inspector(
         &db,
         &[
@@ -550,16 +550,12 @@ fn secrets_show_only_hashes_and_custom_resources_go_by_their_crd_names() {
         shown["data"]["password"]
             .as_str()
             .unwrap()
-            .starts_with("<redacted: stored only as hash "),
+            .starts_with("<redacted: keyed hash "),
         "{text}"
     );
     assert_eq!(shown["metadata"]["name"], "db.creds");
+    assert_eq!(shown["type"], "Opaque");
     assert!(stderr(&out).contains("never stored"), "{}", stderr(&out));
-    let e = one_line_error(&inspector(
-        &db,
-        &["show", "secret/db.creds", "-n", "shop", "--for-apply"],
-    ));
-    assert!(e.contains("cannot be recreated"), "{e}");
     let diff = ok(object_diff(
         &db,
         "secret/db.creds",
@@ -613,4 +609,191 @@ fn completions_and_the_man_page() {
     assert!(e.contains("show"), "{e}");
     let e = run_inspector(&["completion", "tcsh"], None);
     assert_eq!(e.status.code(), Some(2));
+}
+
+/// A Secret with labels, annotations and kubectl's last-applied copy of its
+/// values, base64 as etcd holds them.
+fn labelled_secret(username: &str, password: &str, labels: Value) -> Vec<u8> {
+    let data = j!({"username": base64(username), "password": base64(password)});
+    let applied = j!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/basic-auth",
+        "metadata": {"name": "db.creds", "namespace": "shop"}, "data": data});
+    pb(
+        &j!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/basic-auth",
+        "metadata": {"name": "db.creds", "namespace": "shop", "uid": "u-s", "labels": labels,
+            "creationTimestamp": "2026-11-29T08:00:00Z",
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": applied.to_string(),
+                "shop.example.com/owner": "team-db"}},
+        "data": data}),
+    )
+}
+
+#[test]
+fn a_secret_shows_and_applies_all_but_its_values() {
+    let etcd = TestEtcd::start();
+    let (_dir, db) = temp_db();
+    let key = "/registry/secrets/shop/db.creds";
+    let (user, first_pass, second_pass) = ("admin-user-7", "first-pass-9041", "second-pass-5528");
+    let first = etcd.put(key, &labelled_secret(user, first_pass, j!({"app": "shop"})));
+    let second = etcd.put(
+        key,
+        &labelled_secret(user, second_pass, j!({"app": "shop", "tier": "db"})),
+    );
+    let cm = "/registry/configmaps/shop/app.settings";
+    let token = "tok-3f9a-secret";
+    etcd.put(
+        cm,
+        &crate::util::k8s::config_map(
+            "shop",
+            "app.settings",
+            "u-cm",
+            &[
+                ("app.token", token),
+                ("app.other", "in-the-clear"),
+                ("app", "plain-too"),
+            ],
+        ),
+    );
+    ok(snapshot(
+        &etcd,
+        &db,
+        &["--sensitive-path", r#"data["app.token"]"#],
+    ));
+    let secrets = [user, first_pass, second_pass, token];
+    let assert_none = |out: &Output| {
+        for s in secrets {
+            for needle in [s.to_string(), base64(s)] {
+                assert!(
+                    !stdout(out).contains(&needle) && !stderr(out).contains(&needle),
+                    "{needle}: {}{}",
+                    stdout(out),
+                    stderr(out)
+                );
+            }
+        }
+    };
+    let placeholder = |v: &Value| {
+        v.as_str()
+            .unwrap_or_default()
+            .starts_with("<redacted: keyed hash ")
+    };
+
+    // Everything but the values, which show as their keyed hashes.
+    let show = |extra: &[&str]| {
+        let out = ok(inspector(
+            &db,
+            &[&["show", "secret/db.creds", "-n", "shop"][..], extra].concat(),
+        ));
+        assert_none(&out);
+        out
+    };
+    let out = show(&["--rev", &first.to_string()]);
+    let shown: Value = serde_yaml_ng::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown["type"], "kubernetes.io/basic-auth");
+    assert_eq!(shown["metadata"]["labels"], j!({"app": "shop"}));
+    assert_eq!(shown["metadata"]["uid"], "u-s");
+    let annotations = &shown["metadata"]["annotations"];
+    assert_eq!(annotations["shop.example.com/owner"], "team-db");
+    assert!(placeholder(
+        &annotations["kubectl.kubernetes.io/last-applied-configuration"]
+    ));
+    let data = shown["data"].as_object().unwrap();
+    assert_eq!(data.len(), 2, "{data:?}");
+    assert!(data.values().all(placeholder), "{data:?}");
+    assert!(stderr(&out).contains("never stored"), "{}", stderr(&out));
+    // Equal values, equal placeholders; another value, another.
+    let newer: Value = serde_yaml_ng::from_slice(&show(&[]).stdout).unwrap();
+    assert_eq!(newer["metadata"]["labels"]["tier"], "db");
+    assert_eq!(newer["data"]["username"], shown["data"]["username"]);
+    assert_ne!(newer["data"]["password"], shown["data"]["password"]);
+
+    // A manifest to apply once the values are filled in, which says so.
+    let out = show(&["--for-apply"]);
+    let manifest: Value = serde_yaml_ng::from_slice(&out.stdout).unwrap();
+    assert_eq!(manifest["type"], "kubernetes.io/basic-auth");
+    assert_eq!(manifest["metadata"]["labels"], j!({"app": "shop", "tier": "db"}));
+    assert_eq!(
+        manifest["metadata"]["annotations"],
+        j!({"shop.example.com/owner": "team-db"})
+    );
+    assert!(manifest["metadata"].get("uid").is_none());
+    assert!(manifest["data"].as_object().unwrap().values().all(placeholder));
+    let err = stderr(&out);
+    assert!(
+        err.contains("note: 2 value(s) are never stored")
+            && err.contains("(data.password, data.username)")
+            && err.contains("fill them in before applying"),
+        "{err}"
+    );
+
+    // Field diffs show what is not sensitive; the values stay redacted.
+    let diff = json(inspector(&db, &["history", key, "--diff", "-o", "json"]));
+    let changes = diff[1]["diff"].as_array().unwrap();
+    let change = |path: &str| changes.iter().find(|c| c["path"] == path).unwrap().clone();
+    assert_eq!(
+        change("data.password"),
+        j!({"path": "data.password", "old": "<redacted>", "new": "<redacted>", "managers": []})
+    );
+    assert_eq!(change("metadata.labels")["old"], j!({"app": "shop"}));
+    assert_eq!(
+        change("metadata.labels")["new"],
+        j!({"app": "shop", "tier": "db"})
+    );
+    let unified = ok(object_diff(
+        &db,
+        "secret/db.creds",
+        &first.to_string(),
+        &second.to_string(),
+        &["--unified"],
+    ));
+    assert_none(&unified);
+    let text = stdout(&unified);
+    assert!(text.contains("\n+    tier: db\n"), "{text}");
+    for sign in ['-', '+'] {
+        let line = format!("{sign}  password: ");
+        let lines = text.lines().filter(|l| l.starts_with(&line));
+        assert_eq!(
+            lines.filter(|l| l.contains("<redacted: keyed hash ")).count(),
+            1,
+            "{text}"
+        );
+    }
+
+    // A marked path takes its value, not the keys beside it.
+    let out = ok(inspector(&db, &["show", "cm/app.settings", "-n", "shop"]));
+    assert_none(&out);
+    let shown: Value = serde_yaml_ng::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown["data"]["app.other"], "in-the-clear");
+    assert_eq!(shown["data"]["app"], "plain-too");
+    assert!(placeholder(&shown["data"]["app.token"]), "{shown}");
+    let out = ok(inspector(
+        &db,
+        &["show", "cm/app.settings", "-n", "shop", "--for-apply"],
+    ));
+    assert!(stderr(&out).contains(r"(data.app\.token)"), "{}", stderr(&out));
+
+    assert_eq!(crate::util::assert_secrets_nowhere(&db, &secrets), 3);
+
+    // A database from before redacted forms has only hashes to show, and
+    // nothing to apply.
+    assert_eq!(
+        crate::util::backend::execute(
+            &db,
+            "UPDATE semantic_values SET redacted = NULL WHERE redacted IS NOT NULL"
+        ),
+        3
+    );
+    let out = show(&[]);
+    let shown: Value = serde_yaml_ng::from_slice(&out.stdout).unwrap();
+    assert!(
+        shown["data"]["password"]
+            .as_str()
+            .unwrap()
+            .starts_with("<redacted: stored only as hash "),
+        "{shown}"
+    );
+    let e = one_line_error(&inspector(
+        &db,
+        &["show", "secret/db.creds", "-n", "shop", "--for-apply"],
+    ));
+    assert!(e.contains("cannot be recreated"), "{e}");
 }

@@ -4,6 +4,8 @@
 
 use super::revision_before;
 use crate::canon::manifest::{object_of, redacted_object, RowColumns};
+use crate::canon::path::FieldPath;
+use crate::canon::redact::placeholder_paths;
 use crate::cli::{ListFormat, ObjectArgs, TargetArgs, WhenArgs};
 use crate::decode::names::{parse_object, Catalog, NameError, ObjectRef, ObjectSpec, CRDS};
 use crate::hex::unhex;
@@ -201,12 +203,24 @@ pub fn revision_at(
     Ok(row.clone())
 }
 
+/// How much of a stored revision's content an object shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// All of it: its canonical form.
+    Whole,
+    /// Its redacted form: each sensitive value a placeholder with its keyed
+    /// hash, everything else as it was.
+    Redacted,
+    /// Only its field hashes (content holding sensitive values with no
+    /// redacted form: every value of a resource encrypted at rest, or one
+    /// stored before redacted forms were).
+    Hashes,
+}
+
 /// One stored revision as the object it was.
 pub struct StoredObject {
     pub object: Value,
-    /// Its content holds sensitive values: never stored, so shown as the
-    /// hashes that are.
-    pub redacted: bool,
+    pub form: Form,
 }
 
 /// The object `row` (of `key`) stored.
@@ -223,10 +237,17 @@ pub fn stored_object(
         );
     };
     let api_version = row.api_version.as_deref().unwrap_or_default();
+    let served = |form| object_of(form, api_version, row.mod_revision, managed_fields);
     if let Some(form) = store.canonical_value(&hash)? {
         return Ok(StoredObject {
-            object: object_of(form, api_version, row.mod_revision, managed_fields),
-            redacted: false,
+            object: served(form),
+            form: Form::Whole,
+        });
+    }
+    if let Some(form) = store.redacted_form(&hash)? {
+        return Ok(StoredObject {
+            object: served(form),
+            form: Form::Redacted,
         });
     }
     let described = RowColumns {
@@ -240,15 +261,30 @@ pub fn stored_object(
     };
     Ok(StoredObject {
         object: redacted_object(&described, &store.semantic_fields(&hash)?),
-        redacted: true,
+        form: Form::Hashes,
     })
 }
 
-/// The note a redacted object is printed with.
-pub fn redacted_note(key: &str, row: &HistoryRow) -> String {
-    format!(
-        "note: {key} at revision {} holds sensitive values (a Secret's data, or a --sensitive-path): \
-         its content is never stored, only keyed hashes, so each value shows as its hash",
+/// The note `shown`, `row`'s object (of `key`), is printed with when it
+/// does not show all of its content.
+pub fn redacted_note(key: &str, row: &HistoryRow, shown: &StoredObject) -> Option<String> {
+    let holds = format!(
+        "note: {key} at revision {} holds sensitive values (a Secret's data, or a --sensitive-path)",
         row.mod_revision
-    )
+    );
+    match shown.form {
+        Form::Whole => None,
+        Form::Redacted => Some(format!(
+            "{holds}, never stored: each shows as its keyed hash ({})",
+            listed(&placeholder_paths(&shown.object))
+        )),
+        Form::Hashes => Some(format!(
+            "{holds}: its content is never stored, only keyed hashes, so each value shows as its hash"
+        )),
+    }
+}
+
+/// `paths` joined for a note.
+pub fn listed(paths: &[FieldPath]) -> String {
+    paths.iter().map(FieldPath::as_str).collect::<Vec<_>>().join(", ")
 }
