@@ -24,6 +24,7 @@ mod prepare;
 mod prune;
 mod reader;
 pub mod recorder;
+pub mod restore;
 mod rows;
 mod run;
 mod scope;

@@ -33,6 +33,9 @@ pub trait HistoryReader {
     /// When each run of `cluster` started and finished, and its head.
     fn run_times(&self, cluster: i64) -> Result<Vec<RunTime>, StoreError>;
 
+    /// The restores of etcd runs of `cluster` found, by run, oldest first.
+    fn restores(&self, cluster: i64) -> Result<Vec<(super::RunId, super::restore::Restore)>, StoreError>;
+
     /// The encryption policy the newest run with an encryption config
     /// recorded, and that run's head revision.
     fn encryption_policy(&self, cluster: i64) -> Result<Option<(Policy, i64)>, StoreError>;

@@ -58,6 +58,8 @@ pub enum RunFact<'a> {
     CompleteThrough(i64),
     /// Revisions of `cluster` the run found lost to compaction.
     Gap { cluster: i64, gap: Gap },
+    /// etcd was restored or rewound since the run the run would continue.
+    Restored(&'a super::restore::Restore),
     /// An etcd member started serving the run (a reconnection to the one
     /// serving, without a reason, records nothing).
     Served(&'a ServedBy),

@@ -84,6 +84,10 @@ impl std::fmt::Display for ServedBy {
 /// The run an incremental run continues from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Previous {
+    /// Which run it is.
+    pub run: RunId,
+    /// The compaction revision it saw, if recorded.
+    pub compact: Option<i64>,
     /// Everything up to this revision is stored.
     pub head: i64,
     /// ... and everything from this one on.
@@ -224,6 +228,9 @@ pub struct RunInfo {
     /// one when it moved because a member failed).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub members: Vec<ServedBy>,
+    /// What the run found of a restore of etcd (it then failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restored: Option<super::restore::Restore>,
 }
 
 /// The data file a run read.

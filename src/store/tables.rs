@@ -118,6 +118,7 @@ pub const COLUMNS: &[(&str, &[&str])] = &[
             "schema",
             "hash_key",
             "wal",
+            "restored",
         ],
     ),
     (

@@ -238,6 +238,7 @@ fn as_written_before_segments(db: &Path) {
            ALTER TABLE runs DROP COLUMN wal;
            ALTER TABLE revisions DROP COLUMN deleted_after;
            ALTER TABLE semantic_values DROP COLUMN redacted;
+           ALTER TABLE runs DROP COLUMN restored;
            PRAGMA user_version = 13;"#,
     )
     .unwrap();

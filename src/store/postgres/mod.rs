@@ -44,6 +44,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0004_wal.sql"),
     include_str!("../../../migrations/postgres/0005_inferred_deletes.sql"),
     include_str!("../../../migrations/postgres/0006_redacted_forms.sql"),
+    include_str!("../../../migrations/postgres/0007_restores.sql"),
 ];
 
 /// What every session of ours sets once our schema is there: our schema

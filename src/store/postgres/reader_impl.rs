@@ -8,9 +8,10 @@ use crate::store::audit::{AuditedObject, AuditedRequest};
 use crate::store::cluster::Cluster;
 use crate::store::finding::{FindingCount, Severity};
 use crate::store::object::ObjectRevision;
+use crate::store::restore::Restore;
 use crate::store::{
     Contents, FindingIter, FindingQuery, Gap, HistoryReader, HistoryRow, LiveIter, NamedKey, ResourceUsage,
-    RunInfo, RunTime, Scope, StoreError, Usage,
+    RunId, RunInfo, RunTime, Scope, StoreError, Usage,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -27,6 +28,10 @@ impl HistoryReader for Store {
 
     fn run_times(&self, cluster: i64) -> Result<Vec<RunTime>, StoreError> {
         Store::read_run_times(self, cluster)
+    }
+
+    fn restores(&self, cluster: i64) -> Result<Vec<(RunId, Restore)>, StoreError> {
+        Store::read_restores(self, cluster)
     }
 
     fn encryption_policy(&self, cluster: i64) -> Result<Option<(Policy, i64)>, StoreError> {

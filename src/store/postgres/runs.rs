@@ -4,6 +4,7 @@ use super::Store;
 use crate::decode::gotime::now;
 use crate::decrypt::policy::Policy;
 use crate::source::LiveKey;
+use crate::store::restore::Restore;
 use crate::store::{
     FileInfo, Gap, Previous, RunFact, RunId, RunInfo, RunStatus, RunTime, ServedBy, Shortfall, StoreError,
 };
@@ -48,7 +49,7 @@ impl Store {
     ) -> Result<Option<Previous>, StoreError> {
         Ok(self
             .query_opt(
-                "SELECT complete_through, coalesce(covered_from, history_from, 1) FROM runs \
+                "SELECT complete_through, coalesce(covered_from, history_from, 1), id, compact_revision FROM runs \
                  WHERE cluster_id = $1 AND prefix = $2 AND coalesce(resource_filter, $4) = $3 \
                  AND complete_through IS NOT NULL ORDER BY complete_through DESC LIMIT 1",
                 &[&cluster, &prefix, &filter, &everything],
@@ -56,6 +57,8 @@ impl Store {
             .map(|r| Previous {
                 head: r.get(0),
                 covered_from: r.get(1),
+                run: RunId(r.get(2)),
+                compact: r.get(3),
             }))
     }
 
@@ -109,6 +112,20 @@ impl Store {
                 file: r.get(3),
             })
             .collect())
+    }
+
+    /// See the SQLite backend's `read_restores`.
+    pub(in crate::store) fn read_restores(&self, cluster: i64) -> Result<Vec<(RunId, Restore)>, StoreError> {
+        let mut restores = Vec::new();
+        for r in self.query(
+            "SELECT id, restored FROM runs WHERE cluster_id = $1 AND restored IS NOT NULL ORDER BY id",
+            &[&cluster],
+        )? {
+            if let Some(restore) = self.parsed_json(r.get(1), "runs.restored")? {
+                restores.push((RunId(r.get(0)), restore));
+            }
+        }
+        Ok(restores)
     }
 
     /// See the SQLite backend's `history_shortfall`.
@@ -173,6 +190,10 @@ impl Store {
             RunFact::Salvage(damage) => self.execute(
                 "UPDATE runs SET salvage = $2 WHERE id = $1",
                 &[run, &serde_json::to_string(damage).expect("damage serializes")],
+            ),
+            RunFact::Restored(restore) => self.execute(
+                "UPDATE runs SET restored = $2 WHERE id = $1",
+                &[run, &serde_json::to_string(restore).expect("a restore serializes")],
             ),
             RunFact::Wal(wal) => self.execute(
                 "UPDATE runs SET wal = $2 WHERE id = $1",
@@ -252,7 +273,7 @@ impl Store {
                 "SELECT r.id, r.status, r.source, r.prefix, r.started_at, r.finished_at, r.head_revision, \
                  r.compact_revision, r.history_from, r.keys_seen, r.revisions_added, r.error, r.tool_version, \
                  r.file_size, r.file_sha256, r.file_first_revision, r.file_last_revision, r.etcd_version, \
-                 r.encryption_policy, r.fetched, r.salvage, r.wal, r.schema, r.hash_key, r.cluster_id AS cluster_row, {} \
+                 r.encryption_policy, r.fetched, r.salvage, r.wal, r.schema, r.hash_key, r.restored, r.cluster_id AS cluster_row, {} \
                  FROM runs r LEFT JOIN clusters c ON c.id = r.cluster_id ORDER BY r.id",
                 super::clusters::CLUSTER_COLUMNS
             ),
@@ -335,6 +356,7 @@ impl Store {
                 _ => None,
             },
             members: Vec::new(),
+            restored: self.parsed_json(r.get("restored"), "runs.restored")?,
         })
     }
 

@@ -87,6 +87,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../../migrations/0023_wal.sql")),
         M::up(include_str!("../../../migrations/0024_inferred_deletes.sql")),
         M::up(include_str!("../../../migrations/0025_redacted_forms.sql")),
+        M::up(include_str!("../../../migrations/0026_restores.sql")),
     ])
 }
 

@@ -4,6 +4,7 @@ use super::Store;
 use crate::decode::gotime::now;
 use crate::decrypt::policy::Policy;
 use crate::source::LiveKey;
+use crate::store::restore::Restore;
 use crate::store::RunFact;
 use crate::store::StoreError;
 use crate::store::{FileInfo, Gap, Previous, RunId, RunInfo, RunStatus, RunTime, ServedBy, Shortfall};
@@ -64,7 +65,7 @@ impl Store {
     ) -> Result<Option<Previous>, StoreError> {
         self.conn
             .query_row(
-                "SELECT complete_through, coalesce(covered_from, history_from, 1) FROM runs \
+                "SELECT complete_through, coalesce(covered_from, history_from, 1), id, compact_revision FROM runs \
                  WHERE cluster_id = ?1 AND prefix = ?2 AND coalesce(resource_filter, ?4) = ?3 \
                  AND complete_through IS NOT NULL ORDER BY complete_through DESC LIMIT 1",
                 params![cluster, prefix, filter, everything],
@@ -72,6 +73,8 @@ impl Store {
                     Ok(Previous {
                         head: r.get(0)?,
                         covered_from: r.get(1)?,
+                        run: RunId(r.get(2)?),
+                        compact: r.get(3)?,
                     })
                 },
             )
@@ -141,6 +144,29 @@ impl Store {
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
+    /// The restores runs of `cluster` found, by run, oldest first.
+    pub(in crate::store) fn read_restores(&self, cluster: i64) -> Result<Vec<(RunId, Restore)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, restored FROM runs WHERE cluster_id = ?1 AND restored IS NOT NULL ORDER BY id",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![cluster], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+            })
+            .map_err(|e| self.err(e))?;
+        let mut restores = Vec::new();
+        for row in rows {
+            let (run, json) = row.map_err(|e| self.err(e))?;
+            if let Some(restore) = self.parsed_json(Some(json), "runs.restored")? {
+                restores.push((RunId(run), restore));
+            }
+        }
+        Ok(restores)
+    }
+
     /// Compares the stored history with etcd's counters: for every key of
     /// `live` that `recorded` keeps and whose generation began at or after
     /// `covered_from`, the stored revisions of that generation must number
@@ -201,6 +227,10 @@ impl Store {
             RunFact::Fetched(how) => ("UPDATE runs SET fetched = ?2 WHERE id = ?1", vec![Box::new(how.to_string())]),
             RunFact::Salvage(damage) => ("UPDATE runs SET salvage = ?2 WHERE id = ?1", vec![Box::new(serde_json::to_string(damage).expect("damage serializes"))]),
             RunFact::Wal(wal) => ("UPDATE runs SET wal = ?2 WHERE id = ?1", vec![Box::new(serde_json::to_string(wal).expect("a WAL account serializes"))]),
+            RunFact::Restored(restore) => (
+                "UPDATE runs SET restored = ?2 WHERE id = ?1",
+                vec![Box::new(serde_json::to_string(restore).expect("a restore serializes"))],
+            ),
             RunFact::EncryptionPolicy(policy) => (
                 "UPDATE runs SET encryption_policy = ?2 WHERE id = ?1",
                 vec![Box::new(serde_json::to_string(policy).expect("a policy serializes"))],
@@ -288,7 +318,7 @@ impl Store {
                 "SELECT r.id, r.status, r.source, r.prefix, r.started_at, r.finished_at, r.head_revision, \
                  r.compact_revision, r.history_from, r.keys_seen, r.revisions_added, r.error, r.tool_version, \
                  r.file_size, r.file_sha256, r.file_first_revision, r.file_last_revision, r.etcd_version, \
-                 r.encryption_policy, r.fetched, r.salvage, r.wal, r.schema, r.hash_key, r.cluster_id AS cluster_row, {} \
+                 r.encryption_policy, r.fetched, r.salvage, r.wal, r.schema, r.hash_key, r.restored, r.cluster_id AS cluster_row, {} \
                  FROM runs r LEFT JOIN clusters c ON c.id = r.cluster_id ORDER BY r.id",
                 super::clusters::CLUSTER_COLUMNS
             ))
@@ -341,6 +371,7 @@ impl Store {
                     _ => None,
                 },
                 members: Vec::new(),
+                restored: self.parsed_json(json("restored")?, "runs.restored")?,
             });
         }
         drop(rows);

@@ -131,6 +131,7 @@ pub fn undo_revision_clusters(db: &Path) {
                  ALTER TABLE etcd_inspector.runs DROP COLUMN wal; \
                  ALTER TABLE etcd_inspector.revisions DROP COLUMN deleted_after; \
                  ALTER TABLE etcd_inspector.semantic_values DROP COLUMN redacted; \
+                 ALTER TABLE etcd_inspector.runs DROP COLUMN restored; \
                  DELETE FROM etcd_inspector.schema_version WHERE version > 1",
             )
             .unwrap();
@@ -141,7 +142,8 @@ pub fn undo_revision_clusters(db: &Path) {
         .execute_batch(
             "ALTER TABLE revisions DROP COLUMN cluster_id; ALTER TABLE runs DROP COLUMN wal; \
              ALTER TABLE revisions DROP COLUMN deleted_after; \
-             ALTER TABLE semantic_values DROP COLUMN redacted; PRAGMA user_version = 21",
+             ALTER TABLE semantic_values DROP COLUMN redacted; ALTER TABLE runs DROP COLUMN restored; \
+             PRAGMA user_version = 21",
         )
         .unwrap();
 }

@@ -1,0 +1,158 @@
+//! A restore (or rewind) of etcd a run found: etcd's history no longer
+//! continues what an earlier complete run of the cluster stored. Its head
+//! or compaction revision went backwards, or at a revision both hold, a
+//! key's newest write differs from what the database stores there.
+//!
+//! Invariant: a run that found one stores nothing more (it fails), so no
+//! `(key, mod_revision)` of the restored timeline is ever mixed with one of
+//! the stored timeline.
+
+use serde::{Deserialize, Serialize};
+
+/// What a run saw of etcd against the earlier run whose history it would
+/// have continued.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Restore {
+    /// The complete run of the same cluster, prefix and filter the run
+    /// would have continued.
+    pub previous_run: i64,
+    /// The prefix both runs read.
+    pub prefix: String,
+    /// Everything up to this revision was stored by it.
+    pub previous_head: i64,
+    /// The compaction revision it saw (`None` for runs from before it was
+    /// recorded).
+    pub previous_compact: Option<i64>,
+    /// etcd's head and compaction revisions as this run saw them.
+    pub head: i64,
+    pub compact: i64,
+    /// Keys whose newest write at a revision both hold differs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diverged: Option<Divergence>,
+}
+
+/// Keys whose newest write at revision `at` differs between the database
+/// and etcd.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Divergence {
+    /// The revision compared: the earlier run's head.
+    pub at: i64,
+    /// How many keys differ.
+    pub keys: u64,
+    /// The first of them in key order, with its newest write on each side
+    /// (`None`: not live there).
+    pub key: String,
+    pub stored: Option<Written>,
+    pub etcd: Option<Written>,
+}
+
+/// A key's newest write at some revision: its mod and create revisions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Written {
+    pub mod_revision: i64,
+    pub create_revision: i64,
+}
+
+impl Restore {
+    /// What went backwards or differs, briefly: `head 341 → 325`,
+    /// `compacted 300 → 120`, `3 keys differ at 341`.
+    pub fn brief(&self) -> String {
+        let mut seen = Vec::new();
+        if self.head < self.previous_head {
+            seen.push(format!("head {} → {}", self.previous_head, self.head));
+        }
+        if let Some(before) = self.previous_compact.filter(|&c| self.compact < c) {
+            seen.push(format!("compacted {before} → {}", self.compact));
+        }
+        if let Some(d) = &self.diverged {
+            let s = if d.keys == 1 { "" } else { "s" };
+            seen.push(format!("{} key{s} differ at {}", d.keys, d.at));
+        }
+        seen.join(", ")
+    }
+}
+
+impl std::fmt::Display for Written {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "written at {} (created at {})",
+            self.mod_revision, self.create_revision
+        )
+    }
+}
+
+/// A key's side of a divergence, as a message says it.
+fn side(written: &Option<Written>) -> String {
+    match written {
+        Some(w) => w.to_string(),
+        None => "not live".into(),
+    }
+}
+
+impl std::fmt::Display for Restore {
+    /// The whole account, as the run's error says it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let run = self.previous_run;
+        write!(
+            f,
+            "etcd was restored or rewound since run {run}: head {} (run {run}: {}), compaction revision {} (run {run}: {})",
+            self.head,
+            self.previous_head,
+            self.compact,
+            self.previous_compact.map_or("-".into(), |c| c.to_string()),
+        )?;
+        if let Some(d) = &self.diverged {
+            write!(
+                f,
+                "; at revision {}, which both hold, {} key(s) differ from what run {run} stored, first {}: stored {}, etcd {}",
+                d.at,
+                d.keys,
+                d.key,
+                side(&d.stored),
+                side(&d.etcd)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn restore(head: i64, compact: i64) -> Restore {
+        Restore {
+            previous_run: 2,
+            prefix: "/registry/".into(),
+            previous_head: 341,
+            previous_compact: Some(300),
+            head,
+            compact,
+            diverged: None,
+        }
+    }
+
+    #[test]
+    fn brief_names_what_went_backwards() {
+        assert_eq!(restore(325, 300).brief(), "head 341 → 325");
+        assert_eq!(restore(400, 120).brief(), "compacted 300 → 120");
+        let mut r = restore(400, 300);
+        r.diverged = Some(Divergence {
+            at: 341,
+            keys: 3,
+            key: "/registry/a".into(),
+            stored: None,
+            etcd: Some(Written {
+                mod_revision: 330,
+                create_revision: 330,
+            }),
+        });
+        assert_eq!(r.brief(), "3 keys differ at 341");
+        let json = serde_json::to_string(&r).unwrap();
+        assert_eq!(serde_json::from_str::<Restore>(&json).unwrap(), r);
+        assert!(r
+            .to_string()
+            .contains("first /registry/a: stored not live, etcd written at 330"));
+    }
+}
