@@ -4,7 +4,7 @@
 
 use super::bolt::{BoltDb, BoltError, Bucket};
 use super::revision;
-use super::{Read, ReadError, Record, Sink};
+use super::{LiveKey, Read, ReadError, Record, Sink};
 use crate::decode::key::COMPACT_REV_KEY;
 use prost::Message;
 use sha1::Sha1;
@@ -268,40 +268,47 @@ where
 /// not a tombstone: what the file holds live from history a run does not
 /// read again.
 pub fn live_keys_before(db: &BoltDb, prefix: &[u8], before: i64) -> Result<Vec<Vec<u8>>, BoltError> {
+    Ok(live_keys_at(db, prefix, before - 1)?
+        .into_iter()
+        .map(|k| k.key)
+        .collect())
+}
+
+/// The keys under `prefix` live at revision `at`, with their counters, in
+/// key order: the state the file gives at `at` (etcd's at `at` when the
+/// file's compaction revision is at or below it).
+pub fn live_keys_at(db: &BoltDb, prefix: &[u8], at: i64) -> Result<Vec<LiveKey>, BoltError> {
     let path = db.path().display().to_string();
     let keys = db.top_bucket("key")?;
-    let mut newest: std::collections::HashMap<Vec<u8>, bool> = std::collections::HashMap::new();
+    let mut newest: std::collections::HashMap<Vec<u8>, Option<LiveKey>> = std::collections::HashMap::new();
     let walked = db.for_each(keys, &mut |k, v, _| {
         let Some(rev) = revision::parse(k) else {
             return Err(BoltError::Content(format!(
                 "{path}: key bucket entry {k:02x?} is not a revision"
             )));
         };
-        if rev.revision.main >= before {
+        if rev.revision.main > at {
             return Ok(ControlFlow::Break(()));
         }
         if v.is_empty() {
             return Ok(ControlFlow::Continue(()));
         }
-        let key = match key_of(v) {
-            Some(key) => key.to_vec(),
-            None => {
-                KeyValue::decode(v)
-                    .map_err(|_| not_a_key_value(&path, rev.revision.main, v))?
-                    .key
-            }
-        };
-        if key.starts_with(prefix) && !key.is_empty() {
-            newest.insert(key, rev.tombstone);
+        let kv = KeyValue::decode(v).map_err(|_| not_a_key_value(&path, rev.revision.main, v))?;
+        if kv.key.starts_with(prefix) && !kv.key.is_empty() {
+            let live = (!rev.tombstone).then(|| LiveKey {
+                key: kv.key.clone(),
+                create_revision: kv.create_revision,
+                mod_revision: rev.revision.main,
+                version: kv.version,
+            });
+            newest.insert(kv.key, live);
         }
         Ok(ControlFlow::Continue(()))
     });
     let _: ControlFlow<()> = walked.map_err(|e| e.at(db.path()))?;
-    Ok(newest
-        .into_iter()
-        .filter(|(_, gone)| !gone)
-        .map(|(k, _)| k)
-        .collect())
+    let mut live: Vec<LiveKey> = newest.into_values().flatten().collect();
+    live.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+    Ok(live)
 }
 
 /// A `key` bucket entry to push, in 32 bytes: a hash of its etcd key, its

@@ -199,22 +199,43 @@ impl Etcd {
     /// The counters of every live key in `scope` at `head`, without values.
     pub async fn live_keys(&self, scope: Scope<'_>, head: i64, page: i64) -> Result<Vec<LiveKey>, EtcdError> {
         let mut live = Vec::new();
-        let read = self.each_key(scope.prefix, head, page, true, |kv| {
-            live.push(LiveKey {
+        self.each_live_key(scope, head, page, |k| {
+            live.push(k);
+            Ok::<bool, std::convert::Infallible>(true)
+        })
+        .await
+        .map_err(|e| match e {
+            ReadError::Etcd(e) => e,
+            // etcd reads never produce a data-file error.
+            ReadError::File(e) => self.failure(e.to_string()),
+            ReadError::Sink(never) => match never {},
+        })?;
+        Ok(live)
+    }
+
+    /// Calls `each` with the counters of every live key in `scope` (then
+    /// `compact_rev_key`) at `head`, in key order, without values, `page`
+    /// keys per request: memory holds one page. `each` returning `false`
+    /// stops the read.
+    pub async fn each_live_key<E>(
+        &self,
+        scope: Scope<'_>,
+        head: i64,
+        page: i64,
+        mut each: impl FnMut(LiveKey) -> Result<bool, E>,
+    ) -> Result<Read<()>, ReadError<E>>
+    where
+        E: std::error::Error + 'static,
+    {
+        self.each_key(scope.prefix, head, page, true, |kv| {
+            each(LiveKey {
                 create_revision: kv.create_revision(),
                 mod_revision: kv.mod_revision(),
                 version: kv.version(),
                 key: kv.into_key_value().0,
-            });
-            Ok::<bool, std::convert::Infallible>(true)
-        });
-        match read.await {
-            Ok(_) => Ok(live),
-            Err(ReadError::Etcd(e)) => Err(e),
-            // etcd reads never produce a data-file error.
-            Err(ReadError::File(e)) => Err(self.failure(e.to_string())),
-            Err(ReadError::Sink(never)) => match never {},
-        }
+            })
+        })
+        .await
     }
 
     /// Whether a watch of every key from `head` will see an event at
