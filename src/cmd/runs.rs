@@ -44,11 +44,12 @@ pub fn run(db: &Path, args: &RunsArgs) -> Result<Status> {
             vec![
                 r.id.0.to_string(),
                 or_dash(r.cluster.as_deref()),
-                match (&r.damage, r.salvaged) {
-                    (Some(d), _) if !d.is_none() => {
+                match (&r.damage, r.salvaged, &r.restored) {
+                    (_, _, Some(restore)) => format!("{} (restored: {})", r.status.as_str(), restore.brief()),
+                    (Some(d), _, _) if !d.is_none() => {
                         format!("{} (salvaged: {})", r.status.as_str(), d.describe())
                     }
-                    (_, true) => format!("{} (salvaged, no damage)", r.status.as_str()),
+                    (_, true, _) => format!("{} (salvaged, no damage)", r.status.as_str()),
                     _ => r.status.as_str().to_string(),
                 },
                 text(&stored(&r.started_at)),

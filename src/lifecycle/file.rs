@@ -4,6 +4,7 @@
 
 use super::plan::{read_error, Plan, Tail};
 use super::progress::{phase, spinning, Position, Progress, Unit};
+use super::restore;
 use super::vanished::KeySet;
 use super::wal::WalHistory;
 use super::{Settings, Summary};
@@ -65,6 +66,11 @@ pub(super) fn read(
     let plan = Plan::new(store, &cluster_id, name, starts, prefix, &settings.filter)?;
     let cluster = plan.cluster;
     store.record(run, plan.target(head, compact))?;
+    let pinned_at = (head, compact);
+    let recorded = (prefix, &settings.filter);
+    if let Some(restore) = restore::check_file(store, &db, &plan, pinned_at, recorded, file.salvage)? {
+        restore::refuse(store, run, restore)?;
+    }
     let read_file = RunFact::File {
         size: info.size,
         sha256: &info.sha256,

@@ -289,7 +289,13 @@ pub(super) async fn follow(
                 gauges.write(summary.head, false);
             }
             Ok(None) => return Ok(None),
-            Err(e) if e.downcast_ref::<StoreError>().is_some() || e.downcast_ref::<Shortfall>().is_some() => {
+            // A restore of etcd is no failure to retry: the stored history
+            // cannot continue.
+            Err(e)
+                if e.downcast_ref::<StoreError>().is_some()
+                    || e.downcast_ref::<Shortfall>().is_some()
+                    || e.downcast_ref::<super::restore::Restored>().is_some() =>
+            {
                 return Err(e)
             }
             Err(e) => {

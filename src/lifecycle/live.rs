@@ -5,6 +5,7 @@
 
 use super::plan::{read_error, replay_all, Plan, Tail};
 use super::progress::{phase, spinning, Position, Progress, Unit};
+use super::restore;
 use super::vanished::KeySet;
 use super::{RecordOptions, Settings, Summary};
 use crate::source::etcd::{Etcd, Pinned, Scope};
@@ -99,6 +100,14 @@ async fn read_planned(
     };
     let (cluster, mut gaps) = (plan.cluster, plan.gaps.clone());
     store.record(run, plan.target(pinned.head, compact))?;
+    bar.set_message("checking that etcd still holds the stored history");
+    let pinned_at = (pinned.head, compact);
+    let recorded = (options.prefix.as_str(), &settings.filter);
+    if let Some(restore) =
+        restore::check_live(store, etcd, plan, pinned_at, recorded, options.page_size).await?
+    {
+        restore::refuse(store, run, restore)?;
+    }
     let mut writer = settings.writer(store, cluster, run, &options.prefix)?;
     let mut sink = Progress {
         writer: &mut writer,

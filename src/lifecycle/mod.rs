@@ -13,6 +13,7 @@ mod live;
 mod members;
 mod plan;
 mod progress;
+mod restore;
 mod serve;
 mod signal;
 mod vanished;

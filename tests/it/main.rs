@@ -32,6 +32,7 @@ mod postgres_fleet;
 mod proto_path;
 mod read_only;
 mod report;
+mod restore;
 mod salvage;
 mod scheduled;
 mod semantic_property;

@@ -5,9 +5,9 @@ use crate::util::etcd::{etcd_version, TestEtcd, Tls};
 use crate::util::k8s::{pod, secret, widget};
 use crate::util::proxy::Proxy;
 use crate::util::{
-    assert_consistent, assert_exit, assert_secrets_nowhere, closed_endpoint, delete_revisions, history,
-    inspector, mod_revisions, ok, one_line_error, run_statuses, runs, snapshot, spawn_inspector, stderr,
-    stored_revisions, stored_revisions_of, temp_db, terminate,
+    assert_consistent, assert_exit, assert_secrets_nowhere, closed_endpoint, delete_revisions, findings,
+    history, inspector, mod_revisions, ok, one_line_error, run_statuses, runs, snapshot, spawn_inspector,
+    stderr, stored_revisions, stored_revisions_of, temp_db, terminate,
 };
 use etcd_inspector::source::server_version::ServerVersion;
 use std::path::{Path, PathBuf};
@@ -434,6 +434,17 @@ fn compaction_between_runs_is_a_gap() {
     assert_eq!(
         stored, want,
         "revisions before the compaction point are lost, the rest are stored"
+    );
+    // Compaction moving on between runs is no restore.
+    let later = etcd.put(key, &pod("ns", "flappy", "u", "img:6"));
+    etcd.compact(later);
+    ok(snapshot(&etcd, &db, &[]));
+    let r = runs(&db);
+    assert_eq!(r.len(), 3);
+    assert!(
+        r.iter()
+            .all(|x| x["status"] == "complete" && x.get("restored").is_none()),
+        "{r:?}"
     );
 }
 

@@ -132,6 +132,19 @@ impl TestEtcd {
         Self::start_inner(None, DEFAULT_QUOTA, &[])
     }
 
+    /// etcd on a copy of the data dir `data` (as [`TestEtcd::copy_data_dir`]
+    /// made it), as after a volume restore: the same cluster and member, on
+    /// new ports (`--force-new-cluster` lets the member move to them).
+    pub fn start_on(data: &std::path::Path) -> TestEtcd {
+        for _ in 0..3 {
+            if let Some(etcd) = Self::try_start_on(None, DEFAULT_QUOTA, &["--force-new-cluster"], Some(data))
+            {
+                return etcd;
+            }
+        }
+        panic!("etcd found no free ports in three tries");
+    }
+
     /// etcd with a backend quota of `bytes` (`--quota-backend-bytes`), for
     /// keyspaces above [`DEFAULT_QUOTA`] (the benchmark's large case).
     #[allow(dead_code, reason = "only examples/bench.rs needs it")]
@@ -153,18 +166,27 @@ impl TestEtcd {
         // Another process may still bind a port between our check and
         // etcd's; then start again on other ports.
         for _ in 0..3 {
-            if let Some(etcd) = Self::try_start(tls, quota, flags) {
+            if let Some(etcd) = Self::try_start_on(tls, quota, flags, None) {
                 return etcd;
             }
         }
         panic!("etcd found no free ports in three tries");
     }
 
-    /// Starts etcd and waits until it answers; `None` when it exited because
-    /// a port was taken meanwhile.
-    fn try_start(tls: Option<&Tls>, quota: u64, flags: &[&str]) -> Option<TestEtcd> {
+    /// Starts etcd (on a copy of the data dir `data` when given) and waits
+    /// until it answers; `None` when it exited because a port was taken
+    /// meanwhile.
+    fn try_start_on(
+        tls: Option<&Tls>,
+        quota: u64,
+        flags: &[&str],
+        data: Option<&std::path::Path>,
+    ) -> Option<TestEtcd> {
         let bin = etcd_binary();
         let dir = tempfile::tempdir().unwrap();
+        if let Some(data) = data {
+            copy_tree(data, &dir.path().join("data"));
+        }
         let (client, peer) = (free_port(), free_port());
         let scheme = if tls.is_some() { "https" } else { "http" };
         let endpoint = format!("{scheme}://127.0.0.1:{client}");
@@ -469,5 +491,20 @@ impl Drop for TestEtcd {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Copies the directory `from` to `to`, files and folders.
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let dest = to.join(path.file_name().unwrap());
+        match path.is_dir() {
+            true => copy_tree(&path, &dest),
+            false => {
+                std::fs::copy(&path, &dest).unwrap();
+            }
+        }
     }
 }
