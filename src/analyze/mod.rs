@@ -45,6 +45,7 @@ registry![
     prunable_fields,
     no_op_writes,
     conflict_storms,
+    restored,
 ];
 
 /// The registered detector named `name`.

@@ -1,10 +1,10 @@
 //! etcd's data dir put back to an older copy between two runs (a volume
-//! restore): the next run finds it, records it and fails without storing a
-//! revision of the restored timeline.
+//! restore): the next run finds it, records it, fails without storing a
+//! revision of the restored timeline, and `analyze` reports it.
 
 use crate::util::etcd::TestEtcd;
 use crate::util::k8s::pod;
-use crate::util::{inspector, ok, one_line_error, runs, snapshot, stored_revisions, temp_db};
+use crate::util::{findings, inspector, ok, one_line_error, runs, snapshot, stored_revisions, temp_db};
 use serde_json::json;
 
 const KEYS: [&str; 3] = [
@@ -35,7 +35,7 @@ fn recorded_then_copied(etcd: &mut TestEtcd, db: &std::path::Path, copy: &std::p
 }
 
 #[test]
-fn a_volume_restore_fails_the_runs_after_it() {
+fn a_volume_restore_fails_the_runs_after_it_and_is_a_finding() {
     let mut etcd = TestEtcd::start();
     let (_dir, db) = temp_db();
     let copy = tempfile::tempdir().unwrap();
@@ -106,6 +106,19 @@ fn a_volume_restore_fails_the_runs_after_it() {
         "{table}"
     );
 
+    ok(inspector(&db, &["analyze"]));
+    let found = findings(&db, "restored");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0]["severity"], "high");
+    assert_eq!(found[0]["details"]["runs"], json!([3, 4]));
+    assert_eq!(found[0]["revisions"], json!([restored_head, head]));
+    let summary = found[0]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains(&format!(
+            "after run 2 (head {head}): run 3 (and 1 later run) found head"
+        )),
+        "{summary}"
+    );
 }
 
 #[test]

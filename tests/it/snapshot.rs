@@ -446,6 +446,7 @@ fn compaction_between_runs_is_a_gap() {
             .all(|x| x["status"] == "complete" && x.get("restored").is_none()),
         "{r:?}"
     );
+    assert!(findings(&db, "restored").is_empty());
 }
 
 #[test]
