@@ -204,11 +204,10 @@ impl Items<'_> {
     }
 }
 
-/// The length of the action after a `{`, up to its `}`: braces and brackets
-/// inside quotes (`[?(@.x=="}")]`) do not end it.
-fn action_len(text: &str) -> Option<usize> {
-    let mut quote = None;
-    let mut escaped = false;
+/// The first answer `f` gives for a character of `text` outside quotes
+/// (`'...'` or `"..."`, with `\\` escapes), given its byte offset.
+fn outside_quotes<T>(text: &str, mut f: impl FnMut(usize, char) -> Option<T>) -> Option<T> {
+    let (mut quote, mut escaped) = (None, false);
     for (i, c) in text.char_indices() {
         match (quote, c) {
             (Some(_), _) if escaped => escaped = false,
@@ -216,11 +215,20 @@ fn action_len(text: &str) -> Option<usize> {
             (Some(q), c) if c == q => quote = None,
             (Some(_), _) => {}
             (None, '"' | '\'') => quote = Some(c),
-            (None, '}') => return Some(i),
-            (None, _) => {}
+            (None, c) => {
+                if let Some(answer) = f(i, c) {
+                    return Some(answer);
+                }
+            }
         }
     }
     None
+}
+
+/// The length of the action after a `{`, up to its `}`: braces and brackets
+/// inside quotes (`[?(@.x=="}")]`) do not end it.
+fn action_len(text: &str) -> Option<usize> {
+    outside_quotes(text, |i, c| (c == '}').then_some(i))
 }
 
 /// A kubectl expression as an RFC 9535 query on the current value: `$` and
@@ -293,25 +301,15 @@ fn field(text: &str) -> (String, &str) {
 /// The length of the bracket `text` starts with, through its matching `]`
 /// (nested brackets and quoted text included).
 fn bracket_len(text: &str) -> Option<usize> {
-    let (mut depth, mut quote, mut escaped) = (0, None, false);
-    for (i, c) in text.char_indices() {
-        match (quote, c) {
-            (Some(_), _) if escaped => escaped = false,
-            (Some(_), '\\') => escaped = true,
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '"' | '\'') => quote = Some(c),
-            (None, '[') => depth += 1,
-            (None, ']') => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i + 1);
-                }
-            }
-            (None, _) => {}
+    let mut depth = 0;
+    outside_quotes(text, |i, c| {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            _ => return None,
         }
-    }
-    None
+        (depth == 0).then_some(i + 1)
+    })
 }
 
 #[cfg(test)]
