@@ -211,14 +211,6 @@ fn healthy_cluster_gives_no_finding() -> anyhow::Result<()> {
         keep(&plane, &[&live, &followed, &from_file]);
     }
     eprintln!("components restarted: {}", plane.restarts());
-    // The report opens by saying so.
-    let report = ok(inspector(&live, &["report", "--format", "text"]));
-    let first = String::from_utf8_lossy(&report.stdout)
-        .lines()
-        .take(2)
-        .collect::<Vec<_>>()
-        .join("\n");
-    assert!(first.contains("Nothing to worry about"), "{first}");
     let truth = check_attribution(&live, &plane.audit_log);
     check_clock(&followed, &truth);
     assert!(
@@ -227,6 +219,14 @@ fn healthy_cluster_gives_no_finding() -> anyhow::Result<()> {
         found.len(),
         found.join("\n"),
     );
+    // The report opens by saying so.
+    let report = ok(inspector(&live, &["report", "--format", "text"]));
+    let first = String::from_utf8_lossy(&report.stdout)
+        .lines()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(first.contains("Nothing to worry about"), "{first}");
     // What the control plane wrote, replayed from the member's WAL, is
     // what its db holds, write for write; and the member's data dir gives
     // back what follow recorded, revision by revision, and the history
