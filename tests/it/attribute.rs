@@ -236,6 +236,9 @@ fn attribute_joins_audit_logs_to_revisions_exactly_and_by_order() {
     api.request(rr, alice, "create", app, "v=1", Effect::Writes);
     api.request(rr, alice, "update", app, "v=2", Effect::Writes);
     for round in 0..3 {
+        // Its resync, every 30 s: long after any write it could be
+        // catching up with.
+        api.clock += 30;
         api.request(rr, settings, "update", app, "", Effect::NoOp);
         api.request(rr, settings, "update", app, "", Effect::Conflict);
         if round == 1 {
