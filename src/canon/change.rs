@@ -26,7 +26,10 @@ pub enum ChangeClass {
     /// Desired state and status changed together.
     Mixed,
     /// The previous revision of this generation is not stored (history
-    /// starts after it), so there is nothing to compare with.
+    /// starts after it), so there is nothing to compare with; or it is,
+    /// but writes the database does not hold came between (its version
+    /// skips), and the content is the same as the stored one's: whether
+    /// this write changed anything cannot be known.
     FirstSeen,
     /// The content cannot be compared (encrypted or undecodable value).
     Unknown,
@@ -176,8 +179,17 @@ pub fn classify(prev: Option<&Facts>, cur: &Facts) -> Change {
             changed_paths: Vec::new(),
         };
     }
+    // etcd counts a key's writes: a version that skips means writes the
+    // database does not hold (a compaction gap, a prune) came between, so
+    // content equal to the stored one's is no rewrite or re-encode: those
+    // writes may have changed it and this one changed it back.
+    let consecutive = prev.version == 0 || cur.version == prev.version + 1;
     if prev.value_hash.is_some() && prev.value_hash == cur.value_hash {
-        return Change::of(ChangeClass::Rewrite);
+        return Change::of(if consecutive {
+            ChangeClass::Rewrite
+        } else {
+            ChangeClass::FirstSeen
+        });
     }
     let encryption_changed = prev.encryption != cur.encryption;
     let (Some(a), Some(b)) = (&prev.semantic_hash, &cur.semantic_hash) else {
@@ -187,6 +199,9 @@ pub fn classify(prev: Option<&Facts>, cur: &Facts) -> Change {
             changed_paths: Vec::new(),
         };
     };
+    if a == b && !consecutive {
+        return Change::of(ChangeClass::FirstSeen);
+    }
     if a == b {
         let cause = if encryption_changed {
             ChangeCause::Encryption
@@ -238,6 +253,17 @@ pub fn classify(prev: Option<&Facts>, cur: &Facts) -> Change {
 mod tests {
     use super::*;
 
+    /// `cur` classified as the write after `prev` (its version one more).
+    fn then(prev: &Facts, cur: &Facts) -> Change {
+        classify(
+            Some(prev),
+            &Facts {
+                version: prev.version + 1,
+                ..cur.clone()
+            },
+        )
+    }
+
     fn facts(value: &[u8], semantic: &[u8], fields: &[(&str, u8)]) -> Facts {
         Facts {
             version: 2,
@@ -281,7 +307,7 @@ mod tests {
             ChangeClass::Create
         );
         assert_eq!(classify(None, &base).class, ChangeClass::FirstSeen);
-        assert_eq!(classify(Some(&base), &base).class, ChangeClass::Rewrite);
+        assert_eq!(then(&base, &base).class, ChangeClass::Rewrite);
         assert_eq!(
             classify(
                 Some(&base),
@@ -299,14 +325,14 @@ mod tests {
             encoding: Some("json".into()),
             ..base.clone()
         };
-        assert_eq!(classify(Some(&json), &base).cause, Some(ChangeCause::MediaType));
+        assert_eq!(then(&json, &base).cause, Some(ChangeCause::MediaType));
         let v2 = Facts {
             value_hash: Some(b"c".to_vec()),
             api_version: Some("v2".into()),
             ..base.clone()
         };
         assert_eq!(
-            (classify(Some(&base), &v2).class, classify(Some(&base), &v2).cause),
+            (then(&base, &v2).class, then(&base, &v2).cause),
             (ChangeClass::EncodingOnly, Some(ChangeCause::StorageVersion))
         );
 
@@ -322,7 +348,7 @@ mod tests {
                 ("status.conditions", 1),
             ],
         );
-        let c = classify(Some(&base), &labels);
+        let c = then(&base, &labels);
         assert_eq!(
             (c.class, c.changed_paths),
             (
@@ -342,7 +368,7 @@ mod tests {
                 ("status.conditions", 2),
             ],
         );
-        assert_eq!(classify(Some(&labels), &cond).class, ChangeClass::StatusOnly);
+        assert_eq!(then(&labels, &cond).class, ChangeClass::StatusOnly);
         let replicas = facts(
             b"f",
             b"s4",
@@ -355,7 +381,7 @@ mod tests {
                 ("status.conditions", 2),
             ],
         );
-        let c = classify(Some(&cond), &replicas);
+        let c = then(&cond, &replicas);
         assert_eq!(
             (c.class, c.changed_paths),
             (
@@ -378,15 +404,15 @@ mod tests {
                 ("status.conditions", 3),
             ],
         );
-        assert_eq!(classify(Some(&replicas), &both).class, ChangeClass::Mixed);
+        assert_eq!(then(&replicas, &both).class, ChangeClass::Mixed);
         let encrypted = Facts {
             semantic_hash: None,
             fields: None,
             encryption: Some("aescbc:v1:k".into()),
             ..base.clone()
         };
-        let c = classify(
-            Some(&base),
+        let c = then(
+            &base,
             &Facts {
                 value_hash: Some(b"z".to_vec()),
                 ..encrypted
@@ -398,16 +424,43 @@ mod tests {
         );
     }
 
+    /// A version that skips means writes the database does not hold came
+    /// between: content equal to the stored one's is no rewrite or
+    /// re-encode, and changed content is still what changed since.
+    #[test]
+    fn equal_content_after_writes_not_held_is_not_claimed_unchanged() {
+        let base = facts(b"a", b"s1", &[("spec", 1)]);
+        let later = |f: Facts| Facts {
+            version: base.version + 3,
+            ..f
+        };
+        assert_eq!(
+            classify(Some(&base), &later(base.clone())).class,
+            ChangeClass::FirstSeen
+        );
+        let reencoded = Facts {
+            value_hash: Some(b"b".to_vec()),
+            encoding: Some("json".into()),
+            ..base.clone()
+        };
+        assert_eq!(
+            classify(Some(&base), &later(reencoded)).class,
+            ChangeClass::FirstSeen
+        );
+        let c = classify(Some(&base), &later(facts(b"c", b"s2", &[("spec", 2)])));
+        assert_eq!((c.class, c.changed_paths.len()), (ChangeClass::Spec, 1));
+    }
+
     #[test]
     fn keyed_hashes_under_different_keys_claim_neither_equal_nor_different() {
         let secret = |value: &[u8], key: &str| Facts {
             hash_key: Some(key.into()),
             ..facts(value, value, &[("data", value[0])])
         };
-        let same_key = classify(Some(&secret(b"a", "k1")), &secret(b"a", "k1"));
+        let same_key = then(&secret(b"a", "k1"), &secret(b"a", "k1"));
         assert_eq!(same_key.class, ChangeClass::Rewrite);
         for cur in [secret(b"a", "k2"), secret(b"b", "k2")] {
-            let c = classify(Some(&secret(b"a", "k1")), &cur);
+            let c = then(&secret(b"a", "k1"), &cur);
             assert_eq!(
                 (c.class, c.cause, c.changed_paths.len()),
                 (ChangeClass::Unknown, Some(ChangeCause::HashKey), 0)
