@@ -46,6 +46,7 @@ registry![
     no_op_writes,
     conflict_storms,
     restored,
+    history_invariants,
 ];
 
 /// The registered detector named `name`.

@@ -29,6 +29,7 @@ mod rows;
 mod run;
 mod scope;
 mod settings;
+pub mod shared_revision;
 pub mod sqlite;
 pub mod tables;
 mod usage;

@@ -15,6 +15,9 @@ pub struct ObjectRevision {
     pub group: Option<String>,
     pub mod_revision: i64,
     pub create_revision: i64,
+    /// etcd's count of writes to the key since its create (1 for the
+    /// create; 0 for a tombstone).
+    pub version: i64,
     pub deleted: bool,
     pub kind: Option<String>,
     pub namespace: Option<String>,

@@ -36,6 +36,15 @@ pub trait HistoryReader {
     /// The restores of etcd runs of `cluster` found, by run, oldest first.
     fn restores(&self, cluster: i64) -> Result<Vec<(super::RunId, super::restore::Restore)>, StoreError>;
 
+    /// The revisions of `cluster` that two or more keys hold, one of them
+    /// not as a tombstone: the oldest `limit` with their rows, and how many
+    /// there are in all.
+    fn shared_revisions(
+        &self,
+        cluster: i64,
+        limit: usize,
+    ) -> Result<super::shared_revision::SharedRevisions, StoreError>;
+
     /// The encryption policy the newest run with an encryption config
     /// recorded, and that run's head revision.
     fn encryption_policy(&self, cluster: i64) -> Result<Option<(Policy, i64)>, StoreError>;

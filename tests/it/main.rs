@@ -24,6 +24,7 @@ mod fleet;
 mod formats;
 mod get_cli;
 mod hash_key;
+mod invariants;
 mod kms_client;
 mod lifecycle;
 mod offline;

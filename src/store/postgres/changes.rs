@@ -219,8 +219,8 @@ impl Batch {
 /// What `read_key_histories` selects, in the order it reads the columns:
 /// the order of [`ObjectRevision`]'s fields.
 const HISTORY_COLUMNS: &str =
-    "k.key, k.resource, k.api_group, r.mod_revision, r.create_revision, r.deleted, \
-     r.kind, coalesce(r.namespace, k.namespace), coalesce(r.name, k.name), r.uid, \
+    "k.key, k.resource, k.api_group, r.mod_revision, r.create_revision, r.version, \
+     r.deleted, r.kind, coalesce(r.namespace, k.namespace), coalesce(r.name, k.name), r.uid, \
      r.owner_kind, r.owner_name, r.owner_uid, r.generate_name, r.spec_hash, r.creation_timestamp, \
      r.deletion_timestamp, r.phase, r.node, r.desired, r.managers, r.observed_generation, r.finalizers, \
      r.owner_refs, r.written_at, r.event_time, \
@@ -286,6 +286,7 @@ impl Store {
             group: c.next()?,
             mod_revision: c.next()?,
             create_revision: c.next()?,
+            version: c.next()?,
             deleted: c.next()?,
             kind: c.next()?,
             namespace: c.next()?,

@@ -18,6 +18,7 @@ mod recorder_impl;
 mod revision_rows;
 mod runs;
 mod settings;
+mod shared_revision;
 mod stats;
 mod tables;
 mod usage;

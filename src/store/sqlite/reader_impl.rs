@@ -9,6 +9,7 @@ use crate::store::cluster::Cluster;
 use crate::store::finding::{FindingCount, Severity};
 use crate::store::object::ObjectRevision;
 use crate::store::restore::Restore;
+use crate::store::shared_revision::SharedRevisions;
 use crate::store::{
     Contents, FindingIter, FindingQuery, Gap, HistoryReader, HistoryRow, LiveIter, NamedKey, ResourceUsage,
     RunId, RunInfo, RunTime, Scope, StoreError, Usage,
@@ -32,6 +33,10 @@ impl HistoryReader for Store {
 
     fn restores(&self, cluster: i64) -> Result<Vec<(RunId, Restore)>, StoreError> {
         Store::read_restores(self, cluster)
+    }
+
+    fn shared_revisions(&self, cluster: i64, limit: usize) -> Result<SharedRevisions, StoreError> {
+        Store::read_shared_revisions(self, cluster, limit)
     }
 
     fn encryption_policy(&self, cluster: i64) -> Result<Option<(Policy, i64)>, StoreError> {
