@@ -47,6 +47,7 @@ registry![
     conflict_storms,
     restored,
     history_invariants,
+    foreign_writes,
 ];
 
 /// The registered detector named `name`.

@@ -38,6 +38,11 @@ pub struct ObjectFacts {
     /// An Event's newest occurrence (`lastTimestamp`, `eventTime`,
     /// `series.lastObservedTime`): the write was no earlier.
     pub event_time: Option<String>,
+    /// Evidence in the stored value that kube-apiserver did not write it,
+    /// as a JSON array of `{signal, detail}` (see
+    /// `crate::ingest::foreign`); set by the ingest stage, which knows the
+    /// key and the stored bytes.
+    pub foreign: Option<String>,
 }
 
 /// The newest occurrence an Event (core or `events.k8s.io`) records.
@@ -230,6 +235,7 @@ pub fn object_facts_with_spec_hash(object: &Value, spec_hash: Option<Vec<u8>>) -
         written_at: written_at(meta),
         renew_time: renew_time(object),
         event_time: event_time(object),
+        foreign: None,
     }
 }
 

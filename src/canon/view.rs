@@ -57,7 +57,7 @@ impl Place {
             (
                 Metadata,
                 "name" | "namespace" | "uid" | "generation" | "generateName" | "creationTimestamp"
-                | "deletionTimestamp" | "finalizers",
+                | "deletionTimestamp" | "finalizers" | "resourceVersion",
             ) => Leaf,
             (Metadata, "ownerReferences") => OwnerReference,
             (Metadata, "managedFields") => Whole,

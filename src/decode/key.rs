@@ -106,6 +106,28 @@ pub fn builtin_group(resource: &str) -> String {
     groups.first().map(|g| g.to_string()).unwrap_or_default()
 }
 
+/// The kinds (with their API groups) kube-apiserver stores under a key of
+/// `group`/`resource` as [`parse_key`] reads it: every version of the
+/// resource the schema lists, in every group that cohabits its storage
+/// (`deployments` holds `apps` and `extensions` Deployments, `events` core
+/// and `events.k8s.io` Events). Empty when the schema does not know the
+/// resource there (custom resources): then nothing is known about it.
+pub fn stored_kinds(group: &str, resource: &str) -> Vec<(String, String)> {
+    let builtin = builtin_group(resource) == group;
+    let mut kinds: Vec<(String, String)> = schema()
+        .kinds()
+        .iter()
+        .filter(|k| k.resource == resource && k.scope != Scope::Unknown)
+        .filter(|k| {
+            k.group() == group || (builtin && (!k.group().contains('.') || k.group().ends_with(".k8s.io")))
+        })
+        .map(|k| (k.group().to_string(), k.kind.clone()))
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    kinds
+}
+
 /// A resource as kubectl names it with its group: `pods`,
 /// `deployments.apps` (the core group has no suffix).
 pub fn qualified(resource: &str, group: &str) -> String {

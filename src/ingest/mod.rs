@@ -3,6 +3,7 @@
 //! and the detectors read. Runs, `decode` and `get` take values through the
 //! same code; nothing here touches a database.
 
+pub mod foreign;
 pub mod open;
 mod recall;
 pub mod revision;

@@ -4,6 +4,7 @@
 //! detectors read and its repeated list entries. Needs no database: it runs
 //! on the workers (see [`super::workers`]).
 
+use super::foreign::{evidence, KeyIdentity};
 use super::open::{open_into, KeyClass, Opened};
 use super::written::{ObjectWriter, Written};
 use crate::canon::duplicates::duplicate_entries;
@@ -186,10 +187,13 @@ fn analyse(
     (facts, duplicates, content)
 }
 
-/// Takes `record`, stored under a key of `class`, through the stage.
+/// Takes `record`, stored under a key of `class` whose name says
+/// `identity` (`None`: a name outside the storage layout), through the
+/// stage.
 pub fn ingest(
     record: Record,
     class: &KeyClass,
+    identity: Option<&KeyIdentity>,
     config: &FieldConfig,
     hasher: &ValueHasher,
     decryptor: Option<&Decryptor>,
@@ -206,6 +210,16 @@ pub fn ingest(
         )),
     };
     let written = writer.finish();
+    let foreign = match &opened {
+        Some(Opened::Decoded { decoded, encryption }) => {
+            let plain = encryption.is_none().then_some(record.value.as_slice());
+            let create = record.version == 1 || record.mod_revision == record.create_revision;
+            Some(evidence(identity, decoded, plain, create, &written.view))
+                .filter(|found| !found.is_empty())
+                .map(|found| serde_json::to_string(&found).expect("JSON values serialize"))
+        }
+        _ => None,
+    };
     let (described, decoded) = match opened {
         None => (Described::default(), false),
         Some(opened) => describe(opened, &written.view),
@@ -218,6 +232,7 @@ pub fn ingest(
         }
         false => (ObjectFacts::default(), None, None),
     };
+    let facts = ObjectFacts { foreign, ..facts };
     let value_size = record.value.len();
     Ingested {
         record: Record {

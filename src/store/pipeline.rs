@@ -36,9 +36,10 @@ fn prepare_chunk(
             (None, Some((id, plain))) if *id == key.id => Dict::Chunk(plain.clone()),
             (None, _) => Dict::None,
         };
+        let id = key.id;
         let prepared = prepare(record, key, dict, config, hasher, decryptor);
         if let Some(plain) = prepared.semantic.as_ref().and_then(|s| s.plain.clone()) {
-            full = Some((key.id, plain));
+            full = Some((id, plain));
         }
         out.push(prepared);
     }

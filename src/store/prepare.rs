@@ -10,16 +10,20 @@ use crate::canon::keyed_hash::ValueHasher;
 use crate::canon::semantic::{FieldConfig, FieldHash};
 use crate::decode::key::ParsedKey;
 use crate::decrypt::Decryptor;
+use crate::ingest::foreign::KeyIdentity;
 use crate::ingest::open::KeyClass;
 use crate::ingest::revision::{ingest, Content, Described};
 use crate::source::Record;
 use std::sync::Arc;
 
 /// What the writer knows about a key before any of its values is decoded.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct KeyInfo {
     pub id: i64,
     pub class: KeyClass,
+    /// What its name says its objects are (`None`: a name outside the
+    /// storage layout), shared by its revisions.
+    pub identity: Option<Arc<KeyIdentity>>,
     /// The run's resource filter leaves it out: nothing of it is stored.
     pub excluded: bool,
     /// A Lease (`coordination.k8s.io`): its renewals mark the clock.
@@ -32,6 +36,7 @@ impl KeyInfo {
         KeyInfo {
             id,
             class: KeyClass::of(parsed, decryptor),
+            identity: parsed.map(|p| Arc::new(KeyIdentity::of(p))),
             excluded: false,
             lease: parsed.is_some_and(|p| p.resource == "leases" && p.group == "coordination.k8s.io"),
         }
@@ -141,7 +146,14 @@ pub(super) fn prepare(
     hasher: &ValueHasher,
     decryptor: Option<&Decryptor>,
 ) -> Prepared {
-    let i = ingest(record, &key.class, config, hasher, decryptor);
+    let i = ingest(
+        record,
+        &key.class,
+        key.identity.as_deref(),
+        config,
+        hasher,
+        decryptor,
+    );
     Prepared {
         record: i.record,
         value_size: i.value_size,

@@ -186,6 +186,7 @@ pub const COLUMNS: &[(&str, &[&str])] = &[
             "event_time",
             "cluster_id",
             "deleted_after",
+            "foreign_evidence",
         ],
     ),
     (

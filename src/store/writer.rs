@@ -102,8 +102,8 @@ impl<'s> RevisionWriter<'s> {
 
     /// The key's row (inserted if new) and what its name tells.
     fn key_info(&mut self, key: &[u8]) -> Result<KeyInfo, StoreError> {
-        if let Some(&cached) = self.key_ids.get(key) {
-            return Ok(cached);
+        if let Some(cached) = self.key_ids.get(key) {
+            return Ok(cached.clone());
         }
         let parsed = parse_key(&String::from_utf8_lossy(key), &self.prefix).ok();
         if parsed.as_ref().is_some_and(|p| !self.filter.records(p)) {
@@ -111,12 +111,12 @@ impl<'s> RevisionWriter<'s> {
                 excluded: true,
                 ..KeyInfo::new(0, parsed.as_ref(), self.decryptor.as_deref())
             };
-            self.cache_key(key, info);
+            self.cache_key(key, info.clone());
             return Ok(info);
         }
         let id = self.rows.key_id(self.cluster, key, parsed.as_ref())?;
         let info = KeyInfo::new(id, parsed.as_ref(), self.decryptor.as_deref());
-        self.cache_key(key, info);
+        self.cache_key(key, info.clone());
         Ok(info)
     }
 

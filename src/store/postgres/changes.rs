@@ -223,7 +223,7 @@ const HISTORY_COLUMNS: &str =
      r.deleted, r.kind, coalesce(r.namespace, k.namespace), coalesce(r.name, k.name), r.uid, \
      r.owner_kind, r.owner_name, r.owner_uid, r.generate_name, r.spec_hash, r.creation_timestamp, \
      r.deletion_timestamp, r.phase, r.node, r.desired, r.managers, r.observed_generation, r.finalizers, \
-     r.owner_refs, r.written_at, r.event_time, \
+     r.owner_refs, r.written_at, r.event_time, r.foreign_evidence, \
      r.duplicates, r.semantic_sha256, r.generation, r.encoding, r.api_version, r.encryption, \
      r.change_class, r.change_cause, r.changed_paths, r.changed_by, s.codec, s.fields, b.fields";
 
@@ -311,6 +311,7 @@ impl Store {
                 // Kept as a mark of the clock (`clock_marks`), not per revision.
                 renew_time: None,
                 event_time: c.next()?,
+                foreign: c.next()?,
             },
             duplicates: c.next()?,
             semantic_sha256: c.next()?,

@@ -46,6 +46,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0005_inferred_deletes.sql"),
     include_str!("../../../migrations/postgres/0006_redacted_forms.sql"),
     include_str!("../../../migrations/postgres/0007_restores.sql"),
+    include_str!("../../../migrations/postgres/0008_foreign_evidence.sql"),
 ];
 
 /// What every session of ours sets once our schema is there: our schema

@@ -30,9 +30,9 @@ const COLUMNS: &str = "key_id, mod_revision, create_revision, version, lease, de
      value_hash, encoding, encryption, api_version, kind, namespace, name, uid, generation, decode_error, run_id, \
      semantic_sha256, owner_kind, owner_name, owner_uid, generate_name, spec_hash, creation_timestamp, \
      deletion_timestamp, phase, node, desired, managers, duplicates, observed_generation, finalizers, owner_refs, \
-     written_at, hash_key, event_time, cluster_id";
+     written_at, hash_key, event_time, cluster_id, foreign_evidence";
 
-const TYPES: [Type; 39] = [
+const TYPES: [Type; 40] = [
     Type::INT8,
     Type::INT8,
     Type::INT8,
@@ -72,6 +72,7 @@ const TYPES: [Type; 39] = [
     Type::TEXT,
     Type::TEXT,
     Type::INT8,
+    Type::TEXT,
 ];
 
 /// A revision waiting for the next copy.
@@ -95,7 +96,7 @@ struct PendingRevision {
 }
 
 impl PendingRevision {
-    fn values(&self) -> [&(dyn ToSql + Sync); 39] {
+    fn values(&self) -> [&(dyn ToSql + Sync); 40] {
         let (d, f) = (&self.described, &self.facts);
         [
             &self.key_id,
@@ -137,6 +138,7 @@ impl PendingRevision {
             &self.hash_key,
             &f.event_time,
             &self.cluster,
+            &f.foreign,
         ]
     }
 }

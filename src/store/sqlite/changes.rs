@@ -207,6 +207,7 @@ const HISTORY_COLUMNS: &[(&str, &str)] = &[
     ("r.owner_refs", "owner_refs"),
     ("r.written_at", "written_at"),
     ("r.event_time", "event_time"),
+    ("r.foreign_evidence", "foreign_evidence"),
     // The content's codec, fields and its base's fields, in this order.
     ("s.codec", "codec"),
     ("s.fields", "fields"),
@@ -340,6 +341,7 @@ impl Store {
                     // Kept as a mark of the clock (`clock_marks`), not per revision.
                     renew_time: None,
                     event_time: r.get(col!("event_time")).map_err(err)?,
+                    foreign: r.get(col!("foreign_evidence")).map_err(err)?,
                 },
                 duplicates: r.get(col!("duplicates")).map_err(err)?,
                 semantic_sha256: r.get(col!("semantic_sha256")).map_err(err)?,

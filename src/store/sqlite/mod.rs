@@ -47,7 +47,7 @@ fn missing(path: &Path) -> StoreError {
 /// How many migrations [`migrations`] holds: the schema version (SQLite's
 /// `user_version`) of a database this binary has upgraded. A test checks
 /// that the two agree.
-const MIGRATION_COUNT: usize = 26;
+const MIGRATION_COUNT: usize = 27;
 
 /// The migrations, applied in order when a database is opened.
 fn migrations() -> Migrations<'static> {
@@ -89,6 +89,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../../migrations/0024_inferred_deletes.sql")),
         M::up(include_str!("../../../migrations/0025_redacted_forms.sql")),
         M::up(include_str!("../../../migrations/0026_restores.sql")),
+        M::up(include_str!("../../../migrations/0027_foreign_evidence.sql")),
     ])
 }
 

@@ -195,9 +195,9 @@ impl RevisionRows for SqliteRows<'_> {
                  value_hash, encoding, encryption, api_version, kind, namespace, name, uid, generation, decode_error, run_id, \
                  semantic_sha256, owner_kind, owner_name, owner_uid, generate_name, spec_hash, creation_timestamp, \
                  deletion_timestamp, phase, node, desired, managers, duplicates, observed_generation, finalizers, owner_refs, written_at, \
-                 hash_key, event_time, cluster_id) \
+                 hash_key, event_time, cluster_id, foreign_evidence) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, \
-                 ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39)",
+                 ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40)",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -240,6 +240,7 @@ impl RevisionRows for SqliteRows<'_> {
                     row.hash_key,
                     f.event_time,
                     row.cluster,
+                    f.foreign,
                 ])
             })
             .map_err(|e| self.sql(e))?;
