@@ -10,6 +10,7 @@ use etcd_inspector::canon::semantic::{field_hashes, semantic_form, FieldConfig, 
 use etcd_inspector::canon::sensitive::Secrecy;
 use etcd_inspector::decode::encode::encode_protobuf;
 use etcd_inspector::decode::{decode_value, parse_key, Outcome};
+use etcd_inspector::ingest::foreign::KeyIdentity;
 use etcd_inspector::ingest::open::KeyClass;
 use etcd_inspector::ingest::revision::ingest;
 use etcd_inspector::source::{Record, Sink};
@@ -142,7 +143,9 @@ fn fixture_pod(c: &mut Criterion) {
     // The whole per-revision stage: bytes to what the store keeps
     // (canonical JSON, semantic and field hashes, facts, repeated entries).
     let key = "/registry/pods/default/fixture";
-    let class = KeyClass::of(parse_key(key, "/registry/").ok().as_ref(), None);
+    let parsed = parse_key(key, "/registry/").ok();
+    let class = KeyClass::of(parsed.as_ref(), None);
+    let identity = parsed.as_ref().map(KeyIdentity::of);
     let config = FieldConfig {
         depth: 2,
         sensitivity: Sensitivity::default(),
@@ -160,7 +163,7 @@ fn fixture_pod(c: &mut Criterion) {
     g.bench_function("ingest fully filled pod", |b| {
         b.iter_batched(
             || record(&value),
-            |r| ingest(r, &class, &config, &hasher, None),
+            |r| ingest(r, &class, identity.as_ref(), &config, &hasher, None),
             BatchSize::SmallInput,
         )
     });

@@ -304,6 +304,7 @@ fn stage_run(file: &Path, rounds: usize) -> Result<()> {
     use etcd_inspector::canon::keyed_hash::ValueHasher;
     use etcd_inspector::canon::semantic::FieldConfig;
     use etcd_inspector::decode::key::parse_key;
+    use etcd_inspector::ingest::foreign::KeyIdentity;
     use etcd_inspector::ingest::open::KeyClass;
     use etcd_inspector::ingest::revision::ingest;
     let bolt = BoltDb::open(file)?;
@@ -320,9 +321,12 @@ fn stage_run(file: &Path, rounds: usize) -> Result<()> {
         for r in records.clone() {
             let is_pod = r.key.starts_with(b"/registry/pods/");
             let key = String::from_utf8_lossy(&r.key).into_owned();
+            // A run reads what a key's name says once per key, not per revision.
+            let identity = parse_key(&key, "/registry/").ok().as_ref().map(KeyIdentity::of);
             let t = Instant::now();
-            let class = KeyClass::of(parse_key(&key, "/registry/").ok().as_ref(), None);
-            std::hint::black_box(ingest(r, &class, &config, &hasher, None));
+            let parsed = parse_key(&key, "/registry/").ok();
+            let class = KeyClass::of(parsed.as_ref(), None);
+            std::hint::black_box(ingest(r, &class, identity.as_ref(), &config, &hasher, None));
             let seconds = t.elapsed().as_secs_f64();
             all += seconds;
             if is_pod {

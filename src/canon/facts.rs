@@ -39,9 +39,8 @@ pub struct ObjectFacts {
     /// `series.lastObservedTime`): the write was no earlier.
     pub event_time: Option<String>,
     /// Evidence in the stored value that kube-apiserver did not write it,
-    /// as a JSON array of `{signal, detail}` (see
-    /// `crate::ingest::foreign`); set by the ingest stage, which knows the
-    /// key and the stored bytes.
+    /// as a JSON array of `{signal, detail}`; set by the ingest stage,
+    /// which knows the key and the stored bytes.
     pub foreign: Option<String>,
 }
 

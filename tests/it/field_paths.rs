@@ -239,6 +239,7 @@ fn as_written_before_segments(db: &Path) {
            ALTER TABLE revisions DROP COLUMN deleted_after;
            ALTER TABLE semantic_values DROP COLUMN redacted;
            ALTER TABLE runs DROP COLUMN restored;
+           ALTER TABLE revisions DROP COLUMN foreign_evidence;
            PRAGMA user_version = 13;"#,
     )
     .unwrap();

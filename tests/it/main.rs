@@ -21,6 +21,7 @@ mod encryption;
 mod fetch_choice;
 mod field_paths;
 mod fleet;
+mod foreign_writes;
 mod formats;
 mod get_cli;
 mod hash_key;

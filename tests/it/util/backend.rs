@@ -132,6 +132,7 @@ pub fn undo_revision_clusters(db: &Path) {
                  ALTER TABLE etcd_inspector.revisions DROP COLUMN deleted_after; \
                  ALTER TABLE etcd_inspector.semantic_values DROP COLUMN redacted; \
                  ALTER TABLE etcd_inspector.runs DROP COLUMN restored; \
+                 ALTER TABLE etcd_inspector.revisions DROP COLUMN foreign_evidence; \
                  DELETE FROM etcd_inspector.schema_version WHERE version > 1",
             )
             .unwrap();
@@ -143,6 +144,7 @@ pub fn undo_revision_clusters(db: &Path) {
             "ALTER TABLE revisions DROP COLUMN cluster_id; ALTER TABLE runs DROP COLUMN wal; \
              ALTER TABLE revisions DROP COLUMN deleted_after; \
              ALTER TABLE semantic_values DROP COLUMN redacted; ALTER TABLE runs DROP COLUMN restored; \
+             ALTER TABLE revisions DROP COLUMN foreign_evidence; \
              PRAGMA user_version = 21",
         )
         .unwrap();
