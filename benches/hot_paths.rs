@@ -10,7 +10,7 @@ use etcd_inspector::canon::semantic::{field_hashes, semantic_form, FieldConfig, 
 use etcd_inspector::canon::sensitive::Secrecy;
 use etcd_inspector::decode::encode::encode_protobuf;
 use etcd_inspector::decode::{decode_value, parse_key, Outcome};
-use etcd_inspector::ingest::foreign::KeyIdentity;
+use etcd_inspector::ingest::foreign::{KeyIdentity, Kinds};
 use etcd_inspector::ingest::open::KeyClass;
 use etcd_inspector::ingest::revision::ingest;
 use etcd_inspector::source::{Record, Sink};
@@ -145,7 +145,7 @@ fn fixture_pod(c: &mut Criterion) {
     let key = "/registry/pods/default/fixture";
     let parsed = parse_key(key, "/registry/").ok();
     let class = KeyClass::of(parsed.as_ref(), None);
-    let identity = parsed.as_ref().map(KeyIdentity::of);
+    let identity = parsed.as_ref().map(|p| KeyIdentity::of(p, &mut Kinds::default()));
     let config = FieldConfig {
         depth: 2,
         sensitivity: Sensitivity::default(),

@@ -304,7 +304,7 @@ fn stage_run(file: &Path, rounds: usize) -> Result<()> {
     use etcd_inspector::canon::keyed_hash::ValueHasher;
     use etcd_inspector::canon::semantic::FieldConfig;
     use etcd_inspector::decode::key::parse_key;
-    use etcd_inspector::ingest::foreign::KeyIdentity;
+    use etcd_inspector::ingest::foreign::{KeyIdentity, Kinds};
     use etcd_inspector::ingest::open::KeyClass;
     use etcd_inspector::ingest::revision::ingest;
     let bolt = BoltDb::open(file)?;
@@ -316,13 +316,16 @@ fn stage_run(file: &Path, rounds: usize) -> Result<()> {
         sensitivity: Default::default(),
     };
     let hasher = ValueHasher::new([7; 32]);
+    let mut kinds = Kinds::default();
     for _ in 0..rounds {
         let (mut all, mut pods, mut n_pods) = (0.0, 0.0, 0);
         for r in records.clone() {
             let is_pod = r.key.starts_with(b"/registry/pods/");
             let key = String::from_utf8_lossy(&r.key).into_owned();
             // A run reads what a key's name says once per key, not per revision.
-            let identity = parse_key(&key, "/registry/").ok().as_ref().map(KeyIdentity::of);
+            let identity = parse_key(&key, "/registry/")
+                .ok()
+                .map(|p| KeyIdentity::of(&p, &mut kinds));
             let t = Instant::now();
             let parsed = parse_key(&key, "/registry/").ok();
             let class = KeyClass::of(parsed.as_ref(), None);

@@ -230,7 +230,10 @@ mod tests {
         }
     }
 
-    fn counts(rows: &[(&str, &str, &[(&str, i64)])]) -> Encodings {
+    /// A resource's stored revisions per encoding: (group, resource, counts).
+    type Row<'a> = (&'a str, &'a str, &'a [(&'a str, i64)]);
+
+    fn counts(rows: &[Row<'_>]) -> Encodings {
         let mut e = Encodings::default();
         for (g, r, encodings) in rows {
             let map = encodings.iter().map(|(k, n)| (k.to_string(), *n)).collect();

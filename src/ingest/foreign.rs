@@ -61,6 +61,8 @@ use crate::decode::key::{stored_kinds, ParsedKey};
 use crate::decode::Decoded;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
 
 /// One reason to think kube-apiserver did not write a value.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,11 +94,29 @@ pub struct KeyIdentity {
     /// module's documentation): only the byte-level signals apply.
     pub special: bool,
     /// The (group, kind) pairs the resource holds; empty when unknown.
-    pub kinds: Vec<(String, String)>,
+    pub kinds: KindList,
+}
+
+/// (group, kind) pairs, shared.
+pub type KindList = Arc<[(String, String)]>;
+
+/// The kinds each resource holds ([`stored_kinds`]), looked up once per
+/// resource and shared by its keys.
+#[derive(Default)]
+pub struct Kinds(HashMap<(String, String), KindList>);
+
+impl Kinds {
+    fn of(&mut self, group: &str, resource: &str) -> KindList {
+        self.0
+            .entry((group.to_string(), resource.to_string()))
+            .or_insert_with(|| stored_kinds(group, resource).into())
+            .clone()
+    }
 }
 
 impl KeyIdentity {
-    pub fn of(parsed: &ParsedKey) -> KeyIdentity {
+    /// What `parsed` says, with the kinds of its resource from `kinds`.
+    pub fn of(parsed: &ParsedKey, kinds: &mut Kinds) -> KeyIdentity {
         KeyIdentity {
             group: parsed.group.clone(),
             resource: parsed.resource.clone(),
@@ -104,8 +124,8 @@ impl KeyIdentity {
             name: parsed.name.clone(),
             special: parsed.special.is_some(),
             kinds: match parsed.special {
-                Some(_) => Vec::new(),
-                None => stored_kinds(&parsed.group, &parsed.resource),
+                Some(_) => Arc::from([]),
+                None => kinds.of(&parsed.group, &parsed.resource),
             },
         }
     }
@@ -234,7 +254,7 @@ mod tests {
     }
 
     fn key(k: &str) -> KeyIdentity {
-        KeyIdentity::of(&parse_key(k, DEFAULT_PREFIX).unwrap())
+        KeyIdentity::of(&parse_key(k, DEFAULT_PREFIX).unwrap(), &mut Kinds::default())
     }
 
     fn signals(found: &[Evidence]) -> Vec<&str> {

@@ -10,7 +10,7 @@ use crate::canon::keyed_hash::ValueHasher;
 use crate::canon::semantic::{FieldConfig, FieldHash};
 use crate::decode::key::ParsedKey;
 use crate::decrypt::Decryptor;
-use crate::ingest::foreign::KeyIdentity;
+use crate::ingest::foreign::{KeyIdentity, Kinds};
 use crate::ingest::open::KeyClass;
 use crate::ingest::revision::{ingest, Content, Described};
 use crate::source::Record;
@@ -32,11 +32,16 @@ pub(super) struct KeyInfo {
 
 impl KeyInfo {
     /// What the parsed key name tells; `id` is its row.
-    pub(super) fn new(id: i64, parsed: Option<&ParsedKey>, decryptor: Option<&Decryptor>) -> KeyInfo {
+    pub(super) fn new(
+        id: i64,
+        parsed: Option<&ParsedKey>,
+        decryptor: Option<&Decryptor>,
+        kinds: &mut Kinds,
+    ) -> KeyInfo {
         KeyInfo {
             id,
             class: KeyClass::of(parsed, decryptor),
-            identity: parsed.map(|p| Arc::new(KeyIdentity::of(p))),
+            identity: parsed.map(|p| Arc::new(KeyIdentity::of(p, kinds))),
             excluded: false,
             lease: parsed.is_some_and(|p| p.resource == "leases" && p.group == "coordination.k8s.io"),
         }

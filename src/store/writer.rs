@@ -16,6 +16,7 @@ use crate::canon::path::FieldPath;
 use crate::canon::semantic::FieldConfig;
 use crate::decode::key::parse_key;
 use crate::decrypt::Decryptor;
+use crate::ingest::foreign::Kinds;
 use crate::source::filter::ResourceFilter;
 use crate::source::{Record, Sink};
 use std::collections::{HashMap, HashSet};
@@ -56,6 +57,8 @@ pub struct RevisionWriter<'s> {
     /// When it began.
     batch_began: std::time::Instant,
     key_ids: HashMap<Vec<u8>, KeyInfo, FastHash>,
+    /// The kinds each resource holds, shared by its keys' infos.
+    kinds: Kinds,
     path_ids: HashMap<FieldPath, i64, FastHash>,
     bases: Bases,
     /// Revisions this writer stored that were not stored before.
@@ -94,6 +97,7 @@ impl<'s> RevisionWriter<'s> {
             in_batch: 0,
             batch_began: std::time::Instant::now(),
             key_ids: HashMap::default(),
+            kinds: Kinds::default(),
             path_ids: HashMap::default(),
             bases: Bases::default(),
             added: 0,
@@ -109,13 +113,13 @@ impl<'s> RevisionWriter<'s> {
         if parsed.as_ref().is_some_and(|p| !self.filter.records(p)) {
             let info = KeyInfo {
                 excluded: true,
-                ..KeyInfo::new(0, parsed.as_ref(), self.decryptor.as_deref())
+                ..KeyInfo::new(0, parsed.as_ref(), self.decryptor.as_deref(), &mut self.kinds)
             };
             self.cache_key(key, info.clone());
             return Ok(info);
         }
         let id = self.rows.key_id(self.cluster, key, parsed.as_ref())?;
-        let info = KeyInfo::new(id, parsed.as_ref(), self.decryptor.as_deref());
+        let info = KeyInfo::new(id, parsed.as_ref(), self.decryptor.as_deref(), &mut self.kinds);
         self.cache_key(key, info.clone());
         Ok(info)
     }
