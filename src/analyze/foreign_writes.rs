@@ -158,23 +158,31 @@ fn built_in(group: &str, resource: &str) -> bool {
 
 impl Detector for Encodings {
     fn key(&mut self, input: &mut KeyInput<'_, '_>, out: &mut Findings) -> Result<(), StoreError> {
-        out.extend(detect(input.history, |r| self.evidence(r)));
+        let found = detect(input.history, |r| self.evidence(r)).map_err(|what| StoreError::Damaged {
+            path: input.store.location().to_path_buf(),
+            what,
+        })?;
+        out.extend(found);
         Ok(())
     }
 }
 
 /// The findings of one key's history (oldest first): one per revision with
-/// evidence, whose stored evidence `encoding` completes.
+/// evidence, whose stored evidence `encoding` completes; what is wrong with
+/// stored evidence that does not read (a damaged database).
 pub fn detect(
     history: &[ObjectRevision],
     encoding: impl Fn(&ObjectRevision) -> Option<Evidence>,
-) -> Vec<Finding> {
+) -> Result<Vec<Finding>, String> {
     let mut found = Vec::new();
     for r in history.iter().filter(|r| !r.deleted) {
         let mut evidence: Vec<Evidence> = match r.facts.foreign.as_deref() {
-            // Written by this binary: a value that does not read is left out
-            // rather than reported on a guess.
-            Some(text) => serde_json::from_str(text).unwrap_or_default(),
+            Some(text) => serde_json::from_str(text).map_err(|e| {
+                format!(
+                    "revisions.foreign_evidence of {} at revision {}: {e}",
+                    r.key, r.mod_revision
+                )
+            })?,
             None => Vec::new(),
         };
         evidence.extend(encoding(r));
@@ -208,7 +216,7 @@ pub fn detect(
             }),
         });
     }
-    found
+    Ok(found)
 }
 
 #[cfg(test)]
@@ -249,7 +257,7 @@ mod tests {
             json!([{"signal": "resource-version", "detail": "the value holds metadata.resourceVersion \"7\""}]).to_string(),
         );
         let second = revision("/registry/rolebindings/ns/rb", "rbac.authorization.k8s.io", "rolebindings", 2, "protobuf");
-        let found = detect(&[first, second], |_| None);
+        let found = detect(&[first, second], |_| None).unwrap();
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].severity, Severity::High);
         assert_eq!(found[0].revisions, vec![1]);
@@ -260,6 +268,10 @@ mod tests {
         assert_eq!(found[0].details["evidence"][0]["signal"], "resource-version");
         assert_eq!(severity("", "pods"), Severity::Medium);
         assert_eq!(severity("", "secrets"), Severity::High);
+        let mut damaged = revision("/registry/pods/ns/p", "", "pods", 3, "protobuf");
+        damaged.facts.foreign = Some("not json".into());
+        let err = detect(&[damaged], |_| None).unwrap_err();
+        assert!(err.starts_with("revisions.foreign_evidence of /registry/pods/ns/p at revision 3: "), "{err}");
     }
 
     #[test]

@@ -250,6 +250,24 @@ mod tests {
     }
 
     #[test]
+    fn kinds_a_resource_holds() {
+        let deployments = stored_kinds("apps", "deployments");
+        assert!(deployments.contains(&("apps".into(), "Deployment".into())));
+        assert!(deployments.contains(&("extensions".into(), "Deployment".into())));
+        assert!(deployments.iter().all(|(_, k)| k == "Deployment"));
+        let events = stored_kinds("", "events");
+        assert!(events.contains(&("events.k8s.io".into(), "Event".into())));
+        assert!(events.contains(&("".into(), "Event".into())));
+        let crds = stored_kinds("apiextensions.k8s.io", "customresourcedefinitions");
+        assert!(crds
+            .iter()
+            .all(|(g, k)| g == "apiextensions.k8s.io" && k == "CustomResourceDefinition"));
+        assert!(!crds.is_empty());
+        assert!(stored_kinds("example.com", "widgets").is_empty());
+        assert!(stored_kinds("example.com", "pods").is_empty());
+    }
+
+    #[test]
     fn builtins() {
         assert_eq!(
             p("/registry/pods/default/web-1"),

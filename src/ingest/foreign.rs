@@ -52,9 +52,9 @@
 //! key) are judged only by `resource-version` and `json-format`: their
 //! objects are built by hand and carry no uid, and a master lease is named
 //! by IP. A value encrypted at rest is not judged by `json-format` (its
-//! plaintext is not kept here). None of these signals proves a write went
-//! around the apiserver by itself alone against a modified apiserver; each
-//! says the bytes are not what an unmodified one writes.
+//! plaintext is not kept here). Each signal says the bytes are not what an
+//! unmodified kube-apiserver writes; none says who wrote them, and bytes an
+//! apiserver wrote, copied and put back, show none.
 
 use crate::decode::envelope::Encoding;
 use crate::decode::key::{stored_kinds, ParsedKey};
