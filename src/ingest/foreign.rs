@@ -58,6 +58,7 @@
 
 use crate::decode::envelope::Encoding;
 use crate::decode::key::{stored_kinds, ParsedKey};
+use crate::decode::schema::Resolution;
 use crate::decode::Decoded;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -165,6 +166,11 @@ pub fn evidence<O>(
     let Some(key) = key.filter(|k| !k.special) else {
         return found;
     };
+    // A kind the schema lacks whose field 1 is no ObjectMeta has no
+    // metadata to compare (a cluster newer than the schema stores such).
+    if decoded.resolution == Some(Resolution::Schemaless) {
+        return found;
+    }
     let group = decoded.api_version.rsplit_once('/').map_or("", |(g, _)| g);
     if !key.kinds.is_empty() && !key.kinds.iter().any(|(g, k)| g == group && *k == decoded.kind) {
         found.push(Evidence::new(
@@ -368,6 +374,10 @@ mod tests {
             &renamed,
         );
         assert_eq!(signals(&found), ["kind", "name"]);
+        // Decoded without a schema, an object has no metadata to compare.
+        let mut schemaless = decoded(Encoding::Protobuf, "v1", "Pod");
+        schemaless.resolution = Some(Resolution::Schemaless);
+        assert!(evidence(Some(&pod), &schemaless, None, true, &json!({})).is_empty());
     }
 
     #[test]
