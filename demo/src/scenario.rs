@@ -27,6 +27,7 @@ pub const EXPECTED: &[(&str, &str)] = &[
     ("stuck-deletion", "/registry/configmaps/shop/legacy-settings"),
     ("dangling-owner", "/registry/pods/shop/report-28fj1"),
     ("prunable-fields", "/registry/example.com/gizmos/shop/small"),
+    ("foreign-writes", "/registry/clusterrolebindings/backdoor"),
 ];
 
 fn meta(ns: &str, name: &str, uid: &str) -> Value {
@@ -330,6 +331,20 @@ pub fn incident(etcd: &Etcd) {
         ),
     );
     (etcd.put)("/registry/configmaps/shop/web-ca", &pb(&web_ca(2)));
+    // Someone holding etcd's client certificate grants themselves
+    // cluster-admin with `etcdctl put` and JSON typed by hand: no admission,
+    // no RBAC check, no audit event; the apiserver serves it all the same.
+    (etcd.put)(
+        "/registry/clusterrolebindings/backdoor",
+        &serde_json::to_vec_pretty(&json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "backdoor"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "mallory@example.com"}]
+        }))
+        .expect("JSON"),
+    );
     // A stale status writer sets observedGeneration back.
     (etcd.put)("/registry/deployments/shop/api", &pb(&api_deployment(2)));
     // kubectl and an autoscaler fight over the web Deployment's replicas.
