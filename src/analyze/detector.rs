@@ -154,6 +154,17 @@ pub struct KeyInput<'a, 's> {
     pub store: &'s dyn HistoryReader,
 }
 
+impl KeyInput<'_, '_> {
+    /// The error for stored data of this key that does not read (`what`
+    /// says which and why): the database is damaged.
+    pub fn damaged(&self, what: String) -> StoreError {
+        StoreError::Damaged {
+            path: self.store.location().to_path_buf(),
+            what,
+        }
+    }
+}
+
 /// What every detector may read once every key has been seen.
 pub struct Whole<'a> {
     /// Filled only when a registered detector reads

@@ -37,10 +37,7 @@ impl Detector for Repeats {
                 }
             }
         }
-        let found = detect(input.history, &sizes).map_err(|what| StoreError::Damaged {
-            path: input.store.location().to_path_buf(),
-            what,
-        })?;
+        let found = detect(input.history, &sizes).map_err(|what| input.damaged(what))?;
         out.extend(found);
         Ok(())
     }

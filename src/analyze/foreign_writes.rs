@@ -158,10 +158,7 @@ fn built_in(group: &str, resource: &str) -> bool {
 
 impl Detector for Encodings {
     fn key(&mut self, input: &mut KeyInput<'_, '_>, out: &mut Findings) -> Result<(), StoreError> {
-        let found = detect(input.history, |r| self.evidence(r)).map_err(|what| StoreError::Damaged {
-            path: input.store.location().to_path_buf(),
-            what,
-        })?;
+        let found = detect(input.history, |r| self.evidence(r)).map_err(|what| input.damaged(what))?;
         out.extend(found);
         Ok(())
     }
