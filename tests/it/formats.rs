@@ -96,9 +96,12 @@ fn local_times_carry_their_offset_and_are_taken_back() {
     etcd.put(key, &config_map("shop", "web", "u1", &[("k", "v1")]));
     let (_dir, db) = temp_db();
     ok(snapshot(&etcd, &db, &[]));
-    // Run 2 starts a whole second after run 1 finished (times are to the
-    // second), so at its start run 1 is the last complete run.
-    std::thread::sleep(std::time::Duration::from_secs(2));
+    // Run 2 starts whole seconds after run 1 finished, so that at its
+    // start, printed to the second, run 1 is the last complete run and its
+    // revision certainly written: a run's end bounds its revisions to the
+    // second, with a second's doubt, and 2 s left that to chance on a
+    // loaded machine (CI, PostgreSQL).
+    std::thread::sleep(std::time::Duration::from_secs(4));
     etcd.put(key, &config_map("shop", "web", "u1", &[("k", "v2")]));
     ok(snapshot(&etcd, &db, &[]));
     // A POSIX rule needs no time zone database: UTC+05:30 all year.
