@@ -435,7 +435,8 @@ pub struct RecordArgs {
     /// every command instead of etcd's cluster id; one name per cluster in
     /// a database. A cluster named before keeps its name when none is
     /// given; a new name renames it (with a warning); a name another etcd
-    /// cluster has fails the run.
+    /// cluster has fails the run (recorded as a restore of that cluster
+    /// when it has a complete run and etcd's own id says so).
     #[arg(long, env = "ETCD_INSPECTOR_CLUSTER", value_name = "NAME", value_parser = cluster_name())]
     pub cluster: Option<ClusterName>,
     /// When the run ends, read these audit logs and attribute the stored

@@ -1,10 +1,11 @@
 //! `restored`: etcd was restored (its data put back to an older copy) or
 //! rewound since a complete run of the cluster: a later run found its head
-//! or compaction revision below that run's, or keys whose newest write at
-//! that run's head differs from what it stored (see
-//! [`crate::store::restore`]). Such a run fails and stores nothing, so
-//! the database holds only the earlier timeline; the writes etcd lost, and
-//! any it made since, are not in it. High.
+//! or compaction revision below that run's, keys whose newest write at
+//! that run's head differs from what it stored, or, under the cluster's
+//! name, another etcd cluster id (see [`crate::store::restore`]). Such a
+//! run fails and stores nothing, so the database holds only the earlier
+//! timeline; the writes etcd lost, and any it made since, are not in it.
+//! High.
 //!
 //! One finding per earlier run a restore was found against (every run
 //! after a restore finds the same one), with the first run that found it.
@@ -70,13 +71,23 @@ fn finding(found: &[(RunId, &Restore)]) -> Finding {
             .map_or(&first.prefix, |d| &d.key)
             .clone()],
         revisions,
-        summary: format!(
-            "etcd was restored or rewound after run {} (head {}): run {}{later} found {}",
-            first.previous_run,
-            first.previous_head,
-            run.0,
-            first.brief()
-        ),
+        summary: match &first.etcd_cluster {
+            Some(_) => format!(
+                "another etcd cluster answered under this cluster's name after run {} (head {}), restored from a \
+                 backup into a new cluster or another cluster given its name: run {}{later} found {}",
+                first.previous_run,
+                first.previous_head,
+                run.0,
+                first.brief()
+            ),
+            None => format!(
+                "etcd was restored or rewound after run {} (head {}): run {}{later} found {}",
+                first.previous_run,
+                first.previous_head,
+                run.0,
+                first.brief()
+            ),
+        },
         details: json!({
             "previous_run": first.previous_run,
             "runs": found.iter().map(|(r, _)| r.0).collect::<Vec<_>>(),
@@ -98,6 +109,7 @@ mod tests {
             head,
             compact: 0,
             diverged: None,
+            etcd_cluster: None,
         }
     }
 

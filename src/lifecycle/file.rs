@@ -2,7 +2,7 @@
 //! snapshot save` file, or the server's snapshot downloaded here), checked
 //! against the file's own counters.
 
-use super::plan::{read_error, Plan, Tail};
+use super::plan::{read_error, Identity, Plan, Tail};
 use super::progress::{phase, spinning, Position, Progress, Unit};
 use super::restore;
 use super::vanished::KeySet;
@@ -46,8 +46,8 @@ pub(super) fn read(
         true => db_file::inspect_salvaging(&db)?,
         false => db_file::inspect(&db)?,
     };
-    let cluster_id = file.cluster_id;
-    let cluster_id = cluster_id
+    let cluster_id = file
+        .cluster_id
         .map(str::to_string)
         .or(info.cluster_id.clone())
         .unwrap_or_else(|| format!("file:{}", &info.sha256[..16]));
@@ -60,10 +60,14 @@ pub(super) fn read(
         },
         None => None,
     };
-    let name = settings.cluster_name.as_ref();
+    let identity = Identity {
+        id: &cluster_id,
+        name: settings.cluster_name.as_ref(),
+        certain: file.cluster_id.is_some(),
+    };
     // A placed log holds history from its first write on.
     let starts = wal.as_ref().and_then(WalHistory::starts).unwrap_or(compact);
-    let plan = Plan::new(store, &cluster_id, name, starts, prefix, &settings.filter)?;
+    let plan = Plan::new(store, &identity, starts, prefix, &settings.filter)?;
     let cluster = plan.cluster;
     store.record(run, plan.target(head, compact))?;
     let pinned_at = (head, compact);

@@ -3,7 +3,7 @@
 //! retained), the history etcd retains since what is stored, and the check
 //! of the stored history against etcd's counters.
 
-use super::plan::{read_error, replay_all, Plan, Tail};
+use super::plan::{read_error, replay_all, Identity, Plan, Tail};
 use super::progress::{phase, spinning, Position, Progress, Unit};
 use super::restore;
 use super::vanished::KeySet;
@@ -35,14 +35,12 @@ pub(super) async fn planned(
     };
     let pinned = etcd.pin().await?;
     let compact = etcd.compaction_revision(scope, pinned.head).await?;
-    let plan = Plan::new(
-        store,
-        &pinned.cluster_id,
-        settings.cluster_name.as_ref(),
-        compact,
-        &options.prefix,
-        &settings.filter,
-    )?;
+    let identity = Identity {
+        id: &pinned.cluster_id,
+        name: settings.cluster_name.as_ref(),
+        certain: true,
+    };
+    let plan = Plan::new(store, &identity, compact, &options.prefix, &settings.filter)?;
     Ok(Planned {
         pinned,
         compact,

@@ -6,7 +6,8 @@ use super::vanished::{KeySet, Vanished};
 use crate::source::etcd::{Etcd, Replay, Scope};
 use crate::source::filter::ResourceFilter;
 use crate::source::{LiveKey, ReadError};
-use crate::store::cluster::ClusterName;
+use crate::store::cluster::{Cluster, ClusterName};
+use crate::store::restore::ClusterChange;
 use crate::store::{Backend, RunFact};
 use crate::store::{Gap, Previous, RevisionWriter, RunId};
 use anyhow::Result;
@@ -31,25 +32,54 @@ pub(super) struct Plan {
     pub previous: Option<Previous>,
     pub from: i64,
     pub gaps: Vec<Gap>,
+    /// The named cluster's etcd cluster id when it was another: the run
+    /// reads a different etcd than the one its cluster's history is of.
+    pub etcd_cluster: Option<ClusterChange>,
+}
+
+/// The cluster a run reads, as the run knows it.
+pub(super) struct Identity<'a> {
+    /// etcd's cluster id (hex), or what stands for it.
+    pub id: &'a str,
+    /// The name `--cluster` gives it, when given.
+    pub name: Option<&'a ClusterName>,
+    /// Whether `id` is certainly etcd's own (a member's answer, or
+    /// `--cluster-id`), not one derived from a data file's member list,
+    /// which changes with every membership change.
+    pub certain: bool,
 }
 
 impl Plan {
-    /// The plan of a run of etcd's cluster `cluster_id`, which it names
-    /// `name` when given (saying so when that renames it).
+    /// The plan of a run of the cluster `identity` names, which it names
+    /// (saying so when that renames it). A name whose cluster has a
+    /// complete run of another etcd cluster id plans to continue that run,
+    /// with the change noted, so the run can record it as a restore.
     pub fn new(
         store: &dyn Backend,
-        cluster_id: &str,
-        name: Option<&ClusterName>,
+        identity: &Identity<'_>,
         compact: i64,
         prefix: &str,
         filter: &ResourceFilter,
     ) -> Result<Plan> {
-        let (cluster, renamed) = store.cluster(cluster_id, name)?;
-        if let (Some(old), Some(new)) = (renamed, name) {
-            tracing::warn!("etcd cluster {cluster_id} was named {old}; it is {new} now");
-        }
         let everything = ResourceFilter::default().describe();
-        let previous = store.previous_head(cluster, prefix, &filter.describe(), &everything)?;
+        let filter = filter.describe();
+        if let Some((named, previous)) = replaced(store, identity, prefix, &filter, &everything)? {
+            return Ok(Plan {
+                cluster: named.row,
+                previous: Some(previous),
+                from: previous.head + 1,
+                gaps: Vec::new(),
+                etcd_cluster: Some(ClusterChange {
+                    from: named.etcd_cluster_id,
+                    to: identity.id.to_string(),
+                }),
+            });
+        }
+        let (cluster, renamed) = store.cluster(identity.id, identity.name)?;
+        if let (Some(old), Some(new)) = (renamed, identity.name) {
+            tracing::warn!("etcd cluster {} was named {old}; it is {new} now", identity.id);
+        }
+        let previous = store.previous_head(cluster, prefix, &filter, &everything)?;
         let mut gaps = Vec::new();
         let from = match previous {
             Some(p) if compact > p.head + 1 => {
@@ -67,6 +97,7 @@ impl Plan {
             previous,
             from,
             gaps,
+            etcd_cluster: None,
         })
     }
 
@@ -95,6 +126,32 @@ impl Plan {
             _ => history_from,
         }
     }
+}
+
+/// The cluster `identity`'s name belongs to, with the complete run of it
+/// this run would continue, when that cluster is of another etcd cluster
+/// id and `identity`'s id is certain. Otherwise the name is left to
+/// [`crate::store::RunRecorder::cluster`], which refuses a name another
+/// cluster has.
+fn replaced(
+    store: &dyn Backend,
+    identity: &Identity<'_>,
+    prefix: &str,
+    filter: &str,
+    everything: &str,
+) -> Result<Option<(Cluster, Previous)>> {
+    let Some(name) = identity.name.filter(|_| identity.certain) else {
+        return Ok(None);
+    };
+    let clusters = store.clusters()?;
+    let Some(named) = clusters.into_iter().find(|c| c.name.as_ref() == Some(name)) else {
+        return Ok(None);
+    };
+    if named.etcd_cluster_id.eq_ignore_ascii_case(identity.id) {
+        return Ok(None);
+    }
+    let previous = store.previous_head(named.row, prefix, filter, everything)?;
+    Ok(previous.map(|p| (named, p)))
 }
 
 /// Replays `scope` from `from` to `head`, starting again after a compaction

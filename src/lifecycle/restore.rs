@@ -29,12 +29,25 @@ use anyhow::Result;
 use std::collections::VecDeque;
 
 /// A run refused because etcd no longer holds the stored history.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "{0}; this database holds the history etcd had before: record the restored cluster into a new database \
-     (--db), or a data file of it under another --cluster-id"
-)]
+#[derive(Debug)]
 pub struct Restored(pub Restore);
+
+impl std::error::Error for Restored {}
+
+impl std::fmt::Display for Restored {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}; this database holds the history etcd had before: record the restored cluster into a new \
+             database (--db)",
+            self.0
+        )?;
+        f.write_str(match self.0.etcd_cluster {
+            Some(_) => ", or, if it is another cluster, give it another --cluster name",
+            None => ", or a data file of it under another --cluster-id",
+        })
+    }
+}
 
 /// What a source at `head` and `compact` shows against the run `plan`
 /// continues.
@@ -52,6 +65,11 @@ fn check(plan: &Plan, prefix: &str, head: i64, compact: i64) -> Check {
     let Some(p) = plan.previous else {
         return Check::Nothing;
     };
+    if let Some(change) = &plan.etcd_cluster {
+        let mut r = restore(&p, prefix, head, compact, None);
+        r.etcd_cluster = Some(change.clone());
+        return Check::Rewound(r);
+    }
     if head < p.head || p.compact.is_some_and(|c| compact < c) {
         return Check::Rewound(restore(&p, prefix, head, compact, None));
     }
@@ -75,6 +93,7 @@ fn restore(p: &Previous, prefix: &str, head: i64, compact: i64, diverged: Option
         head,
         compact,
         diverged,
+        etcd_cluster: None,
     }
 }
 

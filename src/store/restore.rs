@@ -29,6 +29,20 @@ pub struct Restore {
     /// Keys whose newest write at a revision both hold differs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diverged: Option<Divergence>,
+    /// The cluster's etcd cluster id changed: etcd answered with another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etcd_cluster: Option<ClusterChange>,
+}
+
+/// A named cluster's etcd cluster id (hex) in the earlier run and now.
+/// etcd fixes the id when the cluster forms (a hash of its first members'
+/// ids) and keeps it through every membership change since; only a new
+/// cluster, such as `etcdutl snapshot restore` forms from a backup, has
+/// another.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterChange {
+    pub from: String,
+    pub to: String,
 }
 
 /// Keys whose newest write at revision `at` differs between the database
@@ -58,6 +72,9 @@ impl Restore {
     /// `compacted 300 → 120`, `3 keys differ at 341`.
     pub fn brief(&self) -> String {
         let mut seen = Vec::new();
+        if let Some(c) = &self.etcd_cluster {
+            seen.push(format!("etcd cluster id {} → {}", c.from, c.to));
+        }
         if self.head < self.previous_head {
             seen.push(format!("head {} → {}", self.previous_head, self.head));
         }
@@ -94,9 +111,13 @@ impl std::fmt::Display for Restore {
     /// The whole account, as the run's error says it.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let run = self.previous_run;
+        write!(f, "etcd was restored or rewound since run {run}: ")?;
+        if let Some(c) = &self.etcd_cluster {
+            write!(f, "etcd cluster id {} (run {run}: {}), ", c.to, c.from)?;
+        }
         write!(
             f,
-            "etcd was restored or rewound since run {run}: head {} (run {run}: {}), compaction revision {} (run {run}: {})",
+            "head {} (run {run}: {}), compaction revision {} (run {run}: {})",
             self.head,
             self.previous_head,
             self.compact,
@@ -130,6 +151,7 @@ mod tests {
             head,
             compact,
             diverged: None,
+            etcd_cluster: None,
         }
     }
 
@@ -154,5 +176,24 @@ mod tests {
         assert!(r
             .to_string()
             .contains("first /registry/a: stored not live, etcd written at 330"));
+    }
+
+    #[test]
+    fn another_etcd_cluster_comes_first() {
+        let mut r = restore(120, 0);
+        r.etcd_cluster = Some(ClusterChange {
+            from: "cdf818194e3a8c32".into(),
+            to: "8e9e05c52164694d".into(),
+        });
+        assert_eq!(
+            r.brief(),
+            "etcd cluster id cdf818194e3a8c32 → 8e9e05c52164694d, head 341 → 120, compacted 300 → 0"
+        );
+        assert!(r.to_string().starts_with(
+            "etcd was restored or rewound since run 2: etcd cluster id 8e9e05c52164694d (run 2: cdf818194e3a8c32), head 120"
+        ));
+        // Restores recorded before the field existed still read.
+        let old = r#"{"previous_run":2,"prefix":"/registry/","previous_head":341,"previous_compact":300,"head":120,"compact":0}"#;
+        assert_eq!(serde_json::from_str::<Restore>(old).unwrap().etcd_cluster, None);
     }
 }

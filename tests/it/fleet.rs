@@ -9,7 +9,7 @@
 use crate::util::etcd::TestEtcd;
 use crate::util::k8s::{config_map, pod};
 use crate::util::*;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -263,15 +263,24 @@ fn two_clusters_in_one_database() {
     assert_eq!(attribute("--cluster", EU), EU);
     assert_eq!(attribute("--cluster-id", &us_id), US);
 
-    // A name another etcd cluster has fails the run, recorded as failed.
+    // A name another etcd cluster has: that cluster restored into a new
+    // one, or a mistake; either way the run fails, recorded as a restore.
     let e = one_line_error(&snapshot(&us, &db, &["--cluster", EU]));
     assert!(
-        e.contains(&format!(
-            "calls etcd cluster {eu_id} {EU}: etcd cluster {us_id} cannot be {EU} too"
-        )),
+        e.contains(&format!("etcd cluster id {us_id} (run ")) && e.contains(&format!(": {eu_id}), head")),
         "{e}"
     );
-    assert_eq!(run_statuses(&db).last().map(String::as_str), Some("failed"));
+    assert!(
+        e.contains("if it is another cluster, give it another --cluster name"),
+        "{e}"
+    );
+    let failed = runs(&db).last().unwrap().clone();
+    assert_eq!(failed["status"], "failed");
+    assert_eq!(failed["cluster"], EU);
+    assert_eq!(
+        failed["restored"]["etcd_cluster"],
+        json!({"from": eu_id, "to": us_id})
+    );
     // Without a name the cluster keeps its own; a new one renames it.
     ok(snapshot(&us, &db, &[]));
     assert_eq!(runs(&db).last().unwrap()["cluster"], US);

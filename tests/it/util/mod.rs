@@ -63,6 +63,16 @@ pub fn corpus_dir() -> Option<PathBuf> {
     }
 }
 
+/// etcd's offline tool `etcdutl` (`ETCD_INSPECTOR_ETCDUTL`, which
+/// `.ci/run` sets from `.ci/etcdutl`), or `None` (with a message).
+#[track_caller]
+pub fn etcdutl() -> Option<PathBuf> {
+    match std::env::var_os("ETCD_INSPECTOR_ETCDUTL") {
+        Some(path) if Path::new(&path).is_file() => Some(path.into()),
+        _ => missing("ETCD_INSPECTOR_ETCDUTL names no etcdutl (build one with .ci/etcdutl)"),
+    }
+}
+
 /// A Chromium on the PATH, or `None` (with a message).
 #[track_caller]
 pub fn chromium() -> Option<PathBuf> {
