@@ -82,6 +82,7 @@ fn write_request(event: AuditEvent) -> Option<AuditRequest> {
         response_revision: event.response_revision,
         precondition_revision: event.precondition_revision,
         time: event.stage_timestamp,
+        log: event.origin.input,
     })
 }
 

@@ -29,6 +29,8 @@ pub struct AuditRequest {
     pub precondition_revision: Option<i64>,
     /// `stageTimestamp` exactly as the event wrote it.
     pub time: String,
+    /// The audit log it was read from: its path, `-` for standard input.
+    pub log: String,
 }
 
 /// What the join found for a request.

@@ -233,6 +233,7 @@ pub const COLUMNS: &[(&str, &[&str])] = &[
             "precondition_revision",
             "time",
             "outcome",
+            "log",
         ],
     ),
     (

@@ -306,15 +306,16 @@ impl AuditStaging<'_> {
         let added = self.store.execute(
             "INSERT INTO audit_requests (cluster_id, audit_id, verb, api_group, resource, namespace, name, \
              subresource, username, groups, impersonated_user, user_agent, source_ips, code, level, \
-             response_revision, precondition_revision, time) \
+             response_revision, precondition_revision, time, log) \
              SELECT $1, audit_id, verb, api_group, resource, namespace, name, subresource, username, groups, \
-               impersonated_user, user_agent, source_ips, code, level, response_revision, precondition_revision, time \
+               impersonated_user, user_agent, source_ips, code, level, response_revision, precondition_revision, time, \
+               log \
              FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], \
                $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bigint[], $15::text[], \
-               $16::bigint[], $17::bigint[], $18::text[]) WITH ORDINALITY \
+               $16::bigint[], $17::bigint[], $18::text[], $19::text[]) WITH ORDINALITY \
                AS b(audit_id, verb, api_group, resource, namespace, name, subresource, username, groups, \
                  impersonated_user, user_agent, source_ips, code, level, response_revision, precondition_revision, \
-                 time, pushed) \
+                 time, log, pushed) \
              ORDER BY pushed \
              ON CONFLICT (cluster_id, audit_id) DO NOTHING",
             &[
@@ -336,6 +337,7 @@ impl AuditStaging<'_> {
                 &number(|r| r.response_revision),
                 &number(|r| r.precondition_revision),
                 &text(|r| &r.time),
+                &text(|r| &r.log),
             ],
         )?;
         self.staged.set(self.staged.get() + added);

@@ -23,6 +23,7 @@ mod settings;
 mod shared_revision;
 mod stats;
 mod tables;
+mod unaudited;
 mod usage;
 mod values;
 mod vanished;
@@ -47,6 +48,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0006_redacted_forms.sql"),
     include_str!("../../../migrations/postgres/0007_restores.sql"),
     include_str!("../../../migrations/postgres/0008_foreign_evidence.sql"),
+    include_str!("../../../migrations/postgres/0009_audit_request_logs.sql"),
 ];
 
 /// What every session of ours sets once our schema is there: our schema

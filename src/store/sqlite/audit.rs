@@ -347,8 +347,8 @@ impl AuditStage for AuditStaging<'_> {
             .prepare_cached(
                 "INSERT OR IGNORE INTO audit_requests (cluster_id, audit_id, verb, api_group, resource, namespace, name, \
                  subresource, username, groups, impersonated_user, user_agent, source_ips, code, level, \
-                 response_revision, precondition_revision, time) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                 response_revision, precondition_revision, time, log) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
             )
             .map_err(err)?
             .execute(params![
@@ -370,6 +370,7 @@ impl AuditStage for AuditStaging<'_> {
                 r.response_revision,
                 r.precondition_revision,
                 r.time,
+                r.log,
             ])
             .map_err(err)?
             == 1;

@@ -21,6 +21,7 @@ mod settings;
 mod shared_revision;
 mod stats;
 mod tables;
+mod unaudited;
 mod usage;
 mod values;
 mod vanished;
@@ -47,7 +48,7 @@ fn missing(path: &Path) -> StoreError {
 /// How many migrations [`migrations`] holds: the schema version (SQLite's
 /// `user_version`) of a database this binary has upgraded. A test checks
 /// that the two agree.
-const MIGRATION_COUNT: usize = 27;
+const MIGRATION_COUNT: usize = 28;
 
 /// The migrations, applied in order when a database is opened.
 fn migrations() -> Migrations<'static> {
@@ -90,6 +91,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../../migrations/0025_redacted_forms.sql")),
         M::up(include_str!("../../../migrations/0026_restores.sql")),
         M::up(include_str!("../../../migrations/0027_foreign_evidence.sql")),
+        M::up(include_str!("../../../migrations/0028_audit_request_logs.sql")),
     ])
 }
 
