@@ -11,8 +11,8 @@
 //! signal): a `metadata.resourceVersion` kept, a kind or group its key's
 //! resource does not hold, a name or namespace that is not its key's, a
 //! create without `uid` or `creationTimestamp`, JSON not as the apiserver's
-//! encoder writes it. One more signal is judged here, against the other
-//! revisions of the cluster:
+//! encoder writes it. Two more signals are judged here, against the rest
+//! of the cluster:
 //!
 //! - `encoding`: a built-in resource (one the schema lists, other than CRDs
 //!   and APIServices) stored as JSON, YAML or CBOR while protobuf is the
@@ -25,10 +25,15 @@
 //!   rule. Right after such a change of media type, the first writes in the
 //!   new one are a minority and are reported until they are not.
 //!
+//! - `unaudited`: a create no request in the audit logs `attribute` read
+//!   explains, in a span of revisions a log covers (see
+//!   [`crate::store::unaudited`]).
+//!
 //! What it cannot prove: a write through a modified or impersonated
 //! apiserver, or an `etcdctl put` of bytes copied from what the apiserver
 //! wrote (a replayed protobuf value with its `resourceVersion` cleared),
-//! looks like the apiserver's own.
+//! looks like the apiserver's own, unless it is a create an audit log
+//! covers.
 
 use super::detector::{Detector, Findings, KeyInput, Make, Reads, Registration};
 use crate::decode::key::stored_kinds;
@@ -36,6 +41,7 @@ use crate::decode::names::CRDS;
 use crate::ingest::foreign::Evidence;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
+use crate::store::unaudited::UnauditedCreate;
 use crate::store::{ObjectFilter, Scope, StoreError};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -56,13 +62,41 @@ pub const DETECTOR: Registration = Registration {
             },
             ..Scope::default()
         };
-        let mut counts = Encodings::default();
+        let mut encodings = Encodings::default();
         for r in setup.store.resource_usage(&scope)? {
-            counts.add(&r.group, &r.resource, &r.encodings);
+            encodings.add(&r.group, &r.resource, &r.encodings);
         }
-        Ok(Box::new(counts))
+        let mut by_key: BTreeMap<String, BTreeMap<i64, Evidence>> = BTreeMap::new();
+        for c in setup.store.unaudited_creates(setup.cluster)? {
+            let evidence = unaudited(&c);
+            by_key.entry(c.key).or_default().insert(c.revision, evidence);
+        }
+        Ok(Box::new(ForeignWrites {
+            encodings,
+            unaudited: by_key,
+        }))
     }),
 };
+
+/// What the detector reads besides each key's history.
+struct ForeignWrites {
+    encodings: Encodings,
+    /// The `unaudited` evidence of creates no audited request explains, by
+    /// key and revision.
+    unaudited: BTreeMap<String, BTreeMap<i64, Evidence>>,
+}
+
+/// The `unaudited` evidence of `create`.
+fn unaudited(create: &UnauditedCreate) -> Evidence {
+    Evidence {
+        signal: "unaudited".into(),
+        detail: format!(
+            "no request in audit log {} created it, though that log recorded the writes around it (revisions {} to {}) \
+             and creates of its resource",
+            create.log, create.from, create.to
+        ),
+    }
+}
 
 /// Resources whose writes grant or check access, or run code, as
 /// (group, resource): what a write around the apiserver is most likely
@@ -156,20 +190,27 @@ fn built_in(group: &str, resource: &str) -> bool {
         && !stored_kinds(group, resource).is_empty()
 }
 
-impl Detector for Encodings {
+impl Detector for ForeignWrites {
     fn key(&mut self, input: &mut KeyInput<'_, '_>, out: &mut Findings) -> Result<(), StoreError> {
-        let found = detect(input.history, |r| self.evidence(r)).map_err(|what| input.damaged(what))?;
+        let judged = |r: &ObjectRevision| {
+            let mut more: Vec<Evidence> = self.encodings.evidence(r).into_iter().collect();
+            let unaudited = self.unaudited.get(r.key.as_str());
+            more.extend(unaudited.and_then(|u| u.get(&r.mod_revision)).cloned());
+            more
+        };
+        let found = detect(input.history, judged).map_err(|what| input.damaged(what))?;
         out.extend(found);
         Ok(())
     }
 }
 
 /// The findings of one key's history (oldest first): one per revision with
-/// evidence, whose stored evidence `encoding` completes; what is wrong with
-/// stored evidence that does not read (a damaged database).
+/// evidence, whose stored evidence `more` completes (the signals judged
+/// against the rest of the cluster); what is wrong with stored evidence
+/// that does not read (a damaged database).
 pub fn detect(
     history: &[ObjectRevision],
-    encoding: impl Fn(&ObjectRevision) -> Option<Evidence>,
+    more: impl Fn(&ObjectRevision) -> Vec<Evidence>,
 ) -> Result<Vec<Finding>, String> {
     let mut found = Vec::new();
     for r in history.iter().filter(|r| !r.deleted) {
@@ -182,7 +223,7 @@ pub fn detect(
             })?,
             None => Vec::new(),
         };
-        evidence.extend(encoding(r));
+        evidence.extend(more(r));
         if evidence.is_empty() {
             continue;
         }
@@ -254,7 +295,7 @@ mod tests {
             json!([{"signal": "resource-version", "detail": "the value holds metadata.resourceVersion \"7\""}]).to_string(),
         );
         let second = revision("/registry/rolebindings/ns/rb", "rbac.authorization.k8s.io", "rolebindings", 2, "protobuf");
-        let found = detect(&[first, second], |_| None).unwrap();
+        let found = detect(&[first, second], |_| Vec::new()).unwrap();
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].severity, Severity::High);
         assert_eq!(found[0].revisions, vec![1]);
@@ -267,7 +308,7 @@ mod tests {
         assert_eq!(severity("", "secrets"), Severity::High);
         let mut damaged = revision("/registry/pods/ns/p", "", "pods", 3, "protobuf");
         damaged.facts.foreign = Some("not json".into());
-        let err = detect(&[damaged], |_| None).unwrap_err();
+        let err = detect(&[damaged], |_| Vec::new()).unwrap_err();
         assert!(err.starts_with("revisions.foreign_evidence of /registry/pods/ns/p at revision 3: "), "{err}");
     }
 

@@ -32,6 +32,7 @@ mod settings;
 pub mod shared_revision;
 pub mod sqlite;
 pub mod tables;
+pub mod unaudited;
 mod usage;
 mod values;
 pub mod vanished;

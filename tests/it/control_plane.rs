@@ -13,6 +13,7 @@ use crate::util::control_plane::{ControlPlane, Options};
 use crate::util::real_scenario::{self, SHOP};
 use crate::util::test_plane::TestPlane;
 use crate::util::*;
+use etcd_inspector::decode::encode::encode_protobuf;
 use etcd_inspector::store::audit::Match;
 use jiff::Timestamp;
 use serde_json::Value;
@@ -52,6 +53,11 @@ fn keep(plane: &TestPlane, dbs: &[&Path]) {
         .chain([plane.audit_log.as_path(), plane.encryption_config.as_path()])
     {
         let _ = std::fs::copy(f, to.join(f.file_name().unwrap()));
+    }
+    // A database's newest transactions may still be in its write-ahead log.
+    for db in dbs {
+        let wal = format!("{}-wal", db.file_name().unwrap().to_string_lossy());
+        let _ = std::fs::copy(db.with_file_name(&wal), to.join(wal));
     }
     let _ = std::fs::copy(plane.etcd.db_file(), to.join("etcd.db"));
     for log in [
@@ -598,5 +604,56 @@ fn seed_phenomena_made_through_the_api_are_found() -> anyhow::Result<()> {
             "{found:#?}"
         );
     }
+    written_around_the_apiserver(&plane, &db)?;
+    Ok(())
+}
+
+/// A ClusterRoleBinding granting cluster-admin put straight into etcd as
+/// the apiserver would store it (protobuf, a uid, its creationTimestamp,
+/// no resourceVersion), so its bytes say nothing, between writes the
+/// apiserver makes and logs: with the real audit log, `foreign-writes`
+/// finds it by the request that is not there, and only it.
+fn written_around_the_apiserver(plane: &TestPlane, db: &Path) -> anyhow::Result<()> {
+    let key = "/registry/clusterrolebindings/replayed-admin";
+    let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let binding = serde_json::json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "replayed-admin", "uid": "4f6c1a2e-7b1d-4d8e-9a53-0c2b5e8f1a77", "creationTimestamp": now},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "mallory@example.com"}]});
+    plane.kubectl(&[
+        "create",
+        "configmap",
+        "-n",
+        "seeds",
+        "before-replay",
+        "--from-literal=a=b",
+    ])?;
+    let revision = plane.etcd.put(key, &encode_protobuf(&binding)?);
+    plane.kubectl(&[
+        "create",
+        "configmap",
+        "-n",
+        "seeds",
+        "after-replay",
+        "--from-literal=a=b",
+    ])?;
+    snapshot_of(plane, db);
+    let log = plane.audit_log.to_str().unwrap();
+    ok(inspector(db, &["attribute", "--audit-log", log]));
+    let found = findings(db, "foreign-writes");
+    if found.len() != 1 {
+        keep(plane, &[db]);
+    }
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0]["keys"], serde_json::json!([key]), "{found:#?}");
+    assert_eq!(found[0]["revisions"], serde_json::json!([revision]), "{found:#?}");
+    assert_eq!(found[0]["severity"], "high");
+    let evidence = &found[0]["details"]["evidence"];
+    assert_eq!(evidence.as_array().map(Vec::len), Some(1), "{evidence}");
+    assert_eq!(evidence[0]["signal"], "unaudited", "{evidence}");
+    assert!(
+        evidence[0]["detail"].as_str().unwrap().contains(log),
+        "{evidence}"
+    );
     Ok(())
 }

@@ -257,3 +257,259 @@ fn the_apiserver_s_own_writes_give_none() {
     let found = findings(&db, "foreign-writes");
     assert!(found.is_empty(), "{found:#?}");
 }
+
+/// The apiserver as the audit test plays it: each write it makes is put
+/// into etcd and logged as its audit backend logs it.
+struct Logged<'a> {
+    etcd: &'a TestEtcd,
+    lines: Vec<String>,
+    second: u32,
+}
+
+impl Logged<'_> {
+    /// A create (or update) of `group`/`resource` `ns/name` at `level`,
+    /// stored as `value`; `named: false` logs it as a `generateName`
+    /// create, whose objectRef has no name. Returns its revision.
+    #[allow(clippy::too_many_arguments)]
+    fn write(
+        &mut self,
+        level: &str,
+        verb: &str,
+        (group, resource, ns, name): (&str, &str, &str, &str),
+        named: bool,
+        key: &str,
+        value: &[u8],
+    ) -> i64 {
+        let revision = self.etcd.put(key, value);
+        self.second += 1;
+        let at = format!(
+            "2026-11-29T08:{:02}:{:02}.250000Z",
+            self.second / 60,
+            self.second % 60
+        );
+        let mut object =
+            json!({"resource": resource, "namespace": ns, "apiGroup": group, "apiVersion": "v1"});
+        if named {
+            object["name"] = json!(name);
+        }
+        let mut event = json!({"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": level,
+            "auditID": format!("00000000-0000-0000-0000-{:012}", self.lines.len()),
+            "stage": "ResponseComplete", "verb": verb, "requestURI": "/",
+            "user": {"username": "system:serviceaccount:kube-system:replicaset-controller", "groups": ["system:serviceaccounts"]},
+            "sourceIPs": ["192.0.2.7"], "objectRef": object,
+            "responseStatus": {"metadata": {}, "code": if verb == "create" { 201 } else { 200 }},
+            "requestReceivedTimestamp": at, "stageTimestamp": at});
+        if level == "RequestResponse" {
+            event["responseObject"] =
+                json!({"metadata": {"name": name, "namespace": ns, "resourceVersion": revision.to_string()}});
+        }
+        self.lines.push(event.to_string());
+        revision
+    }
+}
+
+/// A ConfigMap as the apiserver stores it.
+fn config_map(name: &str) -> Vec<u8> {
+    stored(
+        "v1",
+        "ConfigMap",
+        Some("ns"),
+        name,
+        json!({"data": {"app.properties": "a=b"}}),
+    )
+}
+
+const RBAC: &str = "rbac.authorization.k8s.io";
+
+/// Another kube-apiserver than the one whose log the test writes, as its
+/// writes show in etcd.
+#[derive(Clone, Copy, PartialEq)]
+enum Another {
+    None,
+    /// Its master lease, renewed: another IP under `masterleases/`.
+    MasterLease,
+    /// Its identity Lease, renewed, in a database that records Leases.
+    IdentityLease,
+    /// An update it answered to an object the log holds updates of.
+    Update,
+}
+
+/// The master lease of the apiserver at `ip`, as it stores it.
+fn master_lease(ip: &str) -> Vec<u8> {
+    encode_protobuf(&json!({"apiVersion": "v1", "kind": "Endpoints",
+        "metadata": {"name": "kubernetes", "namespace": "default"},
+        "subsets": [{"addresses": [{"ip": ip}], "ports": [{"port": 6443}]}]}))
+    .unwrap()
+}
+
+/// Writes the apiserver logs between writes that went around it, whose
+/// bytes are as the apiserver's own (a value copied from it), with
+/// `another` apiserver writing in between or not. Returns the database
+/// after `attribute` read the log, the log's path and the revisions put
+/// around the apiserver (a RoleBinding and a ConfigMap inside the log's
+/// span, a RoleBinding after it).
+fn logged_with_writes_around(
+    etcd: &TestEtcd,
+    dir: &std::path::Path,
+    another: Another,
+) -> (std::path::PathBuf, String, [i64; 3]) {
+    let mut api = Logged {
+        etcd,
+        lines: Vec::new(),
+        second: 0,
+    };
+    fn rb(name: &str) -> (&str, &str, &str, &str) {
+        (RBAC, "rolebindings", "ns", name)
+    }
+    api.write(
+        "RequestResponse",
+        "create",
+        rb("rb-0"),
+        true,
+        "/registry/rolebindings/ns/rb-0",
+        &role_binding("rb-0", "alice"),
+    );
+    api.write(
+        "RequestResponse",
+        "create",
+        ("", "configmaps", "ns", "settings"),
+        true,
+        "/registry/configmaps/ns/settings",
+        &config_map("settings"),
+    );
+    // A Secret at Metadata level (no response, joined by name and time) and
+    // a Pod created from generateName at Metadata level (no name at all).
+    api.write(
+        "Metadata",
+        "create",
+        ("", "secrets", "ns", "s-0"),
+        true,
+        "/registry/secrets/ns/s-0",
+        &secret("s-0"),
+    );
+    api.write(
+        "Metadata",
+        "create",
+        ("", "pods", "ns", "web-x7k2p"),
+        false,
+        "/registry/pods/ns/web-x7k2p",
+        &pod("web-x7k2p", "web:1"),
+    );
+    // The endpoints controller's Endpoints, logged: the log holds creates
+    // of `endpoints`, as the master lease is stored, which it never logs.
+    let endpoints = stored("v1", "Endpoints", Some("ns"), "web", json!({"subsets": []}));
+    api.write(
+        "RequestResponse",
+        "create",
+        ("", "endpoints", "ns", "web"),
+        true,
+        "/registry/services/endpoints/ns/web",
+        &endpoints,
+    );
+    // The apiserver renews its master lease, unaudited (it writes it
+    // straight to storage).
+    etcd.put("/registry/masterleases/192.0.2.1", &master_lease("192.0.2.1"));
+    let replayed = etcd.put(
+        "/registry/rolebindings/ns/replayed",
+        &role_binding("replayed", "mallory@example.com"),
+    );
+    let planted = etcd.put("/registry/configmaps/ns/planted", &config_map("planted"));
+    etcd.put("/registry/masterleases/192.0.2.1", &master_lease("192.0.2.1"));
+    match another {
+        Another::None => {}
+        Another::MasterLease => {
+            etcd.put("/registry/masterleases/192.0.2.2", &master_lease("192.0.2.2"));
+        }
+        Another::Update => {
+            etcd.put("/registry/rolebindings/ns/rb-0", &role_binding("rb-0", "eve"));
+        }
+        Another::IdentityLease => {
+            let lease = stored(
+                "coordination.k8s.io/v1",
+                "Lease",
+                Some("kube-system"),
+                "apiserver-b7x2",
+                json!({"spec": {}}),
+            );
+            etcd.put("/registry/leases/kube-system/apiserver-b7x2", &lease);
+        }
+    }
+    api.write(
+        "RequestResponse",
+        "update",
+        rb("rb-0"),
+        true,
+        "/registry/rolebindings/ns/rb-0",
+        &role_binding("rb-0", "bob"),
+    );
+    api.write(
+        "RequestResponse",
+        "create",
+        rb("rb-1"),
+        true,
+        "/registry/rolebindings/ns/rb-1",
+        &role_binding("rb-1", "carol"),
+    );
+    let late = etcd.put(
+        "/registry/rolebindings/ns/late",
+        &role_binding("late", "mallory@example.com"),
+    );
+    let log = dir.join("audit.log");
+    std::fs::write(&log, api.lines.join("\n") + "\n").unwrap();
+    let db = dir.join("inspector.db");
+    let record = match another {
+        Another::IdentityLease => vec!["--no-analyze", "--exclude-resource", "none"],
+        _ => vec!["--no-analyze"],
+    };
+    ok(snapshot(etcd, &db, &record));
+    let log = log.to_str().unwrap().to_string();
+    ok(crate::util::inspector(&db, &["attribute", "--audit-log", &log]));
+    (db, log, [replayed, planted, late])
+}
+
+#[test]
+fn creates_no_audited_request_explains_are_findings_where_a_log_covers_them() {
+    let etcd = TestEtcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (db, log, [replayed, planted, late]) = logged_with_writes_around(&etcd, dir.path(), Another::None);
+    let found = findings(&db, "foreign-writes");
+    let on = |key: &str| found.iter().filter(|f| f["keys"][0] == key).collect::<Vec<_>>();
+    assert_eq!(found.len(), 2, "{found:#?}");
+    let rb = on("/registry/rolebindings/ns/replayed");
+    assert_eq!(rb.len(), 1, "{found:#?}");
+    assert_eq!(rb[0]["severity"], "high");
+    assert_eq!(rb[0]["revisions"], json!([replayed]));
+    assert_eq!(signals(rb[0]), ["unaudited"]);
+    let detail = rb[0]["details"]["evidence"][0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&format!("no request in audit log {log} created it")),
+        "{detail}"
+    );
+    assert!(detail.contains("(revisions 2 to "), "{detail}");
+    let cm = on("/registry/configmaps/ns/planted");
+    assert_eq!(cm.len(), 1, "{found:#?}");
+    assert_eq!(cm[0]["severity"], "medium");
+    assert_eq!(cm[0]["revisions"], json!([planted]));
+    // After the log's last joined write, nothing covers the RoleBinding.
+    assert!(
+        on("/registry/rolebindings/ns/late").is_empty(),
+        "{late}: {found:#?}"
+    );
+
+    // Without the log, the same bytes say nothing.
+    let (_d, bare) = temp_db();
+    ok(snapshot(&etcd, &bare, &[]));
+    let found = findings(&bare, "foreign-writes");
+    assert!(found.is_empty(), "{found:#?}");
+}
+
+#[test]
+fn a_log_of_one_apiserver_among_two_covers_nothing() {
+    for another in [Another::MasterLease, Another::IdentityLease, Another::Update] {
+        let etcd = TestEtcd::start();
+        let dir = tempfile::tempdir().unwrap();
+        let (db, _, _) = logged_with_writes_around(&etcd, dir.path(), another);
+        let found = findings(&db, "foreign-writes");
+        assert!(found.is_empty(), "{found:#?}");
+    }
+}

@@ -10,6 +10,7 @@ use crate::store::finding::{FindingCount, Severity};
 use crate::store::object::ObjectRevision;
 use crate::store::restore::Restore;
 use crate::store::shared_revision::SharedRevisions;
+use crate::store::unaudited::UnauditedCreate;
 use crate::store::{
     Contents, FindingIter, FindingQuery, Gap, HistoryReader, HistoryRow, LiveIter, NamedKey, ResourceUsage,
     RunId, RunInfo, RunTime, Scope, StoreError, Usage,
@@ -37,6 +38,10 @@ impl HistoryReader for Store {
 
     fn shared_revisions(&self, cluster: i64, limit: usize) -> Result<SharedRevisions, StoreError> {
         Store::read_shared_revisions(self, cluster, limit)
+    }
+
+    fn unaudited_creates(&self, cluster: i64) -> Result<Vec<UnauditedCreate>, StoreError> {
+        Store::read_unaudited_creates(self, cluster)
     }
 
     fn encryption_policy(&self, cluster: i64) -> Result<Option<(Policy, i64)>, StoreError> {
