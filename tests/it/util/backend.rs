@@ -133,6 +133,7 @@ pub fn undo_revision_clusters(db: &Path) {
                  ALTER TABLE etcd_inspector.semantic_values DROP COLUMN redacted; \
                  ALTER TABLE etcd_inspector.runs DROP COLUMN restored; \
                  ALTER TABLE etcd_inspector.revisions DROP COLUMN foreign_evidence; \
+                 ALTER TABLE etcd_inspector.audit_requests DROP COLUMN log; \
                  DELETE FROM etcd_inspector.schema_version WHERE version > 1",
             )
             .unwrap();
@@ -145,6 +146,7 @@ pub fn undo_revision_clusters(db: &Path) {
              ALTER TABLE revisions DROP COLUMN deleted_after; \
              ALTER TABLE semantic_values DROP COLUMN redacted; ALTER TABLE runs DROP COLUMN restored; \
              ALTER TABLE revisions DROP COLUMN foreign_evidence; \
+             ALTER TABLE audit_requests DROP COLUMN log; \
              PRAGMA user_version = 21",
         )
         .unwrap();
