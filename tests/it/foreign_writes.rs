@@ -346,13 +346,13 @@ fn master_lease(ip: &str) -> Vec<u8> {
 /// bytes are as the apiserver's own (a value copied from it), with
 /// `another` apiserver writing in between or not. Returns the database
 /// after `attribute` read the log, the log's path and the revisions put
-/// around the apiserver (a RoleBinding and a ConfigMap inside the log's
-/// span, a RoleBinding after it).
+/// around the apiserver (a RoleBinding, a ConfigMap, a Secret and a Pod
+/// inside the log's span, a RoleBinding after it).
 fn logged_with_writes_around(
     etcd: &TestEtcd,
     dir: &std::path::Path,
     another: Another,
-) -> (std::path::PathBuf, String, [i64; 3]) {
+) -> (std::path::PathBuf, String, [i64; 5]) {
     let mut api = Logged {
         etcd,
         lines: Vec::new(),
@@ -414,6 +414,18 @@ fn logged_with_writes_around(
         &role_binding("replayed", "mallory@example.com"),
     );
     let planted = etcd.put("/registry/configmaps/ns/planted", &config_map("planted"));
+    // A Secret and a Pod as the apiserver would store them. The Pod is in
+    // another namespace: in `ns` the unnamed create the log holds could be
+    // any Pod's.
+    let secret = etcd.put("/registry/secrets/ns/planted-token", &secret("planted-token"));
+    let miner = stored(
+        "v1",
+        "Pod",
+        Some("batch"),
+        "miner",
+        json!({"spec": {"containers": [{"name": "main", "image": "miner:1"}]}}),
+    );
+    let pod = etcd.put("/registry/pods/batch/miner", &miner);
     etcd.put("/registry/masterleases/192.0.2.1", &master_lease("192.0.2.1"));
     match another {
         Another::None => {}
@@ -464,32 +476,36 @@ fn logged_with_writes_around(
     ok(snapshot(etcd, &db, &record));
     let log = log.to_str().unwrap().to_string();
     ok(crate::util::inspector(&db, &["attribute", "--audit-log", &log]));
-    (db, log, [replayed, planted, late])
+    (db, log, [replayed, planted, secret, pod, late])
 }
 
 #[test]
 fn creates_no_audited_request_explains_are_findings_where_a_log_covers_them() {
     let etcd = TestEtcd::start();
     let dir = tempfile::tempdir().unwrap();
-    let (db, log, [replayed, planted, late]) = logged_with_writes_around(&etcd, dir.path(), Another::None);
+    let (db, log, [replayed, planted, secret, pod, late]) =
+        logged_with_writes_around(&etcd, dir.path(), Another::None);
     let found = findings(&db, "foreign-writes");
     let on = |key: &str| found.iter().filter(|f| f["keys"][0] == key).collect::<Vec<_>>();
-    assert_eq!(found.len(), 2, "{found:#?}");
-    let rb = on("/registry/rolebindings/ns/replayed");
-    assert_eq!(rb.len(), 1, "{found:#?}");
-    assert_eq!(rb[0]["severity"], "high");
-    assert_eq!(rb[0]["revisions"], json!([replayed]));
-    assert_eq!(signals(rb[0]), ["unaudited"]);
-    let detail = rb[0]["details"]["evidence"][0]["detail"].as_str().unwrap();
-    assert!(
-        detail.contains(&format!("no request in audit log {log} created it")),
-        "{detail}"
-    );
-    assert!(detail.contains("(revisions 2 to "), "{detail}");
-    let cm = on("/registry/configmaps/ns/planted");
-    assert_eq!(cm.len(), 1, "{found:#?}");
-    assert_eq!(cm[0]["severity"], "medium");
-    assert_eq!(cm[0]["revisions"], json!([planted]));
+    assert_eq!(found.len(), 4, "{found:#?}");
+    for (key, revision, severity) in [
+        ("/registry/rolebindings/ns/replayed", replayed, "high"),
+        ("/registry/configmaps/ns/planted", planted, "medium"),
+        ("/registry/secrets/ns/planted-token", secret, "high"),
+        ("/registry/pods/batch/miner", pod, "medium"),
+    ] {
+        let f = on(key);
+        assert_eq!(f.len(), 1, "{key}: {found:#?}");
+        assert_eq!(f[0]["severity"], severity, "{key}");
+        assert_eq!(f[0]["revisions"], json!([revision]), "{key}");
+        assert_eq!(signals(f[0]), ["unaudited"], "{key}");
+        let detail = f[0]["details"]["evidence"][0]["detail"].as_str().unwrap();
+        assert!(
+            detail.contains(&format!("no request in audit log {log} created it")),
+            "{detail}"
+        );
+        assert!(detail.contains("(revisions 2 to "), "{detail}");
+    }
     // After the log's last joined write, nothing covers the RoleBinding.
     assert!(
         on("/registry/rolebindings/ns/late").is_empty(),
