@@ -6,14 +6,12 @@
 #   benches/report_memory.sh [REVISIONS...]   (default: 100000 1000000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet --example history_load --bin etcd-inspector
-bin=target/release/etcd-inspector
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# shellcheck source=benches/common.sh
+. benches/common.sh
 measure() { # label, command...
-    local label=$1; shift
-    /usr/bin/time -f "%e %M" -o "$work/time" "$@" >/dev/null 2>"$work/err" || { cat "$work/err"; exit 1; }
-    read -r secs kib <"$work/time"
+    local label=$1
+    shift
+    timed "$@"
     printf '%-10s %-28s %8.1f s %10d KiB\n' "$n" "$label" "$secs" "$kib"
 }
 printf '%-10s %-28s %10s %14s\n' revisions step elapsed "max RSS"
