@@ -66,35 +66,56 @@ pub const DETECTOR: Registration = Registration {
         for r in setup.store.resource_usage(&scope)? {
             encodings.add(&r.group, &r.resource, &r.encodings);
         }
-        let mut by_key: BTreeMap<String, BTreeMap<i64, Evidence>> = BTreeMap::new();
-        for c in setup.store.unaudited_creates(setup.cluster)? {
-            let evidence = unaudited(&c);
-            by_key.entry(c.key).or_default().insert(c.revision, evidence);
-        }
-        Ok(Box::new(ForeignWrites {
-            encodings,
-            unaudited: by_key,
-        }))
+        let mut unaudited = Unaudited::default();
+        setup
+            .store
+            .unaudited_creates(setup.cluster, &mut |c| unaudited.add(c))?;
+        Ok(Box::new(ForeignWrites { encodings, unaudited }))
     }),
 };
 
 /// What the detector reads besides each key's history.
 struct ForeignWrites {
     encodings: Encodings,
-    /// The `unaudited` evidence of creates no audited request explains, by
-    /// key and revision.
-    unaudited: BTreeMap<String, BTreeMap<i64, Evidence>>,
+    unaudited: Unaudited,
 }
 
-/// The `unaudited` evidence of `create`.
-fn unaudited(create: &UnauditedCreate) -> Evidence {
-    Evidence {
-        signal: "unaudited".into(),
-        detail: format!(
-            "no request in audit log {} created it, though that log recorded the writes around it (revisions {} to {}) \
-             and creates of its resource",
-            create.log, create.from, create.to
-        ),
+/// The creates no audited request explains, kept small: one per finding
+/// they will make, each naming its log by index.
+#[derive(Default)]
+struct Unaudited {
+    /// Key → (revision, index in `logs`, the log's span).
+    by_key: BTreeMap<String, Vec<(i64, usize, i64, i64)>>,
+    logs: Vec<String>,
+}
+
+impl Unaudited {
+    fn add(&mut self, c: UnauditedCreate) {
+        let log = match self.logs.iter().position(|l| *l == c.log) {
+            Some(i) => i,
+            None => {
+                self.logs.push(c.log);
+                self.logs.len() - 1
+            }
+        };
+        self.by_key
+            .entry(c.key)
+            .or_default()
+            .push((c.revision, log, c.from, c.to));
+    }
+
+    /// The `unaudited` evidence of `key` at `revision`, if it has it.
+    fn evidence(&self, key: &str, revision: i64) -> Option<Evidence> {
+        let creates = self.by_key.get(key)?;
+        let &(_, log, from, to) = creates.iter().find(|c| c.0 == revision)?;
+        Some(Evidence {
+            signal: "unaudited".into(),
+            detail: format!(
+                "no request in audit log {} created it, though that log recorded the writes around it (revisions \
+                 {from} to {to}) and creates of its resource",
+                self.logs[log]
+            ),
+        })
     }
 }
 
@@ -194,8 +215,7 @@ impl Detector for ForeignWrites {
     fn key(&mut self, input: &mut KeyInput<'_, '_>, out: &mut Findings) -> Result<(), StoreError> {
         let judged = |r: &ObjectRevision| {
             let mut more: Vec<Evidence> = self.encodings.evidence(r).into_iter().collect();
-            let unaudited = self.unaudited.get(r.key.as_str());
-            more.extend(unaudited.and_then(|u| u.get(&r.mod_revision)).cloned());
+            more.extend(self.unaudited.evidence(&r.key, r.mod_revision));
             more
         };
         let found = detect(input.history, judged).map_err(|what| input.damaged(what))?;

@@ -45,9 +45,14 @@ pub trait HistoryReader {
         limit: usize,
     ) -> Result<super::shared_revision::SharedRevisions, StoreError>;
 
-    /// The creates of `cluster` no audited request explains, in spans the
-    /// audit logs read cover (see [`super::unaudited`]), oldest first.
-    fn unaudited_creates(&self, cluster: i64) -> Result<Vec<super::unaudited::UnauditedCreate>, StoreError>;
+    /// Calls `visit` with each create of `cluster` no audited request
+    /// explains, in spans the audit logs read cover (see
+    /// [`super::unaudited`]), oldest first.
+    fn unaudited_creates(
+        &self,
+        cluster: i64,
+        visit: &mut dyn FnMut(super::unaudited::UnauditedCreate),
+    ) -> Result<(), StoreError>;
 
     /// The encryption policy the newest run with an encryption config
     /// recorded, and that run's head revision.

@@ -92,17 +92,27 @@ WHERE r.version = 1 AND r.deleted = false AND r.deleted_after IS NULL \
       AND a.api_group = k.api_group AND a.resource = k.resource AND a.verb = 'create' AND a.subresource IS NULL) \
 ORDER BY r.mod_revision, k.key, c.log";
 
-/// The rows of [`UNAUDITED_CREATES`], each create once (under the first
-/// log that covered it).
-pub(crate) fn once(rows: impl IntoIterator<Item = UnauditedCreate>) -> Vec<UnauditedCreate> {
-    let mut out: Vec<UnauditedCreate> = Vec::new();
-    for row in rows {
-        if !out
-            .last()
-            .is_some_and(|l| l.revision == row.revision && l.key == row.key)
-        {
-            out.push(row);
-        }
+/// Passes on the rows of [`UNAUDITED_CREATES`] (ordered by revision and
+/// key), each create once, under the first log that covered it.
+pub(crate) struct Once<'v> {
+    visit: &'v mut dyn FnMut(UnauditedCreate),
+    last: Option<(i64, String)>,
+}
+
+impl<'v> Once<'v> {
+    pub(crate) fn new(visit: &'v mut dyn FnMut(UnauditedCreate)) -> Self {
+        Once { visit, last: None }
     }
-    out
+
+    pub(crate) fn push(&mut self, row: UnauditedCreate) {
+        if self
+            .last
+            .as_ref()
+            .is_some_and(|(revision, key)| *revision == row.revision && *key == row.key)
+        {
+            return;
+        }
+        self.last = Some((row.revision, row.key.clone()));
+        (self.visit)(row);
+    }
 }

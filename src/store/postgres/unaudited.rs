@@ -1,7 +1,7 @@
 //! Creates no audited request explains (see [`crate::store::unaudited`]).
 
 use super::Store;
-use crate::store::unaudited::{once, UnauditedCreate, UNAUDITED_CREATES};
+use crate::store::unaudited::{Once, UnauditedCreate, UNAUDITED_CREATES};
 use crate::store::StoreError;
 
 impl Store {
@@ -9,17 +9,19 @@ impl Store {
     pub(in crate::store) fn read_unaudited_creates(
         &self,
         cluster: i64,
-    ) -> Result<Vec<UnauditedCreate>, StoreError> {
-        let rows = self.query(UNAUDITED_CREATES, &[&cluster])?;
-        Ok(once(rows.iter().map(|r| {
+        visit: &mut dyn FnMut(UnauditedCreate),
+    ) -> Result<(), StoreError> {
+        let mut once = Once::new(visit);
+        for r in self.query(UNAUDITED_CREATES, &[&cluster])? {
             let key: Vec<u8> = r.get(0);
-            UnauditedCreate {
+            once.push(UnauditedCreate {
                 key: String::from_utf8_lossy(&key).into_owned(),
                 revision: r.get(1),
                 log: r.get(2),
                 from: r.get(3),
                 to: r.get(4),
-            }
-        })))
+            });
+        }
+        Ok(())
     }
 }

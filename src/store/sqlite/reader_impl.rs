@@ -40,8 +40,12 @@ impl HistoryReader for Store {
         Store::read_shared_revisions(self, cluster, limit)
     }
 
-    fn unaudited_creates(&self, cluster: i64) -> Result<Vec<UnauditedCreate>, StoreError> {
-        Store::read_unaudited_creates(self, cluster)
+    fn unaudited_creates(
+        &self,
+        cluster: i64,
+        visit: &mut dyn FnMut(UnauditedCreate),
+    ) -> Result<(), StoreError> {
+        Store::read_unaudited_creates(self, cluster, visit)
     }
 
     fn encryption_policy(&self, cluster: i64) -> Result<Option<(Policy, i64)>, StoreError> {
