@@ -6,7 +6,7 @@
 
 use crate::util::etcd::TestEtcd;
 use crate::util::k8s::widget;
-use crate::util::{findings, ok, snapshot, temp_db};
+use crate::util::{findings, history, ok, snapshot, temp_db};
 use etcd_inspector::decode::encode::encode_protobuf;
 use serde_json::{json, Value};
 
@@ -524,8 +524,21 @@ fn a_log_of_one_apiserver_among_two_covers_nothing() {
     for another in [Another::MasterLease, Another::IdentityLease, Another::Update] {
         let etcd = TestEtcd::start();
         let dir = tempfile::tempdir().unwrap();
-        let (db, _, _) = logged_with_writes_around(&etcd, dir.path(), another);
+        let (db, _, [replayed, ..]) = logged_with_writes_around(&etcd, dir.path(), another);
         let found = findings(&db, "foreign-writes");
         assert!(found.is_empty(), "{found:#?}");
+        // Not for want of a history or a log: the planted create is stored,
+        // and the log's requests were joined on both sides of it.
+        let planted = history(&db, "/registry/rolebindings/ns/replayed");
+        assert_eq!(planted[0]["mod_revision"], replayed, "{planted:#?}");
+        let joined: Vec<i64> = history(&db, "/registry/rolebindings/ns/rb-0")
+            .iter()
+            .filter(|r| r["written_by"]["match"] == "exact")
+            .map(|r| r["mod_revision"].as_i64().unwrap())
+            .collect();
+        assert!(
+            joined.first() < Some(&replayed) && joined.last() > Some(&replayed),
+            "{joined:?} around {replayed}"
+        );
     }
 }
