@@ -16,6 +16,14 @@
 //!    same holds when every request there came before the run that read
 //!    the history began. Anything else stays unattributed and is counted:
 //!    a write is never given to the wrong request on a guess.
+//! 4. **Timed out**: a request answered 504 may still have written: the
+//!    apiserver answers when the request's context ends (the client gave
+//!    up, or its timeout passed) while the write goes on (`finishRequest`
+//!    in k8s.io/apiserver's `endpoints/handlers/finisher`). A revision
+//!    still without a writer is its when it is the only such request that
+//!    fits it (kind, precondition, and the clock within the request
+//!    timeout on either side of the answer) and no open request could
+//!    have written it either.
 
 use crate::store::audit::{KeyAttribution, KeyRequest, KeyRevision, Match, Outcome};
 use jiff::{SignedDuration, Timestamp};
@@ -42,6 +50,12 @@ fn writes(r: &KeyRequest) -> Option<Writes> {
 
 fn succeeded(r: &KeyRequest) -> bool {
     matches!(r.code, Some(200..=299))
+}
+
+/// Answered `504 Timeout`: the write may have happened, before the answer
+/// or after it.
+fn timed_out(r: &KeyRequest) -> bool {
+    r.code == Some(504)
 }
 
 /// Whether `w` can have written `rev`. `exact` allows an update or patch
@@ -116,6 +130,7 @@ pub fn join(
         &mut outcome,
         &mut writer,
     ));
+    timed_out_writes(revisions, requests, &mut outcome, &mut writer);
     finalized_deletes(revisions, requests, &mut writer);
     left.sort_unstable();
     left.dedup();
@@ -400,6 +415,55 @@ fn by_fit(
     Vec::new()
 }
 
+/// Gives a revision without a writer to the one request answered 504 that
+/// can have written it, when no open request could have and that request
+/// fits no other such revision (see the module docs, 4).
+fn timed_out_writes(
+    revisions: &[KeyRevision],
+    requests: &[KeyRequest],
+    outcome: &mut [Option<Outcome>],
+    writer: &mut [Option<(usize, Match)>],
+) {
+    let unwritten: Vec<usize> = (0..revisions.len())
+        .filter(|&r| writer[r].is_none() && !finalized(revisions, r))
+        .collect();
+    let fits_late = |r: usize, q: usize| {
+        let (request, rev) = (&requests[q], &revisions[r]);
+        let Some(w) = writes(request) else { return false };
+        let follows = request
+            .precondition_revision
+            .is_none_or(|p| r > 0 && revisions[r - 1].mod_revision == p);
+        let created = w != Writes::Create
+            || created_at(rev.creation_timestamp.as_deref(), request.time, ANSWERED_WITHIN);
+        fits(w, rev, false)
+            && follows
+            && created
+            && rev
+                .written
+                .earliest
+                .is_none_or(|e| e <= request.time + ANSWERED_WITHIN)
+            && rev
+                .written
+                .latest
+                .is_none_or(|l| request.time <= l + ANSWERED_WITHIN)
+    };
+    let late: Vec<usize> = (0..requests.len())
+        .filter(|&q| timed_out(&requests[q]) && outcome[q] == Some(Outcome::Failed))
+        .collect();
+    for &r in &unwritten {
+        let open_rival = (0..requests.len()).any(|q| {
+            outcome[q].is_none() && writes(&requests[q]).is_some() && could_write(revisions, r, &requests[q])
+        });
+        let could: Vec<usize> = late.iter().copied().filter(|&q| fits_late(r, q)).collect();
+        let [q] = could[..] else { continue };
+        let elsewhere = unwritten.iter().any(|&o| o != r && fits_late(o, q));
+        if !open_rival && !elsewhere {
+            writer[r] = Some((q, Match::ByOrder));
+            outcome[q] = Some(Outcome::Wrote);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -666,6 +730,47 @@ mod tests {
         // Nor when the history was read before it was answered.
         let a = join(&revs, &reqs, Some(reqs[0].time));
         assert!(!a.writers.iter().any(|w| w.0 == 456), "{:?}", a.writers);
+    }
+
+    #[test]
+    fn a_create_answered_504_that_wrote_is_found() {
+        // The client gave up (the scheduler restarting) while its Event's
+        // create went on: answered 504, stored all the same.
+        let a = join(&[rev(5, 1)], &[req(1, "create", 504, 0, None)], later());
+        assert_eq!(a.writers, vec![(5, 1, Match::ByOrder)]);
+        assert_eq!(a.outcomes, vec![(1, Outcome::Wrote)]);
+        // Written after the answer (within the request timeout): still its.
+        let mut after = rev(5, 1);
+        after.written.earliest = Some("2026-11-29T09:00:20Z".parse().unwrap());
+        let a = join(&[after], &[req(1, "create", 504, 0, None)], later());
+        assert_eq!(a.writers, vec![(5, 1, Match::ByOrder)]);
+        // One that wrote nothing stays failed.
+        let a = join(
+            &[rev(5, 1)],
+            &[req(1, "create", 201, 0, Some(5)), req(2, "create", 504, 1, None)],
+            later(),
+        );
+        assert_eq!(a.outcomes[1], (2, Outcome::Failed));
+        // Two that could have written it: no guess.
+        let a = join(
+            &[rev(5, 1)],
+            &[req(1, "create", 504, 0, None), req(2, "create", 504, 0, None)],
+            later(),
+        );
+        assert!(a.writers.is_empty(), "{:?}", a.writers);
+        // Nor when an open request could have, or the clock rules it out.
+        let reqs = [
+            req(1, "create", 201, 0, Some(5)),
+            req(2, "update", 504, 1, None),
+            req(3, "update", 200, 2, None),
+        ];
+        let a = join(&[rev(5, 1), rev(9, 2)], &reqs, later());
+        assert!(!a.writers.iter().any(|w| w.1 == 2), "{:?}", a.writers);
+        let mut long_after = rev(9, 2);
+        long_after.written.earliest = Some("2026-11-29T09:05:00Z".parse().unwrap());
+        let reqs = [req(1, "create", 201, 0, Some(5)), req(2, "update", 504, 1, None)];
+        let a = join(&[rev(5, 1), long_after], &reqs, later());
+        assert_eq!(a.writers, vec![(5, 1, Match::Exact)]);
     }
 
     #[test]

@@ -41,7 +41,8 @@ pub enum Outcome {
     Wrote,
     /// It succeeded and wrote nothing: the apiserver found nothing to change.
     NoOp,
-    /// It failed (4xx, 5xx): no write.
+    /// It failed (4xx, 5xx): no write; or it timed out (504), which may
+    /// have written, and no revision is known to be its.
     Failed,
     /// It succeeded, but the order cannot tell which revision it wrote.
     Ambiguous,

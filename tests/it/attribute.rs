@@ -45,6 +45,9 @@ enum Effect {
     /// An update removing the last finalizer of an object being deleted:
     /// the apiserver writes it, then deletes the object.
     Finalizes,
+    /// It writes, but the client gave up first: answered 504 Timeout while
+    /// the write went on.
+    TimesOut,
 }
 
 fn time(seconds: u32, micros: u32) -> String {
@@ -110,7 +113,9 @@ impl<'a> Apiserver<'a> {
         let head = self.newest(&k);
         let revision = match (effect, verb) {
             (Effect::Writes, "delete") => Some(self.etcd.delete(&k)),
-            (Effect::Writes, _) => Some(self.etcd.put(&k, &config_map(ns, name, &self.second(), value))),
+            (Effect::Writes | Effect::TimesOut, _) => {
+                Some(self.etcd.put(&k, &config_map(ns, name, &self.second(), value)))
+            }
             (Effect::MarksDeleted, _) => Some(
                 self.etcd
                     .put(&k, &deleting(ns, name, &self.second(), &["example.com/cleanup"])),
@@ -147,13 +152,18 @@ impl<'a> Apiserver<'a> {
         event["stageTimestamp"] = j!(completed);
         let code = match effect {
             Effect::Conflict => 409,
+            Effect::TimesOut => 504,
             _ if verb == "create" => 201,
             _ => 200,
         };
         event["responseStatus"] = j!({"metadata": {}, "code": code});
         if level == "RequestResponse" {
             event["requestObject"] = j!({"kind": "ConfigMap", "data": {"password": BODY_SECRET}});
-            if effect != Effect::Conflict {
+            if effect == Effect::TimesOut {
+                event["responseObject"] = j!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                    "status": "Failure", "reason": "Timeout", "code": 504,
+                    "message": "request did not complete within requested timeout - context canceled"});
+            } else if effect != Effect::Conflict {
                 let rv = revision.unwrap_or(head);
                 event["responseObject"] = j!({"kind": "ConfigMap", "apiVersion": "v1",
                     "metadata": {"name": name, "namespace": ns, "resourceVersion": rv.to_string()},
@@ -262,6 +272,9 @@ fn attribute_joins_audit_logs_to_revisions_exactly_and_by_order() {
     api.request(md, carol, "create", queue, "q", Effect::Writes);
     api.request(md, carol, "delete", queue, "", Effect::MarksDeleted);
     api.request(md, settings, "update", queue, "", Effect::Finalizes);
+    // A create whose client gave up: answered 504, stored all the same.
+    let slow = ("team-a", "slow.settings");
+    api.request(rr, alice, "create", slow, "late", Effect::TimesOut);
     let outside = config_map("team-b", "db.settings", "2026-11-29T09:00:00Z", "etcdctl");
     etcd.put(&key("team-b", "db.settings"), &outside);
     ok(snapshot(&etcd, &db, &[]));
@@ -282,9 +295,10 @@ fn attribute_joins_audit_logs_to_revisions_exactly_and_by_order() {
     let joined = &first["joined"];
     // Exact: alice's create, update, patch and bob's delete.
     assert_eq!(joined["exact"], 4, "{first:#}");
-    // By order: carol's three writes, erin's create, and the finalized
-    // object's four revisions (the last two the controller's update).
-    assert_eq!(joined["by_order"], 8, "{first:#}");
+    // By order: carol's three writes, erin's create, the finalized
+    // object's four revisions (the last two the controller's update) and
+    // the create answered 504.
+    assert_eq!(joined["by_order"], 9, "{first:#}");
     assert_eq!(joined["no_op"], api.no_ops.len(), "{first:#}");
     assert_eq!(joined["failed"], 4, "{first:#}");
     // erin's patch: two revisions after the create, one request.
@@ -323,6 +337,10 @@ fn attribute_joins_audit_logs_to_revisions_exactly_and_by_order() {
             }
         }
     }
+    let timed_out = writers(&db, &key("team-a", "slow.settings"));
+    let truth = api.truth.get(&(key("team-a", "slow.settings"), timed_out[0].0));
+    assert_eq!(timed_out[0].1.as_ref(), truth, "{:#}", timed_out[0].3);
+    assert_eq!(timed_out[0].2.as_deref(), Some("by-order"));
     let app = history(&db, &key("team-a", "app.config"));
     assert_eq!(app[0]["written_by"]["user"], "alice@example.com");
     assert_eq!(app[0]["written_by"]["verb"], "create");
@@ -452,10 +470,11 @@ fn attribute_joins_audit_logs_to_revisions_exactly_and_by_order() {
             .cloned()
             .unwrap_or_else(|| panic!("no {name} in {rows:#?}"))
     };
+    // alice's: create, update, patch, and the create answered 504.
     let alice_row = row("users", "alice@example.com");
     assert_eq!(
         (alice_row["writes"].as_i64(), alice_row["no_op_writes"].as_i64()),
-        (Some(3), Some(0))
+        (Some(4), Some(0))
     );
     let op_row = row("users", op);
     assert_eq!(
@@ -466,8 +485,8 @@ fn attribute_joins_audit_logs_to_revisions_exactly_and_by_order() {
         ),
         (Some(2), Some(3), Some(3))
     );
-    // alice, bob, carol and erin all sent kubectl: 3 + 1 + 5 + 1 attributed.
-    assert_eq!(row("user_agents", kubectl)["writes"], 10);
+    // alice, bob, carol and erin all sent kubectl: 4 + 1 + 5 + 1 attributed.
+    assert_eq!(row("user_agents", kubectl)["writes"], 11);
     let table = String::from_utf8(ok(inspector(&db, &["stats"])).stdout).unwrap();
     assert!(table.contains("User agents (from the audit logs"), "{table}");
 
@@ -484,7 +503,7 @@ fn attribute_joins_audit_logs_to_revisions_exactly_and_by_order() {
     let run = ok(snapshot(&etcd, &db, &["--audit-log", logs.to_str().unwrap()]));
     let said = stderr(&run);
     assert!(
-        said.contains("4 revisions attributed exactly, 8 by order, 3 no-op writes"),
+        said.contains("4 revisions attributed exactly, 9 by order, 3 no-op writes"),
         "{said}"
     );
 

@@ -294,11 +294,13 @@ impl Drop for Running {
 }
 
 /// A write the audit log recorded: its verb, when the apiserver received
-/// it and when it answered, and the revision its response carried.
+/// it and when it answered, whether it answered 504 (the write may go on
+/// after the answer), and the revision its response carried.
 struct Written {
     verb: String,
     received: Timestamp,
     answered: Timestamp,
+    timed_out: bool,
     response_revision: Option<i64>,
 }
 
@@ -314,6 +316,7 @@ fn audit_events(log: &Path) -> BTreeMap<String, Written> {
                 verb: e["verb"].as_str().unwrap().to_string(),
                 received: time(&e, "requestReceivedTimestamp"),
                 answered: time(&e, "stageTimestamp"),
+                timed_out: e["responseStatus"]["code"] == 504,
                 response_revision: e["responseObject"]["metadata"]["resourceVersion"]
                     .as_str()
                     .and_then(|rv| rv.parse().ok()),
@@ -331,8 +334,9 @@ fn audit_events(log: &Path) -> BTreeMap<String, Written> {
 /// that run began may or may not have written what it read), and those
 /// whose write before compaction took unread (an Event created and patched
 /// between two runs): the join does not guess; and the tombstones a run
-/// inferred for deletes compaction hid, which no request wrote as such. Returns each attributed revision's write window,
-/// [received, answered].
+/// inferred for deletes compaction hid, which no request wrote as such.
+/// Returns each attributed revision's write window, [received, answered]
+/// (unbounded above for a request answered 504).
 fn check_attribution(db: &Path, log: &Path) -> BTreeMap<(String, i64), (Timestamp, Timestamp)> {
     let events = audit_events(log);
     let rows = every_revision(db);
@@ -371,7 +375,12 @@ fn check_attribution(db: &Path, log: &Path) -> BTreeMap<(String, i64), (Timestam
             continue;
         };
         let event = &events[&w.audit_id];
-        truth.insert((key.clone(), row.mod_revision), (event.received, event.answered));
+        let answered = if event.timed_out {
+            Timestamp::MAX
+        } else {
+            event.answered
+        };
+        truth.insert((key.clone(), row.mod_revision), (event.received, answered));
         let (Match::Exact, Some(rv)) = (w.match_kind, event.response_revision) else {
             continue;
         };

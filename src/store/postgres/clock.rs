@@ -51,12 +51,13 @@ impl Store {
     }
 
     /// The anchors the store holds itself: Lease renewals (marks) and the
-    /// requests attributed to revisions (answered after the write).
+    /// successful requests attributed to revisions (answered after the
+    /// write; one answered 504 may have written after its answer).
     fn stored_anchors(&self, cluster: i64, pending: &mut Vec<Anchor>) -> Result<(), StoreError> {
         self.each_page(
             "SELECT revision, at, true FROM clock_marks WHERE cluster_id = $1 \
              UNION ALL SELECT w.mod_revision, a.time, false FROM revision_writers w \
-               JOIN audit_requests a ON a.id = w.request_id WHERE a.cluster_id = $1",
+               JOIN audit_requests a ON a.id = w.request_id WHERE a.cluster_id = $1 AND a.code BETWEEN 200 AND 299",
             &[&cluster],
             &mut |rows| {
                 for r in rows {

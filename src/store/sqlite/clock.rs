@@ -25,7 +25,8 @@ impl Store {
     }
 
     /// The anchors the store holds itself: Lease renewals (marks) and the
-    /// requests attributed to revisions (answered after the write).
+    /// successful requests attributed to revisions (answered after the
+    /// write; one answered 504 may have written after its answer).
     fn stored_anchors(&self, cluster: i64) -> Result<(), StoreError> {
         let err = |e| self.err(e);
         let mut stmt = self
@@ -33,7 +34,7 @@ impl Store {
             .prepare(
                 "SELECT revision, at, 1 FROM clock_marks WHERE cluster_id = ?1 \
                  UNION ALL SELECT w.mod_revision, a.time, 0 FROM revision_writers w \
-                   JOIN audit_requests a ON a.id = w.request_id WHERE a.cluster_id = ?1",
+                   JOIN audit_requests a ON a.id = w.request_id WHERE a.cluster_id = ?1 AND a.code BETWEEN 200 AND 299",
             )
             .map_err(err)?;
         let mut rows = stmt.query([cluster]).map_err(err)?;
