@@ -52,7 +52,6 @@ pub(super) fn read(
         .or(info.cluster_id.clone())
         .unwrap_or_else(|| format!("file:{}", &info.sha256[..16]));
     let compact = info.finished_compact.unwrap_or(0);
-    let head = info.head();
     let wal = match file.wal {
         Some(dir) => match WalHistory::check(&db, &info, dir, file.salvage, bar)? {
             Some(wal) => Some(wal),
@@ -60,6 +59,10 @@ pub(super) fn read(
         },
         None => None,
     };
+    // The log's committed entries after the db's consistent index move the
+    // head on.
+    let past_db = wal.as_ref().and_then(|w| w.recovered.past_db);
+    let head = past_db.map_or(info.head(), |(_, last)| last.max(info.head()));
     let identity = Identity {
         id: &cluster_id,
         name: settings.cluster_name.as_ref(),
@@ -72,7 +75,9 @@ pub(super) fn read(
     store.record(run, plan.target(head, compact))?;
     let pinned_at = (head, compact);
     let recorded = (prefix, &settings.filter);
-    if let Some(restore) = restore::check_file(store, &db, &plan, pinned_at, recorded, file.salvage)? {
+    let db_head = info.head();
+    if let Some(restore) = restore::check_file(store, &db, &plan, pinned_at, db_head, recorded, file.salvage)?
+    {
         restore::refuse(store, run, restore)?;
     }
     let read_file = RunFact::File {
@@ -111,6 +116,11 @@ pub(super) fn read(
             None => return Ok(None),
         },
     };
+    if let Some(wal) = &wal {
+        if wal.push_past_db(&db, &info, prefix.as_bytes(), &mut sink)? == Read::Stopped {
+            return Ok(None);
+        }
+    }
     if file.salvage {
         store.record(run, RunFact::Salvage(&damage))?;
         if !damage.is_none() {

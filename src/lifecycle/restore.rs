@@ -138,12 +138,14 @@ pub(super) async fn check_live(
 /// What a data-file run checks before reading, as [`check_live`] does,
 /// with the keys the file holds at the earlier run's head (all in memory,
 /// as a data-file run's other key sets are). A salvaging read does not
-/// compare keys: the damage could hide some.
+/// compare keys: the damage could hide some; nor does a run whose earlier
+/// head lies past `db_head`, the db's own (its member's log took it on).
 pub(super) fn check_file(
     store: &dyn Backend,
     db: &BoltDb,
     plan: &Plan,
     (head, compact): (i64, i64),
+    db_head: i64,
     (prefix, filter): (&str, &ResourceFilter),
     salvage: bool,
 ) -> Result<Option<Restore>> {
@@ -151,6 +153,9 @@ pub(super) fn check_file(
         Check::Nothing => return Ok(None),
         Check::Rewound(restore) => return Ok(Some(restore)),
         Check::Keys(_) if salvage => return Ok(None),
+        // The earlier run's head lies past the db, in its member's log:
+        // the db cannot say how the keys stood there.
+        Check::Keys(p) if p.head > db_head => return Ok(None),
         Check::Keys(p) => p,
     };
     let mut merge = Merge::new(store, plan.cluster, prefix, filter, p.head);

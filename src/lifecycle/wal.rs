@@ -1,6 +1,8 @@
 //! The history a member's WAL adds to its db (`snapshot --data-dir`,
 //! `--wal-dir`): the log is placed against the db's writes once, then read
-//! again to store the writes the db no longer holds, at their revisions.
+//! again to store the writes the db no longer holds, at their revisions,
+//! and those it does not hold yet: the committed entries after its
+//! consistent index, applied on the state it holds.
 
 use super::progress::Progress;
 use super::signal::stopping;
@@ -17,14 +19,50 @@ use std::path::Path;
 /// it was checked against are not kept).
 pub(super) struct WalHistory {
     options: wal::Options,
+    /// Whether the db's cluster has one member.
+    sole_member: bool,
     /// What the run took from it, recorded with the run.
     pub recovered: Recovered,
 }
 
+/// Which entries after the db's consistent index are committed: those the
+/// log's last commit index covers, and in a cluster of one member every
+/// entry it persisted (a quorum of one), until a membership change. The
+/// commit index the log records lags: etcd saves a `HardState` that only
+/// moves the commit without syncing it (go.etcd.io/raft `MustSync`), so
+/// the newest one waits in the WAL's buffer for the next write, and a copy
+/// of a quiet member's log ends with entries it calls uncommitted.
+struct Committed {
+    sole_member: bool,
+}
+
+impl Committed {
+    fn covers(&mut self, entry: &wal::Entry) -> bool {
+        let covered = entry.committed || self.sole_member;
+        if entry.request == Request::ConfChange {
+            self.sole_member = false;
+        }
+        covered
+    }
+}
+
+/// Every write the db holds, its leases and its counters, to place a log
+/// against.
+fn db_facts(db: &BoltDb, info: &FileInfo) -> Result<Facts> {
+    let compacted = info.finished_compact.max(info.scheduled_compact).unwrap_or(0);
+    let mut facts = Facts::new(info.head(), compacted);
+    let read = db_file::read_revisions(db, b"", 0, info.revisions, &mut facts);
+    read.map_err(super::plan::read_error)?;
+    facts.leases = db_file::lease_ids(db)?;
+    Ok(facts)
+}
+
 impl WalHistory {
     /// Reads the db's writes and places the log in `dir` against them.
-    /// A log that does not start at entry 1 is not placed, and says why in
-    /// [`Recovered::not_placed`]; a log and a db that disagree fail. `None`
+    /// A log that does not start at entry 1 is not placed below the db's
+    /// consistent index, and says why in [`Recovered::not_placed`]; a log
+    /// and a db that disagree fail. The committed entries after the
+    /// consistent index are placed on the db's state either way. `None`
     /// when a signal stopped the read.
     pub fn check(
         db: &BoltDb,
@@ -41,10 +79,7 @@ impl WalHistory {
             );
         };
         bar.set_message(format!("reading every write {} holds", db.path().display()));
-        let compacted = info.finished_compact.max(info.scheduled_compact).unwrap_or(0);
-        let mut facts = Facts::new(info.head(), compacted);
-        let read = db_file::read_revisions(db, b"", 0, info.revisions, &mut facts);
-        read.map_err(super::plan::read_error)?;
+        let facts = db_facts(db, info)?;
         let options = wal::Options { salvage };
         let mut log = Wal::open(dir, options)?;
         let mut recovered = Recovered {
@@ -52,7 +87,9 @@ impl WalHistory {
             applied,
             ..Recovered::default()
         };
-        let mut placer = Placer::new(&facts);
+        let mut placer = None;
+        let sole_member = info.members == 1;
+        let mut committed = Committed { sole_member };
         while let Some(entry) = log.next_entry()? {
             if stopping() {
                 return Ok(None);
@@ -63,16 +100,24 @@ impl WalHistory {
                      is not supported yet: history starts at the db's compaction"
                         .into(),
                 );
-                recovered.first = Some((entry.index, entry.term));
-                while log.next_entry()?.is_some() {}
-                account(&mut recovered, log.summary());
-                tracing::warn!("{where_}: {}", recovered.describe());
-                return Ok(Some(WalHistory { options, recovered }));
             }
             recovered.first.get_or_insert((entry.index, entry.term));
-            if entry.index > applied {
+            let past_db = entry.index > applied;
+            if past_db {
                 recovered.beyond_db += 1;
+                if !committed.covers(&entry) {
+                    recovered.uncommitted += 1;
+                    continue;
+                }
+            } else if recovered.not_placed.is_some() {
                 continue;
+            }
+            let placer = placer.get_or_insert_with(|| match recovered.not_placed {
+                Some(_) => Placer::at_head(&facts, applied),
+                None => Placer::new(&facts),
+            });
+            if past_db {
+                placer.finish().map_err(|e| anyhow!("{where_}: {e}"))?;
             }
             if recovered.writes.is_multiple_of(10_000) {
                 bar.set_message(format!("placing the WAL's writes: entry {}", entry.index));
@@ -81,12 +126,16 @@ impl WalHistory {
                 recovered.compactions.push(c.revision);
             }
             let writes = placer.apply(&entry).map_err(|e| anyhow!("{where_}: {e}"))?;
-            if let Some(r) = writes.first().map(|w| w.mod_revision) {
-                recovered.writes += 1;
-                if r <= compacted {
-                    let (first, _) = recovered.added.unwrap_or((r, r));
-                    recovered.added = Some((first, r));
-                }
+            let Some(r) = writes.first().map(|w| w.mod_revision) else {
+                continue;
+            };
+            recovered.writes += 1;
+            if past_db {
+                let (first, _) = recovered.past_db.unwrap_or((r, r));
+                recovered.past_db = Some((first, r));
+            } else if r <= facts.compacted {
+                let (first, _) = recovered.added.unwrap_or((r, r));
+                recovered.added = Some((first, r));
             }
         }
         let summary = log.summary();
@@ -99,15 +148,17 @@ impl WalHistory {
                 summary.last.map_or(0, |l| l.0)
             ),
         }
-        placer.finish().map_err(|e| anyhow!("{where_}: {e}"))?;
-        if recovered.beyond_db > 0 {
-            tracing::warn!(
-                "{where_}: the last {} entries are not read: they come after the db's consistent index \
-                 {applied} (etcd had not yet written them to the db, and would apply them on restart)",
-                recovered.beyond_db
-            );
+        if let Some(placer) = &mut placer {
+            placer.finish().map_err(|e| anyhow!("{where_}: {e}"))?;
         }
-        Ok(Some(WalHistory { options, recovered }))
+        if recovered.not_placed.is_some() || recovered.uncommitted > 0 {
+            tracing::warn!("{where_}: {}", recovered.describe());
+        }
+        Ok(Some(WalHistory {
+            options,
+            sole_member,
+            recovered,
+        }))
     }
 
     /// Where the log's history starts: revision 1 when it was placed.
@@ -115,21 +166,56 @@ impl WalHistory {
         self.recovered.not_placed.is_none().then_some(1)
     }
 
-    /// Pushes the log's writes under `prefix` from revision `from` into
-    /// `sink`, reading the log again: those the db lost, and those it
+    /// Pushes a placed log's writes under `prefix` from revision `from`
+    /// into `sink`, reading the log again: those the db lost, those it
     /// holds too, which the log gives more of (a delete's record names the
-    /// generation it ended; the db's tombstone does not).
+    /// generation it ended; the db's tombstone does not), and those of the
+    /// committed entries after its consistent index.
     pub fn push(&self, from: i64, prefix: &[u8], sink: &mut Progress<'_, '_>) -> Result<Read<()>> {
-        if self.starts().is_none() {
+        match self.starts() {
+            Some(_) => self.replay(Placer::again(), from, prefix, sink),
+            None => Ok(Read::Done(())),
+        }
+    }
+
+    /// For a log not placed, pushes the writes of its committed entries
+    /// after the db's consistent index, applied on the state `db` holds,
+    /// into `sink` (after the db's own records).
+    pub fn push_past_db(
+        &self,
+        db: &BoltDb,
+        info: &FileInfo,
+        prefix: &[u8],
+        sink: &mut Progress<'_, '_>,
+    ) -> Result<Read<()>> {
+        if self.starts().is_some() || self.recovered.past_db.is_none() {
             return Ok(Read::Done(()));
         }
+        let facts = db_facts(db, info)?;
+        let placer = Placer::at_head(&facts, self.recovered.applied);
+        self.replay(placer, info.head() + 1, prefix, sink)
+    }
+
+    /// Reads the log again into `placer` (checked by the first pass),
+    /// pushing the writes under `prefix` from revision `from`.
+    fn replay(
+        &self,
+        mut placer: Placer<'_>,
+        from: i64,
+        prefix: &[u8],
+        sink: &mut Progress<'_, '_>,
+    ) -> Result<Read<()>> {
         let dir = Path::new(&self.recovered.dir);
         let mut log = Wal::open(dir, self.options)?;
-        // Checked by the first pass.
-        let mut placer = Placer::again();
+        let applied = self.recovered.applied;
+        let placed = self.starts().is_some();
+        let mut committed = Committed {
+            sole_member: self.sole_member,
+        };
         while let Some(entry) = log.next_entry()? {
-            if entry.index > self.recovered.applied {
-                break;
+            let past_db = entry.index > applied;
+            if (past_db && !committed.covers(&entry)) || (!past_db && !placed) {
+                continue;
             }
             let writes = placer
                 .apply(&entry)

@@ -51,6 +51,8 @@ pub struct FileInfo {
     pub revisions: u64,
     /// etcd's cluster id as the server computes it from its members, hex.
     pub cluster_id: Option<String>,
+    /// The members its `members` bucket lists (learners too).
+    pub members: usize,
 }
 
 impl FileInfo {
@@ -108,6 +110,7 @@ fn inspect_buckets(db: &BoltDb, salvage: bool) -> Result<FileInfo, BoltError> {
         last_revision: None,
         revisions: 0,
         cluster_id: None,
+        members: 0,
     };
     // Salvaging, a bucket that cannot be found tells nothing.
     let found = |name: &str| match db.top_bucket(name) {
@@ -164,6 +167,7 @@ fn inspect_buckets(db: &BoltDb, salvage: bool) -> Result<FileInfo, BoltError> {
             }
         })?;
         info.cluster_id = cluster_id(&ids);
+        info.members = ids.len();
     }
     Ok(info)
 }
@@ -262,6 +266,28 @@ where
         (ControlFlow::Continue(()), true) => Ok(Read::Done(pushed)),
         _ => Ok(Read::Stopped),
     }
+}
+
+/// The leases the file holds (its `lease` bucket: each granted lease not
+/// yet revoked, keyed by its id as 8 bytes big-endian); none when it has
+/// no such bucket.
+pub fn lease_ids(db: &BoltDb) -> Result<Vec<i64>, BoltError> {
+    let Some(leases) = db.bucket(db.root(), b"lease").map_err(|e| e.at(db.path()))? else {
+        return Ok(Vec::new());
+    };
+    let mut ids = Vec::new();
+    db.for_all(leases, &mut |k, _, _| {
+        let id = <[u8; 8]>::try_from(k).map_err(|_| {
+            BoltError::Content(format!(
+                "{}: a key of {} bytes in the lease bucket, not a lease id",
+                db.path().display(),
+                k.len()
+            ))
+        })?;
+        ids.push(i64::from_be_bytes(id));
+        Ok(())
+    })?;
+    Ok(ids)
 }
 
 /// The keys under `prefix` whose newest entry before revision `before` is

@@ -5,8 +5,10 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A WAL as one run read it.
+/// A WAL as one run read it (fields a run from before them lacks read as
+/// their defaults).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Recovered {
     /// The WAL's folder.
     pub dir: String,
@@ -16,8 +18,15 @@ pub struct Recovered {
     pub last: Option<(u64, u64)>,
     /// The db's consistent index: entries up to it are placed.
     pub applied: u64,
-    /// Entries after it, which the db had not applied: not placed.
+    /// Entries after it, which the db had not applied.
     pub beyond_db: u64,
+    /// The revisions those the log's commit index covers wrote, (first,
+    /// last), placed on the db's state: the run's head is the last.
+    pub past_db: Option<(i64, i64)>,
+    /// Entries past the log's last commit index that the db had not
+    /// applied, in a cluster of several members: not read (etcd applies
+    /// them on restart unless a new leader replaces them).
+    pub uncommitted: u64,
     /// Revisions the placed entries wrote.
     pub writes: u64,
     /// The revisions the log adds to the db's: those at or below its
@@ -44,12 +53,25 @@ impl Recovered {
             Some((index, term)) => format!("entry {index} (term {term})"),
             None => "no entries".into(),
         };
-        match (&self.not_placed, self.added) {
+        let mut said = match (&self.not_placed, self.added) {
             (Some(why), _) => format!("db; WAL from {from} not placed: {why}"),
             (None, Some((first, last))) => {
                 format!("WAL from {from} + db; the WAL adds revisions {first}-{last}")
             }
             (None, None) => format!("db + WAL from {from}; the WAL adds nothing the db lacks"),
+        };
+        if let Some((first, last)) = self.past_db {
+            said.push_str(&format!(
+                "; revisions {first}-{last} from entries after the db's consistent index {}",
+                self.applied
+            ));
         }
+        if self.uncommitted > 0 {
+            said.push_str(&format!(
+                "; {} entries past the log's commit index not read",
+                self.uncommitted
+            ));
+        }
+        said
     }
 }

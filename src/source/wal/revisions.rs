@@ -26,6 +26,14 @@
 //! older segments) starts from a state neither it nor the db holds: the
 //! revision it started under, and the keys it touches before writing
 //! them. Placing it is not done yet, and says so.
+//!
+//! Entries after the db's consistent index (a member's files copied while
+//! it ran: the db is written every 100 ms, the log at every entry) start
+//! from the state the db holds, whole: each live key's counters and value
+//! and the leases in its `lease` bucket. Those the log's last commit index
+//! covers are applied on that state ([`Placer::at_head`], or the same
+//! replay continued past [`Placer::finish`]), exactly, as etcd applies
+//! them when it restarts.
 
 use super::{CompareTarget, Entry, Op, PutRequest, Request, RequestOp, TxnRequest};
 use crate::source::Record;
@@ -53,6 +61,8 @@ pub struct Facts {
     /// Its compaction: revisions above it are whole.
     pub compacted: i64,
     keys: HashMap<Vec<u8>, KeyFacts>,
+    /// The leases the db holds (its `lease` bucket), which a put may name.
+    pub leases: Vec<i64>,
     /// Each revision above `compacted`: the sum of its writes' digests
     /// ([`write_digest`]), which does not depend on their order.
     whole: BTreeMap<i64, u128>,
@@ -66,6 +76,8 @@ struct KeyFacts {
     kept: Option<Fact>,
     /// Its newest write.
     newest: Option<Fact>,
+    /// Its state after that write, unless a delete.
+    head: Option<KeyState>,
 }
 
 /// One write the db holds.
@@ -119,6 +131,13 @@ impl Facts {
         }
         if held.newest.is_none_or(|n| n.revision < r.mod_revision) {
             held.newest = Some(fact);
+            held.head = fact.value.map(|value| KeyState {
+                mod_revision: r.mod_revision,
+                create_revision: r.create_revision,
+                version: r.version,
+                lease: r.lease,
+                value,
+            });
         }
     }
 }
@@ -165,6 +184,27 @@ impl<'f> Placer<'f> {
             },
             found: HashSet::new(),
             last: None,
+        }
+    }
+
+    /// A placer for the entries after `applied`, the db's consistent index,
+    /// starting from the state `facts` holds at its head: not checked (the
+    /// db holds none of what they write).
+    pub fn at_head(facts: &Facts, applied: u64) -> Placer<'f> {
+        let keys = facts
+            .keys
+            .iter()
+            .filter_map(|(k, held)| Some((k.clone(), held.head.clone()?)))
+            .collect();
+        Placer {
+            facts: None,
+            replay: Replay {
+                keys,
+                leases: facts.leases.iter().map(|&id| (id, true)).collect(),
+                revision: facts.revision,
+            },
+            found: HashSet::new(),
+            last: Some(applied),
         }
     }
 
@@ -222,12 +262,15 @@ impl<'f> Placer<'f> {
         Ok(writes)
     }
 
-    /// Checks the end of the log against the db: its revision, every write
-    /// the db kept, and each key's head.
-    pub fn finish(self) -> Result<(), Unplaced> {
-        let Some(facts) = self.facts else {
+    /// Checks the log so far against the db, whose consistent index it has
+    /// reached: its revision, every write the db kept, and each key's head.
+    /// Entries applied after it are not checked (the db holds none of
+    /// them); a second call checks nothing.
+    pub fn finish(&mut self) -> Result<(), Unplaced> {
+        let Some(facts) = self.facts.take() else {
             return Ok(());
         };
+        let found = std::mem::take(&mut self.found);
         let fail = |why: String| Unplaced {
             index: self.last.unwrap_or(0),
             why: format!("the log and the db disagree: {why}"),
@@ -241,7 +284,7 @@ impl<'f> Placer<'f> {
             )));
         }
         for (key, held) in &facts.keys {
-            if let Some(kept) = held.kept.filter(|_| !self.found.contains(key.as_slice())) {
+            if let Some(kept) = held.kept.filter(|_| !found.contains(key.as_slice())) {
                 return Err(fail(format!(
                     "the log does not write {} at revision {}",
                     name(key),

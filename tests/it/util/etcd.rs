@@ -396,10 +396,20 @@ impl TestEtcd {
     /// member's: the db first, then the WAL segments (not the preallocated
     /// `*.tmp`).
     pub fn copy_data_dir(&self, to: &std::path::Path) {
-        let from = self.data_dir();
+        self.copy_db(to);
+        self.copy_wal(to);
+    }
+
+    /// Copies the member's `member/snap/db` into the data dir `to`.
+    pub fn copy_db(&self, to: &std::path::Path) {
         std::fs::create_dir_all(to.join("member/snap")).unwrap();
+        std::fs::copy(self.db_file(), to.join("member/snap/db")).unwrap();
+    }
+
+    /// Copies the member's WAL segments into the data dir `to`.
+    pub fn copy_wal(&self, to: &std::path::Path) {
+        let from = self.data_dir();
         std::fs::create_dir_all(to.join("member/wal")).unwrap();
-        std::fs::copy(from.join("member/snap/db"), to.join("member/snap/db")).unwrap();
         for entry in std::fs::read_dir(from.join("member/wal")).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "wal") {

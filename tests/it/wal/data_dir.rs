@@ -207,6 +207,121 @@ fn a_data_dir_gives_back_the_history_follow_recorded() {
     assert!(listed.contains("WAL from entry 1"), "{listed}");
 }
 
+/// Writes between the copy of a running member's db and the copy of its
+/// log (a creates, updates and a conflict's loser, deletes, and a lease
+/// the db holds, revoked): their keys and the lease are the db's; `tag`
+/// names them. Returns the revision of the last.
+fn writes_past_the_db(etcd: &TestEtcd, lease: i64, tag: &str) -> i64 {
+    let k = format!("/registry/configmaps/shop/{tag}.properties");
+    let created = etcd.txn_at(optimistic(&k, 0, TxnOp::put(k.as_str(), "v1", None)));
+    assert!(created.0);
+    let updated = etcd.txn_at(optimistic(&k, created.1, TxnOp::put(k.as_str(), "v2", None)));
+    assert!(updated.0);
+    assert!(!etcd.txn(optimistic(&k, created.1, TxnOp::put(k.as_str(), "loser", None))));
+    let attached = format!("/registry/events/shop/{tag}.after");
+    let with_lease = PutOptions::new().with_lease(lease);
+    assert!(etcd.txn(optimistic(
+        &attached,
+        0,
+        TxnOp::put(attached.as_str(), "event", Some(with_lease))
+    )));
+    etcd.revoke(lease);
+    let (deleted, last) = etcd.txn_at(optimistic(&k, updated.1, TxnOp::delete(k.as_str(), None)));
+    assert!(deleted);
+    last
+}
+
+/// A running member copied as its log ran past its db.
+struct PastDb {
+    /// The copy: the db, then (after [`writes_past_the_db`]) the log.
+    copied: tempfile::TempDir,
+    _follow_dir: tempfile::TempDir,
+    /// What `follow` recorded, from before the copy to after it.
+    followed: PathBuf,
+    /// etcd's head when the db was copied, and the last write after it.
+    db_head: i64,
+    last: i64,
+}
+
+/// A key the db holds on a lease that entries after it revoke.
+const HELD: &str = "/registry/events/shop/held.before";
+
+/// Starts `follow`, writes `before`, puts [`HELD`] on a lease, copies the
+/// db, makes [`writes_past_the_db`], copies the log once `follow` has them
+/// all, and stops etcd.
+fn copy_past_the_db(etcd: &mut TestEtcd, before: impl FnOnce(&TestEtcd)) -> PastDb {
+    let (follow_dir, followed) = temp_db();
+    let follow = spawn_inspector(
+        &followed,
+        &["follow", "--endpoints", &etcd.endpoint, "--commit-every=200ms"],
+    );
+    before(etcd);
+    let lease = etcd.grant(600);
+    let with_lease = PutOptions::new().with_lease(lease);
+    assert!(etcd.txn(optimistic(HELD, 0, TxnOp::put(HELD, "event", Some(with_lease)))));
+    let_the_db_commit();
+    let copied = tempfile::tempdir().unwrap();
+    etcd.copy_db(copied.path());
+    let db_head = etcd.head();
+    let last = writes_past_the_db(etcd, lease, "after");
+    wait_for(&followed, etcd, last);
+    etcd.copy_wal(copied.path());
+    terminate(follow);
+    etcd.stop();
+    PastDb {
+        copied,
+        _follow_dir: follow_dir,
+        followed,
+        db_head,
+        last,
+    }
+}
+
+/// Waits for the backend's batch commit (every 100 ms), so that a copy of
+/// the db holds every write made so far.
+fn let_the_db_commit() {
+    std::thread::sleep(Duration::from_millis(500));
+}
+
+/// A copy of a running member whose log runs past its db (the db copied,
+/// then writes, then the log): the writes after the db's consistent index
+/// are stored at their revisions, as `follow` saw them, and the run's head
+/// is the last.
+#[test]
+fn a_log_copied_after_the_db_gives_the_writes_past_it() {
+    let mut etcd = TestEtcd::start();
+    let past = copy_past_the_db(&mut etcd, |etcd| round(etcd, 0));
+    let (followed, db_head, last) = (&past.followed, past.db_head, past.last);
+    let (_dir2, recovered, run) = read_data_dir(past.copied.path());
+    let head = run["head_revision"].as_i64().unwrap();
+    let wal = &run["wal"];
+    assert_eq!(wal["past_db"], serde_json::json!([db_head + 1, last]), "{run}");
+    assert_eq!(head, last, "{run}");
+    assert_same(&stored(followed, 1, head), &stored(&recovered, 1, head));
+    // The revoke deleted the key the db held on the lease.
+    let gone = stored(&recovered, db_head + 1, head);
+    assert!(
+        gone.iter()
+            .any(|r| r.starts_with(&format!("{HELD} @")) && r.contains("deleted true")),
+        "{gone:#?}"
+    );
+    let listed = String::from_utf8(ok(inspector(&recovered, &["runs", "-o", "wide"])).stdout).unwrap();
+    assert!(listed.contains("after the db's consistent index"), "{listed}");
+}
+
+/// Waits until `follow` into `db` has stored revision `rev` of `etcd`.
+fn wait_for(db: &Path, etcd: &TestEtcd, rev: i64) {
+    let start = Instant::now();
+    while every_revision(db).iter().all(|(_, r)| r.mod_revision < rev) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "follow never stored revision {rev}: {}",
+            etcd.log().len()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// Fails, naming a few, unless `followed` and `recovered` hold the same
 /// revisions.
 pub(crate) fn assert_same(followed: &[String], recovered: &[String]) {
@@ -228,9 +343,10 @@ pub(crate) fn assert_same(followed: &[String], recovered: &[String]) {
     );
 }
 
-/// A member whose first segments etcd purged after a raft snapshot: the
-/// run reads the db's history, says the log was not placed and why, and
-/// where the log starts.
+/// A member whose first segments etcd purged after a raft snapshot, copied
+/// while it ran: the run reads the db's history, says the log was not
+/// placed and why, and where the log starts, and stores the writes the log
+/// holds past the db.
 #[test]
 fn a_purged_log_is_not_placed_and_the_run_says_so() {
     let mut etcd = TestEtcd::start_with_flags(&["--snapshot-count", "100", "--max-wals", "1"]);
@@ -258,9 +374,22 @@ fn a_purged_log_is_not_placed_and_the_run_says_so() {
     }
     etcd.compact(etcd.head());
     etcd.put("/registry/configmaps/shop/last", b"the end");
-    etcd.stop();
-
-    let (_dir, db, run) = read_data_dir(&etcd.data_dir());
+    // The log runs past the db: the db copied, then writes, then the log.
+    let past = copy_past_the_db(&mut etcd, |_| {});
+    let (followed, db_head, last) = (&past.followed, past.db_head, past.last);
+    let (_dir, db, run) = read_data_dir(past.copied.path());
+    // The entries after the db's consistent index are placed on the state
+    // it holds, though the log is not placed below it.
+    assert_eq!(
+        run["wal"]["past_db"],
+        serde_json::json!([db_head + 1, last]),
+        "{run}"
+    );
+    assert_eq!(run["head_revision"], last, "{run}");
+    assert_same(
+        &stored(followed, db_head + 1, last),
+        &stored(&db, db_head + 1, last),
+    );
     let wal = &run["wal"];
     let from = wal["first"][0].as_i64().unwrap();
     assert!(from > 1, "{run}");
