@@ -87,7 +87,7 @@ impl WalHistory {
             applied,
             ..Recovered::default()
         };
-        let mut placer = None;
+        let mut placer: Option<Placer<'_>> = None;
         let sole_member = info.members == 1;
         let mut committed = Committed { sole_member };
         while let Some(entry) = log.next_entry()? {
@@ -110,6 +110,27 @@ impl WalHistory {
                     continue;
                 }
             } else if recovered.not_placed.is_some() {
+                continue;
+            }
+            let expects = match &placer {
+                Some(p) => Some(p.expects()),
+                None if past_db && recovered.not_placed.is_some() => Some(applied + 1),
+                None => None,
+            };
+            if let Some(expects) = expects.filter(|&e| e != entry.index) {
+                // Entries lost in damage --salvage skipped.
+                let lost = format!("entries {expects}-{}", entry.index - 1);
+                if past_db {
+                    recovered.past_db_lost = Some(lost);
+                    break;
+                }
+                recovered.not_placed = Some(format!(
+                    "{lost} were lost in damage --salvage skipped, and placing a log across lost entries \
+                     is not supported yet: history starts at the db's compaction"
+                ));
+                (recovered.writes, recovered.added) = (0, None);
+                recovered.compactions.clear();
+                placer = None;
                 continue;
             }
             let placer = placer.get_or_insert_with(|| match recovered.not_placed {
@@ -216,6 +237,10 @@ impl WalHistory {
             let past_db = entry.index > applied;
             if (past_db && !committed.covers(&entry)) || (!past_db && !placed) {
                 continue;
+            }
+            if past_db && entry.index != placer.expects() {
+                // Lost in a gap: the first pass stopped here too.
+                break;
             }
             let writes = placer
                 .apply(&entry)

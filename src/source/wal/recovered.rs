@@ -27,6 +27,9 @@ pub struct Recovered {
     /// applied, in a cluster of several members: not read (etcd applies
     /// them on restart unless a new leader replaces them).
     pub uncommitted: u64,
+    /// Entries lost in damage `--salvage` skipped after the db's consistent
+    /// index: the entries past the db from there on are not read.
+    pub past_db_lost: Option<String>,
     /// Revisions the placed entries wrote.
     pub writes: u64,
     /// The revisions the log adds to the db's: those at or below its
@@ -64,6 +67,11 @@ impl Recovered {
             said.push_str(&format!(
                 "; revisions {first}-{last} from entries after the db's consistent index {}",
                 self.applied
+            ));
+        }
+        if let Some(lost) = &self.past_db_lost {
+            said.push_str(&format!(
+                "; {lost} lost to damage after the db's consistent index: none read from there"
             ));
         }
         if self.uncommitted > 0 {

@@ -208,6 +208,11 @@ impl<'f> Placer<'f> {
         }
     }
 
+    /// The index of the entry it applies next.
+    pub fn expects(&self) -> u64 {
+        self.last.map_or(1, |i| i + 1)
+    }
+
     /// Applies the next entry; the writes it made as a `follow` run records
     /// them (one revision, one record per key; a delete's record carries the
     /// create revision of the generation it ended), empty when it wrote
@@ -217,7 +222,7 @@ impl<'f> Placer<'f> {
             index: entry.index,
             why,
         };
-        let expected = self.last.map_or(1, |i| i + 1);
+        let expected = self.expects();
         if entry.index != expected {
             return Err(fail(match self.last {
                 None => "the log starts after a raft snapshot, from a state the db no longer holds: \

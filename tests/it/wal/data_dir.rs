@@ -9,7 +9,7 @@
 use super::optimistic;
 use crate::util::etcd::TestEtcd;
 use crate::util::k8s::pod;
-use crate::util::{every_revision, inspector, ok, runs, spawn_inspector, temp_db, terminate};
+use crate::util::{every_revision, inspector, ok, one_line_error, runs, spawn_inspector, temp_db, terminate};
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -307,6 +307,54 @@ fn a_log_copied_after_the_db_gives_the_writes_past_it() {
     );
     let listed = String::from_utf8(ok(inspector(&recovered, &["runs", "-o", "wide"])).stdout).unwrap();
     assert!(listed.contains("after the db's consistent index"), "{listed}");
+}
+
+/// A copy whose log is damaged in the middle: the run fails naming the
+/// segment and offset; with `--salvage` it keeps the db's history, says
+/// which entries were lost, and still stores the writes past the db.
+#[test]
+fn a_log_damaged_in_the_middle_fails_or_with_salvage_keeps_the_db() {
+    let mut etcd = TestEtcd::start();
+    let past = copy_past_the_db(&mut etcd, |etcd| round(etcd, 0));
+    let copied = past.copied.path().to_str().unwrap();
+    // A byte of one request's key flipped: its record's CRC breaks.
+    let segment = past
+        .copied
+        .path()
+        .join("member/wal/0000000000000000-0000000000000000.wal");
+    let mut bytes = std::fs::read(&segment).unwrap();
+    let key = b"/registry/pods/shop/web-0-7";
+    let at = bytes.windows(key.len()).position(|w| w == key).unwrap();
+    bytes[at + key.len() - 1] ^= 1;
+    std::fs::write(&segment, bytes).unwrap();
+
+    let (_dir, db) = temp_db();
+    let failed = inspector(&db, &["snapshot", "--data-dir", copied]);
+    let line = one_line_error(&failed);
+    assert!(
+        line.contains("0000000000000000-0000000000000000.wal at byte") && line.contains("--salvage"),
+        "{line}"
+    );
+    let (_dir2, salvaged) = temp_db();
+    ok(inspector(
+        &salvaged,
+        &["snapshot", "--data-dir", copied, "--salvage"],
+    ));
+    let run = runs(&salvaged).pop().unwrap();
+    assert_eq!(run["status"], "complete", "{run}");
+    let wal = &run["wal"];
+    let why = wal["not_placed"].as_str().expect("the run says why");
+    assert!(why.contains("lost in damage --salvage skipped"), "{why}");
+    assert_eq!(wal["gaps"].as_array().unwrap().len(), 1, "{run}");
+    assert_eq!(
+        wal["past_db"],
+        serde_json::json!([past.db_head + 1, past.last]),
+        "{run}"
+    );
+    assert_same(
+        &stored(&past.followed, past.db_head + 1, past.last),
+        &stored(&salvaged, past.db_head + 1, past.last),
+    );
 }
 
 /// Waits until `follow` into `db` has stored revision `rev` of `etcd`.
