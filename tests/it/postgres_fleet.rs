@@ -52,12 +52,21 @@ fn two_clusters_are_written_at_once_and_one_cluster_by_one_run() {
     let (eu, us) = (TestEtcd::start(), TestEtcd::start());
     pods(&eu, 3000);
     pods(&us, 3000);
-    let (a, b) = (slow_snapshot(&eu, db, "eu"), slow_snapshot(&us, db, "us"));
+    let (mut a, mut b) = (slow_snapshot(&eu, db, "eu"), slow_snapshot(&us, db, "us"));
     // While both write, a second run of one of the clusters is refused,
     // naming the run that holds it.
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + Duration::from_secs(180);
     while begun(server, &dbname) < 2 {
-        assert!(Instant::now() < deadline, "both runs never began");
+        for child in [&mut a, &mut b] {
+            let failed = child.try_wait().unwrap().is_some_and(|s| !s.success());
+            if failed || Instant::now() > deadline {
+                let _ = child.kill();
+                let status = child.wait().unwrap();
+                let mut stderr = String::new();
+                std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+                panic!("both runs never began: one ended {status:?}: {stderr}");
+            }
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
     let refused = snapshot(&eu, db, &["--cluster", "eu"]);
