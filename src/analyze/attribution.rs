@@ -424,6 +424,13 @@ fn timed_out_writes(
     outcome: &mut [Option<Outcome>],
     writer: &mut [Option<(usize, Match)>],
 ) {
+    let late: Vec<usize> = (0..requests.len())
+        .filter(|&q| timed_out(&requests[q]) && outcome[q] == Some(Outcome::Failed))
+        .collect();
+    // Most keys have no request answered 504: nothing to look at.
+    if late.is_empty() {
+        return;
+    }
     let unwritten: Vec<usize> = (0..revisions.len())
         .filter(|&r| writer[r].is_none() && !finalized(revisions, r))
         .collect();
@@ -447,15 +454,12 @@ fn timed_out_writes(
                 .latest
                 .is_none_or(|l| request.time <= l + ANSWERED_WITHIN)
     };
-    let late: Vec<usize> = (0..requests.len())
-        .filter(|&q| timed_out(&requests[q]) && outcome[q] == Some(Outcome::Failed))
-        .collect();
     for &r in &unwritten {
-        let open_rival = (0..requests.len()).any(|q| {
-            outcome[q].is_none() && writes(&requests[q]).is_some() && could_write(revisions, r, &requests[q])
-        });
         let could: Vec<usize> = late.iter().copied().filter(|&q| fits_late(r, q)).collect();
         let [q] = could[..] else { continue };
+        let open_rival = (0..requests.len()).any(|o| {
+            outcome[o].is_none() && writes(&requests[o]).is_some() && could_write(revisions, r, &requests[o])
+        });
         let elsewhere = unwritten.iter().any(|&o| o != r && fits_late(o, q));
         if !open_rival && !elsewhere {
             writer[r] = Some((q, Match::ByOrder));
