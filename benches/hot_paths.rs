@@ -13,6 +13,7 @@ use etcd_inspector::decode::{decode_value, parse_key, Outcome};
 use etcd_inspector::ingest::foreign::{KeyIdentity, Kinds};
 use etcd_inspector::ingest::open::KeyClass;
 use etcd_inspector::ingest::revision::ingest;
+use etcd_inspector::lifecycle::RevisionWriter;
 use etcd_inspector::source::{Record, Sink};
 use etcd_inspector::store::Store;
 use serde_json::json;
@@ -110,9 +111,16 @@ fn benches(c: &mut Criterion) {
                 let run = store.begin_run("bench", "/registry/", "").unwrap();
                 let (cluster, _) = store.cluster("bench", None).unwrap();
                 let fields = store.field_config(None, &[]).unwrap();
-                let mut w = store
-                    .revision_writer(cluster, run, "/registry/", fields, Default::default(), None)
-                    .unwrap();
+                let mut w = RevisionWriter::open(
+                    &*store,
+                    cluster,
+                    run,
+                    "/registry/",
+                    fields,
+                    Default::default(),
+                    None,
+                )
+                .unwrap();
                 for r in &records {
                     w.record(r.clone()).unwrap();
                 }

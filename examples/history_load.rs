@@ -12,6 +12,7 @@
 
 use anyhow::{Context, Result};
 use etcd_inspector::decode::encode::encode_protobuf;
+use etcd_inspector::lifecycle::RevisionWriter;
 use etcd_inspector::source::{Record, Sink};
 use etcd_inspector::store::{RunFact, RunStatus, Store};
 use serde_json::json;
@@ -44,7 +45,15 @@ fn main() -> Result<()> {
     };
     store.record(run, target)?;
     let fields = store.field_config(None, &[])?;
-    let mut writer = store.revision_writer(cluster, run, "/registry/", fields, Default::default(), None)?;
+    let mut writer = RevisionWriter::open(
+        &*store,
+        cluster,
+        run,
+        "/registry/",
+        fields,
+        Default::default(),
+        None,
+    )?;
     let mut revision = 1;
     let config_map = |name: &str, ns: &str, uid: &str, value: &str| {
         encode_protobuf(&json!({"apiVersion": "v1", "kind": "ConfigMap",

@@ -6,12 +6,13 @@
 
 use super::fetch::{self, Fetch};
 use super::serve::{serve, Health};
+use super::RevisionWriter;
 use super::{RecordOptions, Settings, Summary};
 use crate::source::etcd::{Connection, Etcd, Replay, Scope};
 use crate::source::filter::ResourceFilter;
 use crate::source::{Census, ReadError, Record, Sink};
 use crate::store::{Backend, RunFact};
-use crate::store::{RevisionWriter, RunId, Shortfall, StoreError};
+use crate::store::{RunId, Shortfall, StoreError};
 use anyhow::Result;
 use indicatif::ProgressBar;
 use std::path::Path;

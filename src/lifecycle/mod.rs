@@ -18,12 +18,14 @@ mod serve;
 mod signal;
 mod vanished;
 mod wal;
+mod writer;
 
 pub use attribute::{attribute, Attributed};
 pub use fetch::Fetch;
 pub use finish::Finished;
 pub use follow::FollowOptions;
 pub use progress::suspended;
+pub use writer::RevisionWriter;
 
 use crate::canon::semantic::FieldConfig;
 use crate::decrypt::Decryptor;
@@ -32,7 +34,7 @@ use crate::source::filter::ResourceFilter;
 use crate::store::cluster::ClusterName;
 use crate::store::hash_key::HashKeyOptions;
 use crate::store::{Backend, RunFact};
-use crate::store::{Gap, RevisionWriter, RunId, StoreError};
+use crate::store::{Gap, RunId, StoreError};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -166,7 +168,8 @@ impl Settings {
         run: RunId,
         prefix: &str,
     ) -> Result<RevisionWriter<'s>, StoreError> {
-        store.revision_writer(
+        RevisionWriter::open(
+            store,
             cluster,
             run,
             prefix,

@@ -3,13 +3,14 @@
 
 use super::progress::Progress;
 use super::vanished::{KeySet, Vanished};
+use super::RevisionWriter;
 use crate::source::etcd::{Etcd, Replay, Scope};
 use crate::source::filter::ResourceFilter;
 use crate::source::{LiveKey, ReadError};
 use crate::store::cluster::{Cluster, ClusterName};
 use crate::store::restore::ClusterChange;
 use crate::store::{Backend, RunFact};
-use crate::store::{Gap, Previous, RevisionWriter, RunId};
+use crate::store::{Gap, Previous, RunId};
 use anyhow::Result;
 
 /// A failed read as the error it carries, so callers can tell a database

@@ -4,8 +4,9 @@
 //! source when a signal arrived.
 
 use super::signal::stopping;
+use super::RevisionWriter;
 use crate::source::{Census, Record, Sink};
-use crate::store::{RevisionWriter, StoreError};
+use crate::store::StoreError;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::Mutex;

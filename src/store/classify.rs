@@ -3,7 +3,7 @@
 
 use crate::canon::change::{classify, Facts};
 use crate::canon::managed::{attribute, entries, Entry};
-use crate::store::blob::Packed;
+use crate::ingest::blob::Packed;
 use crate::store::StoreError;
 
 /// What a classification pass did.
@@ -110,8 +110,8 @@ mod tests {
             },
             pending,
             managed: Packed {
-                codec: Some(crate::store::blob::ZSTD.into()),
-                blob: Some(crate::store::blob::pack(managed.to_string().as_bytes(), &[])),
+                codec: Some(crate::ingest::blob::ZSTD.into()),
+                blob: Some(crate::ingest::blob::pack(managed.to_string().as_bytes(), &[])),
                 base: None,
             },
         }

@@ -7,11 +7,11 @@
 //! What the target holds already is left as it is, so copying twice adds
 //! nothing.
 
-use super::blob::{pack, unpack, ZSTD};
 use super::cluster::ClusterName;
 use super::field_blob;
 use super::tables::{at, columns, Cell, RowFilter};
 use super::{Backend, StoreError};
+use crate::ingest::blob::{pack, unpack, ZSTD};
 use std::collections::{HashMap, HashSet};
 
 /// Rows written per transaction.

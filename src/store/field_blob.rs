@@ -33,7 +33,7 @@ fn read_varint(b: &[u8], pos: &mut usize) -> Option<u64> {
 }
 
 /// Encodes `(path id, hash)` pairs.
-pub(super) fn encode<'h>(fields: impl IntoIterator<Item = (i64, &'h [u8; FIELD_HASH_LEN])>) -> Vec<u8> {
+pub(crate) fn encode<'h>(fields: impl IntoIterator<Item = (i64, &'h [u8; FIELD_HASH_LEN])>) -> Vec<u8> {
     let mut out = Vec::new();
     for (id, hash) in fields {
         put_varint(&mut out, id as u64);

@@ -4,13 +4,11 @@
 //! backend. SQL and every backend type stay inside the backend's module.
 
 pub mod audit;
-mod base;
-mod blob;
 pub mod classify;
 pub mod clock;
 pub mod cluster;
 pub mod copy;
-mod field_blob;
+pub(crate) mod field_blob;
 pub mod finding;
 pub mod hash_key;
 mod history;
@@ -18,9 +16,7 @@ mod live;
 pub mod object;
 mod open;
 mod paged;
-mod pipeline;
 pub mod postgres;
-mod prepare;
 mod prune;
 mod reader;
 pub mod recorder;
@@ -36,7 +32,6 @@ pub mod unaudited;
 mod usage;
 mod values;
 pub mod vanished;
-mod writer;
 
 pub use classify::ClassifyStats;
 pub use finding::{FindingIter, FindingQuery, FindingsWriter, StoredFinding};
@@ -57,11 +52,11 @@ impl<T: HistoryReader + RunRecorder + audit::AuditRecorder + clock::ClockRecorde
 {
 }
 pub use open::{scratch_file, Store};
+pub use rows::{ContentRow, RevisionRow, RevisionRows};
 pub use run::{FileInfo, Gap, Previous, RunId, RunInfo, RunStatus, RunTime, ServedBy, Shortfall};
 pub use scope::{ObjectFilter, Scope};
 pub use usage::{BusiestKey, LargestKey, ManagerUsage, NamespaceUsage, RequesterUsage, ResourceUsage, Usage};
 pub use values::{Contents, Looked, ValueReader};
-pub use writer::RevisionWriter;
 
 use std::path::PathBuf;
 

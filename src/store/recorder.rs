@@ -7,18 +7,16 @@ use super::cluster::ClusterName;
 use super::hash_key::{HashKeyOptions, KeyNotice};
 use super::vanished::{InferredDelete, RunHead, StoredKey};
 use super::{
-    ClassifyStats, FindingsWriter, Gap, Previous, Pruned, RevisionWriter, RunId, RunStatus, ServedBy,
+    ClassifyStats, FindingsWriter, Gap, Previous, Pruned, RevisionRows, RunId, RunStatus, ServedBy,
     Shortfall, StoreError,
 };
+use crate::canon::keyed_hash::HashKey;
 use crate::canon::path::FieldPath;
 use crate::canon::semantic::FieldConfig;
 use crate::decrypt::policy::Policy;
-use crate::decrypt::Decryptor;
 use crate::source::db_file::Damage;
-use crate::source::filter::ResourceFilter;
 use crate::source::wal::Recovered;
 use crate::source::LiveKey;
-use std::sync::Arc;
 
 /// Something a run learns about itself as it goes, recorded with it.
 #[derive(Clone, Copy, Debug)]
@@ -113,16 +111,9 @@ pub trait RunRecorder {
     /// `sensitive`, or the defaults); later runs may repeat it, not change it.
     fn field_config(&self, depth: Option<usize>, sensitive: &[FieldPath]) -> Result<FieldConfig, StoreError>;
 
-    /// A writer of `run`'s revisions of `cluster`.
-    fn revision_writer(
-        &self,
-        cluster: i64,
-        run: RunId,
-        prefix: &str,
-        fields: FieldConfig,
-        filter: ResourceFilter,
-        decryptor: Option<Arc<Decryptor>>,
-    ) -> Result<RevisionWriter<'_>, StoreError>;
+    /// Where a run's revisions go: the rows the run's writer inserts, and
+    /// the key keyed hashes are taken with.
+    fn revision_rows(&self) -> Result<(Box<dyn RevisionRows + '_>, &HashKey), StoreError>;
 
     /// The stored history checked against the source's own counters: for
     /// every key of `live` that `recorded` keeps and whose generation began

@@ -1,19 +1,19 @@
-//! What a backend does for the [`super::RevisionWriter`]: look rows up and
-//! insert them, in batches the writer opens and commits. What to store,
-//! in which order and compressed against what is the writer's; the
-//! backend only keeps it.
+//! What a run writes: the rows a backend looks up and inserts for the
+//! run's writer (`lifecycle::RevisionWriter`), in batches the writer opens
+//! and commits. What to store, in which order and compressed against what
+//! is the writer's, prepared by the ingest stage; the backend only keeps it.
 
-use super::base::Base;
 use super::{RunId, StoreError};
 use crate::canon::facts::ObjectFacts;
 use crate::canon::path::FieldPath;
 use crate::decode::key::ParsedKey;
+use crate::ingest::base::Base;
 use crate::ingest::revision::Described;
 use crate::source::Record;
 use std::path::Path;
 
 /// A semantic content, stored once per hash.
-pub(super) struct ContentRow<'a> {
+pub struct ContentRow<'a> {
     pub hash: &'a [u8],
     /// Holds sensitive values: `canonical` is `None`.
     pub keyed: bool,
@@ -29,7 +29,7 @@ pub(super) struct ContentRow<'a> {
 }
 
 /// One revision of a key.
-pub(super) struct RevisionRow<'a> {
+pub struct RevisionRow<'a> {
     pub key_id: i64,
     /// The key's cluster.
     pub cluster: i64,
@@ -52,7 +52,7 @@ pub(super) struct RevisionRow<'a> {
 }
 
 /// The row-level writes of one run.
-pub(super) trait RevisionRows {
+pub trait RevisionRows {
     /// Where the rows go, for errors that name it.
     fn location(&self) -> &Path;
 

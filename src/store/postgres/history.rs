@@ -179,7 +179,7 @@ impl Store {
                 &[&semantic_sha256],
             )?
             .and_then(|r| r.get(0));
-        crate::store::blob::Packed::alone(blob)
+        crate::ingest::blob::Packed::alone(blob)
             .json()
             .map_err(|source| StoreError::Io {
                 path: self.path.clone(),

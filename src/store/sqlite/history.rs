@@ -161,7 +161,7 @@ impl Store {
             .optional()
             .map_err(|e| self.err(e))?
             .flatten();
-        crate::store::blob::Packed::alone(blob)
+        crate::ingest::blob::Packed::alone(blob)
             .json()
             .map_err(|source| StoreError::Io {
                 path: self.path.clone(),

@@ -27,7 +27,7 @@ mod values;
 mod vanished;
 
 #[cfg(test)]
-pub(in crate::store) use revision_rows::{test_record, test_writer};
+pub(in crate::store) use revision_rows::{test_record, tests::test_writer};
 
 use super::StoreError;
 use rusqlite::{Connection, OpenFlags};
@@ -336,8 +336,8 @@ fn immutable_uri(path: &Path) -> String {
 /// A compressed column read from columns `at`, `at + 1` and `at + 2` of a
 /// row selected as `s.codec, s.<column>, b.<column>` (`b` joined on
 /// `b.id = s.base`).
-fn packed(row: &rusqlite::Row, at: usize) -> rusqlite::Result<crate::store::blob::Packed> {
-    Ok(crate::store::blob::Packed {
+fn packed(row: &rusqlite::Row, at: usize) -> rusqlite::Result<crate::ingest::blob::Packed> {
+    Ok(crate::ingest::blob::Packed {
         codec: row.get(at)?,
         blob: row.get(at + 1)?,
         base: row.get(at + 2)?,

@@ -2,19 +2,17 @@
 
 use super::revision_rows::SqliteRows;
 use super::Store;
+use crate::canon::keyed_hash::HashKey;
 use crate::canon::path::FieldPath;
 use crate::canon::semantic::FieldConfig;
-use crate::decrypt::Decryptor;
-use crate::source::filter::ResourceFilter;
 use crate::source::LiveKey;
 use crate::store::cluster::ClusterName;
 use crate::store::hash_key::{HashKeyOptions, KeyNotice};
 use crate::store::recorder::{RunFact, RunRecorder};
 use crate::store::vanished::{InferredDelete, RunHead, StoredKey};
 use crate::store::{
-    ClassifyStats, FindingsWriter, Previous, Pruned, RevisionWriter, RunId, RunStatus, Shortfall, StoreError,
+    ClassifyStats, FindingsWriter, Previous, Pruned, RevisionRows, RunId, RunStatus, Shortfall, StoreError,
 };
-use std::sync::Arc;
 
 impl RunRecorder for Store {
     fn load_hash_key(&self, options: &HashKeyOptions) -> Result<Option<KeyNotice>, StoreError> {
@@ -61,25 +59,8 @@ impl RunRecorder for Store {
         Store::field_config(self, depth, sensitive)
     }
 
-    fn revision_writer(
-        &self,
-        cluster: i64,
-        run: RunId,
-        prefix: &str,
-        fields: FieldConfig,
-        filter: ResourceFilter,
-        decryptor: Option<Arc<Decryptor>>,
-    ) -> Result<RevisionWriter<'_>, StoreError> {
-        Ok(RevisionWriter::new(
-            Box::new(SqliteRows { store: self }),
-            self.hash_key()?,
-            cluster,
-            run,
-            prefix,
-            fields,
-            filter,
-            decryptor,
-        ))
+    fn revision_rows(&self) -> Result<(Box<dyn RevisionRows + '_>, &HashKey), StoreError> {
+        Ok((Box::new(SqliteRows { store: self }), self.hash_key()?))
     }
 
     fn history_shortfall(

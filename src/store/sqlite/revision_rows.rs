@@ -4,7 +4,7 @@
 use super::Store;
 use crate::canon::path::FieldPath;
 use crate::decode::key::ParsedKey;
-use crate::store::base::{Base, BaseBlob};
+use crate::ingest::base::{Base, BaseBlob};
 use crate::store::rows::{ContentRow, RevisionRow, RevisionRows};
 use crate::store::StoreError;
 use rusqlite::{params, OptionalExtension};
@@ -252,8 +252,6 @@ impl RevisionRows for SqliteRows<'_> {
 /// `create_revision`.
 #[cfg(test)]
 use crate::source::Record;
-#[cfg(test)]
-use crate::store::{RevisionWriter, RunRecorder};
 
 #[cfg(test)]
 pub(in crate::store) fn test_record(
@@ -273,23 +271,31 @@ pub(in crate::store) fn test_record(
     }
 }
 
-/// A test's own run and its writer: every resource, the default field
-/// settings, a new hash key; the cluster's row id with it.
 #[cfg(test)]
-pub(in crate::store) fn test_writer(store: &Store) -> (i64, RevisionWriter<'_>) {
-    store.load_hash_key(&Default::default()).unwrap();
-    let run = store.begin_run("test", "/registry/", "").unwrap();
-    let (cluster, _) = store.cluster("test", None).unwrap();
-    let fields = store.field_config(None, &[]).unwrap();
-    let writer = store
-        .revision_writer(cluster, run, "/registry/", fields, Default::default(), None)
-        .unwrap();
-    (cluster, writer)
-}
-
-#[cfg(test)]
-mod tests {
+pub(in crate::store) mod tests {
     use super::*;
+    use crate::lifecycle::RevisionWriter;
+
+    /// A test's own run and its writer: every resource, the default field
+    /// settings, a new hash key; the cluster's row id with it.
+    pub(in crate::store) fn test_writer(store: &Store) -> (i64, RevisionWriter<'_>) {
+        store.load_hash_key(&Default::default()).unwrap();
+        let run = store.begin_run("test", "/registry/", "").unwrap();
+        let (cluster, _) = store.cluster("test", None).unwrap();
+        let fields = store.field_config(None, &[]).unwrap();
+        let writer = RevisionWriter::open(
+            store,
+            cluster,
+            run,
+            "/registry/",
+            fields,
+            Default::default(),
+            None,
+        )
+        .unwrap();
+        (cluster, writer)
+    }
+
     use crate::source::{Record, Sink};
 
     use crate::decode::encode::encode_protobuf;
@@ -314,7 +320,7 @@ mod tests {
 
     /// Writes revisions `(key, revision, phase)` of the Pod in one run.
     fn write_all(store: &Store, revisions: &[(&str, i64, &str)]) {
-        let (_, mut w) = super::test_writer(store);
+        let (_, mut w) = test_writer(store);
         for &(key, revision, phase) in revisions {
             let record = Record {
                 key: key.as_bytes().to_vec(),

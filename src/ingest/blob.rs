@@ -21,12 +21,12 @@ const LEVEL: i32 = 3;
 const DELTA_LEVEL: i32 = 1;
 
 /// How a row's blobs are compressed (`semantic_values.codec`).
-pub(super) const ZSTD: &str = "zstd";
+pub(crate) const ZSTD: &str = "zstd";
 const DEFLATE: &str = "deflate";
 
 /// Compresses `bytes`, against `base` when it is not empty, with this
 /// thread's zstd context.
-pub(super) fn pack(bytes: &[u8], base: &[u8]) -> Vec<u8> {
+pub(crate) fn pack(bytes: &[u8], base: &[u8]) -> Vec<u8> {
     thread_local! {
         static CCTX: RefCell<CCtx<'static>> = RefCell::new(CCtx::create());
     }
@@ -38,7 +38,7 @@ pub(super) fn pack(bytes: &[u8], base: &[u8]) -> Vec<u8> {
 }
 
 /// The size a zstd blob decompresses to, when its frame says.
-pub(super) fn unpacked_size(bytes: &[u8]) -> Option<usize> {
+pub(crate) fn unpacked_size(bytes: &[u8]) -> Option<usize> {
     zstd_safe::get_frame_content_size(bytes)
         .ok()
         .flatten()
@@ -64,7 +64,7 @@ fn unzstd(bytes: &[u8], dict: &[u8]) -> io::Result<Vec<u8>> {
 }
 
 /// `bytes`, compressed against `dict`, compressed again without one.
-pub(super) fn repack_without(bytes: &[u8], dict: &[u8]) -> io::Result<Vec<u8>> {
+pub(crate) fn repack_without(bytes: &[u8], dict: &[u8]) -> io::Result<Vec<u8>> {
     Ok(pack(&unzstd(bytes, dict)?, &[]))
 }
 
@@ -93,7 +93,7 @@ fn unpacked_base(base: &[u8]) -> io::Result<Rc<Vec<u8>>> {
 
 /// Decompresses a blob written with `codec`; `base` is the (compressed)
 /// blob of the row's base, if it has one.
-pub(super) fn unpack(codec: &str, bytes: &[u8], base: Option<&[u8]>) -> io::Result<Vec<u8>> {
+pub(crate) fn unpack(codec: &str, bytes: &[u8], base: Option<&[u8]>) -> io::Result<Vec<u8>> {
     match codec {
         ZSTD => match base {
             Some(base) => unzstd(bytes, &unpacked_base(base)?),
@@ -110,7 +110,7 @@ pub(super) fn unpack(codec: &str, bytes: &[u8], base: Option<&[u8]>) -> io::Resu
 
 /// A compressed column as read with its row's codec and its base's blob.
 #[derive(Default)]
-pub(super) struct Packed {
+pub(crate) struct Packed {
     pub codec: Option<String>,
     pub blob: Option<Vec<u8>>,
     pub base: Option<Vec<u8>>,
@@ -118,7 +118,7 @@ pub(super) struct Packed {
 
 impl Packed {
     /// A column compressed alone, as zstd (`None`: the column is NULL).
-    pub(super) fn alone(blob: Option<Vec<u8>>) -> Packed {
+    pub(crate) fn alone(blob: Option<Vec<u8>>) -> Packed {
         Packed {
             codec: Some(ZSTD.into()),
             blob,
@@ -127,7 +127,7 @@ impl Packed {
     }
 
     /// The decompressed bytes, if the column holds a blob.
-    pub(super) fn bytes(&self) -> Option<io::Result<Vec<u8>>> {
+    pub(crate) fn bytes(&self) -> Option<io::Result<Vec<u8>>> {
         let blob = self.blob.as_deref()?;
         Some(unpack(
             self.codec.as_deref().unwrap_or(ZSTD),
@@ -137,7 +137,7 @@ impl Packed {
     }
 
     /// The field-hash blob, which rows written before zstd hold raw.
-    pub(super) fn field_bytes(&self) -> Option<io::Result<Vec<u8>>> {
+    pub(crate) fn field_bytes(&self) -> Option<io::Result<Vec<u8>>> {
         match self.codec.as_deref() {
             Some(DEFLATE) => self.blob.clone().map(Ok),
             _ => self.bytes(),
@@ -146,7 +146,7 @@ impl Packed {
 
     /// The blob as JSON; `None` when absent, an error when it does not
     /// decompress or parse.
-    pub(super) fn json(&self) -> io::Result<Option<serde_json::Value>> {
+    pub(crate) fn json(&self) -> io::Result<Option<serde_json::Value>> {
         self.bytes()
             .transpose()?
             .map(|b| serde_json::from_slice(&b).map_err(|e| bad(format!("not JSON: {e}"))))

@@ -5,20 +5,20 @@
 
 use super::base::{Base, Plain};
 use super::blob::pack;
+use super::foreign::{KeyIdentity, Kinds};
+use super::open::KeyClass;
+use super::revision::{ingest, Content, Described};
 use crate::canon::facts::ObjectFacts;
 use crate::canon::keyed_hash::ValueHasher;
 use crate::canon::semantic::{FieldConfig, FieldHash};
 use crate::decode::key::ParsedKey;
 use crate::decrypt::Decryptor;
-use crate::ingest::foreign::{KeyIdentity, Kinds};
-use crate::ingest::open::KeyClass;
-use crate::ingest::revision::{ingest, Content, Described};
 use crate::source::Record;
 use std::sync::Arc;
 
 /// What the writer knows about a key before any of its values is decoded.
 #[derive(Clone, Debug)]
-pub(super) struct KeyInfo {
+pub(crate) struct KeyInfo {
     pub id: i64,
     pub class: KeyClass,
     /// What its name says its objects are (`None`: a name outside the
@@ -32,7 +32,7 @@ pub(super) struct KeyInfo {
 
 impl KeyInfo {
     /// What the parsed key name tells; `id` is its row.
-    pub(super) fn new(
+    pub(crate) fn new(
         id: i64,
         parsed: Option<&ParsedKey>,
         decryptor: Option<&Decryptor>,
@@ -49,7 +49,7 @@ impl KeyInfo {
 }
 
 /// An object's semantic content, ready to store once.
-pub(super) struct Semantic {
+pub(crate) struct Semantic {
     /// SHA-256 (HMAC when `keyed`) of its canonical JSON.
     pub hash: Vec<u8>,
     /// Holds sensitive values: its canonical JSON is never stored.
@@ -68,7 +68,7 @@ pub(super) struct Semantic {
 }
 
 /// What a revision's blobs are compressed against.
-pub(super) enum Against {
+pub(crate) enum Against {
     /// Nothing: stored in full, it becomes its key's base.
     Nothing,
     /// The key's base, stored before.
@@ -79,7 +79,7 @@ pub(super) enum Against {
 }
 
 /// The dictionary a revision is prepared with.
-pub(super) enum Dict {
+pub(crate) enum Dict {
     None,
     /// The key's stored base.
     Stored(Arc<Base>),
@@ -89,13 +89,13 @@ pub(super) enum Dict {
 }
 
 /// Plain canonical JSON (empty when keyed) and managedFields JSON.
-pub(super) struct PlainBlobs {
+pub(crate) struct PlainBlobs {
     pub canonical: Plain,
     pub managed: Plain,
 }
 
 /// A revision ready for the database.
-pub(super) struct Prepared {
+pub(crate) struct Prepared {
     /// The record, without its value.
     pub record: Record,
     pub value_size: usize,
@@ -143,7 +143,7 @@ fn packed(content: Content, dict: Dict) -> Semantic {
 }
 
 /// Prepares one revision; its blobs are compressed against `dict`.
-pub(super) fn prepare(
+pub(crate) fn prepare(
     record: Record,
     key: KeyInfo,
     dict: Dict,

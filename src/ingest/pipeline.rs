@@ -5,18 +5,18 @@
 
 use super::base::Base;
 use super::prepare::{prepare, Dict, KeyInfo, PlainBlobs, Prepared};
+use super::workers::Workers;
 use crate::canon::keyed_hash::ValueHasher;
 use crate::canon::semantic::FieldConfig;
 use crate::decrypt::Decryptor;
-use crate::ingest::workers::Workers;
 use crate::source::Record;
 use std::sync::Arc;
 
 /// Records, what their keys' names tell, and the keys' bases.
-pub(super) type Chunk = Vec<(Record, KeyInfo, Option<Arc<Base>>)>;
+pub(crate) type Chunk = Vec<(Record, KeyInfo, Option<Arc<Base>>)>;
 
 /// The workers preparing the writer's chunks.
-pub(super) type Pipeline = Workers<Chunk, Vec<Prepared>>;
+pub(crate) type Pipeline = Workers<Chunk, Vec<Prepared>>;
 
 /// Prepares a chunk in order. A chunk holds each key's revisions together
 /// (see the writer's window): a revision without a stored base is
@@ -47,7 +47,7 @@ fn prepare_chunk(
 }
 
 /// Starts the workers.
-pub(super) fn start(
+pub(crate) fn start(
     config: &FieldConfig,
     hasher: &ValueHasher,
     decryptor: Option<Arc<Decryptor>>,

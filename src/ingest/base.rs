@@ -10,20 +10,20 @@ use std::sync::{Arc, OnceLock};
 
 /// A blob in plain form, shared with what made it (no copy of a canonical
 /// JSON of tens of kilobytes per key).
-pub(super) type Plain = Arc<Vec<u8>>;
+pub type Plain = Arc<Vec<u8>>;
 
 /// Bytes of bases kept in memory before the cache is dropped.
 const CACHE_BYTES: usize = 16 << 20;
 
 /// One blob of a base, decompressed on first use.
-pub(super) struct BaseBlob {
+pub struct BaseBlob {
     packed: Option<Vec<u8>>,
     plain: OnceLock<Plain>,
 }
 
 impl BaseBlob {
     /// A blob this writer has in plain form.
-    pub(super) fn plain(bytes: Plain) -> BaseBlob {
+    pub fn plain(bytes: Plain) -> BaseBlob {
         BaseBlob {
             packed: None,
             plain: OnceLock::from(bytes),
@@ -31,7 +31,7 @@ impl BaseBlob {
     }
 
     /// A blob as stored (zstd, without a base).
-    pub(super) fn packed(bytes: Vec<u8>) -> BaseBlob {
+    pub fn packed(bytes: Vec<u8>) -> BaseBlob {
         BaseBlob {
             packed: Some(bytes),
             plain: OnceLock::new(),
@@ -40,7 +40,7 @@ impl BaseBlob {
 
     /// The decompressed blob; empty (compress without a base) when the
     /// stored blob does not decompress.
-    pub(super) fn bytes(&self) -> &[u8] {
+    pub fn bytes(&self) -> &[u8] {
         self.plain.get_or_init(|| {
             Arc::new(
                 self.packed
@@ -62,7 +62,7 @@ impl BaseBlob {
 }
 
 /// A key's base: its `semantic_values` row and blobs.
-pub(super) struct Base {
+pub struct Base {
     pub id: i64,
     pub canonical: BaseBlob,
     pub fields: BaseBlob,
@@ -77,7 +77,7 @@ impl Base {
 
 /// The bases of recently written keys, bounded in memory.
 #[derive(Default)]
-pub(super) struct Bases {
+pub(crate) struct Bases {
     by_key: HashMap<i64, Arc<Base>>,
     bytes: usize,
 }
@@ -85,7 +85,7 @@ pub(super) struct Bases {
 impl Bases {
     /// The key's base: cached, or that of its latest stored content as
     /// `load` reads it.
-    pub(super) fn find<E>(
+    pub(crate) fn find<E>(
         &mut self,
         key_id: i64,
         load: impl FnOnce(i64) -> Result<Option<Base>, E>,
@@ -97,12 +97,12 @@ impl Bases {
     }
 
     /// Whether the key's base is cached.
-    pub(super) fn holds(&self, key_id: i64) -> bool {
+    pub(crate) fn holds(&self, key_id: i64) -> bool {
         self.by_key.contains_key(&key_id)
     }
 
     /// Makes `base` the key's base.
-    pub(super) fn insert(&mut self, key_id: i64, base: Base) -> Arc<Base> {
+    pub(crate) fn insert(&mut self, key_id: i64, base: Base) -> Arc<Base> {
         self.bytes += base.size();
         if self.bytes > CACHE_BYTES {
             self.by_key.clear();

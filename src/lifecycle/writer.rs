@@ -2,23 +2,23 @@
 //! what decoding its value tells (encoding, apiVersion, kind, uid, ...), its
 //! semantic hash, and each distinct semantic content once (compressed
 //! canonical JSON and field hashes), in batched transactions. Values are
-//! decoded in chunks on worker threads ([`super::pipeline`]) while this
+//! decoded in chunks on worker threads ([`crate::ingest::pipeline`]) while this
 //! thread inserts the chunks before them in order.
 
-use super::base::{Base, BaseBlob, Bases, Plain};
-use super::blob::{pack, repack_without, ZSTD};
-use super::pipeline::{Chunk, Pipeline};
-use super::prepare::{Against, KeyInfo, PlainBlobs, Prepared, Semantic};
-use super::rows::{ContentRow, RevisionRow, RevisionRows};
-use super::{RunId, StoreError};
-use crate::canon::keyed_hash::{HashKey, HashKind};
+use crate::canon::keyed_hash::HashKind;
 use crate::canon::path::FieldPath;
 use crate::canon::semantic::FieldConfig;
 use crate::decode::key::parse_key;
 use crate::decrypt::Decryptor;
+use crate::ingest::base::{Base, BaseBlob, Bases, Plain};
+use crate::ingest::blob::{pack, repack_without, ZSTD};
 use crate::ingest::foreign::Kinds;
+use crate::ingest::pipeline::{self, Chunk, Pipeline};
+use crate::ingest::prepare::{Against, KeyInfo, PlainBlobs, Prepared, Semantic};
 use crate::source::filter::ResourceFilter;
 use crate::source::{Record, Sink};
+use crate::store::recorder::RunRecorder;
+use crate::store::{field_blob, ContentRow, RevisionRow, RevisionRows, RunId, StoreError};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -70,20 +70,20 @@ pub struct RevisionWriter<'s> {
 }
 
 impl<'s> RevisionWriter<'s> {
-    /// A writer of `run`'s records of `cluster` into `rows`, hashing with
-    /// `key`.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(
-        rows: Box<dyn RevisionRows + 's>,
-        key: &HashKey,
+    /// A writer of `run`'s records of `cluster` into `store`: the records
+    /// under `prefix` that `filter` keeps, decrypted with `decryptor` and
+    /// hashed as `fields` says.
+    pub fn open(
+        store: &'s dyn RunRecorder,
         cluster: i64,
         run: RunId,
         prefix: &str,
         fields: FieldConfig,
         filter: ResourceFilter,
         decryptor: Option<Arc<Decryptor>>,
-    ) -> Self {
-        RevisionWriter {
+    ) -> Result<Self, StoreError> {
+        let (rows, key) = store.revision_rows()?;
+        Ok(RevisionWriter {
             hash_key: key.id(),
             rows,
             cluster,
@@ -92,7 +92,7 @@ impl<'s> RevisionWriter<'s> {
             filter,
             window: Vec::new(),
             pending_ids: HashSet::default(),
-            pipeline: super::pipeline::start(&fields, &key.hasher(), decryptor.clone()),
+            pipeline: pipeline::start(&fields, &key.hasher(), decryptor.clone()),
             decryptor,
             in_batch: 0,
             batch_began: std::time::Instant::now(),
@@ -101,7 +101,7 @@ impl<'s> RevisionWriter<'s> {
             path_ids: HashMap::default(),
             bases: Bases::default(),
             added: 0,
-        }
+        })
     }
 
     /// The key's row (inserted if new) and what its name tells.
@@ -162,7 +162,7 @@ impl<'s> RevisionWriter<'s> {
         for (path, h) in &s.fields {
             ids.push((self.path_id(path)?, h));
         }
-        Ok(super::field_blob::encode(ids))
+        Ok(field_blob::encode(ids))
     }
 
     /// Stores the chunk's contents that are stored in full, together
@@ -478,7 +478,7 @@ struct StoredFull {
 
 /// The revision a chunk stored in full last, which the revisions after it
 /// of the same key in the chunk are compressed against.
-pub(super) struct ChunkBase {
+struct ChunkBase {
     key_id: i64,
     /// Its row and plain field blob, when this writer inserted it.
     stored: Option<(i64, Plain)>,
