@@ -5,7 +5,10 @@
 //! by audit id; field-hash blobs name paths by id, so they are rewritten
 //! with the target's ids and compressed again against the target's base.
 //! What the target holds already is left as it is, so copying twice adds
-//! nothing.
+//! nothing. The copy is one transaction of the target: one that fails
+//! leaves it as it was. A source row that is not what its table holds (a
+//! reference to no row, a row id that is no integer) fails the copy with
+//! the table and column, never a panic.
 
 use super::cluster::ClusterName;
 use super::field_blob;
@@ -14,7 +17,7 @@ use super::{Backend, StoreError};
 use crate::ingest::blob::{pack, unpack, ZSTD};
 use std::collections::{HashMap, HashSet};
 
-/// Rows written per transaction.
+/// Rows read from the source per page.
 const BATCH: usize = 5000;
 /// Contents remembered as present in the target before the memory is
 /// dropped (bounds memory; a forgotten one is looked up again).
@@ -59,7 +62,6 @@ struct Copy<'a> {
     same_paths: bool,
     /// Content hashes known to be in the target.
     contents: HashSet<Vec<u8>>,
-    in_batch: usize,
     copied: Copied,
 }
 
@@ -76,7 +78,6 @@ pub fn copy(from: &dyn Backend, to: &dyn Backend, which: &CopyWhich) -> Result<C
         paths: HashMap::new(),
         same_paths: true,
         contents: HashSet::new(),
-        in_batch: 0,
         copied: Copied::default(),
     };
     to.begin_rows()?;
@@ -112,7 +113,7 @@ impl<'a> Copy<'a> {
         let mut new_runs = Vec::new();
         for run in &runs {
             if self.run(run)? {
-                new_runs.push(run[0].int().expect("run id"));
+                new_runs.push(int(self.from, "runs.id", &run[0])?);
             }
         }
         self.keys(&clusters)?;
@@ -126,7 +127,7 @@ impl<'a> Copy<'a> {
         for &cluster in &clusters {
             let added = runs.iter().any(|r| {
                 r[at("runs", "cluster_id") + 1].int() == Some(cluster)
-                    && new_runs.contains(&r[0].int().expect("id"))
+                    && r[0].int().is_some_and(|id| new_runs.contains(&id))
             });
             if added {
                 self.findings(cluster)?;
@@ -135,17 +136,6 @@ impl<'a> Copy<'a> {
         self.audit(&clusters)?;
         for table in ["clock_marks", "clock_envelope"] {
             self.per_cluster(table, &clusters)?;
-        }
-        Ok(())
-    }
-
-    /// Commits every [`BATCH`] rows.
-    fn wrote(&mut self) -> Result<(), StoreError> {
-        self.in_batch += 1;
-        if self.in_batch >= BATCH {
-            self.to.commit_rows()?;
-            self.to.begin_rows()?;
-            self.in_batch = 0;
         }
         Ok(())
     }
@@ -182,6 +172,11 @@ impl<'a> Copy<'a> {
             path: self.to.location().to_path_buf(),
             message,
         }
+    }
+
+    /// The target refused a row of `table` without holding one like it.
+    fn refused(&self, table: &str) -> StoreError {
+        self.conflict(format!("refused a row of {table} it does not hold"))
     }
 
     /// How field hashes are taken must agree (the target takes the
@@ -232,11 +227,11 @@ impl<'a> Copy<'a> {
 
     fn field_paths(&mut self) -> Result<(), StoreError> {
         let mut source = Vec::new();
-        self.from
-            .each_row("field_paths", &["id", "path"], &RowFilter::All, "id", &mut |r| {
-                source.push((r[0].int().expect("id"), r[1].clone()));
-                Ok(())
-            })?;
+        let from = self.from;
+        from.each_row("field_paths", &["id", "path"], &RowFilter::All, "id", &mut |r| {
+            source.push((int(from, "field_paths.id", &r[0])?, r[1].clone()));
+            Ok(())
+        })?;
         for (id, path) in source {
             let values = [path];
             let to = match self.to.insert_row("field_paths", &["path"], &values, true)? {
@@ -244,7 +239,7 @@ impl<'a> Copy<'a> {
                 None => self
                     .to
                     .find_id("field_paths", &["path"], &values)?
-                    .expect("a path that conflicted is there"),
+                    .ok_or_else(|| self.refused("field_paths"))?,
             };
             self.same_paths &= to == id;
             self.paths.insert(id, to);
@@ -303,7 +298,7 @@ impl<'a> Copy<'a> {
                 .cluster(&source.etcd_cluster_id, Some::<&ClusterName>(name))?;
         }
         self.clusters.insert(cluster, to);
-        self.wrote()
+        Ok(())
     }
 
     /// Copies one run unless the target holds it (the same cluster,
@@ -312,8 +307,13 @@ impl<'a> Copy<'a> {
         let cols = columns("runs");
         let mut values = run[1..].to_vec();
         let cluster = at("runs", "cluster_id");
-        values[cluster] =
-            Cell::Int(self.clusters[&values[cluster].int().expect("chosen runs have a cluster")]);
+        values[cluster] = Cell::Int(mapped(
+            self.from,
+            &self.clusters,
+            "runs.cluster_id",
+            &values[cluster],
+        )?);
+        let id = int(self.from, "runs.id", &run[0])?;
         let identity = [
             "cluster_id",
             "source",
@@ -326,17 +326,16 @@ impl<'a> Copy<'a> {
         ];
         let key: Vec<Cell> = identity.iter().map(|c| values[at("runs", c)].clone()).collect();
         if let Some(to) = self.to.find_id("runs", &identity, &key)? {
-            self.runs.insert(run[0].int().expect("id"), to);
+            self.runs.insert(id, to);
             self.copied.runs_present += 1;
             return Ok(false);
         }
         let to = self
             .to
             .insert_row("runs", cols, &values, true)?
-            .expect("a new run");
-        self.runs.insert(run[0].int().expect("id"), to);
+            .ok_or_else(|| self.refused("runs"))?;
+        self.runs.insert(id, to);
         self.copied.runs += 1;
-        self.wrote()?;
         Ok(true)
     }
 
@@ -350,16 +349,16 @@ impl<'a> Copy<'a> {
             "id",
             &mut |c, r| {
                 let mut values = r[1..].to_vec();
-                values[0] = Cell::Int(c.clusters[&values[0].int().expect("cluster")]);
+                values[0] = Cell::Int(mapped(c.from, &c.clusters, "keys.cluster_id", &values[0])?);
                 let to = match c.to.insert_row("keys", columns("keys"), &values, true)? {
                     Some(to) => to,
                     None => {
                         c.to.find_id("keys", &["cluster_id", "key"], &values[..2])?
-                            .expect("a key that conflicted is there")
+                            .ok_or_else(|| c.refused("keys"))?
                     }
                 };
-                c.keys.insert(r[0].int().expect("id"), to);
-                c.wrote()
+                c.keys.insert(int(c.from, "keys.id", &r[0])?, to);
+                Ok(())
             },
         )
     }
@@ -373,13 +372,18 @@ impl<'a> Copy<'a> {
             RowFilter::In("run_id", runs.to_vec()),
             "id",
             &mut |c, mut values| {
-                values[at(table, "run_id")] =
-                    Cell::Int(c.runs[&values[at(table, "run_id")].int().expect("run")]);
+                let run = at(table, "run_id");
+                values[run] = Cell::Int(mapped(c.from, &c.runs, &format!("{table}.run_id"), &values[run])?);
                 if let Some(i) = cols.iter().position(|col| *col == "cluster_id") {
-                    values[i] = Cell::Int(c.clusters[&values[i].int().expect("cluster")]);
+                    values[i] = Cell::Int(mapped(
+                        c.from,
+                        &c.clusters,
+                        &format!("{table}.cluster_id"),
+                        &values[i],
+                    )?);
                 }
                 c.to.insert_row(table, cols, &values, false)?;
-                c.wrote()
+                Ok(())
             },
         )
     }
@@ -398,9 +402,14 @@ impl<'a> Copy<'a> {
             RowFilter::In("run_id", runs.to_vec()),
             "key_id, mod_revision",
             &mut |c, mut values| {
-                values[key] = Cell::Int(c.keys[&values[key].int().expect("key")]);
-                values[run] = Cell::Int(c.runs[&values[run].int().expect("run")]);
-                values[cluster] = Cell::Int(c.clusters[&values[cluster].int().expect("cluster")]);
+                values[key] = Cell::Int(mapped(c.from, &c.keys, "revisions.key_id", &values[key])?);
+                values[run] = Cell::Int(mapped(c.from, &c.runs, "revisions.run_id", &values[run])?);
+                values[cluster] = Cell::Int(mapped(
+                    c.from,
+                    &c.clusters,
+                    "revisions.cluster_id",
+                    &values[cluster],
+                )?);
                 if let Cell::Bytes(hash) = &values[semantic] {
                     let hash = hash.clone();
                     c.content(&hash)?;
@@ -411,7 +420,7 @@ impl<'a> Copy<'a> {
                 {
                     c.copied.revisions += 1;
                 }
-                c.wrote()
+                Ok(())
             },
         )
     }
@@ -453,10 +462,9 @@ impl<'a> Copy<'a> {
         let id = self
             .to
             .insert_row("semantic_values", columns("semantic_values"), &values, true)?
-            .expect("a content the target lacked");
+            .ok_or_else(|| self.refused("semantic_values"))?;
         self.copied.contents += 1;
         self.remember(hash);
-        self.wrote()?;
         Ok(Some(id))
     }
 
@@ -602,7 +610,7 @@ impl<'a> Copy<'a> {
                 values[0] = Cell::Int(to);
                 c.to.insert_row("findings", cols, &values, false)?;
                 c.copied.findings += 1;
-                c.wrote()
+                Ok(())
             },
         )
     }
@@ -617,7 +625,12 @@ impl<'a> Copy<'a> {
         let filter = RowFilter::In("cluster_id", clusters.to_vec());
         self.stream("audit_requests", &with_id, filter, "id", &mut |c, row| {
             let mut values = row[1..].to_vec();
-            values[0] = Cell::Int(c.clusters[&values[0].int().expect("cluster")]);
+            values[0] = Cell::Int(mapped(
+                c.from,
+                &c.clusters,
+                "audit_requests.cluster_id",
+                &values[0],
+            )?);
             let key = at("audit_requests", "key_id");
             if let Some(k) = values[key].int() {
                 values[key] = c.keys.get(&k).map_or(Cell::Null, |&to| Cell::Int(to));
@@ -629,11 +642,11 @@ impl<'a> Copy<'a> {
                 }
                 None => {
                     c.to.find_id("audit_requests", &["cluster_id", "audit_id"], &values[..2])?
-                        .expect("a request that conflicted is there")
+                        .ok_or_else(|| c.refused("audit_requests"))?
                 }
             };
-            requests.insert(row[0].int().expect("id"), to);
-            c.wrote()
+            requests.insert(int(c.from, "audit_requests.id", &row[0])?, to);
+            Ok(())
         })?;
         let cols = columns("revision_writers");
         let filter = RowFilter::KeysOfClusters(clusters.to_vec());
@@ -643,10 +656,15 @@ impl<'a> Copy<'a> {
             filter,
             "key_id, mod_revision",
             &mut |c, mut values| {
-                values[0] = Cell::Int(c.keys[&values[0].int().expect("key")]);
-                values[2] = Cell::Int(requests[&values[2].int().expect("request")]);
+                values[0] = Cell::Int(mapped(c.from, &c.keys, "revision_writers.key_id", &values[0])?);
+                values[2] = Cell::Int(mapped(
+                    c.from,
+                    &requests,
+                    "revision_writers.request_id",
+                    &values[2],
+                )?);
                 c.to.insert_row("revision_writers", cols, &values, false)?;
-                c.wrote()
+                Ok(())
             },
         )
     }
@@ -660,10 +678,42 @@ impl<'a> Copy<'a> {
             RowFilter::In("cluster_id", clusters.to_vec()),
             "revision",
             &mut |c, mut values| {
-                values[0] = Cell::Int(c.clusters[&values[0].int().expect("cluster")]);
+                values[0] = Cell::Int(mapped(
+                    c.from,
+                    &c.clusters,
+                    &format!("{table}.cluster_id"),
+                    &values[0],
+                )?);
                 c.to.insert_row(table, cols, &values, false)?;
-                c.wrote()
+                Ok(())
             },
         )
     }
+}
+
+/// A damaged source, with what is wrong (`table.column: ...`).
+fn damaged(from: &dyn Backend, what: String) -> StoreError {
+    StoreError::Damaged {
+        path: from.location().to_path_buf(),
+        what,
+    }
+}
+
+/// A source row id in `column`: a cell that holds none is a damaged source.
+fn int(from: &dyn Backend, column: &str, cell: &Cell) -> Result<i64, StoreError> {
+    cell.int()
+        .ok_or_else(|| damaged(from, format!("{column}: {cell:?} is not a row id")))
+}
+
+/// The target's id of the source row `column` refers to: a reference to a
+/// row the copy has not met (the source does not hold it) is a damaged
+/// source, never a guess.
+fn mapped(from: &dyn Backend, map: &HashMap<i64, i64>, column: &str, cell: &Cell) -> Result<i64, StoreError> {
+    let id = int(from, column, cell)?;
+    map.get(&id).copied().ok_or_else(|| {
+        damaged(
+            from,
+            format!("{column}: refers to row {id}, which the source does not hold"),
+        )
+    })
 }

@@ -167,3 +167,74 @@ fn runs_copied_into_another_database_and_back_read_the_same() {
         stderr(&refused)
     );
 }
+
+#[test]
+fn a_damaged_source_fails_naming_the_column_and_leaves_the_target_as_it_was() {
+    let eu = TestEtcd::start();
+    // More rows than a page of the copy, so a copy committed in pages
+    // would keep part of the run.
+    let items: Vec<(String, Vec<u8>)> = (0..2500)
+        .map(|i| {
+            let name = format!("settings-{i:04}");
+            let entry = format!("a={i}");
+            let value = config_map("shop", &name, &format!("uid-{i}"), &[("app.properties", &entry)]);
+            (format!("/registry/configmaps/shop/{name}"), value)
+        })
+        .collect();
+    eu.put_many(&items);
+    let laptop_dir = tempfile::tempdir().unwrap();
+    let laptop = laptop_dir.path().join("laptop.sqlite");
+    ok(snapshot(&eu, &laptop, &["--cluster", EU]));
+    // The last revision the copy reads names a key the file does not hold.
+    // (Written as another tool would, without foreign keys checked.)
+    let conn = rusqlite::Connection::open(&laptop).unwrap();
+    conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+    let changed = conn
+        .execute(
+            "UPDATE revisions SET key_id = 424242 WHERE key_id = (SELECT max(key_id) FROM revisions)",
+            [],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    drop(conn);
+
+    let (_dir, fleet) = temp_db();
+    let other = TestEtcd::start();
+    other.put(
+        WEB,
+        &config_map("shop", "web-config", "uid-w", &[("mode", "ops")]),
+    );
+    ok(snapshot(&other, &fleet, &["--cluster", "ops-1"]));
+    let before = (runs_json(&fleet), stats_json(&fleet));
+
+    let failed = run_inspector(
+        &[
+            "copy",
+            "--from",
+            laptop.to_str().unwrap(),
+            "--to",
+            fleet.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_exit(&failed, 1);
+    let said = stderr(&failed);
+    assert_eq!(said.trim().lines().count(), 1, "one line: {said}");
+    assert!(
+        said.contains("laptop.sqlite is damaged: revisions.key_id: refers to row 424242"),
+        "{said}"
+    );
+    assert_eq!(
+        (runs_json(&fleet), stats_json(&fleet)),
+        before,
+        "nothing of the copy stays"
+    );
+}
+
+fn runs_json(db: &Path) -> Value {
+    json(inspector(db, &["runs", "-o", "json"]))
+}
+
+fn stats_json(db: &Path) -> Value {
+    json(inspector(db, &["stats", "-o", "json"]))
+}
