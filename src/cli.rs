@@ -387,8 +387,8 @@ pub struct StatsArgs {
     #[command(flatten)]
     pub objects: ObjectArgs,
     /// Rows of the largest, busiest and managers lists.
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(i64).range(1..))]
-    pub top: i64,
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub top: u32,
     /// How the figures are printed: table, wide, json, yaml, or
     /// jsonpath=TEMPLATE (kubectl's template, applied to the JSON document
     /// `-o json` prints: `{.resources[*].resource}`). Not name: the

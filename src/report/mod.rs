@@ -526,7 +526,7 @@ pub fn build(store: &dyn HistoryReader, filter: &Filter) -> Result<ReportData, S
         findings: counts,
         writes_by_class: store.writes_by_class(scope)?,
         writes_by_resource: store.writes_by_resource(scope)?,
-        busiest_keys: store.busiest_keys(scope, 10)?,
+        busiest_keys: store.busiest_keys(scope, Some(10))?,
         lifecycle: lifecycle.into_iter().map(LifecycleCount::finish).collect(),
         resources,
     };

@@ -125,7 +125,7 @@ pub trait HistoryReader {
     /// Objects, revisions, bytes, encodings and writes per cluster and
     /// resource, the largest and busiest keys and the writes per field
     /// manager.
-    fn usage(&self, scope: &Scope, top: i64) -> Result<Usage, StoreError>;
+    fn usage(&self, scope: &Scope, top: u32) -> Result<Usage, StoreError>;
 
     /// What `usage` shows per cluster and resource.
     fn resource_usage(&self, scope: &Scope) -> Result<Vec<ResourceUsage>, StoreError>;
@@ -156,14 +156,14 @@ pub trait HistoryReader {
 
     /// Keys stored for `group`/`resource` (the key's storage group), in
     /// `namespace` (`None`: any; cluster-scoped keys have none) and named
-    /// `name` (`None`: any), at most `limit`, in key order.
+    /// `name` (`None`: any), at most `limit` (`None`: all), in key order.
     fn keys_named(
         &self,
         group: &str,
         resource: &str,
         namespace: Option<&str>,
         name: Option<&str>,
-        limit: i64,
+        limit: Option<u32>,
     ) -> Result<Vec<NamedKey>, StoreError>;
 
     /// The field hashes stored with a semantic hash (the only trace of
@@ -177,6 +177,6 @@ pub trait HistoryReader {
     /// its key.
     fn uid_live(&self, uid: &str) -> Result<bool, StoreError>;
 
-    /// The keys written most, at most `limit`.
-    fn busiest_keys(&self, scope: &Scope, limit: i64) -> Result<Vec<(String, i64)>, StoreError>;
+    /// The keys written most, at most `limit` (`None`: all).
+    fn busiest_keys(&self, scope: &Scope, limit: Option<u32>) -> Result<Vec<(String, i64)>, StoreError>;
 }

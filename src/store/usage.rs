@@ -169,7 +169,7 @@ impl Requesters {
     }
 
     /// The `top` busiest users and user agents.
-    pub fn busiest(self, top: i64) -> (Vec<RequesterUsage>, Vec<RequesterUsage>) {
+    pub fn busiest(self, top: u32) -> (Vec<RequesterUsage>, Vec<RequesterUsage>) {
         let busiest = |map: BTreeMap<(String, String), RequesterUsage>| {
             let mut list: Vec<RequesterUsage> = map.into_values().collect();
             list.sort_by(|a, b| {
@@ -177,7 +177,7 @@ impl Requesters {
                     .cmp(&(a.writes + a.no_op_writes + a.failed, &b.name))
                     .then(a.cluster.cmp(&b.cluster))
             });
-            list.truncate(top.max(0) as usize);
+            list.truncate(top as usize);
             list
         };
         (busiest(self.users), busiest(self.agents))

@@ -14,7 +14,7 @@ use anyhow::{bail, Result};
 use serde_json::Value;
 
 /// Stored names listed when an object is not found, at most.
-const LISTED: i64 = 5;
+const LISTED: Option<u32> = Some(5);
 
 /// The object `word`/`name` names in `namespace`: a built-in type by any
 /// of its names first (as kubectl's discovery lists built-in groups before

@@ -11,15 +11,16 @@ use std::collections::BTreeMap;
 
 impl Store {
     /// Keys stored for `group`/`resource`, in `namespace` (`None`: any) and
-    /// named `name` (`None`: any), at most `limit`, in key order.
+    /// named `name` (`None`: any), at most `limit` (`None`: all), in key order.
     pub(in crate::store) fn read_keys_named(
         &self,
         group: &str,
         resource: &str,
         namespace: Option<&str>,
         name: Option<&str>,
-        limit: i64,
+        limit: Option<u32>,
     ) -> Result<Vec<NamedKey>, StoreError> {
+        let limit = limit.map(i64::from);
         self.query(
             "SELECT DISTINCT key, namespace, name FROM keys WHERE api_group = $1 AND resource = $2 \
              AND ($3::text IS NULL OR namespace = $3) AND ($4::text IS NULL OR name = $4) ORDER BY key LIMIT $5",

@@ -110,7 +110,7 @@ impl HistoryReader for Store {
         resource: &str,
         namespace: Option<&str>,
         name: Option<&str>,
-        limit: i64,
+        limit: Option<u32>,
     ) -> Result<Vec<NamedKey>, StoreError> {
         Store::read_keys_named(self, group, resource, namespace, name, limit)
     }
@@ -138,7 +138,7 @@ impl HistoryReader for Store {
         Store::read_findings(self, query)
     }
 
-    fn usage(&self, scope: &Scope, top: i64) -> Result<Usage, StoreError> {
+    fn usage(&self, scope: &Scope, top: u32) -> Result<Usage, StoreError> {
         Store::read_usage(self, scope, top)
     }
 
@@ -170,7 +170,7 @@ impl HistoryReader for Store {
         Store::read_audited_requests(self, cluster, visit)
     }
 
-    fn busiest_keys(&self, scope: &Scope, limit: i64) -> Result<Vec<(String, i64)>, StoreError> {
+    fn busiest_keys(&self, scope: &Scope, limit: Option<u32>) -> Result<Vec<(String, i64)>, StoreError> {
         Store::read_busiest_keys(self, scope, limit)
     }
 }

@@ -33,28 +33,22 @@ pub(super) fn scope_params(scope: &Scope) -> [&(dyn ToSql + Sync); 7] {
     ]
 }
 
-/// A row limit as SQL binds it: SQLite's negative limit (all rows) is
-/// PostgreSQL's NULL.
-pub(super) fn row_limit(limit: i64) -> Option<i64> {
-    (limit >= 0).then_some(limit)
-}
-
 impl Store {
     /// Stored revisions counted per `label` (grouped by `group`), most
-    /// first, at most `limit` rows (-1: all). Labels sort bytewise, as
+    /// first, at most `limit` rows (`None`: all). Labels sort bytewise, as
     /// SQLite's do (`COLLATE "C"` for text).
     fn counts(
         &self,
         scope: &Scope,
         label: &str,
         group: &str,
-        limit: i64,
+        limit: Option<u32>,
     ) -> Result<Vec<(String, i64)>, StoreError> {
         let sql = format!(
             "SELECT coalesce({label}, '-'), count(*) FROM revisions r JOIN keys k ON k.id = r.key_id \
              WHERE {SCOPE} GROUP BY {group} ORDER BY 2 DESC, 1 LIMIT $8"
         );
-        let limit = row_limit(limit);
+        let limit = limit.map(i64::from);
         let params: Vec<&(dyn ToSql + Sync)> = scope_params(scope).into_iter().chain([&limit as _]).collect();
         self.query(&sql, &params)?
             .iter()
@@ -77,7 +71,7 @@ impl Store {
         &self,
         scope: &Scope,
     ) -> Result<Vec<(String, i64)>, StoreError> {
-        self.counts(scope, r#"r.change_class COLLATE "C""#, "1", -1)
+        self.counts(scope, r#"r.change_class COLLATE "C""#, "1", None)
     }
 
     /// Stored revisions per resource.
@@ -85,14 +79,14 @@ impl Store {
         &self,
         scope: &Scope,
     ) -> Result<Vec<(String, i64)>, StoreError> {
-        self.counts(scope, r#"k.resource COLLATE "C""#, "1", -1)
+        self.counts(scope, r#"k.resource COLLATE "C""#, "1", None)
     }
 
     /// The keys with the most stored revisions.
     pub(in crate::store) fn read_busiest_keys(
         &self,
         scope: &Scope,
-        limit: i64,
+        limit: Option<u32>,
     ) -> Result<Vec<(String, i64)>, StoreError> {
         self.counts(scope, "k.key", "k.id", limit)
     }

@@ -2,7 +2,7 @@
 //! (largest, busiest), per field manager and per namespace, computed in SQL
 //! over the stored revisions a [`Scope`] keeps.
 
-use super::stats::{row_limit, scope_params, SCOPE};
+use super::stats::{scope_params, SCOPE};
 use super::Store;
 use crate::store::usage::{sort_resources, Requesters, TIME_FIELDS};
 use crate::store::StoreError;
@@ -68,7 +68,7 @@ impl<'a> Scoped<'a> {
 /// keys in scope that wrote nothing. The `top` busiest of each.
 fn requesters(
     scoped: &Scoped<'_>,
-    top: i64,
+    top: u32,
 ) -> Result<(Vec<RequesterUsage>, Vec<RequesterUsage>), StoreError> {
     let rows = scoped.store.query(
         "SELECT username, user_agent, sum(writes)::bigint, sum(no_op)::bigint, sum(conflicts)::bigint, \
@@ -168,14 +168,14 @@ impl Store {
     /// `stats`: the usage of the revisions `scope` keeps (of one cluster
     /// when given); `top` rows of the per-key and per-manager lists. Text
     /// sorts bytewise (`COLLATE "C"`), as in SQLite.
-    pub(in crate::store) fn read_usage(&self, scope: &Scope, top: i64) -> Result<Usage, StoreError> {
+    pub(in crate::store) fn read_usage(&self, scope: &Scope, top: u32) -> Result<Usage, StoreError> {
         self.in_transaction(|| self.usage_in(&Scoped::new(self, scope)?, top))
     }
 
     /// What [`Store::read_usage`] gives, over the rows gathered.
-    fn usage_in(&self, scoped: &Scoped<'_>, top: i64) -> Result<Usage, StoreError> {
+    fn usage_in(&self, scoped: &Scoped<'_>, top: u32) -> Result<Usage, StoreError> {
         let resources = self.resources_in(scoped)?;
-        let limit = row_limit(top);
+        let limit = i64::from(top);
         let query = |sql: &str| self.query(sql, &[&limit]);
 
         let largest = query(

@@ -11,14 +11,14 @@ use std::collections::BTreeMap;
 
 impl Store {
     /// Keys stored for `group`/`resource`, in `namespace` (`None`: any) and
-    /// named `name` (`None`: any), at most `limit`, in key order.
+    /// named `name` (`None`: any), at most `limit` (`None`: all), in key order.
     pub(in crate::store) fn read_keys_named(
         &self,
         group: &str,
         resource: &str,
         namespace: Option<&str>,
         name: Option<&str>,
-        limit: i64,
+        limit: Option<u32>,
     ) -> Result<Vec<NamedKey>, StoreError> {
         let err = |e| self.err(e);
         let mut stmt = self
@@ -29,13 +29,16 @@ impl Store {
             )
             .map_err(err)?;
         let rows = stmt
-            .query_map(params![group, resource, namespace, name, limit], |r| {
-                Ok(NamedKey {
-                    key: String::from_utf8_lossy(&r.get::<_, Vec<u8>>(0)?).into_owned(),
-                    namespace: r.get(1)?,
-                    name: r.get(2)?,
-                })
-            })
+            .query_map(
+                params![group, resource, namespace, name, limit.map_or(-1, i64::from)],
+                |r| {
+                    Ok(NamedKey {
+                        key: String::from_utf8_lossy(&r.get::<_, Vec<u8>>(0)?).into_owned(),
+                        namespace: r.get(1)?,
+                        name: r.get(2)?,
+                    })
+                },
+            )
             .map_err(err)?;
         rows.collect::<Result<_, _>>().map_err(err)
     }

@@ -37,15 +37,17 @@ pub(super) fn scope_params(scope: &Scope) -> [&dyn rusqlite::ToSql; 7] {
 
 impl Store {
     /// Stored revisions counted per `label` (grouped by `group`), most
-    /// first, at most `limit` rows (-1: all).
+    /// first, at most `limit` rows (`None`: all).
     fn counts(
         &self,
         scope: &Scope,
         label: &str,
         group: &str,
-        limit: i64,
+        limit: Option<u32>,
     ) -> Result<Vec<(String, i64)>, StoreError> {
         let err = |e| self.err(e);
+        // SQLite's LIMIT takes a negative number for all rows.
+        let limit = limit.map_or(-1, i64::from);
         let sql = format!(
             "SELECT coalesce({label}, '-'), count(*) FROM revisions r JOIN keys k ON k.id = r.key_id \
              WHERE {} GROUP BY {group} ORDER BY 2 DESC, 1 LIMIT ?8",
@@ -77,7 +79,7 @@ impl Store {
         &self,
         scope: &Scope,
     ) -> Result<Vec<(String, i64)>, StoreError> {
-        self.counts(scope, "r.change_class", "1", -1)
+        self.counts(scope, "r.change_class", "1", None)
     }
 
     /// Stored revisions per resource.
@@ -85,14 +87,14 @@ impl Store {
         &self,
         scope: &Scope,
     ) -> Result<Vec<(String, i64)>, StoreError> {
-        self.counts(scope, "k.resource", "1", -1)
+        self.counts(scope, "k.resource", "1", None)
     }
 
     /// The keys with the most stored revisions.
     pub(in crate::store) fn read_busiest_keys(
         &self,
         scope: &Scope,
-        limit: i64,
+        limit: Option<u32>,
     ) -> Result<Vec<(String, i64)>, StoreError> {
         self.counts(scope, "k.key", "k.id", limit)
     }

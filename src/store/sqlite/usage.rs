@@ -68,7 +68,7 @@ impl<'a> Scoped<'a> {
 /// keys in scope that wrote nothing. The `top` busiest of each.
 fn requesters(
     scoped: &Scoped<'_>,
-    top: i64,
+    top: u32,
 ) -> Result<(Vec<RequesterUsage>, Vec<RequesterUsage>), StoreError> {
     let err = |e| scoped.store.err(e);
     let mut stmt = scoped.query(
@@ -178,11 +178,11 @@ impl Store {
 
     /// `stats`: the usage of the revisions `scope` keeps (of one cluster
     /// when given); `top` rows of the per-key and per-manager lists.
-    pub(in crate::store) fn read_usage(&self, scope: &Scope, top: i64) -> Result<Usage, StoreError> {
+    pub(in crate::store) fn read_usage(&self, scope: &Scope, top: u32) -> Result<Usage, StoreError> {
         let err = |e| self.err(e);
         let scoped = Scoped::new(self, scope)?;
         let resources = self.resources_in(&scoped)?;
-        let (query, bind) = (|sql: &str| scoped.query(sql), [top]);
+        let (query, bind) = (|sql: &str| scoped.query(sql), [i64::from(top)]);
 
         let text_key = |r: &rusqlite::Row<'_>| -> rusqlite::Result<String> {
             Ok(String::from_utf8_lossy(&r.get::<_, Vec<u8>>(0)?).into_owned())
