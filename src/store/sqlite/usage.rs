@@ -77,7 +77,8 @@ fn requesters(
              FROM rows JOIN revision_writers w ON w.key_id = rows.key_id AND w.mod_revision = rows.mod_revision \
              JOIN audit_requests a ON a.id = w.request_id GROUP BY 1, 2, 7 \
            UNION ALL \
-           SELECT a.username, a.user_agent, 0, sum(a.outcome = 'no-op'), sum(a.code = 409), sum(a.outcome = 'failed'), \
+           SELECT a.username, a.user_agent, 0, count(*) FILTER (WHERE a.outcome = 'no-op'), count(*) FILTER (WHERE a.code = 409), \
+             count(*) FILTER (WHERE a.outcome = 'failed'), \
              k.cluster_id FROM audit_requests a JOIN keys k ON k.id = a.key_id \
              WHERE a.key_id IN (SELECT key_id FROM rows) GROUP BY 1, 2, 7) \
          GROUP BY 1, 2, 7",
@@ -204,7 +205,7 @@ impl Store {
         .collect::<Result<Vec<_>, _>>()
         .map_err(err)?;
         let busiest = query(
-            "SELECT key, count(*), sum(change_class IN ('rewrite', 'encoding-only')), cluster FROM rows \
+            "SELECT key, count(*), count(*) FILTER (WHERE change_class IN ('rewrite', 'encoding-only')), cluster FROM rows \
              GROUP BY key_id ORDER BY 2 DESC, key, cluster LIMIT ?1",
         )?
         .query_map(bind, |r| {
@@ -231,7 +232,7 @@ impl Store {
         // key such as `data.build\.time`) are set aside.
         let times: Vec<String> = TIME_FIELDS.iter().map(|t| format!("'{t}'")).collect();
         let managers = query(&format!(
-            "SELECT m.value AS manager, grp, res, count(*), sum(change_class = 'metadata-only'), \
+            "SELECT m.value AS manager, grp, res, count(*), count(*) FILTER (WHERE change_class = 'metadata-only'), \
              sum(NOT EXISTS (SELECT 1 FROM (SELECT replace(p.value, '\\.', char(1)) AS path FROM json_each(rows.changed_paths) p) v \
                  WHERE replace(v.path, rtrim(v.path, replace(v.path, '.', '')), '') NOT IN ({}))), rows.cluster \
              FROM rows, (SELECT DISTINCT w.key_id AS kid, w.mod_revision AS rev, m.value FROM rows AS w, \
