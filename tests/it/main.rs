@@ -41,5 +41,6 @@ mod semantic_property;
 mod show;
 mod snapshot;
 mod stats;
+mod store_contract;
 mod tables;
 mod wal;

@@ -1,0 +1,310 @@
+//! The storage boundary's contract: what every backend answers through the
+//! traits the rest of the tool uses (`RunRecorder`, `HistoryReader`,
+//! `FindingsWriter`, and the rows a run's `RevisionWriter` writes). Each
+//! case runs on a SQLite file and, where the PostgreSQL server is installed
+//! (always in CI), on a PostgreSQL database, through the library, not the
+//! command line, and both must answer alike.
+
+use crate::util::k8s::config_map;
+use crate::util::postgres;
+use etcd_inspector::lifecycle::RevisionWriter;
+use etcd_inspector::source::{Record, Sink};
+use etcd_inspector::store::finding::{Finding, FindingQuery, Severity};
+use etcd_inspector::store::{RunFact, RunId, RunStatus, Scope, Store, StoreError};
+use std::path::{Path, PathBuf};
+
+/// The `--db` of a fresh database of each backend this machine has.
+fn backends(dir: &Path) -> Vec<PathBuf> {
+    let mut dbs = vec![dir.join("contract.sqlite")];
+    match postgres::database_in(dir) {
+        Some(uri) => dbs.push(PathBuf::from(uri)),
+        None => eprintln!("PostgreSQL is not installed: the contract runs on SQLite only"),
+    }
+    dbs
+}
+
+/// Runs `case` on a fresh database of each backend.
+fn on_each_backend(case: impl Fn(&Store)) {
+    let dir = tempfile::tempdir().unwrap();
+    for db in backends(dir.path()) {
+        eprintln!(
+            "backend: {}",
+            if db.extension().is_some() {
+                "sqlite"
+            } else {
+                "postgres"
+            }
+        );
+        case(&Store::open_for_writing(&db).unwrap());
+    }
+}
+
+/// A run of the cluster `name` begun, reading from `history_from` to
+/// `head`, and its writer.
+fn begin<'s>(store: &'s Store, name: &str, history_from: i64, head: i64) -> (i64, RunId, RevisionWriter<'s>) {
+    store.load_hash_key(&Default::default()).unwrap();
+    let run = store
+        .begin_run(&format!("contract:{name}"), "/registry/", "")
+        .unwrap();
+    let (cluster, _) = store.cluster(name, None).unwrap();
+    let target = RunFact::Target {
+        cluster,
+        head,
+        compact: 0,
+        history_from,
+    };
+    store.record(run, target).unwrap();
+    let fields = store.field_config(None, &[]).unwrap();
+    let writer = RevisionWriter::open(
+        &**store,
+        cluster,
+        run,
+        "/registry/",
+        fields,
+        Default::default(),
+        None,
+    )
+    .unwrap();
+    (cluster, run, writer)
+}
+
+fn put(key: &str, mod_revision: i64, create_revision: i64, version: i64, entry: &str) -> Record {
+    let name = key.rsplit('/').next().unwrap();
+    Record {
+        key: key.as_bytes().to_vec(),
+        mod_revision,
+        create_revision,
+        version,
+        lease: 0,
+        value: config_map(
+            "shop",
+            name,
+            &format!("uid-{name}-{create_revision}"),
+            &[("app.properties", entry)],
+        ),
+        deleted: false,
+    }
+}
+
+fn tombstone(key: &str, mod_revision: i64) -> Record {
+    Record {
+        key: key.as_bytes().to_vec(),
+        mod_revision,
+        create_revision: 0,
+        version: 0,
+        lease: 0,
+        value: Vec::new(),
+        deleted: true,
+    }
+}
+
+const WEB: &str = "/registry/configmaps/shop/web.config";
+const API: &str = "/registry/configmaps/shop/api.config";
+
+#[test]
+fn revisions_written_are_read_back_as_written() {
+    on_each_backend(|store| {
+        let (cluster, run, mut w) = begin(store, "contract-a", 1, 6);
+        w.record(put(WEB, 2, 2, 1, "a=1")).unwrap();
+        w.record(put(API, 3, 3, 1, "b=1")).unwrap();
+        w.record(put(WEB, 4, 2, 2, "a=2")).unwrap();
+        // The same revision again (a source's state and history) is one.
+        w.record(put(WEB, 4, 2, 2, "a=2")).unwrap();
+        w.record(tombstone(WEB, 5)).unwrap();
+        w.record(put(WEB, 6, 6, 1, "a=3")).unwrap();
+        w.flush().unwrap();
+        assert_eq!(w.added, 5);
+        drop(w);
+        assert_eq!(store.finish_run(run, RunStatus::Complete, 2, None).unwrap(), 5);
+
+        let rows = store.history(WEB.as_bytes(), Some(cluster)).unwrap();
+        let seen: Vec<(i64, i64, bool)> = rows
+            .iter()
+            .map(|r| (r.mod_revision, r.create_revision, r.deleted))
+            .collect();
+        // A file's tombstone learns its generation from the revision before.
+        assert_eq!(seen, [(2, 2, false), (4, 2, false), (5, 2, true), (6, 6, false)]);
+        assert_eq!(rows[0].kind.as_deref(), Some("ConfigMap"));
+        assert_eq!(rows[3].name.as_deref(), Some("web.config"));
+
+        let runs = store.runs().unwrap();
+        assert_eq!(runs.len(), 1);
+        assert_eq!((runs[0].id, runs[0].status), (run, RunStatus::Complete));
+        assert_eq!(runs[0].cluster.as_deref(), Some("contract-a"));
+
+        let live: Vec<(String, i64)> = store
+            .live_objects(cluster, 6)
+            .map(|o| o.map(|o| (o.key, o.mod_revision)))
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(live, [(API.to_string(), 3), (WEB.to_string(), 6)]);
+        let before_delete: Vec<i64> = store
+            .live_objects(cluster, 4)
+            .map(|o| o.unwrap().mod_revision)
+            .collect();
+        assert_eq!(before_delete, [3, 4]);
+    });
+}
+
+#[test]
+fn limits_page_and_order_alike() {
+    on_each_backend(|store| {
+        let (cluster, run, mut w) = begin(store, "contract-b", 1, 4);
+        w.record(put(WEB, 2, 2, 1, "a=1")).unwrap();
+        w.record(put(API, 3, 3, 1, "b=1")).unwrap();
+        w.record(put(WEB, 4, 2, 2, "a=2")).unwrap();
+        w.flush().unwrap();
+        drop(w);
+        store.finish_run(run, RunStatus::Complete, 2, None).unwrap();
+
+        let named = |limit| {
+            store
+                .keys_named("", "configmaps", Some("shop"), None, limit)
+                .unwrap()
+                .into_iter()
+                .map(|k| k.key)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(named(None), [API, WEB], "key order");
+        assert_eq!(named(Some(1)), [API]);
+        let scope = Scope {
+            objects: etcd_inspector::store::ObjectFilter {
+                cluster: Some(cluster),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let busiest = store.busiest_keys(&scope, None).unwrap();
+        assert_eq!(busiest, [(WEB.to_string(), 2), (API.to_string(), 1)]);
+        assert_eq!(store.busiest_keys(&scope, Some(1)).unwrap().len(), 1);
+        let usage = store.usage(&scope, 1).unwrap();
+        assert_eq!(usage.largest.len(), 1);
+    });
+}
+
+#[test]
+fn a_writer_dropped_before_flushing_leaves_nothing() {
+    on_each_backend(|store| {
+        let (cluster, run, mut w) = begin(store, "contract-c", 1, 40);
+        for revision in 2..40 {
+            w.record(put(WEB, revision, 2, revision - 1, &format!("a={revision}")))
+                .unwrap();
+        }
+        drop(w);
+        store
+            .finish_run(run, RunStatus::Failed, 1, Some("stopped"))
+            .unwrap();
+        assert!(store.history(WEB.as_bytes(), Some(cluster)).unwrap().is_empty());
+        assert_eq!(store.runs().unwrap()[0].status, RunStatus::Failed);
+    });
+}
+
+fn finding(detector: &'static str, severity: Severity, n: usize) -> Finding {
+    Finding {
+        detector,
+        severity,
+        keys: vec![format!("/registry/configmaps/shop/cm-{n:04}.properties")],
+        revisions: vec![n as i64 + 2],
+        summary: format!("finding {n}"),
+        details: serde_json::json!({ "n": n }),
+    }
+}
+
+/// Each stored finding of the cluster: id, detector, severity and summary.
+fn stored(store: &Store, cluster: i64) -> Vec<(i64, String, Severity, String)> {
+    let query = FindingQuery {
+        objects: etcd_inspector::store::ObjectFilter {
+            cluster: Some(cluster),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    store
+        .findings(&query)
+        .map(|f| f.map(|f| (f.id, f.detector, f.severity, f.summary)))
+        .collect::<Result<_, StoreError>>()
+        .unwrap()
+}
+
+#[test]
+fn findings_are_replaced_keep_their_ids_and_read_in_pages() {
+    on_each_backend(|store| {
+        let (cluster, run, w) = begin(store, "contract-d", 1, 1);
+        drop(w);
+        store.finish_run(run, RunStatus::Complete, 0, None).unwrap();
+        // More than a page of the reading iterator (500).
+        let mut writer = store.findings_writer(cluster, &["flapping", "orphans"]).unwrap();
+        for n in 0..1200 {
+            let severity = if n % 3 == 0 { Severity::High } else { Severity::Low };
+            writer.put(&finding("flapping", severity, n)).unwrap();
+        }
+        writer.put(&finding("orphans", Severity::Critical, 5000)).unwrap();
+        writer.commit().unwrap();
+        let first = stored(store, cluster);
+        assert_eq!(first.len(), 1201);
+        assert_eq!(first[0].2, Severity::Critical, "most severe first");
+        assert_eq!(first.iter().filter(|f| f.2 == Severity::High).count(), 400);
+        let order: Vec<Severity> = first.iter().map(|f| f.2).collect();
+        assert!(order.windows(2).all(|p| p[0] >= p[1]), "by severity");
+        let highs: Vec<i64> = first
+            .iter()
+            .filter(|f| f.2 == Severity::High)
+            .map(|f| f.0)
+            .collect();
+        assert!(highs.windows(2).all(|p| p[0] < p[1]), "then oldest first");
+
+        // A writer dropped without committing changes nothing.
+        let mut abandoned = store.findings_writer(cluster, &["flapping"]).unwrap();
+        abandoned.put(&finding("flapping", Severity::Low, 9999)).unwrap();
+        drop(abandoned);
+        assert_eq!(stored(store, cluster), first);
+
+        // Put again, a finding keeps its id; one not put again goes; the
+        // detectors not named keep theirs.
+        let mut again = store.findings_writer(cluster, &["flapping"]).unwrap();
+        again.put(&finding("flapping", Severity::High, 3)).unwrap();
+        again.put(&finding("flapping", Severity::Low, 7777)).unwrap();
+        again.commit().unwrap();
+        let now = stored(store, cluster);
+        let id_of = |list: &[(i64, String, Severity, String)], summary: &str| {
+            list.iter().find(|f| f.3 == summary).map(|f| f.0)
+        };
+        assert_eq!(now.len(), 3, "{now:?}");
+        assert_eq!(id_of(&now, "finding 3"), id_of(&first, "finding 3"));
+        assert_eq!(id_of(&now, "finding 5000"), id_of(&first, "finding 5000"));
+        assert!(id_of(&now, "finding 7777").is_some());
+    });
+}
+
+#[test]
+fn prune_keeps_the_newest_run_and_what_it_reads() {
+    on_each_backend(|store| {
+        let (cluster, first, mut w) = begin(store, "contract-e", 1, 3);
+        w.record(put(WEB, 2, 2, 1, "a=1")).unwrap();
+        w.record(put(WEB, 3, 2, 2, "a=2")).unwrap();
+        w.flush().unwrap();
+        drop(w);
+        store.finish_run(first, RunStatus::Complete, 1, None).unwrap();
+        let (_, second, mut w) = begin(store, "contract-e", 4, 4);
+        w.record(put(WEB, 4, 2, 3, "a=3")).unwrap();
+        w.flush().unwrap();
+        drop(w);
+        store.finish_run(second, RunStatus::Complete, 1, None).unwrap();
+
+        let pruned = store.prune(None, Some(1)).unwrap();
+        assert_eq!(
+            (pruned.runs, pruned.revisions, pruned.keys),
+            (1, 1, 0),
+            "{pruned:?}"
+        );
+        let runs: Vec<RunId> = store.runs().unwrap().iter().map(|r| r.id).collect();
+        assert_eq!(runs, [second]);
+        let left: Vec<i64> = store
+            .history(WEB.as_bytes(), Some(cluster))
+            .unwrap()
+            .iter()
+            .map(|r| r.mod_revision)
+            .collect();
+        assert_eq!(left, [3, 4], "the state before the kept run, and its revision");
+    });
+}
