@@ -9,8 +9,9 @@ use crate::util::k8s::config_map;
 use crate::util::postgres;
 use etcd_inspector::lifecycle::RevisionWriter;
 use etcd_inspector::source::{Record, Sink};
+use etcd_inspector::store::cluster::ClusterName;
 use etcd_inspector::store::finding::{Finding, FindingQuery, Severity};
-use etcd_inspector::store::{RunFact, RunId, RunStatus, Scope, Store, StoreError};
+use etcd_inspector::store::{Gap, RunFact, RunId, RunStatus, Scope, Store, StoreError};
 use std::path::{Path, PathBuf};
 
 /// The `--db` of a fresh database of each backend this machine has.
@@ -306,5 +307,111 @@ fn prune_keeps_the_newest_run_and_what_it_reads() {
             .map(|r| r.mod_revision)
             .collect();
         assert_eq!(left, [3, 4], "the state before the kept run, and its revision");
+    });
+}
+
+/// Runs `sql` on the database `db` as another program would (no foreign
+/// keys checked on SQLite).
+fn raw_sql(db: &Path, sql: &str) {
+    if db.extension().is_some() {
+        let conn = rusqlite::Connection::open(db).unwrap();
+        conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+        conn.execute_batch(sql).unwrap();
+    } else {
+        let mut client = ::postgres::Client::connect(db.to_str().unwrap(), ::postgres::NoTls).unwrap();
+        client
+            .batch_execute(&format!("SET search_path = etcd_inspector; {sql}"))
+            .unwrap();
+    }
+}
+
+/// Runs `case` on a fresh database of each backend, with its `--db`.
+fn on_each_database(case: impl Fn(&Path)) {
+    let dir = tempfile::tempdir().unwrap();
+    for db in backends(dir.path()) {
+        case(&db);
+    }
+}
+
+#[test]
+fn a_stored_value_no_type_knows_is_a_damaged_database_naming_its_column() {
+    on_each_database(|db| {
+        let store = Store::open_for_writing(db).unwrap();
+        let (cluster, run, w) = begin(&store, "contract-f", 1, 1);
+        drop(w);
+        store.finish_run(run, RunStatus::Complete, 0, None).unwrap();
+        let mut writer = store.findings_writer(cluster, &["flapping"]).unwrap();
+        writer.put(&finding("flapping", Severity::High, 1)).unwrap();
+        writer.commit().unwrap();
+        drop(store);
+
+        raw_sql(
+            db,
+            "UPDATE findings SET keys = '{\"not\": 1'; UPDATE runs SET salvage = '[1'",
+        );
+        let store = Store::open_for_writing(db).unwrap();
+        let findings: Vec<_> = store.findings(&FindingQuery::default()).collect();
+        let error = findings
+            .into_iter()
+            .find_map(Result::err)
+            .expect("the finding does not read");
+        let said = error.to_string();
+        assert!(matches!(error, StoreError::Damaged { .. }), "{said}");
+        assert!(
+            said.contains("findings.keys") && said.contains("is not JSON"),
+            "{said}"
+        );
+        let said = store.runs().unwrap_err().to_string();
+        assert!(said.contains("is damaged: runs.salvage"), "{said}");
+    });
+}
+
+#[test]
+fn gaps_and_cluster_names_read_back() {
+    on_each_backend(|store| {
+        let (cluster, run, w) = begin(store, "contract-g", 1, 90);
+        drop(w);
+        let gap = Gap {
+            from_revision: 10,
+            to_revision: 40,
+        };
+        store.record(run, RunFact::Gap { cluster, gap }).unwrap();
+        store.finish_run(run, RunStatus::Complete, 0, None).unwrap();
+        let gaps: Vec<String> = store.gaps(cluster).unwrap().iter().map(Gap::to_string).collect();
+        assert_eq!(gaps, ["10-40"]);
+
+        let name = |n: &str| ClusterName::parse(n).unwrap();
+        let (other, _) = store.cluster("a1b2c3", Some(&name("prod-eu-1"))).unwrap();
+        assert_ne!(other, cluster);
+        // A name another cluster has is refused; renaming says the old name.
+        let refused = store.cluster("contract-g", Some(&name("prod-eu-1"))).unwrap_err();
+        assert!(matches!(refused, StoreError::Conflict { .. }), "{refused}");
+        let (again, replaced) = store.cluster("a1b2c3", Some(&name("prod-eu-2"))).unwrap();
+        assert_eq!((again, replaced), (other, Some(name("prod-eu-1"))));
+        let names: Vec<Option<String>> = store
+            .clusters()
+            .unwrap()
+            .into_iter()
+            .map(|c| c.name.map(|n| n.to_string()))
+            .collect();
+        assert!(names.contains(&Some("prod-eu-2".to_string())), "{names:?}");
+    });
+}
+
+#[test]
+fn a_second_writer_of_a_cluster_is_refused_until_the_first_ends() {
+    on_each_database(|db| {
+        let first = Store::open_for_writing(db).unwrap();
+        let (_, run, w) = begin(&first, "contract-h", 1, 1);
+        // SQLite refuses a second writer of the file, PostgreSQL a second
+        // writer of the cluster.
+        let second = Store::open_for_writing(db).and_then(|s| s.cluster("contract-h", None).map(|_| s));
+        let said = second.err().expect("two writers of one cluster").to_string();
+        assert!(said.contains("is being written"), "{said}");
+        drop(w);
+        first.finish_run(run, RunStatus::Complete, 0, None).unwrap();
+        drop(first);
+        let second = Store::open_for_writing(db).unwrap();
+        second.cluster("contract-h", None).unwrap();
     });
 }
