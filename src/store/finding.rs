@@ -2,6 +2,7 @@
 
 use crate::unknown::{find, UnknownName};
 use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, VecDeque};
 
 /// How much a finding matters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -108,17 +109,104 @@ pub trait FindingsWriter {
     fn commit(self: Box<Self>) -> Result<(), super::StoreError>;
 }
 
-/// What tells one finding from another, for a [`FindingsWriter`]: its
-/// detector, keys, revisions and summary (the details are evidence, which
-/// may change with it).
-pub(in crate::store) fn identity(detector: &str, keys: &str, revisions: &str, summary: &str) -> [u8; 32] {
+/// The stored findings a [`FindingsWriter`] replaces, kept once for every
+/// backend. A finding put again takes over the stored row with its
+/// identity (detector, keys and revisions; never its wording, which may
+/// change between releases or as evidence grows), so its id stays; where
+/// several share one identity they are taken oldest first, in the order a
+/// detector puts them. What no finding took over is removed at commit.
+#[derive(Default)]
+pub(in crate::store) struct Replaced {
+    /// Row id and digest of what it says, oldest first, by identity.
+    by_identity: HashMap<[u8; 32], VecDeque<(i64, [u8; 32])>>,
+}
+
+/// A stored finding as [`Replaced::stored`] takes it.
+pub(in crate::store) struct StoredRow<'a> {
+    pub id: i64,
+    pub detector: &'a str,
+    pub keys: &'a str,
+    pub revisions: &'a str,
+    pub severity: &'a str,
+    pub summary: &'a str,
+    pub details: &'a str,
+}
+
+/// A finding's columns as stored: keys, revisions and details as JSON.
+pub(in crate::store) struct FindingColumns {
+    pub keys: String,
+    pub revisions: String,
+    pub details: String,
+}
+
+impl FindingColumns {
+    pub(in crate::store) fn of(f: &Finding) -> FindingColumns {
+        FindingColumns {
+            keys: serde_json::to_string(&f.keys).expect("a list of strings is JSON"),
+            revisions: serde_json::to_string(&f.revisions).expect("a list of numbers is JSON"),
+            details: f.details.to_string(),
+        }
+    }
+}
+
+/// What a finding put again does to the stored row it takes over.
+pub(in crate::store) enum Kept {
+    /// Nothing it says changed.
+    AsIs,
+    /// Its severity, summary or details changed: the row is rewritten.
+    Rewritten(i64),
+}
+
+impl Replaced {
+    /// A stored finding of the detectors replaced, read in id order.
+    pub(in crate::store) fn stored(&mut self, row: StoredRow<'_>) {
+        let said = said(row.severity, row.summary, row.details);
+        self.by_identity
+            .entry(identity(row.detector, row.keys, row.revisions))
+            .or_default()
+            .push_back((row.id, said));
+    }
+
+    /// The stored row `f` (stored as `columns`) takes over, if any.
+    pub(in crate::store) fn take(&mut self, f: &Finding, columns: &FindingColumns) -> Option<Kept> {
+        let key = identity(f.detector, &columns.keys, &columns.revisions);
+        let rows = self.by_identity.get_mut(&key)?;
+        let (id, was) = rows.pop_front()?;
+        if rows.is_empty() {
+            self.by_identity.remove(&key);
+        }
+        let now = said(f.severity.as_str(), &f.summary, &columns.details);
+        Some(if now == was {
+            Kept::AsIs
+        } else {
+            Kept::Rewritten(id)
+        })
+    }
+
+    /// The rows no finding took over.
+    pub(in crate::store) fn left(&self) -> Vec<i64> {
+        self.by_identity.values().flatten().map(|(id, _)| *id).collect()
+    }
+}
+
+fn digest(parts: [&str; 3]) -> [u8; 32] {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
-    for part in [detector, keys, revisions, summary] {
+    for part in parts {
         h.update(part.as_bytes());
         h.update([0]);
     }
     h.finalize().into()
+}
+
+/// What tells one finding from another: its detector, keys and revisions.
+fn identity(detector: &str, keys: &str, revisions: &str) -> [u8; 32] {
+    digest([detector, keys, revisions])
+}
+
+/// What a finding says.
+fn said(severity: &str, summary: &str, details: &str) -> [u8; 32] {
+    digest([severity, summary, details])
 }
 
 /// The JSON columns of a stored finding, read back.

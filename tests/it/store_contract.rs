@@ -99,6 +99,17 @@ fn tombstone(key: &str, mod_revision: i64) -> Record {
     }
 }
 
+/// Every revision and object of one cluster.
+fn of_cluster(cluster: i64) -> Scope {
+    Scope {
+        objects: etcd_inspector::store::ObjectFilter {
+            cluster: Some(cluster),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
 const WEB: &str = "/registry/configmaps/shop/web.config";
 const API: &str = "/registry/configmaps/shop/api.config";
 
@@ -168,13 +179,7 @@ fn limits_page_and_order_alike() {
         };
         assert_eq!(named(None), [API, WEB], "key order");
         assert_eq!(named(Some(1)), [API]);
-        let scope = Scope {
-            objects: etcd_inspector::store::ObjectFilter {
-                cluster: Some(cluster),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
+        let scope = of_cluster(cluster);
         let busiest = store.busiest_keys(&scope, None).unwrap();
         assert_eq!(busiest, [(WEB.to_string(), 2), (API.to_string(), 1)]);
         assert_eq!(store.busiest_keys(&scope, Some(1)).unwrap().len(), 1);
@@ -214,10 +219,7 @@ fn finding(detector: &'static str, severity: Severity, n: usize) -> Finding {
 /// Each stored finding of the cluster: id, detector, severity and summary.
 fn stored(store: &Store, cluster: i64) -> Vec<(i64, String, Severity, String)> {
     let query = FindingQuery {
-        objects: etcd_inspector::store::ObjectFilter {
-            cluster: Some(cluster),
-            ..Default::default()
-        },
+        objects: of_cluster(cluster).objects,
         ..Default::default()
     };
     store
@@ -413,5 +415,138 @@ fn a_second_writer_of_a_cluster_is_refused_until_the_first_ends() {
         drop(first);
         let second = Store::open_for_writing(db).unwrap();
         second.cluster("contract-h", None).unwrap();
+    });
+}
+
+#[test]
+fn a_finding_keeps_its_id_when_its_wording_changes() {
+    on_each_backend(|store| {
+        let (cluster, run, w) = begin(store, "contract-i", 1, 1);
+        drop(w);
+        store.finish_run(run, RunStatus::Complete, 0, None).unwrap();
+        let on_field = |field: &str, times: usize| Finding {
+            summary: format!("{field} changed {times} times"),
+            details: serde_json::json!({ "field": field, "times": times }),
+            ..finding("flapping", Severity::Medium, 1)
+        };
+        let mut writer = store.findings_writer(cluster, &["flapping"]).unwrap();
+        // Two findings of one key at the same revisions, told apart only
+        // by what they say.
+        writer.put(&on_field("spec.replicas", 4)).unwrap();
+        writer.put(&on_field("data.app\\.properties", 4)).unwrap();
+        writer.commit().unwrap();
+        let first = stored(store, cluster);
+        assert_eq!(first.len(), 2);
+
+        let mut writer = store.findings_writer(cluster, &["flapping"]).unwrap();
+        writer.put(&on_field("spec.replicas", 5)).unwrap();
+        writer
+            .put(&Finding {
+                severity: Severity::High,
+                ..on_field("data.app\\.properties", 6)
+            })
+            .unwrap();
+        writer.commit().unwrap();
+        let now = stored(store, cluster);
+        let ids = |list: &[(i64, String, Severity, String)]| {
+            let mut ids: Vec<i64> = list.iter().map(|f| f.0).collect();
+            ids.sort_unstable();
+            ids
+        };
+        assert_eq!(ids(&now), ids(&first), "the same findings, reworded");
+        let said: Vec<(Severity, &str)> = now.iter().map(|f| (f.2, f.3.as_str())).collect();
+        assert_eq!(
+            said,
+            [
+                (Severity::High, "data.app\\.properties changed 6 times"),
+                (Severity::Medium, "spec.replicas changed 5 times")
+            ]
+        );
+
+        // One of them gone: one row left, none stale.
+        let mut writer = store.findings_writer(cluster, &["flapping"]).unwrap();
+        writer.put(&on_field("spec.replicas", 5)).unwrap();
+        writer.commit().unwrap();
+        let last = stored(store, cluster);
+        assert_eq!(last.len(), 1, "{last:?}");
+        assert_eq!(last[0].3, "spec.replicas changed 5 times");
+    });
+}
+
+#[test]
+fn classes_contents_and_run_heads_read_alike() {
+    on_each_backend(|store| {
+        let (cluster, run, mut w) = begin(store, "contract-j", 1, 5);
+        w.record(put(WEB, 2, 2, 1, "a=1")).unwrap();
+        w.record(put(API, 3, 3, 1, "b=1")).unwrap();
+        // The same object written again: a rewrite.
+        w.record(put(WEB, 4, 2, 2, "a=1")).unwrap();
+        w.record(tombstone(WEB, 5)).unwrap();
+        w.flush().unwrap();
+        drop(w);
+        store.finish_run(run, RunStatus::Complete, 2, None).unwrap();
+        assert_eq!(store.classify_pending(Some(cluster)).unwrap().classified, 4);
+        assert_eq!(
+            store.classify_pending(Some(cluster)).unwrap().classified,
+            0,
+            "once"
+        );
+
+        let scope = of_cluster(cluster);
+        let mut classes = store.writes_by_class(&scope).unwrap();
+        classes.sort();
+        let class = |name: &str| classes.iter().find(|(c, _)| c == name).map(|(_, n)| *n);
+        assert_eq!(
+            (class("create"), class("rewrite"), class("delete")),
+            (Some(2), Some(1), Some(1)),
+            "{classes:?}"
+        );
+        let resources = store.writes_by_resource(&scope).unwrap();
+        assert_eq!(resources.len(), 1, "{resources:?}");
+        assert!(
+            resources[0].0.contains("configmaps") && resources[0].1 == 4,
+            "{resources:?}"
+        );
+
+        assert!(store.uid_live("uid-api.config-3").unwrap());
+        assert!(
+            !store.uid_live("uid-web.config-2").unwrap(),
+            "deleted at the head"
+        );
+        let contents = store.contents_of(cluster, "", "configmaps").unwrap();
+        let values: Vec<Vec<(i64, Option<String>)>> = contents
+            .iter()
+            .map(|key| {
+                key.iter()
+                    .map(|(rev, v)| {
+                        let entry = v.as_ref().map(|v| v["data"]["app.properties"].to_string());
+                        (*rev, entry)
+                    })
+                    .collect()
+            })
+            .collect();
+        let a1 = Some("\"a=1\"".to_string());
+        assert!(
+            values.contains(&vec![(3, Some("\"b=1\"".to_string()))]),
+            "{values:?}"
+        );
+        assert!(
+            values.contains(&vec![(2, a1.clone()), (4, a1), (5, None)]),
+            "{values:?}"
+        );
+        assert_eq!(store.run_cluster(run.0).unwrap(), Some(cluster));
+        assert_eq!(store.run_head(run.0).unwrap(), Some((cluster, 5)));
+        assert_eq!(
+            store
+                .revision_at_time(Some(cluster), "2999-01-01T00:00:00Z")
+                .unwrap(),
+            Some(5)
+        );
+        assert_eq!(
+            store
+                .revision_at_time(Some(cluster), "2000-01-01T00:00:00Z")
+                .unwrap(),
+            None
+        );
     });
 }

@@ -6,8 +6,8 @@ use super::history::{written_by, WRITTEN_BY_COLUMNS};
 use super::Store;
 use crate::store::audit::WrittenBy;
 use crate::store::finding::{
-    identity, stored_json, Finding, FindingCount, FindingIter, FindingQuery, FindingsWriter, Severity,
-    StoredFinding,
+    stored_json, Finding, FindingColumns, FindingCount, FindingIter, FindingQuery, FindingsWriter, Kept,
+    Replaced, Severity, StoredFinding, StoredRow,
 };
 use crate::store::paged::{PageSource, Paged};
 use crate::store::{ObjectFilter, Scope, StoreError};
@@ -47,8 +47,8 @@ struct Unsent {
 struct Writer<'s> {
     store: &'s Store,
     cluster: i64,
-    /// Stored findings of the detectors not put again yet, by identity.
-    vanishing: HashMap<[u8; 32], i64>,
+    /// Stored findings of the detectors not put again yet.
+    replaced: Replaced,
     analyzed_at: String,
     unsent: Vec<Unsent>,
     open: bool,
@@ -68,7 +68,7 @@ impl Store {
         let mut writer = Writer {
             store: self,
             cluster,
-            vanishing: HashMap::new(),
+            replaced: Replaced::default(),
             analyzed_at: crate::decode::gotime::now(),
             unsent: Vec::with_capacity(BATCH),
             open: true,
@@ -78,13 +78,21 @@ impl Store {
             &[&cluster],
         )?;
         self.each_page(
-            "SELECT id, detector, keys, revisions, summary FROM findings WHERE cluster_id = $1 AND detector = ANY($2)",
+            "SELECT id, detector, keys, revisions, severity, summary, details FROM findings \
+             WHERE cluster_id = $1 AND detector = ANY($2) ORDER BY id",
             &[&cluster, &detectors],
             &mut |rows| {
                 for r in rows {
                     let text = |i| get::<&str>(self, r, i);
-                    let id = identity(text(1)?, text(2)?, text(3)?, text(4)?);
-                    writer.vanishing.insert(id, get(self, r, 0)?);
+                    writer.replaced.stored(StoredRow {
+                        id: get(self, r, 0)?,
+                        detector: text(1)?,
+                        keys: text(2)?,
+                        revisions: text(3)?,
+                        severity: text(4)?,
+                        summary: text(5)?,
+                        details: text(6)?,
+                    });
                 }
                 Ok(())
             },
@@ -138,22 +146,25 @@ impl Writer<'_> {
 
 impl FindingsWriter for Writer<'_> {
     fn put(&mut self, f: &Finding) -> Result<(), StoreError> {
-        let keys = serde_json::to_string(&f.keys).expect("a list of strings is JSON");
-        let revisions = serde_json::to_string(&f.revisions).expect("a list of numbers is JSON");
-        if self
-            .vanishing
-            .remove(&identity(f.detector, &keys, &revisions, &f.summary))
-            .is_some()
-        {
-            return Ok(());
+        let columns = FindingColumns::of(f);
+        match self.replaced.take(f, &columns) {
+            Some(Kept::AsIs) => return Ok(()),
+            Some(Kept::Rewritten(id)) => {
+                self.store.execute(
+                    "UPDATE findings SET severity = $2, summary = $3, details = $4 WHERE id = $1",
+                    &[&id, &f.severity.as_str(), &f.summary, &columns.details],
+                )?;
+                return Ok(());
+            }
+            None => {}
         }
         self.unsent.push(Unsent {
             detector: f.detector,
             severity: f.severity,
-            keys,
-            revisions,
+            keys: columns.keys,
+            revisions: columns.revisions,
             summary: f.summary.clone(),
-            details: f.details.to_string(),
+            details: columns.details,
         });
         if self.unsent.len() >= BATCH {
             self.send()?;
@@ -163,8 +174,7 @@ impl FindingsWriter for Writer<'_> {
 
     fn commit(mut self: Box<Self>) -> Result<(), StoreError> {
         self.send()?;
-        let vanishing: Vec<i64> = self.vanishing.values().copied().collect();
-        for ids in vanishing.chunks(10_000) {
+        for ids in self.replaced.left().chunks(10_000) {
             self.store
                 .execute("DELETE FROM findings WHERE id = ANY($1)", &[&ids])?;
         }

@@ -5,13 +5,13 @@
 use super::Store;
 use crate::store::audit::WrittenBy;
 use crate::store::finding::{
-    identity, stored_json, Finding, FindingCount, FindingIter, FindingQuery, FindingsWriter, Severity,
-    StoredFinding,
+    stored_json, Finding, FindingColumns, FindingCount, FindingIter, FindingQuery, FindingsWriter, Kept,
+    Replaced, Severity, StoredFinding, StoredRow,
 };
 use crate::store::paged::{PageSource, Paged};
 use crate::store::StoreError;
 use rusqlite::{params, OptionalExtension};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 /// Findings read per query.
 const PAGE: i64 = 500;
@@ -21,8 +21,8 @@ const PAGE: i64 = 500;
 struct Writer<'s> {
     store: &'s Store,
     cluster: i64,
-    /// Stored findings of the detectors not put again yet, by identity.
-    vanishing: HashMap<[u8; 32], i64>,
+    /// Stored findings of the detectors not put again yet.
+    replaced: Replaced,
     analyzed_at: String,
     open: bool,
 }
@@ -39,21 +39,31 @@ impl Store {
         let mut writer = Writer {
             store: self,
             cluster,
-            vanishing: HashMap::new(),
+            replaced: Replaced::default(),
             analyzed_at: crate::decode::gotime::now(),
             open: true,
         };
         let mut stmt = self
             .conn
-            .prepare("SELECT id, detector, keys, revisions, summary FROM findings WHERE cluster_id = ?1")
+            .prepare(
+                "SELECT id, detector, keys, revisions, severity, summary, details FROM findings \
+                 WHERE cluster_id = ?1 ORDER BY id",
+            )
             .map_err(err)?;
         let mut rows = stmt.query([cluster]).map_err(err)?;
         while let Some(r) = rows.next().map_err(err)? {
-            let text = |i| r.get::<_, String>(i).map_err(err);
+            let text = |i| r.get_ref(i).and_then(|v| Ok(v.as_str()?)).map_err(err);
             let detector = text(1)?;
-            if detectors.contains(&detector.as_str()) {
-                let id = identity(&detector, &text(2)?, &text(3)?, &text(4)?);
-                writer.vanishing.insert(id, r.get(0).map_err(err)?);
+            if detectors.contains(&detector) {
+                writer.replaced.stored(StoredRow {
+                    id: r.get(0).map_err(err)?,
+                    detector,
+                    keys: text(2)?,
+                    revisions: text(3)?,
+                    severity: text(4)?,
+                    summary: text(5)?,
+                    details: text(6)?,
+                });
             }
         }
         drop(rows);
@@ -64,14 +74,20 @@ impl Store {
 
 impl FindingsWriter for Writer<'_> {
     fn put(&mut self, f: &Finding) -> Result<(), StoreError> {
-        let keys = serde_json::to_string(&f.keys).expect("a list of strings is JSON");
-        let revisions = serde_json::to_string(&f.revisions).expect("a list of numbers is JSON");
-        if self
-            .vanishing
-            .remove(&identity(f.detector, &keys, &revisions, &f.summary))
-            .is_some()
-        {
-            return Ok(());
+        let columns = FindingColumns::of(f);
+        match self.replaced.take(f, &columns) {
+            Some(Kept::AsIs) => return Ok(()),
+            Some(Kept::Rewritten(id)) => {
+                self.store
+                    .conn
+                    .prepare_cached(
+                        "UPDATE findings SET severity = ?2, summary = ?3, details = ?4 WHERE id = ?1",
+                    )
+                    .and_then(|mut s| s.execute(params![id, f.severity.as_str(), f.summary, columns.details]))
+                    .map_err(|e| self.store.err(e))?;
+                return Ok(());
+            }
+            None => {}
         }
         self.store
             .conn
@@ -84,10 +100,10 @@ impl FindingsWriter for Writer<'_> {
                     self.cluster,
                     f.detector,
                     f.severity.as_str(),
-                    keys,
-                    revisions,
+                    columns.keys,
+                    columns.revisions,
                     f.summary,
-                    f.details.to_string(),
+                    columns.details,
                     self.analyzed_at
                 ])
             })
@@ -103,7 +119,7 @@ impl FindingsWriter for Writer<'_> {
                 .conn
                 .prepare_cached("DELETE FROM findings WHERE id = ?1")
                 .map_err(err)?;
-            for id in self.vanishing.values() {
+            for id in self.replaced.left() {
                 delete.execute([id]).map_err(err)?;
             }
         }
