@@ -7,8 +7,10 @@
 
 use crate::util::k8s::config_map;
 use crate::util::postgres;
+use etcd_inspector::analyze::attribution;
 use etcd_inspector::lifecycle::RevisionWriter;
 use etcd_inspector::source::{Record, Sink};
+use etcd_inspector::store::audit::AuditRequest;
 use etcd_inspector::store::cluster::ClusterName;
 use etcd_inspector::store::finding::{Finding, FindingQuery, Severity};
 use etcd_inspector::store::{Gap, RunFact, RunId, RunStatus, Scope, Store, StoreError};
@@ -548,5 +550,95 @@ fn classes_contents_and_run_heads_read_alike() {
                 .unwrap(),
             None
         );
+    });
+}
+
+fn request(id: &str, verb: &str, code: u16, revision: Option<i64>, time: &str) -> AuditRequest {
+    AuditRequest {
+        audit_id: id.to_string(),
+        verb: verb.to_string(),
+        api_group: String::new(),
+        resource: "configmaps".to_string(),
+        namespace: Some("shop".to_string()),
+        name: Some("web.config".to_string()),
+        subresource: None,
+        user: "alice@example.com".to_string(),
+        groups: vec!["system:authenticated".to_string()],
+        impersonated_user: None,
+        user_agent: Some("kubectl/v1.34.4".to_string()),
+        source_ips: vec!["10.0.0.7".to_string()],
+        code: Some(code),
+        level: "RequestResponse".to_string(),
+        response_revision: revision,
+        precondition_revision: None,
+        time: time.to_string(),
+        log: "audit.log".to_string(),
+    }
+}
+
+#[test]
+fn audit_requests_stage_join_and_join_again_alike() {
+    on_each_backend(|store| {
+        let (cluster, run, mut w) = begin(store, "contract-k", 1, 4);
+        w.record(put(WEB, 2, 2, 1, "a=1")).unwrap();
+        w.record(put(WEB, 4, 2, 2, "a=2")).unwrap();
+        w.flush().unwrap();
+        drop(w);
+        store.finish_run(run, RunStatus::Complete, 1, None).unwrap();
+
+        let mut stage = store.stage_audit(cluster).unwrap();
+        for r in [
+            request("a-1", "create", 201, Some(2), "2026-12-06T10:00:01.000001Z"),
+            request("a-2", "update", 409, None, "2026-12-06T10:00:02.000001Z"),
+            request("a-3", "update", 200, Some(4), "2026-12-06T10:00:03.000001Z"),
+        ] {
+            assert!(stage.push(&r).unwrap());
+        }
+        // The same event read from a second copy of the log is one request.
+        stage
+            .push(&request(
+                "a-1",
+                "create",
+                201,
+                Some(2),
+                "2026-12-06T10:00:01.000001Z",
+            ))
+            .unwrap();
+        assert_eq!(stage.staged(), 3);
+        stage.finish().unwrap();
+        let join = |revisions: &[_], requests: &[_]| attribution::join(revisions, requests, None);
+        let joined = store.join_audit(cluster, &join).unwrap();
+        assert_eq!(
+            (joined.requests, joined.exact, joined.failed, joined.unmatched),
+            (3, 2, 1, 0),
+            "{joined:?}"
+        );
+        let again = store.join_audit(cluster, &join).unwrap();
+        assert_eq!(again, joined, "a second join replaces the first");
+
+        let writers: Vec<(i64, Option<String>)> = store
+            .history(WEB.as_bytes(), Some(cluster))
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.mod_revision, r.written_by.map(|w| w.audit_id)))
+            .collect();
+        assert_eq!(
+            writers,
+            [(2, Some("a-1".to_string())), (4, Some("a-3".to_string()))]
+        );
+        let mut seen = Vec::new();
+        store
+            .audited_requests(cluster, &mut |object, requests| {
+                seen.push((object.key.clone(), requests.len()));
+            })
+            .unwrap();
+        assert_eq!(seen, [(Some(WEB.to_string()), 3)], "{seen:?}");
+        let usage = store.usage(&of_cluster(cluster), 5).unwrap();
+        let alice: Vec<(i64, i64, i64)> = usage
+            .users
+            .iter()
+            .map(|u| (u.writes, u.conflicts, u.failed))
+            .collect();
+        assert_eq!(alice, [(2, 1, 1)]);
     });
 }
