@@ -4,6 +4,29 @@
 
 use jiff::{SignedDuration, Timestamp};
 
+/// Where a cluster's clock places a time ([`crate::store::HistoryReader::revision_by_clock`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ByClock {
+    /// No clock to ask: several clusters and none chosen, or never analyzed.
+    NoClock,
+    /// Nothing bounds that side: any revision may have been written there.
+    Unbounded,
+    Revision(i64),
+}
+
+impl ByClock {
+    /// From the anchor probe: the last revision written before the time
+    /// (`after`), or the first written after it; the revision beside it is
+    /// the answer.
+    pub(in crate::store) fn beside(anchor: Option<i64>, after: bool) -> ByClock {
+        match (anchor, after) {
+            (None, _) => ByClock::Unbounded,
+            (Some(r), true) => ByClock::Revision(r + 1),
+            (Some(r), false) => ByClock::Revision(r - 1),
+        }
+    }
+}
+
 /// How long after a Lease's renewTime its renewal reaches etcd, at most:
 /// the holder sets the time, then sends the update.
 pub const RENEWAL_SLACK: SignedDuration = SignedDuration::from_secs(1);

@@ -95,16 +95,14 @@ pub trait HistoryReader {
 
     /// Where the clock of `cluster` (when `None`, of the database's only
     /// cluster) places `time`: with `after`, the first revision that may
-    /// have been written at or after it (`None`: any may have); else the
-    /// last that may have been written by then (`None`: any may have).
-    /// `Err`-free `None` outside: no clock to ask (several clusters and none
-    /// chosen, or never analyzed).
+    /// have been written at or after it; else the last that may have been
+    /// written by then.
     fn revision_by_clock(
         &self,
         cluster: Option<i64>,
         time: jiff::Timestamp,
         after: bool,
-    ) -> Result<Option<Option<i64>>, StoreError>;
+    ) -> Result<super::clock::ByClock, StoreError>;
 
     /// Every stored revision of one key, oldest first, of `cluster` or, when
     /// `None`, of every cluster (one after the other).

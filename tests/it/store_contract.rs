@@ -11,6 +11,7 @@ use etcd_inspector::analyze::attribution;
 use etcd_inspector::lifecycle::RevisionWriter;
 use etcd_inspector::source::{Record, Sink};
 use etcd_inspector::store::audit::AuditRequest;
+use etcd_inspector::store::clock::ByClock;
 use etcd_inspector::store::cluster::ClusterName;
 use etcd_inspector::store::finding::{Finding, FindingQuery, Severity};
 use etcd_inspector::store::{Gap, RunFact, RunId, RunStatus, Scope, Store, StoreError};
@@ -549,6 +550,12 @@ fn classes_contents_and_run_heads_read_alike() {
                 .revision_at_time(Some(cluster), "2000-01-01T00:00:00Z")
                 .unwrap(),
             None
+        );
+        let now = jiff::Timestamp::now();
+        assert_eq!(
+            store.revision_by_clock(Some(cluster), now, true).unwrap(),
+            ByClock::NoClock,
+            "never analyzed"
         );
     });
 }

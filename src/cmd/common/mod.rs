@@ -18,6 +18,7 @@ use crate::moment::Moment;
 use crate::report::escape;
 use crate::source::audit::AuditInput;
 use crate::source::filter::ResourceFilter;
+use crate::store::clock::ByClock;
 use crate::store::cluster::{self, Cluster};
 use crate::store::finding::Severity;
 use crate::store::hash_key::HashKeyOptions;
@@ -122,8 +123,9 @@ pub fn revision_range(
         None => None,
         Some(Moment::Revision(r)) => Some(r),
         Some(Moment::Time(t)) => match store.revision_by_clock(cluster, t, false)? {
-            Some(by_clock) => by_clock,
-            None => match store.revision_at_time(cluster, &crate::decode::gotime::rfc3339(t))? {
+            ByClock::Revision(r) => Some(r),
+            ByClock::Unbounded => None,
+            ByClock::NoClock => match store.revision_at_time(cluster, &crate::decode::gotime::rfc3339(t))? {
                 Some(r) => Some(r),
                 None => bail!("--until {t}: no complete run started by then"),
             },
@@ -141,8 +143,9 @@ fn first_at_or_after(
     t: jiff::Timestamp,
 ) -> Result<Option<i64>> {
     Ok(match store.revision_by_clock(cluster, t, true)? {
-        Some(by_clock) => by_clock,
-        None => store
+        ByClock::Revision(r) => Some(r),
+        ByClock::Unbounded => None,
+        ByClock::NoClock => store
             .revision_at_time(cluster, &crate::decode::gotime::rfc3339(t))?
             .map(|r| r + 1),
     })

@@ -2,7 +2,7 @@
 //! rebuilds, and the interval each revision reads from it.
 
 use super::Store;
-use crate::store::clock::{Anchor, AnchorSink, ClockRecorder, Interval};
+use crate::store::clock::{Anchor, AnchorSink, ByClock, ClockRecorder, Interval};
 use crate::store::StoreError;
 use jiff::Timestamp;
 
@@ -146,12 +146,12 @@ impl Store {
         cluster: Option<i64>,
         time: Timestamp,
         after: bool,
-    ) -> Result<Option<Option<i64>>, StoreError> {
+    ) -> Result<ByClock, StoreError> {
         let cluster = match cluster {
             Some(c) => c,
             None => match self.read_clusters()?.as_slice() {
                 [only] => only.row,
-                _ => return Ok(None),
+                _ => return Ok(ByClock::NoClock),
             },
         };
         let clocked: bool = self
@@ -162,7 +162,7 @@ impl Store {
             .expect("a row")
             .get(0);
         if !clocked {
-            return Ok(None);
+            return Ok(ByClock::NoClock);
         }
         let at = time.as_microsecond();
         let found: Option<i64> = match after {
@@ -181,10 +181,7 @@ impl Store {
         }
         .expect("an aggregate's row")
         .get(0);
-        Ok(Some(match after {
-            true => found.map(|r| r + 1),
-            false => found.map(|r| r - 1),
-        }))
+        Ok(ByClock::beside(found, after))
     }
 }
 

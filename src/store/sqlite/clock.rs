@@ -2,7 +2,7 @@
 //! rebuilds, and the interval one revision reads from it.
 
 use super::Store;
-use crate::store::clock::{Anchor, AnchorSink, ClockRecorder, Interval};
+use crate::store::clock::{Anchor, AnchorSink, ByClock, ClockRecorder, Interval};
 use crate::store::StoreError;
 use jiff::Timestamp;
 use rusqlite::{params, OptionalExtension};
@@ -156,13 +156,13 @@ impl Store {
         cluster: Option<i64>,
         time: Timestamp,
         after: bool,
-    ) -> Result<Option<Option<i64>>, StoreError> {
+    ) -> Result<ByClock, StoreError> {
         let err = |e| self.err(e);
         let cluster = match cluster {
             Some(c) => c,
             None => match self.read_clusters()?.as_slice() {
                 [only] => only.row,
-                _ => return Ok(None),
+                _ => return Ok(ByClock::NoClock),
             },
         };
         let clocked: bool = self
@@ -174,7 +174,7 @@ impl Store {
             )
             .map_err(err)?;
         if !clocked {
-            return Ok(None);
+            return Ok(ByClock::NoClock);
         }
         let at = micros(time);
         let found: Option<i64> = match after {
@@ -199,10 +199,7 @@ impl Store {
                 )
                 .map_err(err)?,
         };
-        Ok(Some(match after {
-            true => found.map(|r| r + 1),
-            false => found.map(|r| r - 1),
-        }))
+        Ok(ByClock::beside(found, after))
     }
 }
 

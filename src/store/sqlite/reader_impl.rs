@@ -5,6 +5,7 @@ use crate::canon::path::FieldPath;
 use crate::canon::semantic::FIELD_HASH_LEN;
 use crate::decrypt::policy::Policy;
 use crate::store::audit::{AuditedObject, AuditedRequest};
+use crate::store::clock::ByClock;
 use crate::store::cluster::Cluster;
 use crate::store::finding::{FindingCount, Severity};
 use crate::store::object::ObjectRevision;
@@ -96,7 +97,7 @@ impl HistoryReader for Store {
         cluster: Option<i64>,
         time: jiff::Timestamp,
         after: bool,
-    ) -> Result<Option<Option<i64>>, StoreError> {
+    ) -> Result<ByClock, StoreError> {
         Store::read_revision_by_clock(self, cluster, time, after)
     }
 
