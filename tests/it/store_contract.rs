@@ -5,11 +5,11 @@
 //! (always in CI), on a PostgreSQL database, through the library, not the
 //! command line, and both must answer alike.
 
-use crate::util::k8s::config_map;
+use crate::util::k8s::{config_map, secret};
 use crate::util::postgres;
 use etcd_inspector::analyze::attribution;
 use etcd_inspector::lifecycle::RevisionWriter;
-use etcd_inspector::source::{Record, Sink};
+use etcd_inspector::source::{LiveKey, Record, Sink};
 use etcd_inspector::store::audit::AuditRequest;
 use etcd_inspector::store::clock::ByClock;
 use etcd_inspector::store::cluster::ClusterName;
@@ -647,5 +647,100 @@ fn audit_requests_stage_join_and_join_again_alike() {
             .map(|u| (u.writes, u.conflicts, u.failed))
             .collect();
         assert_eq!(alice, [(2, 1, 1)]);
+    });
+}
+
+#[test]
+fn a_secret_is_kept_as_hashes_and_a_redacted_form_only() {
+    const PASSWORD: &str = "contract-pass-8812";
+    on_each_database(|db| {
+        let store = Store::open_for_writing(db).unwrap();
+        let (cluster, run, mut w) = begin(&store, "contract-l", 1, 2);
+        let key = "/registry/secrets/shop/db.credentials";
+        w.record(Record {
+            key: key.as_bytes().to_vec(),
+            mod_revision: 2,
+            create_revision: 2,
+            version: 1,
+            lease: 0,
+            value: secret("shop", "db.credentials", "uid-s", PASSWORD),
+            deleted: false,
+        })
+        .unwrap();
+        w.flush().unwrap();
+        drop(w);
+        store.finish_run(run, RunStatus::Complete, 1, None).unwrap();
+
+        let rows = store.history(key.as_bytes(), Some(cluster)).unwrap();
+        let said = serde_json::to_string(&rows).unwrap();
+        assert!(!said.contains(PASSWORD), "{said}");
+        let hash = rows[0].semantic_sha256.as_deref().expect("a semantic hash");
+        let hash = etcd_inspector::hex::unhex(hash).unwrap();
+        assert_eq!(store.canonical_value(&hash).unwrap(), None, "never stored");
+        let redacted = store.redacted_form(&hash).unwrap().expect("a redacted form");
+        assert!(!redacted.to_string().contains(PASSWORD), "{redacted}");
+        assert_eq!(redacted["metadata"]["name"], "db.credentials");
+        let fields = store.semantic_fields(&hash).unwrap();
+        assert!(
+            fields.keys().any(|p| p.to_string().starts_with("data.")),
+            "{fields:?}"
+        );
+        drop(store);
+        if db.extension().is_some() {
+            let bytes = std::fs::read(db).unwrap();
+            assert!(!bytes.windows(PASSWORD.len()).any(|w| w == PASSWORD.as_bytes()));
+        }
+    });
+}
+
+#[test]
+fn the_completeness_checks_answer_alike() {
+    on_each_backend(|store| {
+        let (cluster, run, mut w) = begin(store, "contract-m", 1, 6);
+        w.record(put(WEB, 2, 2, 1, "a=1")).unwrap();
+        w.record(put(API, 3, 3, 1, "b=1")).unwrap();
+        w.record(put(WEB, 4, 2, 2, "a=2")).unwrap();
+        // API's second write (revision 5) never reached the store.
+        w.record(put(WEB, 6, 2, 3, "a=3")).unwrap();
+        w.flush().unwrap();
+        drop(w);
+        let live = |key: &str, create, modified, version| LiveKey {
+            key: key.as_bytes().to_vec(),
+            create_revision: create,
+            mod_revision: modified,
+            version,
+        };
+        let etcd = [live(API, 3, 5, 2), live(WEB, 2, 6, 3)];
+        let short = store
+            .history_shortfall(cluster, 1, &etcd, &|_| true)
+            .unwrap()
+            .expect("API lacks a revision");
+        assert_eq!(
+            (short.keys, short.key.as_str(), short.stored, short.expected),
+            (1, API, 1, 2)
+        );
+        assert_eq!(
+            store
+                .history_shortfall(cluster, 1, &etcd, &|k| k != API.as_bytes())
+                .unwrap(),
+            None,
+            "a key the run does not record is not checked"
+        );
+        assert_eq!(
+            store.history_shortfall(cluster, 4, &etcd, &|_| true).unwrap(),
+            None,
+            "nor one created before the history the run covers"
+        );
+        assert_eq!(store.live_keys(cluster, b"/registry/configmaps/", 6).unwrap(), 2);
+        store.finish_run(run, RunStatus::Complete, 2, None).unwrap();
+        let previous = store
+            .previous_head(cluster, "/registry/", "", "everything")
+            .unwrap()
+            .expect("a complete run");
+        assert_eq!((previous.run, previous.head), (run, 6));
+        assert_eq!(
+            store.previous_head(cluster, "/other/", "", "everything").unwrap(),
+            None
+        );
     });
 }
