@@ -83,7 +83,9 @@ pub trait Tables {
     fn rollback_rows(&self);
 }
 
-/// The columns of each table a copy moves (row ids aside).
+/// The columns of every table, declared once (row ids aside): what a copy
+/// moves, and what both backends' migrations must give (the test
+/// `store_contract::every_table_holds_the_columns_declared_once`).
 pub const COLUMNS: &[(&str, &[&str])] = &[
     ("settings", &["name", "value"]),
     ("clusters", &["etcd_cluster_id", "first_seen", "name"]),

@@ -14,7 +14,9 @@ use etcd_inspector::store::audit::AuditRequest;
 use etcd_inspector::store::clock::ByClock;
 use etcd_inspector::store::cluster::ClusterName;
 use etcd_inspector::store::finding::{Finding, FindingQuery, Severity};
+use etcd_inspector::store::tables::COLUMNS;
 use etcd_inspector::store::{Gap, RunFact, RunId, RunStatus, Scope, Store, StoreError};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The `--db` of a fresh database of each backend this machine has.
@@ -741,6 +743,71 @@ fn the_completeness_checks_answer_alike() {
         assert_eq!(
             store.previous_head(cluster, "/other/", "", "everything").unwrap(),
             None
+        );
+    });
+}
+
+/// The tables of `db`'s migrated schema, each with its columns.
+fn schema(db: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut tables: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    if db.extension().is_some() {
+        let conn = rusqlite::Connection::open(db).unwrap();
+        let mut stmt = conn
+            .prepare(
+                "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p \
+                 WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%'",
+            )
+            .unwrap();
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+            .unwrap();
+        for row in rows {
+            let (table, column) = row.unwrap();
+            tables.entry(table).or_default().insert(column);
+        }
+    } else {
+        let mut client = ::postgres::Client::connect(db.to_str().unwrap(), ::postgres::NoTls).unwrap();
+        let rows = client
+            .query(
+                "SELECT c.table_name::text, c.column_name::text FROM information_schema.columns c \
+                 JOIN information_schema.tables t USING (table_schema, table_name) \
+                 WHERE c.table_schema = 'etcd_inspector' AND t.table_type = 'BASE TABLE'",
+                &[],
+            )
+            .unwrap();
+        for row in rows {
+            tables.entry(row.get(0)).or_default().insert(row.get(1));
+        }
+        // Which migrations ran (SQLite keeps it in `user_version`).
+        tables.remove("schema_version");
+    }
+    tables
+}
+
+#[test]
+fn every_table_holds_the_columns_declared_once() {
+    on_each_database(|db| {
+        drop(Store::open_for_writing(db).unwrap());
+        let migrated = schema(db);
+        let declared: BTreeMap<String, BTreeSet<String>> = COLUMNS
+            .iter()
+            .map(|(table, columns)| {
+                let mut columns: BTreeSet<String> = columns.iter().map(|c| c.to_string()).collect();
+                if migrated.get(*table).is_some_and(|m| m.contains("id")) {
+                    columns.insert("id".to_string());
+                }
+                (table.to_string(), columns)
+            })
+            .collect();
+        assert_eq!(
+            migrated,
+            declared,
+            "{}: the migrations and store::tables::COLUMNS disagree",
+            if db.extension().is_some() {
+                "SQLite"
+            } else {
+                "PostgreSQL"
+            }
         );
     });
 }
