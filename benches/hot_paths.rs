@@ -111,16 +111,7 @@ fn benches(c: &mut Criterion) {
                 let run = store.begin_run("bench", "/registry/", "").unwrap();
                 let (cluster, _) = store.cluster("bench", None).unwrap();
                 let fields = store.field_config(None, &[]).unwrap();
-                let mut w = RevisionWriter::open(
-                    &*store,
-                    cluster,
-                    run,
-                    "/registry/",
-                    fields,
-                    Default::default(),
-                    None,
-                )
-                .unwrap();
+                let mut w = RevisionWriter::unfiltered(&*store, cluster, run, fields).unwrap();
                 for r in &records {
                     w.record(r.clone()).unwrap();
                 }

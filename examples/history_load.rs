@@ -45,15 +45,7 @@ fn main() -> Result<()> {
     };
     store.record(run, target)?;
     let fields = store.field_config(None, &[])?;
-    let mut writer = RevisionWriter::open(
-        &*store,
-        cluster,
-        run,
-        "/registry/",
-        fields,
-        Default::default(),
-        None,
-    )?;
+    let mut writer = RevisionWriter::unfiltered(&*store, cluster, run, fields)?;
     let mut revision = 1;
     let config_map = |name: &str, ns: &str, uid: &str, value: &str| {
         encode_protobuf(&json!({"apiVersion": "v1", "kind": "ConfigMap",

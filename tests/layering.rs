@@ -35,12 +35,8 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// from any stage).
 fn code(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap();
-    let test_module = text.match_indices("#[cfg(test)]\n").find(|(at, attribute)| {
-        let next = text[at + attribute.len()..].lines().next().unwrap_or("");
-        next.starts_with("mod tests") || next.contains(") mod tests")
-    });
-    match test_module {
-        Some((at, _)) => text[..at].to_string(),
+    match text.find("#[cfg(test)]\nmod tests") {
+        Some(at) => text[..at].to_string(),
         None => text,
     }
 }

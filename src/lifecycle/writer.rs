@@ -104,6 +104,25 @@ impl<'s> RevisionWriter<'s> {
         })
     }
 
+    /// A writer of every record under `/registry/`, nothing decrypted: what
+    /// a test or a benchmark that writes its own records needs.
+    pub fn unfiltered(
+        store: &'s dyn RunRecorder,
+        cluster: i64,
+        run: RunId,
+        fields: FieldConfig,
+    ) -> Result<Self, StoreError> {
+        Self::open(
+            store,
+            cluster,
+            run,
+            "/registry/",
+            fields,
+            ResourceFilter::default(),
+            None,
+        )
+    }
+
     /// The key's row (inserted if new) and what its name tells.
     fn key_info(&mut self, key: &[u8]) -> Result<KeyInfo, StoreError> {
         if let Some(cached) = self.key_ids.get(key) {

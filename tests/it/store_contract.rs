@@ -61,16 +61,7 @@ fn begin<'s>(store: &'s Store, name: &str, history_from: i64, head: i64) -> (i64
     };
     store.record(run, target).unwrap();
     let fields = store.field_config(None, &[]).unwrap();
-    let writer = RevisionWriter::open(
-        &**store,
-        cluster,
-        run,
-        "/registry/",
-        fields,
-        Default::default(),
-        None,
-    )
-    .unwrap();
+    let writer = RevisionWriter::unfiltered(&**store, cluster, run, fields).unwrap();
     (cluster, run, writer)
 }
 

@@ -421,7 +421,8 @@ mod tests {
     fn database(dir: &tempfile::TempDir) -> (Store, PathBuf, i64) {
         let path = dir.path().join("db.sqlite");
         let store = Store::open_for_writing(&path).unwrap();
-        let (cluster, mut w) = crate::store::sqlite::test_writer(&store);
+        let (cluster, run, fields) = crate::store::sqlite::test_run(&store);
+        let mut w = crate::lifecycle::RevisionWriter::unfiltered(&store, cluster, run, fields).unwrap();
         for (revision, value) in [(2, "a"), (3, "b")] {
             let object = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "c", "namespace": "shop", "uid": "u"}, "data": {"k": value}});

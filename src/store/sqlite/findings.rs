@@ -410,7 +410,8 @@ mod tests {
     /// cluster's row id.
     fn database(dir: &tempfile::TempDir) -> (Store, i64) {
         let store = Store::open_for_writing(&dir.path().join("db.sqlite")).unwrap();
-        let (cluster, mut w) = crate::store::sqlite::test_writer(&store);
+        let (cluster, run, fields) = crate::store::sqlite::test_run(&store);
+        let mut w = crate::lifecycle::RevisionWriter::unfiltered(&store, cluster, run, fields).unwrap();
         for (revision, ns) in [(2, "a"), (3, "b")] {
             let object = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "c", "namespace": ns, "uid": ns}});

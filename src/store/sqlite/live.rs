@@ -142,7 +142,8 @@ mod tests {
     fn the_live_set_spans_pages_in_key_order() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_for_writing(&dir.path().join("db.sqlite")).unwrap();
-        let (cluster, mut w) = super::super::test_writer(&store);
+        let (cluster, run, fields) = super::super::test_run(&store);
+        let mut w = crate::lifecycle::RevisionWriter::unfiltered(&store, cluster, run, fields).unwrap();
         let keys = 3 * PAGE + 7;
         let key = |i: i64| format!("/registry/configmaps/ns/cm-{i:04}");
         let object = |i: i64, v: i64| {

@@ -27,7 +27,7 @@ mod values;
 mod vanished;
 
 #[cfg(test)]
-pub(in crate::store) use revision_rows::{test_record, tests::test_writer};
+pub(in crate::store) use revision_rows::{test_record, test_run};
 
 use super::StoreError;
 use rusqlite::{Connection, OpenFlags};
