@@ -656,8 +656,9 @@ fn tls_with_client_certificates() {
     );
 }
 
-/// A plain etcd reached with https://, a port where something else
-/// answers, and one where nothing listens: each named.
+/// A plain etcd reached with https://, a plain server that resets a TLS
+/// hello, a port where something else answers, and one where nothing
+/// listens: each named.
 #[test]
 fn connection_errors_say_what_answered() {
     let etcd = TestEtcd::start();
@@ -672,10 +673,27 @@ fn connection_errors_say_what_answered() {
             let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
         }
     });
+    // A plain server that resets a TLS hello rather than closing (etcd
+    // 3.5.1 does so at times): it drops the connection with the hello
+    // unread, which makes the kernel send a reset.
+    let resetting = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let resets = format!("https://{}", resetting.local_addr().unwrap());
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in resetting.incoming() {
+            let mut stream = stream.unwrap();
+            let mut first = [0u8; 1];
+            if stream.read_exact(&mut first).is_ok() && first[0] != 0x16 {
+                let _ = stream.read(&mut [0u8; 1024]);
+                let _ = stream.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+            }
+        }
+    });
     let https = etcd.endpoint.replace("http://", "https://");
     let closed = closed_endpoint();
     for (endpoint, says) in [
         (https.as_str(), "the server does not speak TLS: use http://"),
+        (resets.as_str(), "the server does not speak TLS: use http://"),
         (
             not_etcd.as_str(),
             "is not etcd's gRPC: an HTTP server that says \"HTTP/1.1 400 Bad Request\"",

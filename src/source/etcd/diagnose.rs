@@ -66,7 +66,11 @@ pub(super) async fn why(e: &etcd_client::Error, connection: &Connection, endpoin
             address(endpoint)
         );
     }
-    if tls && has("tls handshake eof") {
+    // A plain server ends a TLS hello with EOF, or (etcd 3.5.1's
+    // connection multiplexer, at times) with a reset; a reset alone could
+    // be anything, so the endpoint is asked over plain HTTP first.
+    let reset = has("ConnectionReset") || has("Connection reset");
+    if tls && (has("tls handshake eof") || (reset && speaks_plain_http(endpoint).await)) {
         return "the server does not speak TLS: use http://, or it is not etcd".into();
     }
     if has("HTTP status code") {
@@ -122,15 +126,7 @@ fn address(endpoint: &str) -> &str {
 /// so), or another HTTP server.
 async fn http_answer(endpoint: &str) -> Option<String> {
     let address = address(endpoint);
-    let ask = async {
-        let mut stream = tokio::net::TcpStream::connect(address).await.ok()?;
-        let request = format!("GET /version HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
-        stream.write_all(request.as_bytes()).await.ok()?;
-        let mut answer = vec![0u8; 512];
-        let n = stream.read(&mut answer).await.ok()?;
-        Some(String::from_utf8_lossy(&answer[..n]).into_owned())
-    };
-    let answer = tokio::time::timeout(Duration::from_secs(2), ask).await.ok()??;
+    let answer = plain_answer(address).await?;
     if answer.is_empty() {
         // etcd serving TLS closes a plain connection without a word.
         return Some(
@@ -146,4 +142,26 @@ async fn http_answer(endpoint: &str) -> Option<String> {
     Some(format!(
         "what answered at {address} is not etcd's gRPC: an HTTP server that says {status:?}"
     ))
+}
+
+/// Whether the endpoint answers a plain HTTP/1.1 request with an HTTP
+/// status line: a server without TLS.
+async fn speaks_plain_http(endpoint: &str) -> bool {
+    plain_answer(address(endpoint))
+        .await
+        .is_some_and(|answer| answer.starts_with("HTTP/"))
+}
+
+/// The first bytes `address` sends back to `GET /version` over plain
+/// HTTP/1.1, within two seconds; `None` when it cannot be asked.
+async fn plain_answer(address: &str) -> Option<String> {
+    let ask = async {
+        let mut stream = tokio::net::TcpStream::connect(address).await.ok()?;
+        let request = format!("GET /version HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.ok()?;
+        let mut answer = vec![0u8; 512];
+        let n = stream.read(&mut answer).await.ok()?;
+        Some(String::from_utf8_lossy(&answer[..n]).into_owned())
+    };
+    tokio::time::timeout(Duration::from_secs(2), ask).await.ok()?
 }
