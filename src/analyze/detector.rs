@@ -9,7 +9,7 @@ use super::Options;
 use crate::store::audit::{AuditedObject, AuditedRequest};
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
-use crate::store::{FindingsWriter, Gap, HistoryReader, StoreError, ValueReader};
+use crate::store::{AnalysisReads, FindingsWriter, Gap, StoreError, ValueReader};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -138,7 +138,7 @@ pub enum Reads {
 
 /// The cluster a detector is set up for.
 pub struct Setup<'s> {
-    pub store: &'s dyn HistoryReader,
+    pub store: &'s dyn AnalysisReads,
     pub cluster: i64,
     pub options: &'s Options,
 }
@@ -151,7 +151,7 @@ pub struct KeyInput<'a, 's> {
     pub gaps: &'a [Gap],
     /// Stored values, read (and cached) only when a detector asks.
     pub values: &'a mut ValueReader<'s>,
-    pub store: &'s dyn HistoryReader,
+    pub store: &'s dyn AnalysisReads,
 }
 
 impl KeyInput<'_, '_> {

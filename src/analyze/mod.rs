@@ -14,7 +14,7 @@ pub mod objects;
 
 use crate::store::clock::AnchorSink;
 use crate::store::Backend;
-use crate::store::{ClassifyStats, HistoryReader, StoreError, ValueReader};
+use crate::store::{AnalysisReads, ClassifyStats, StoreError, ValueReader};
 use detector::{Counts, Findings, Reads, Registration, Setup, Whole};
 use std::time::Duration;
 
@@ -87,7 +87,7 @@ pub struct Analysis {
 }
 
 fn detect_cluster(
-    store: &dyn HistoryReader,
+    store: &dyn AnalysisReads,
     cluster: i64,
     options: &Options,
     findings: &mut Findings,

@@ -252,7 +252,7 @@ pub struct AuditedRequest {
 }
 
 /// Gathers rows ordered by object into each object's requests, in the
-/// order they were answered, for `read_audited_requests`.
+/// order they were answered, for `audited_requests`.
 pub(in crate::store) struct ByObject<'v> {
     visit: &'v mut dyn FnMut(&AuditedObject, &[AuditedRequest]),
     object: Option<AuditedObject>,

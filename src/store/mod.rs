@@ -1,7 +1,19 @@
 //! Where runs keep what they read, behind a narrow interface: the types a
-//! stored history is made of, the read side ([`HistoryReader`]) and the
-//! write side a run and `analyze` use, with SQLite ([`sqlite`]) as the
-//! backend. SQL and every backend type stay inside the backend's module.
+//! stored history is made of, the read side ([`AnalysisReads`],
+//! [`HistoryReader`]) and the write side ([`RunRecorder`]) as unions of small
+//! topic traits, with SQLite ([`sqlite`]) and PostgreSQL ([`postgres`]) as
+//! the backends. SQL and every backend type stay inside the backend's module.
+
+/// Declares a trait that is the union of topic traits, with the blanket
+/// impl that gives it to every type (and trait object) having them all.
+macro_rules! union {
+    ($(#[$doc:meta])* $name:ident: $($topic:path),+) => {
+        $(#[$doc])*
+        pub trait $name: $($topic +)+ {}
+
+        impl<T: $($topic +)+ ?Sized> $name for T {}
+    };
+}
 
 pub mod audit;
 pub mod classify;
@@ -38,19 +50,14 @@ pub use finding::{FindingIter, FindingQuery, FindingsWriter, StoredFinding};
 pub use history::{FieldChange, HistoryRow, NamedKey};
 pub use live::{LiveIter, LiveObject};
 pub use prune::Pruned;
-pub use reader::HistoryReader;
+pub use reader::{AnalysisReads, HistoryReader};
 pub use recorder::{RunFact, RunRecorder};
 
-/// A whole backend: what runs write and what readers read.
-pub trait Backend:
-    HistoryReader + RunRecorder + audit::AuditRecorder + clock::ClockRecorder + tables::Tables
-{
+union! {
+    /// A whole backend: what runs write and what readers read.
+    Backend: HistoryReader, RunRecorder, audit::AuditRecorder, clock::ClockRecorder, tables::Tables
 }
 
-impl<T: HistoryReader + RunRecorder + audit::AuditRecorder + clock::ClockRecorder + tables::Tables> Backend
-    for T
-{
-}
 pub use open::{scratch_file, Store};
 pub use rows::{ContentRow, RevisionRow, RevisionRows};
 pub use run::{FileInfo, Gap, Previous, RunId, RunInfo, RunStatus, RunTime, ServedBy, Shortfall};

@@ -1,8 +1,9 @@
-//! The write side, as an interface: what a run records about itself and
-//! the revisions it reads, what `analyze` writes back (change classes,
-//! findings) and what `prune` removes. [`super::Store`] is its SQLite
-//! implementation; another backend implements the same trait.
-
+//! The write side, as interfaces, one topic trait per backend file that
+//! holds its SQL: what a run records about itself and the revisions it
+//! reads (`HashKeyLoad`, `RunWrites`, `ClusterWrites`, `FieldConfigs`,
+//! `RowWrites`, `VanishedWrites`), what `analyze` writes back (`ClassWrites`,
+//! `FindingWrites`) and what `prune` removes (`PruneWrites`).
+//! [`RunRecorder`] is their union.
 use super::cluster::ClusterName;
 use super::hash_key::{HashKeyOptions, KeyNotice};
 use super::vanished::{InferredDelete, RunHead, StoredKey};
@@ -63,12 +64,15 @@ pub enum RunFact<'a> {
     Served(&'a ServedBy),
 }
 
-/// What runs, `analyze` and `prune` write.
-pub trait RunRecorder {
+/// The key keyed hashes are taken with.
+pub trait HashKeyLoad {
     /// Loads the key keyed hashes are taken with (saying so when it moved
     /// out of an older database or is new); a run needs it.
     fn load_hash_key(&self, options: &HashKeyOptions) -> Result<Option<KeyNotice>, StoreError>;
+}
 
+/// A run's own record, and the checks of its history against the source.
+pub trait RunWrites {
     /// Starts a run, with the id of the hash key it hashes with.
     fn begin_run(&self, source: &str, prefix: &str, filter: &str) -> Result<RunId, StoreError>;
 
@@ -85,16 +89,6 @@ pub trait RunRecorder {
         error: Option<&str>,
     ) -> Result<i64, StoreError>;
 
-    /// The row id of the cluster with etcd's `etcd_cluster_id`, created on
-    /// first sight, named `name` when given, and the name that replaced
-    /// (a rename). A name another cluster has is refused
-    /// ([`StoreError::Conflict`]); without `name`, the cluster keeps its own.
-    fn cluster(
-        &self,
-        etcd_cluster_id: &str,
-        name: Option<&ClusterName>,
-    ) -> Result<(i64, Option<ClusterName>), StoreError>;
-
     /// The highest revision up to which a run of the cluster reading the
     /// same prefix with the same filter stored everything, and from where
     /// that run's history is unbroken (runs from before filters existed
@@ -106,14 +100,6 @@ pub trait RunRecorder {
         filter: &str,
         everything: &str,
     ) -> Result<Option<Previous>, StoreError>;
-
-    /// How hashes are taken: fixed by the first run (`depth` and
-    /// `sensitive`, or the defaults); later runs may repeat it, not change it.
-    fn field_config(&self, depth: Option<usize>, sensitive: &[FieldPath]) -> Result<FieldConfig, StoreError>;
-
-    /// Where a run's revisions go: the rows the run's writer inserts, and
-    /// the key keyed hashes are taken with.
-    fn revision_rows(&self) -> Result<(Box<dyn RevisionRows + '_>, &HashKey), StoreError>;
 
     /// The stored history checked against the source's own counters: for
     /// every key of `live` that `recorded` keeps and whose generation began
@@ -130,7 +116,37 @@ pub trait RunRecorder {
     /// Keys under `prefix` whose newest stored revision at or before `head`
     /// is not a tombstone.
     fn live_keys(&self, cluster: i64, prefix: &[u8], head: i64) -> Result<i64, StoreError>;
+}
 
+/// The cluster a run reads.
+pub trait ClusterWrites {
+    /// The row id of the cluster with etcd's `etcd_cluster_id`, created on
+    /// first sight, named `name` when given, and the name that replaced
+    /// (a rename). A name another cluster has is refused
+    /// ([`StoreError::Conflict`]); without `name`, the cluster keeps its own.
+    fn cluster(
+        &self,
+        etcd_cluster_id: &str,
+        name: Option<&ClusterName>,
+    ) -> Result<(i64, Option<ClusterName>), StoreError>;
+}
+
+/// How hashes are taken.
+pub trait FieldConfigs {
+    /// How hashes are taken: fixed by the first run (`depth` and
+    /// `sensitive`, or the defaults); later runs may repeat it, not change it.
+    fn field_config(&self, depth: Option<usize>, sensitive: &[FieldPath]) -> Result<FieldConfig, StoreError>;
+}
+
+/// Where a run's revisions go.
+pub trait RowWrites {
+    /// Where a run's revisions go: the rows the run's writer inserts, and
+    /// the key keyed hashes are taken with.
+    fn revision_rows(&self) -> Result<(Box<dyn RevisionRows + '_>, &HashKey), StoreError>;
+}
+
+/// Keys that vanished between runs, and their inferred deletes.
+pub trait VanishedWrites {
     /// Up to `limit` stored keys of `cluster` under `prefix` after `after`
     /// (from the first when `None`), in key order, as revision `head` sees
     /// them; keys with no revision at or before `head` are left out.
@@ -154,22 +170,37 @@ pub trait RunRecorder {
         run: RunId,
         deletes: &[InferredDelete],
     ) -> Result<(), StoreError>;
+}
 
+/// Change classes.
+pub trait ClassWrites {
     /// Gives every revision of `cluster` (or of every cluster) without a
     /// change class its class, cause and changed paths.
     fn classify_pending(&self, cluster: Option<i64>) -> Result<ClassifyStats, StoreError>;
+}
 
+/// Replacing findings.
+pub trait FindingWrites {
     /// A writer replacing `detectors`' findings of `cluster`.
     fn findings_writer(
         &self,
         cluster: i64,
         detectors: &[&str],
     ) -> Result<Box<dyn FindingsWriter + '_>, StoreError>;
+}
 
+/// Removing old runs.
+pub trait PruneWrites {
     /// Removes runs finished before `before` or beyond the newest `keep`,
     /// and what only they needed.
     fn prune(&self, before: Option<&str>, keep: Option<u32>) -> Result<Pruned, StoreError>;
 
     /// Gives the space pruning freed back to the file system.
     fn vacuum(&self) -> Result<(), StoreError>;
+}
+
+union! {
+    /// What runs, `analyze` and `prune` write: every write topic.
+    RunRecorder: HashKeyLoad, RunWrites, ClusterWrites, FieldConfigs, RowWrites, VanishedWrites,
+        ClassWrites, FindingWrites, PruneWrites
 }

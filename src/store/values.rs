@@ -3,7 +3,7 @@
 //! showing a damaged value as missing.
 
 use crate::canon::path::FieldPath;
-use crate::store::{HistoryReader, StoreError};
+use crate::store::{AnalysisReads, StoreError};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -24,13 +24,13 @@ pub enum Looked<'v> {
 
 /// Reads canonical values by semantic hash, caching each.
 pub struct ValueReader<'s> {
-    store: &'s dyn HistoryReader,
+    store: &'s dyn AnalysisReads,
     cache: HashMap<Vec<u8>, Option<Value>>,
     failure: Option<StoreError>,
 }
 
 impl<'s> ValueReader<'s> {
-    pub fn new(store: &'s dyn HistoryReader) -> ValueReader<'s> {
+    pub fn new(store: &'s dyn AnalysisReads) -> ValueReader<'s> {
         ValueReader {
             store,
             cache: HashMap::new(),

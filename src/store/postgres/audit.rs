@@ -230,61 +230,6 @@ impl Store {
         summary.by_order = counts.get::<_, i64>(1) as u64;
         Ok(summary)
     }
-
-    /// Calls `visit` with each named object's staged requests of `cluster`
-    /// (those without a name, `deletecollection`, are not), object by
-    /// object, in the order they were answered. Objects come in SQLite's
-    /// order: bytewise (`COLLATE "C"`), no namespace first.
-    pub(in crate::store) fn read_audited_requests(
-        &self,
-        cluster: i64,
-        visit: &mut dyn FnMut(&AuditedObject, &[AuditedRequest]),
-    ) -> Result<(), StoreError> {
-        let mut objects = ByObject::new(visit);
-        self.each_page(
-            "SELECT a.api_group, a.resource, a.namespace, a.name, k.key, a.audit_id, a.username, a.user_agent, \
-             a.verb, a.subresource, a.code, a.outcome, a.time, \
-             (SELECT min(w.mod_revision) FROM revision_writers w WHERE w.request_id = a.id) \
-             FROM audit_requests a LEFT JOIN keys k ON k.id = a.key_id \
-             WHERE a.cluster_id = $1 AND a.name IS NOT NULL \
-             ORDER BY a.api_group COLLATE \"C\", a.resource COLLATE \"C\", a.namespace COLLATE \"C\" NULLS FIRST, \
-               a.name COLLATE \"C\"",
-            &[&cluster],
-            &mut |rows| {
-                for r in rows {
-                    let object = AuditedObject {
-                        api_group: r.get(0),
-                        resource: r.get(1),
-                        namespace: r.get(2),
-                        name: r.get(3),
-                        key: r
-                            .get::<_, Option<Vec<u8>>>(4)
-                            .map(|k| String::from_utf8_lossy(&k).into_owned()),
-                    };
-                    let outcome: String = r.get(11);
-                    let time_text: String = r.get(12);
-                    let request = AuditedRequest {
-                        audit_id: r.get(5),
-                        user: r.get(6),
-                        user_agent: r.get(7),
-                        verb: r.get(8),
-                        subresource: r.get(9),
-                        code: self.code(r, 10)?,
-                        outcome: Outcome::parse(&outcome).map_err(|e| self.damaged("audit_requests.outcome", e))?,
-                        time: time_text
-                            .parse()
-                            .map_err(|e| self.damaged("audit_requests.time", format!("{time_text:?}: {e}")))?,
-                        time_text,
-                        revision: r.get(13),
-                    };
-                    objects.push(object, request);
-                }
-                Ok(())
-            },
-        )?;
-        objects.finish();
-        Ok(())
-    }
 }
 
 impl AuditStaging<'_> {
@@ -373,5 +318,58 @@ impl AuditStage for AuditStaging<'_> {
     fn finish(self: Box<Self>) -> Result<(), StoreError> {
         self.earlier_failure()?;
         self.write_batch()
+    }
+}
+
+impl crate::store::reader::AuditReads for Store {
+    fn audited_requests(
+        &self,
+        cluster: i64,
+        visit: &mut dyn FnMut(&AuditedObject, &[AuditedRequest]),
+    ) -> Result<(), StoreError> {
+        let mut objects = ByObject::new(visit);
+        self.each_page(
+            "SELECT a.api_group, a.resource, a.namespace, a.name, k.key, a.audit_id, a.username, a.user_agent, \
+             a.verb, a.subresource, a.code, a.outcome, a.time, \
+             (SELECT min(w.mod_revision) FROM revision_writers w WHERE w.request_id = a.id) \
+             FROM audit_requests a LEFT JOIN keys k ON k.id = a.key_id \
+             WHERE a.cluster_id = $1 AND a.name IS NOT NULL \
+             ORDER BY a.api_group COLLATE \"C\", a.resource COLLATE \"C\", a.namespace COLLATE \"C\" NULLS FIRST, \
+               a.name COLLATE \"C\"",
+            &[&cluster],
+            &mut |rows| {
+                for r in rows {
+                    let object = AuditedObject {
+                        api_group: r.get(0),
+                        resource: r.get(1),
+                        namespace: r.get(2),
+                        name: r.get(3),
+                        key: r
+                            .get::<_, Option<Vec<u8>>>(4)
+                            .map(|k| String::from_utf8_lossy(&k).into_owned()),
+                    };
+                    let outcome: String = r.get(11);
+                    let time_text: String = r.get(12);
+                    let request = AuditedRequest {
+                        audit_id: r.get(5),
+                        user: r.get(6),
+                        user_agent: r.get(7),
+                        verb: r.get(8),
+                        subresource: r.get(9),
+                        code: self.code(r, 10)?,
+                        outcome: Outcome::parse(&outcome).map_err(|e| self.damaged("audit_requests.outcome", e))?,
+                        time: time_text
+                            .parse()
+                            .map_err(|e| self.damaged("audit_requests.time", format!("{time_text:?}: {e}")))?,
+                        time_text,
+                        revision: r.get(13),
+                    };
+                    objects.push(object, request);
+                }
+                Ok(())
+            },
+        )?;
+        objects.finish();
+        Ok(())
     }
 }

@@ -76,89 +76,6 @@ impl Store {
         Ok(PathNames::new(out))
     }
 
-    /// Gives every revision without a change class one, comparing it with
-    /// the previous revision of its key generation, and names the field
-    /// managers behind each changed path. One pass in one transaction: the
-    /// keys with unclassified revisions are read through a cursor, key by
-    /// key and oldest first, and the classes written back a batch at a
-    /// time; memory is bounded by one key's history and one batch.
-    pub(in crate::store) fn classify_pending(
-        &self,
-        cluster: Option<i64>,
-    ) -> Result<ClassifyStats, StoreError> {
-        let paths = self.field_path_names()?;
-        let mut stats = ClassifyStats::default();
-        self.in_transaction(|| {
-            let mut key: Option<i64> = None;
-            let mut history: Vec<Revision> = Vec::new();
-            let mut batch = Batch::default();
-            let mut classify = |key: Option<i64>, history: &mut Vec<Revision>, batch: &mut Batch| {
-                let Some(key) = key else { return Ok(()) };
-                stats.rows_read += history.len() as i64;
-                stats.classified += classify_history(
-                    history,
-                    &|e| self.damaged("semantic_values.managed", e),
-                    &mut |c| {
-                        batch.push(key, c);
-                        Ok(())
-                    },
-                )?;
-                history.clear();
-                if batch.keys.len() as i64 >= super::PAGE {
-                    self.write_classes(batch)?;
-                }
-                Ok::<_, StoreError>(())
-            };
-            self.each_page(
-                "SELECT r.key_id, r.mod_revision, r.create_revision, r.version, r.deleted, r.value_sha256, \
-                 r.semantic_sha256, r.encoding, r.api_version, r.encryption, s.codec, s.fields, b.fields, r.hash_key, \
-                 r.change_class IS NULL, s.codec, s.managed, b.managed \
-                 FROM revisions r LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
-                 LEFT JOIN semantic_values b ON b.id = s.base \
-                 WHERE r.key_id IN (SELECT u.key_id FROM revisions u \
-                   WHERE u.change_class IS NULL AND ($1::bigint IS NULL OR u.cluster_id = $1::bigint)) \
-                 ORDER BY r.key_id, r.mod_revision",
-                &[&cluster],
-                &mut |rows| {
-                    for r in rows {
-                        let mut c = InOrder::new(self, r);
-                        let row_key: i64 = c.next()?;
-                        if key != Some(row_key) {
-                            classify(key, &mut history, &mut batch)?;
-                            key = Some(row_key);
-                        }
-                        let mod_revision = c.next()?;
-                        let create_revision = c.next()?;
-                        let facts = Facts {
-                            version: c.next()?,
-                            deleted: c.next()?,
-                            value_hash: c.next()?,
-                            semantic_hash: c.next()?,
-                            encoding: c.next()?,
-                            api_version: c.next()?,
-                            encryption: c.next()?,
-                            fields: self.decode_fields(&c.packed()?, &paths)?,
-                            hash_key: c.next()?,
-                        };
-                        self.check_encoding(facts.encoding.as_deref())?;
-                        self.check_encryption(facts.encryption.as_deref())?;
-                        history.push(Revision {
-                            mod_revision,
-                            create_revision,
-                            facts,
-                            pending: c.next()?,
-                            managed: c.packed()?,
-                        });
-                    }
-                    Ok(())
-                },
-            )?;
-            classify(key, &mut history, &mut batch)?;
-            self.write_classes(&mut batch)
-        })?;
-        Ok(stats)
-    }
-
     /// Writes a batch of classified revisions in one statement and empties
     /// it.
     fn write_classes(&self, batch: &mut Batch) -> Result<(), StoreError> {
@@ -182,15 +99,6 @@ impl Store {
         )?;
         *batch = Batch::default();
         Ok(())
-    }
-
-    /// The cluster a run read.
-    pub(in crate::store) fn read_run_cluster(&self, run: i64) -> Result<Option<i64>, StoreError> {
-        self.query_opt("SELECT cluster_id FROM runs WHERE id = $1", &[&run])?
-            .map(|r| r.try_get::<_, Option<i64>>(0))
-            .transpose()
-            .map(Option::flatten)
-            .map_err(|e| self.err(e))
     }
 }
 
@@ -216,7 +124,7 @@ impl Batch {
     }
 }
 
-/// What `read_key_histories` selects, in the order it reads the columns:
+/// What `key_histories` selects, in the order it reads the columns:
 /// the order of [`ObjectRevision`]'s fields.
 const HISTORY_COLUMNS: &str =
     "k.key, k.resource, k.api_group, r.mod_revision, r.create_revision, r.version, \
@@ -329,12 +237,26 @@ impl Store {
         self.check_encryption(rev.encryption.as_deref())?;
         Ok(rev)
     }
+}
 
-    /// Streams every key's revisions of `cluster`, key by key (in key order)
-    /// and oldest first, with their classes, field hashes and object facts:
-    /// one pass over the history through a cursor, holding one key's
-    /// revisions and one page of rows at a time.
-    pub(in crate::store) fn read_key_histories(
+impl crate::store::reader::ChangeReads for Store {
+    fn gaps(&self, cluster: i64) -> Result<Vec<crate::store::Gap>, StoreError> {
+        self.query(
+            "SELECT from_revision, to_revision FROM history_gaps WHERE cluster_id = $1 ORDER BY from_revision",
+            &[&cluster],
+        )?
+        .iter()
+        .map(|r| {
+            Ok(crate::store::Gap {
+                from_revision: r.try_get(0)?,
+                to_revision: r.try_get(1)?,
+            })
+        })
+        .collect::<Result<_, postgres::Error>>()
+        .map_err(|e| self.err(e))
+    }
+
+    fn key_histories(
         &self,
         cluster: i64,
         visit: &mut dyn FnMut(&[ObjectRevision]),
@@ -367,20 +289,87 @@ impl Store {
         Ok(())
     }
 
-    /// Revision ranges of `cluster` lost to compaction between runs.
-    pub(in crate::store) fn read_gaps(&self, cluster: i64) -> Result<Vec<crate::store::Gap>, StoreError> {
-        self.query(
-            "SELECT from_revision, to_revision FROM history_gaps WHERE cluster_id = $1 ORDER BY from_revision",
-            &[&cluster],
-        )?
-        .iter()
-        .map(|r| {
-            Ok(crate::store::Gap {
-                from_revision: r.try_get(0)?,
-                to_revision: r.try_get(1)?,
-            })
-        })
-        .collect::<Result<_, postgres::Error>>()
-        .map_err(|e| self.err(e))
+    fn run_cluster(&self, run: i64) -> Result<Option<i64>, StoreError> {
+        self.query_opt("SELECT cluster_id FROM runs WHERE id = $1", &[&run])?
+            .map(|r| r.try_get::<_, Option<i64>>(0))
+            .transpose()
+            .map(Option::flatten)
+            .map_err(|e| self.err(e))
+    }
+}
+
+impl crate::store::recorder::ClassWrites for Store {
+    fn classify_pending(&self, cluster: Option<i64>) -> Result<ClassifyStats, StoreError> {
+        let paths = self.field_path_names()?;
+        let mut stats = ClassifyStats::default();
+        self.in_transaction(|| {
+            let mut key: Option<i64> = None;
+            let mut history: Vec<Revision> = Vec::new();
+            let mut batch = Batch::default();
+            let mut classify = |key: Option<i64>, history: &mut Vec<Revision>, batch: &mut Batch| {
+                let Some(key) = key else { return Ok(()) };
+                stats.rows_read += history.len() as i64;
+                stats.classified += classify_history(
+                    history,
+                    &|e| self.damaged("semantic_values.managed", e),
+                    &mut |c| {
+                        batch.push(key, c);
+                        Ok(())
+                    },
+                )?;
+                history.clear();
+                if batch.keys.len() as i64 >= super::PAGE {
+                    self.write_classes(batch)?;
+                }
+                Ok::<_, StoreError>(())
+            };
+            self.each_page(
+                "SELECT r.key_id, r.mod_revision, r.create_revision, r.version, r.deleted, r.value_sha256, \
+                 r.semantic_sha256, r.encoding, r.api_version, r.encryption, s.codec, s.fields, b.fields, r.hash_key, \
+                 r.change_class IS NULL, s.codec, s.managed, b.managed \
+                 FROM revisions r LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
+                 LEFT JOIN semantic_values b ON b.id = s.base \
+                 WHERE r.key_id IN (SELECT u.key_id FROM revisions u \
+                   WHERE u.change_class IS NULL AND ($1::bigint IS NULL OR u.cluster_id = $1::bigint)) \
+                 ORDER BY r.key_id, r.mod_revision",
+                &[&cluster],
+                &mut |rows| {
+                    for r in rows {
+                        let mut c = InOrder::new(self, r);
+                        let row_key: i64 = c.next()?;
+                        if key != Some(row_key) {
+                            classify(key, &mut history, &mut batch)?;
+                            key = Some(row_key);
+                        }
+                        let mod_revision = c.next()?;
+                        let create_revision = c.next()?;
+                        let facts = Facts {
+                            version: c.next()?,
+                            deleted: c.next()?,
+                            value_hash: c.next()?,
+                            semantic_hash: c.next()?,
+                            encoding: c.next()?,
+                            api_version: c.next()?,
+                            encryption: c.next()?,
+                            fields: self.decode_fields(&c.packed()?, &paths)?,
+                            hash_key: c.next()?,
+                        };
+                        self.check_encoding(facts.encoding.as_deref())?;
+                        self.check_encryption(facts.encryption.as_deref())?;
+                        history.push(Revision {
+                            mod_revision,
+                            create_revision,
+                            facts,
+                            pending: c.next()?,
+                            managed: c.packed()?,
+                        });
+                    }
+                    Ok(())
+                },
+            )?;
+            classify(key, &mut history, &mut batch)?;
+            self.write_classes(&mut batch)
+        })?;
+        Ok(stats)
     }
 }

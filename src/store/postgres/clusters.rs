@@ -16,54 +16,6 @@ pub(super) const CLUSTER_COLUMNS: &str = "c.id, c.etcd_cluster_id, c.name";
 const LOCK_SPACE: i32 = 0x6574_6364;
 
 impl Store {
-    /// See [`crate::store::RunRecorder::cluster`]. Takes the cluster's
-    /// write lock for this session: a second run of the same cluster is
-    /// refused naming the run that holds it; runs the lock's last holder
-    /// left `running` (killed) are marked interrupted.
-    pub(in crate::store) fn cluster(
-        &self,
-        etcd_cluster_id: &str,
-        name: Option<&ClusterName>,
-    ) -> Result<(i64, Option<ClusterName>), StoreError> {
-        self.execute(
-            "INSERT INTO clusters (etcd_cluster_id, first_seen) VALUES ($1, $2) ON CONFLICT (etcd_cluster_id) DO NOTHING",
-            &[&etcd_cluster_id, &now()],
-        )?;
-        let found = self
-            .query_opt(
-                "SELECT id, name FROM clusters WHERE etcd_cluster_id = $1",
-                &[&etcd_cluster_id],
-            )?
-            .expect("the row just inserted");
-        let (row, had): (i64, Option<String>) = (found.get(0), found.get(1));
-        self.lock_cluster(row, etcd_cluster_id)?;
-        let had = self.stored_name(had)?;
-        let Some(name) = name.filter(|n| had.as_ref() != Some(*n)) else {
-            return Ok((row, None));
-        };
-        let holder: Option<String> = self
-            .query_opt(
-                "SELECT etcd_cluster_id FROM clusters WHERE name = $1",
-                &[&name.as_str()],
-            )?
-            .map(|r| r.get(0));
-        if let Some(holder) = holder {
-            return Err(StoreError::Conflict {
-                path: self.path.clone(),
-                message: format!(
-                    "already calls etcd cluster {holder} {name}: etcd cluster {etcd_cluster_id} cannot be {name} too; \
-                     give it another --cluster name (or, for a data file of {holder} whose membership changed \
-                     since it formed, --cluster-id {holder})"
-                ),
-            });
-        }
-        self.execute(
-            "UPDATE clusters SET name = $2 WHERE id = $1",
-            &[&row, &name.as_str()],
-        )?;
-        Ok((row, had))
-    }
-
     /// Takes cluster `row`'s write lock for this session (PostgreSQL frees
     /// it when the session ends, however the process ended), then marks
     /// the runs an earlier holder left `running` interrupted.
@@ -106,17 +58,6 @@ impl Store {
         Ok(())
     }
 
-    /// Every cluster, in the order first seen.
-    pub(in crate::store) fn read_clusters(&self) -> Result<Vec<Cluster>, StoreError> {
-        self.query(
-            &format!("SELECT {CLUSTER_COLUMNS} FROM clusters c ORDER BY c.id"),
-            &[],
-        )?
-        .iter()
-        .map(|r| self.cluster_at(r, 0))
-        .collect()
-    }
-
     /// The cluster in columns `at`.. of a row selecting [`CLUSTER_COLUMNS`].
     pub(super) fn cluster_at(&self, r: &Row, at: usize) -> Result<Cluster, StoreError> {
         Ok(Cluster {
@@ -130,5 +71,63 @@ impl Store {
     fn stored_name(&self, name: Option<String>) -> Result<Option<ClusterName>, StoreError> {
         name.map(|n| ClusterName::parse(&n).map_err(|e| self.damaged("clusters.name", e)))
             .transpose()
+    }
+}
+
+impl crate::store::reader::ClusterReads for Store {
+    fn clusters(&self) -> Result<Vec<Cluster>, StoreError> {
+        self.query(
+            &format!("SELECT {CLUSTER_COLUMNS} FROM clusters c ORDER BY c.id"),
+            &[],
+        )?
+        .iter()
+        .map(|r| self.cluster_at(r, 0))
+        .collect()
+    }
+}
+
+impl crate::store::recorder::ClusterWrites for Store {
+    fn cluster(
+        &self,
+        etcd_cluster_id: &str,
+        name: Option<&ClusterName>,
+    ) -> Result<(i64, Option<ClusterName>), StoreError> {
+        self.execute(
+            "INSERT INTO clusters (etcd_cluster_id, first_seen) VALUES ($1, $2) ON CONFLICT (etcd_cluster_id) DO NOTHING",
+            &[&etcd_cluster_id, &now()],
+        )?;
+        let found = self
+            .query_opt(
+                "SELECT id, name FROM clusters WHERE etcd_cluster_id = $1",
+                &[&etcd_cluster_id],
+            )?
+            .expect("the row just inserted");
+        let (row, had): (i64, Option<String>) = (found.get(0), found.get(1));
+        self.lock_cluster(row, etcd_cluster_id)?;
+        let had = self.stored_name(had)?;
+        let Some(name) = name.filter(|n| had.as_ref() != Some(*n)) else {
+            return Ok((row, None));
+        };
+        let holder: Option<String> = self
+            .query_opt(
+                "SELECT etcd_cluster_id FROM clusters WHERE name = $1",
+                &[&name.as_str()],
+            )?
+            .map(|r| r.get(0));
+        if let Some(holder) = holder {
+            return Err(StoreError::Conflict {
+                path: self.path.clone(),
+                message: format!(
+                    "already calls etcd cluster {holder} {name}: etcd cluster {etcd_cluster_id} cannot be {name} too; \
+                     give it another --cluster name (or, for a data file of {holder} whose membership changed \
+                     since it formed, --cluster-id {holder})"
+                ),
+            });
+        }
+        self.execute(
+            "UPDATE clusters SET name = $2 WHERE id = $1",
+            &[&row, &name.as_str()],
+        )?;
+        Ok((row, had))
     }
 }

@@ -10,6 +10,7 @@ use crate::store::finding::{
     Replaced, Severity, StoredFinding, StoredRow,
 };
 use crate::store::paged::{PageSource, Paged};
+use crate::store::reader::ClusterReads;
 use crate::store::{ObjectFilter, Scope, StoreError};
 use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::{ToSql, Type};
@@ -52,53 +53,6 @@ struct Writer<'s> {
     analyzed_at: String,
     unsent: Vec<Unsent>,
     open: bool,
-}
-
-impl Store {
-    /// A writer replacing `detectors`' findings of `cluster`. A transaction
-    /// lock on the cluster's findings makes a second writer of them wait,
-    /// as SQLite's write lock does, so that neither adds what the other
-    /// kept.
-    pub(in crate::store) fn findings_writer(
-        &self,
-        cluster: i64,
-        detectors: &[&str],
-    ) -> Result<Box<dyn FindingsWriter + '_>, StoreError> {
-        self.begin()?;
-        let mut writer = Writer {
-            store: self,
-            cluster,
-            replaced: Replaced::default(),
-            analyzed_at: crate::decode::gotime::now(),
-            unsent: Vec::with_capacity(BATCH),
-            open: true,
-        };
-        self.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended('etcd_inspector.findings.' || $1::bigint, 0))",
-            &[&cluster],
-        )?;
-        self.each_page(
-            "SELECT id, detector, keys, revisions, severity, summary, details FROM findings \
-             WHERE cluster_id = $1 AND detector = ANY($2) ORDER BY id",
-            &[&cluster, &detectors],
-            &mut |rows| {
-                for r in rows {
-                    let text = |i| get::<&str>(self, r, i);
-                    writer.replaced.stored(StoredRow {
-                        id: get(self, r, 0)?,
-                        detector: text(1)?,
-                        keys: text(2)?,
-                        revisions: text(3)?,
-                        severity: text(4)?,
-                        summary: text(5)?,
-                        details: text(6)?,
-                    });
-                }
-                Ok(())
-            },
-        )?;
-        Ok(Box::new(writer))
-    }
 }
 
 impl Writer<'_> {
@@ -210,23 +164,6 @@ struct Pages<'s> {
 }
 
 impl Store {
-    /// The stored findings `query` selects, most severe first. (The schema's
-    /// CHECK keeps a severity one of ours, which SQLite has to check.)
-    pub(in crate::store) fn read_findings(&self, query: &FindingQuery) -> FindingIter<'_> {
-        let severities = Severity::ALL
-            .into_iter()
-            .filter(|s| query.severity.is_none_or(|min| *s >= min))
-            .collect();
-        Box::new(Paged::new(Pages {
-            store: self,
-            query: query.clone(),
-            severities,
-            after: 0,
-            attributed: None,
-            labels: None,
-        }))
-    }
-
     /// Whether `attribute` attributed any revision.
     fn any_writers(&self) -> Result<bool, StoreError> {
         let row = self.query_opt("SELECT EXISTS (SELECT 1 FROM revision_writers)", &[])?;
@@ -351,7 +288,7 @@ impl PageSource for Pages<'_> {
         };
         let filtered = by_key != ObjectFilter::default();
         if self.labels.is_none() {
-            let clusters = store.read_clusters()?;
+            let clusters = store.clusters()?;
             self.labels = Some(
                 clusters
                     .into_iter()
@@ -408,13 +345,23 @@ impl PageSource for Pages<'_> {
     }
 }
 
-impl Store {
-    /// See [`crate::store::HistoryReader::finding_counts`]: a finding is
-    /// kept, as the report keeps it, when one of its revisions is in range
-    /// (or it names none) and the object filter keeps one of its keys, as
-    /// the key was stored (or, not stored, by its text alone). The JSON
-    /// columns are read as `jsonb`; detectors sort bytewise, as in SQLite.
-    pub(in crate::store) fn read_finding_counts(
+impl crate::store::reader::FindingReads for Store {
+    fn findings(&self, query: &FindingQuery) -> FindingIter<'_> {
+        let severities = Severity::ALL
+            .into_iter()
+            .filter(|s| query.severity.is_none_or(|min| *s >= min))
+            .collect();
+        Box::new(Paged::new(Pages {
+            store: self,
+            query: query.clone(),
+            severities,
+            after: 0,
+            attributed: None,
+            labels: None,
+        }))
+    }
+
+    fn finding_counts(
         &self,
         scope: &Scope,
         severity: Option<Severity>,
@@ -457,5 +404,48 @@ impl Store {
                 })
             })
             .collect()
+    }
+}
+
+impl crate::store::recorder::FindingWrites for Store {
+    fn findings_writer(
+        &self,
+        cluster: i64,
+        detectors: &[&str],
+    ) -> Result<Box<dyn FindingsWriter + '_>, StoreError> {
+        self.begin()?;
+        let mut writer = Writer {
+            store: self,
+            cluster,
+            replaced: Replaced::default(),
+            analyzed_at: crate::decode::gotime::now(),
+            unsent: Vec::with_capacity(BATCH),
+            open: true,
+        };
+        self.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended('etcd_inspector.findings.' || $1::bigint, 0))",
+            &[&cluster],
+        )?;
+        self.each_page(
+            "SELECT id, detector, keys, revisions, severity, summary, details FROM findings \
+             WHERE cluster_id = $1 AND detector = ANY($2) ORDER BY id",
+            &[&cluster, &detectors],
+            &mut |rows| {
+                for r in rows {
+                    let text = |i| get::<&str>(self, r, i);
+                    writer.replaced.stored(StoredRow {
+                        id: get(self, r, 0)?,
+                        detector: text(1)?,
+                        keys: text(2)?,
+                        revisions: text(3)?,
+                        severity: text(4)?,
+                        summary: text(5)?,
+                        details: text(6)?,
+                    });
+                }
+                Ok(())
+            },
+        )?;
+        Ok(Box::new(writer))
     }
 }

@@ -12,17 +12,6 @@ use crate::store::StoreError;
 use std::path::{Path, PathBuf};
 
 impl Store {
-    /// Loads the key this handle's runs hash with, as `options` say, and
-    /// what a user should hear of it.
-    pub(in crate::store) fn load_hash_key(
-        &self,
-        options: &HashKeyOptions,
-    ) -> Result<Option<KeyNotice>, StoreError> {
-        let (key, notice) = load(self, options)?;
-        let _ = self.hash_key.set(key);
-        Ok(notice)
-    }
-
     /// The loaded key ([`Store::load_hash_key`]).
     pub(in crate::store) fn hash_key(&self) -> Result<&HashKey, StoreError> {
         self.hash_key.get().ok_or(StoreError::Key(KeyError::NotLoaded))
@@ -57,5 +46,13 @@ impl KeyRecords for Store {
                 &[],
             )?
             .map(|r| r.get(0)))
+    }
+}
+
+impl crate::store::recorder::HashKeyLoad for Store {
+    fn load_hash_key(&self, options: &HashKeyOptions) -> Result<Option<KeyNotice>, StoreError> {
+        let (key, notice) = load(self, options)?;
+        let _ = self.hash_key.set(key);
+        Ok(notice)
     }
 }

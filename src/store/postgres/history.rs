@@ -3,6 +3,7 @@
 use super::Store;
 use crate::hex::hex;
 use crate::store::audit::{Match, WrittenBy};
+use crate::store::reader::ClusterReads;
 use crate::store::HistoryRow;
 use crate::store::StoreError;
 use postgres::Row;
@@ -39,16 +40,10 @@ pub(super) fn written_by(store: &Store, r: &Row) -> Result<Option<WrittenBy>, St
     }))
 }
 
-impl Store {
-    /// Every stored revision of `key`, of `cluster` or of each cluster in
-    /// turn, oldest first.
-    pub(in crate::store) fn read_history(
-        &self,
-        key: &[u8],
-        cluster: Option<i64>,
-    ) -> Result<Vec<HistoryRow>, StoreError> {
+impl crate::store::reader::HistoryReads for Store {
+    fn history(&self, key: &[u8], cluster: Option<i64>) -> Result<Vec<HistoryRow>, StoreError> {
         let labels: std::collections::HashMap<i64, String> = self
-            .read_clusters()?
+            .clusters()?
             .into_iter()
             .map(|c| (c.row, c.label().to_string()))
             .collect();
@@ -142,12 +137,11 @@ impl Store {
         Ok(out)
     }
 
-    /// A stored canonical value, or `None` when it holds sensitive values
-    /// (never stored) or is unknown.
-    pub(in crate::store) fn read_canonical_value(
-        &self,
-        semantic_sha256: &[u8],
-    ) -> Result<Option<serde_json::Value>, StoreError> {
+    fn add_diffs(&self, rows: &mut [HistoryRow]) -> Result<(), StoreError> {
+        crate::store::history::add_diffs(rows, |h| self.canonical_value(h), |h| self.redacted_form(h))
+    }
+
+    fn canonical_value(&self, semantic_sha256: &[u8]) -> Result<Option<serde_json::Value>, StoreError> {
         let packed = match self.query_opt(
             "SELECT s.codec, s.canonical, b.canonical FROM semantic_values s \
              LEFT JOIN semantic_values b ON b.id = s.base WHERE s.hash = $1",
@@ -168,11 +162,7 @@ impl Store {
             .map_err(|e| self.damaged("semantic_values.canonical", e))
     }
 
-    /// A stored redacted form (see [`crate::store::HistoryReader::redacted_form`]).
-    pub(in crate::store) fn read_redacted_form(
-        &self,
-        semantic_sha256: &[u8],
-    ) -> Result<Option<serde_json::Value>, StoreError> {
+    fn redacted_form(&self, semantic_sha256: &[u8]) -> Result<Option<serde_json::Value>, StoreError> {
         let blob: Option<Vec<u8>> = self
             .query_opt(
                 "SELECT redacted FROM semantic_values WHERE hash = $1",
@@ -185,14 +175,5 @@ impl Store {
                 path: self.path.clone(),
                 source,
             })
-    }
-
-    /// Fills each row's `diff` (see [`crate::store::history::add_diffs`]).
-    pub(in crate::store) fn read_add_diffs(&self, rows: &mut [HistoryRow]) -> Result<(), StoreError> {
-        crate::store::history::add_diffs(
-            rows,
-            |h| self.read_canonical_value(h),
-            |h| self.read_redacted_form(h),
-        )
     }
 }

@@ -85,9 +85,20 @@ impl PageSource for LivePages<'_> {
     }
 }
 
-impl Store {
-    /// Every live object of `cluster` at `revision`, in key order, as read.
-    pub(in crate::store) fn read_live_objects(&self, cluster: i64, revision: i64) -> LiveIter<'_> {
+impl crate::store::reader::LiveReads for Store {
+    fn run_head(&self, run: i64) -> Result<Option<(i64, i64)>, StoreError> {
+        let Some(r) = self.query_opt(
+            "SELECT cluster_id, head_revision FROM runs WHERE id = $1",
+            &[&run],
+        )?
+        else {
+            return Ok(None);
+        };
+        let mut c = InOrder::new(self, &r);
+        Ok(c.next::<Option<i64>>()?.zip(c.next::<Option<i64>>()?))
+    }
+
+    fn live_objects(&self, cluster: i64, revision: i64) -> LiveIter<'_> {
         let paths = match self.field_path_names() {
             Ok(paths) => paths,
             Err(e) => return Box::new(std::iter::once(Err(e))),
@@ -100,18 +111,5 @@ impl Store {
             after: None,
             done: false,
         }))
-    }
-
-    /// A run's head revision and cluster.
-    pub(in crate::store) fn read_run_head(&self, run: i64) -> Result<Option<(i64, i64)>, StoreError> {
-        let Some(r) = self.query_opt(
-            "SELECT cluster_id, head_revision FROM runs WHERE id = $1",
-            &[&run],
-        )?
-        else {
-            return Ok(None);
-        };
-        let mut c = InOrder::new(self, &r);
-        Ok(c.next::<Option<i64>>()?.zip(c.next::<Option<i64>>()?))
     }
 }

@@ -15,8 +15,6 @@ mod history;
 mod live;
 mod named;
 mod prune;
-mod reader_impl;
-mod recorder_impl;
 mod revision_rows;
 mod runs;
 mod settings;
@@ -433,4 +431,10 @@ impl Store {
 /// Whether `db` names a PostgreSQL database rather than a SQLite file.
 pub fn is_uri(db: &str) -> bool {
     db.starts_with("postgresql://") || db.starts_with("postgres://")
+}
+
+impl crate::store::reader::Located for Store {
+    fn location(&self) -> &Path {
+        self.path()
+    }
 }

@@ -9,10 +9,8 @@ use crate::canon::semantic::FIELD_HASH_LEN;
 use crate::store::{NamedKey, StoreError};
 use std::collections::BTreeMap;
 
-impl Store {
-    /// Keys stored for `group`/`resource`, in `namespace` (`None`: any) and
-    /// named `name` (`None`: any), at most `limit` (`None`: all), in key order.
-    pub(in crate::store) fn read_keys_named(
+impl crate::store::reader::NameReads for Store {
+    fn keys_named(
         &self,
         group: &str,
         resource: &str,
@@ -38,8 +36,7 @@ impl Store {
         .collect()
     }
 
-    /// The field hashes stored with a semantic hash; empty when unknown.
-    pub(in crate::store) fn read_semantic_fields(
+    fn semantic_fields(
         &self,
         semantic_sha256: &[u8],
     ) -> Result<BTreeMap<FieldPath, [u8; FIELD_HASH_LEN]>, StoreError> {
@@ -56,9 +53,7 @@ impl Store {
         Ok(self.decode_fields(&fields, &paths)?.unwrap_or_default())
     }
 
-    /// Whether an object with `uid` is live in the newest stored state of
-    /// its key.
-    pub(in crate::store) fn read_uid_live(&self, uid: &str) -> Result<bool, StoreError> {
+    fn uid_live(&self, uid: &str) -> Result<bool, StoreError> {
         self.query_opt(
             "SELECT EXISTS (SELECT 1 FROM revisions r WHERE r.uid = $1 AND NOT r.deleted \
              AND r.mod_revision = (SELECT max(mod_revision) FROM revisions WHERE key_id = r.key_id))",

@@ -4,19 +4,8 @@ use super::Store;
 use crate::store::Pruned;
 use crate::store::StoreError;
 
-impl Store {
-    /// Removes finished runs that started before `before` (RFC 3339,
-    /// compared bytewise as SQLite does) and are not among the newest `keep`
-    /// runs of their cluster (each condition only when given), never the
-    /// newest complete run of a cluster. Each remaining run keeps what it
-    /// read: every revision after its history start and the state just
-    /// before it, so `diff` and `history` of the remaining runs are
-    /// unchanged. The temporary tables go with the transaction.
-    pub(in crate::store) fn prune(
-        &self,
-        before: Option<&str>,
-        keep: Option<u32>,
-    ) -> Result<Pruned, StoreError> {
+impl crate::store::recorder::PruneWrites for Store {
+    fn prune(&self, before: Option<&str>, keep: Option<u32>) -> Result<Pruned, StoreError> {
         let keep = keep.map(i64::from);
         self.in_transaction(|| {
             let mut pruned = Pruned::default();
@@ -121,12 +110,7 @@ impl Store {
         })
     }
 
-    /// Reclaims the space pruning freed, table by table of our schema, and
-    /// refreshes the planner's statistics: outside any transaction, as
-    /// PostgreSQL requires. Plain VACUUM: the freed space is reused for new
-    /// rows (only trailing pages go back to the file system), without the
-    /// exclusive lock `VACUUM FULL` would hold.
-    pub(in crate::store) fn vacuum(&self) -> Result<(), StoreError> {
+    fn vacuum(&self) -> Result<(), StoreError> {
         let tables = self.query(
             "SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = $1 ORDER BY tablename",
             &[&super::SCHEMA],

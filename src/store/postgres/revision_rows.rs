@@ -665,3 +665,11 @@ impl RevisionRows for PgRows<'_> {
         Ok(())
     }
 }
+
+impl crate::store::recorder::RowWrites for Store {
+    fn revision_rows(
+        &self,
+    ) -> Result<(Box<dyn RevisionRows + '_>, &crate::canon::keyed_hash::HashKey), StoreError> {
+        Ok((Box::new(PgRows::new(self)), self.hash_key()?))
+    }
+}

@@ -28,13 +28,8 @@ impl Settings for Store {
     }
 }
 
-impl Store {
-    /// See [`crate::store::settings::field_config`].
-    pub(in crate::store) fn field_config(
-        &self,
-        depth: Option<usize>,
-        sensitive: &[FieldPath],
-    ) -> Result<FieldConfig, StoreError> {
+impl crate::store::recorder::FieldConfigs for Store {
+    fn field_config(&self, depth: Option<usize>, sensitive: &[FieldPath]) -> Result<FieldConfig, StoreError> {
         field_config(self, depth, sensitive)
     }
 }

@@ -10,13 +10,8 @@ const SHARED: &str = "SELECT r.mod_revision FROM revisions r \
      WHERE r.cluster_id = $1 AND r.deleted_after IS NULL \
      GROUP BY r.mod_revision HAVING count(*) > 1 AND bool_and(r.deleted) = false";
 
-impl Store {
-    /// See [`crate::store::HistoryReader::shared_revisions`].
-    pub(in crate::store) fn read_shared_revisions(
-        &self,
-        cluster: i64,
-        limit: usize,
-    ) -> Result<SharedRevisions, StoreError> {
+impl crate::store::reader::SharedRevisionReads for Store {
+    fn shared_revisions(&self, cluster: i64, limit: usize) -> Result<SharedRevisions, StoreError> {
         let total: i64 = self.query(&format!("SELECT count(*) FROM ({SHARED}) s"), &[&cluster])?[0].get(0);
         if total == 0 {
             return Ok(SharedRevisions::default());

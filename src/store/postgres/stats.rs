@@ -65,45 +65,27 @@ impl Store {
             })
             .collect()
     }
+}
 
-    /// Stored revisions per change class.
-    pub(in crate::store) fn read_writes_by_class(
-        &self,
-        scope: &Scope,
-    ) -> Result<Vec<(String, i64)>, StoreError> {
-        self.counts(scope, r#"r.change_class COLLATE "C""#, "1", None)
-    }
-
-    /// Stored revisions per resource.
-    pub(in crate::store) fn read_writes_by_resource(
-        &self,
-        scope: &Scope,
-    ) -> Result<Vec<(String, i64)>, StoreError> {
-        self.counts(scope, r#"k.resource COLLATE "C""#, "1", None)
-    }
-
-    /// The keys with the most stored revisions.
-    pub(in crate::store) fn read_busiest_keys(
-        &self,
-        scope: &Scope,
-        limit: Option<u32>,
-    ) -> Result<Vec<(String, i64)>, StoreError> {
-        self.counts(scope, "k.key", "k.id", limit)
-    }
-
-    /// The stored revision at or before a time, by runs: the head of the
-    /// last run (of `cluster`, when given) that started at or before `time`
-    /// (RFC 3339, compared bytewise as SQLite does).
-    pub(in crate::store) fn read_revision_at_time(
-        &self,
-        cluster: Option<i64>,
-        time: &str,
-    ) -> Result<Option<i64>, StoreError> {
+impl crate::store::reader::StatsReads for Store {
+    fn revision_at_time(&self, cluster: Option<i64>, time: &str) -> Result<Option<i64>, StoreError> {
         let row = self.query_opt(
             r#"SELECT max(head_revision) FROM runs WHERE started_at COLLATE "C" <= $1 AND status = 'complete'
                AND ($2::bigint IS NULL OR cluster_id = $2::bigint)"#,
             &[&time, &cluster],
         )?;
         row.map_or(Ok(None), |r| r.try_get(0).map_err(|e| self.err(e)))
+    }
+
+    fn writes_by_class(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError> {
+        self.counts(scope, r#"r.change_class COLLATE "C""#, "1", None)
+    }
+
+    fn writes_by_resource(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError> {
+        self.counts(scope, r#"k.resource COLLATE "C""#, "1", None)
+    }
+
+    fn busiest_keys(&self, scope: &Scope, limit: Option<u32>) -> Result<Vec<(String, i64)>, StoreError> {
+        self.counts(scope, "k.key", "k.id", limit)
     }
 }

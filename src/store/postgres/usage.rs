@@ -4,6 +4,7 @@
 
 use super::stats::{scope_params, SCOPE};
 use super::Store;
+use crate::store::reader::ClusterReads;
 use crate::store::usage::{sort_resources, Requesters, TIME_FIELDS};
 use crate::store::StoreError;
 use crate::store::{
@@ -39,7 +40,7 @@ impl<'a> Scoped<'a> {
         );
         store.execute(&sql, &scope_params(scope))?;
         let labels = store
-            .read_clusters()?
+            .clusters()?
             .into_iter()
             .map(|c| (c.row, c.label().to_string()))
             .collect();
@@ -99,17 +100,7 @@ fn requesters(
 }
 
 impl Store {
-    /// Per resource, what the revisions `scope` keeps (of one cluster when
-    /// given) hold and cost: the `resources` of [`Store::read_usage`], which
-    /// the report's summary shows too.
-    pub(in crate::store) fn read_resource_usage(
-        &self,
-        scope: &Scope,
-    ) -> Result<Vec<ResourceUsage>, StoreError> {
-        self.in_transaction(|| self.resources_in(&Scoped::new(self, scope)?))
-    }
-
-    /// What [`Store::read_resource_usage`] gives, over the rows gathered.
+    /// What `resource_usage` gives, over the rows gathered.
     fn resources_in(&self, scoped: &Scoped<'_>) -> Result<Vec<ResourceUsage>, StoreError> {
         let mut resources: BTreeMap<(i64, String, String), ResourceUsage> = BTreeMap::new();
         for r in &self.query(
@@ -165,14 +156,7 @@ impl Store {
         Ok(resources)
     }
 
-    /// `stats`: the usage of the revisions `scope` keeps (of one cluster
-    /// when given); `top` rows of the per-key and per-manager lists. Text
-    /// sorts bytewise (`COLLATE "C"`), as in SQLite.
-    pub(in crate::store) fn read_usage(&self, scope: &Scope, top: u32) -> Result<Usage, StoreError> {
-        self.in_transaction(|| self.usage_in(&Scoped::new(self, scope)?, top))
-    }
-
-    /// What [`Store::read_usage`] gives, over the rows gathered.
+    /// What `usage` gives, over the rows gathered.
     fn usage_in(&self, scoped: &Scoped<'_>, top: u32) -> Result<Usage, StoreError> {
         let resources = self.resources_in(scoped)?;
         let limit = i64::from(top);
@@ -278,5 +262,15 @@ impl Store {
             users,
             user_agents,
         })
+    }
+}
+
+impl crate::store::reader::UsageReads for Store {
+    fn usage(&self, scope: &Scope, top: u32) -> Result<Usage, StoreError> {
+        self.in_transaction(|| self.usage_in(&Scoped::new(self, scope)?, top))
+    }
+
+    fn resource_usage(&self, scope: &Scope) -> Result<Vec<ResourceUsage>, StoreError> {
+        self.in_transaction(|| self.resources_in(&Scoped::new(self, scope)?))
     }
 }

@@ -1,19 +1,12 @@
 //! Stored canonical values read back for detectors and diffs.
 
 use super::Store;
+use crate::store::reader::HistoryReads;
 use crate::store::Contents;
 use crate::store::StoreError;
 
-impl Store {
-    /// Every stored revision of `cluster`'s keys of one resource, per key
-    /// and oldest first: its mod_revision and stored content (`None` for a
-    /// deletion or content that is not stored).
-    pub(in crate::store) fn read_contents_of(
-        &self,
-        cluster: i64,
-        group: &str,
-        resource: &str,
-    ) -> Result<Vec<Contents>, StoreError> {
+impl crate::store::reader::ContentReads for Store {
+    fn contents_of(&self, cluster: i64, group: &str, resource: &str) -> Result<Vec<Contents>, StoreError> {
         let mut out: Vec<Contents> = Vec::new();
         let mut last_key = None;
         self.each_page(
@@ -25,7 +18,7 @@ impl Store {
                     let mut c = super::changes::InOrder::new(self, r);
                     let (key, revision, hash): (i64, i64, Option<Vec<u8>>) = (c.next()?, c.next()?, c.next()?);
                     let content = match hash {
-                        Some(h) => self.read_canonical_value(&h)?,
+                        Some(h) => self.canonical_value(&h)?,
                         None => None,
                     };
                     if last_key != Some(key) {

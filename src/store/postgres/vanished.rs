@@ -5,9 +5,8 @@ use super::Store;
 use crate::store::vanished::{InferredDelete, RunHead, StoredKey, StoredRevision};
 use crate::store::{RunId, StoreError};
 
-impl Store {
-    /// See [`crate::store::RunRecorder::stored_keys`].
-    pub(in crate::store) fn stored_keys(
+impl crate::store::recorder::VanishedWrites for Store {
+    fn stored_keys(
         &self,
         cluster: i64,
         prefix: &[u8],
@@ -47,8 +46,7 @@ impl Store {
             .collect())
     }
 
-    /// See [`crate::store::RunRecorder::run_heads`].
-    pub(in crate::store) fn run_heads(&self, cluster: i64, run: RunId) -> Result<Vec<RunHead>, StoreError> {
+    fn run_heads(&self, cluster: i64, run: RunId) -> Result<Vec<RunHead>, StoreError> {
         Ok(self
             .query(
                 "SELECT head_revision, prefix FROM runs WHERE cluster_id = $1 AND id != $2 \
@@ -63,8 +61,7 @@ impl Store {
             .collect())
     }
 
-    /// See [`crate::store::RunRecorder::store_inferred_deletes`].
-    pub(in crate::store) fn store_inferred_deletes(
+    fn store_inferred_deletes(
         &self,
         cluster: i64,
         run: RunId,

@@ -242,63 +242,6 @@ impl Store {
     }
 }
 
-impl Store {
-    /// Calls `visit` with each named object's staged requests of `cluster`
-    /// (those without a name, `deletecollection`, are not), object by
-    /// object, in the order they were answered.
-    pub(in crate::store) fn read_audited_requests(
-        &self,
-        cluster: i64,
-        visit: &mut dyn FnMut(&AuditedObject, &[AuditedRequest]),
-    ) -> Result<(), StoreError> {
-        let err = |e| self.err(e);
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT a.api_group, a.resource, a.namespace, a.name, k.key, a.audit_id, a.username, a.user_agent, \
-                 a.verb, a.subresource, a.code, a.outcome, a.time, \
-                 (SELECT min(w.mod_revision) FROM revision_writers w WHERE w.request_id = a.id) \
-                 FROM audit_requests a LEFT JOIN keys k ON k.id = a.key_id \
-                 WHERE a.cluster_id = ?1 AND a.name IS NOT NULL \
-                 ORDER BY a.api_group, a.resource, a.namespace, a.name",
-            )
-            .map_err(err)?;
-        let mut rows = stmt.query([cluster]).map_err(err)?;
-        let mut objects = ByObject::new(visit);
-        while let Some(r) = rows.next().map_err(err)? {
-            let object = AuditedObject {
-                api_group: r.get(0).map_err(err)?,
-                resource: r.get(1).map_err(err)?,
-                namespace: r.get(2).map_err(err)?,
-                name: r.get(3).map_err(err)?,
-                key: r
-                    .get::<_, Option<Vec<u8>>>(4)
-                    .map_err(err)?
-                    .map(|k| String::from_utf8_lossy(&k).into_owned()),
-            };
-            let outcome: String = r.get(11).map_err(err)?;
-            let time_text: String = r.get(12).map_err(err)?;
-            let request = AuditedRequest {
-                audit_id: r.get(5).map_err(err)?,
-                user: r.get(6).map_err(err)?,
-                user_agent: r.get(7).map_err(err)?,
-                verb: r.get(8).map_err(err)?,
-                subresource: r.get(9).map_err(err)?,
-                code: r.get(10).map_err(err)?,
-                outcome: Outcome::parse(&outcome).map_err(|e| self.damaged("audit_requests.outcome", e))?,
-                time: time_text
-                    .parse()
-                    .map_err(|e| self.damaged("audit_requests.time", format!("{time_text:?}: {e}")))?,
-                time_text,
-                revision: r.get(13).map_err(err)?,
-            };
-            objects.push(object, request);
-        }
-        objects.finish();
-        Ok(())
-    }
-}
-
 /// Who wrote the revision a row holds, from [`WRITTEN_BY_COLUMNS`].
 pub(in crate::store) fn written_by(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<WrittenBy>> {
     let Some(audit_id) = r.get::<_, Option<String>>("w_audit_id")? else {
@@ -403,5 +346,59 @@ impl Drop for AuditStaging<'_> {
         if self.open {
             let _ = self.store.conn.execute_batch("ROLLBACK");
         }
+    }
+}
+
+impl crate::store::reader::AuditReads for Store {
+    fn audited_requests(
+        &self,
+        cluster: i64,
+        visit: &mut dyn FnMut(&AuditedObject, &[AuditedRequest]),
+    ) -> Result<(), StoreError> {
+        let err = |e| self.err(e);
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT a.api_group, a.resource, a.namespace, a.name, k.key, a.audit_id, a.username, a.user_agent, \
+                 a.verb, a.subresource, a.code, a.outcome, a.time, \
+                 (SELECT min(w.mod_revision) FROM revision_writers w WHERE w.request_id = a.id) \
+                 FROM audit_requests a LEFT JOIN keys k ON k.id = a.key_id \
+                 WHERE a.cluster_id = ?1 AND a.name IS NOT NULL \
+                 ORDER BY a.api_group, a.resource, a.namespace, a.name",
+            )
+            .map_err(err)?;
+        let mut rows = stmt.query([cluster]).map_err(err)?;
+        let mut objects = ByObject::new(visit);
+        while let Some(r) = rows.next().map_err(err)? {
+            let object = AuditedObject {
+                api_group: r.get(0).map_err(err)?,
+                resource: r.get(1).map_err(err)?,
+                namespace: r.get(2).map_err(err)?,
+                name: r.get(3).map_err(err)?,
+                key: r
+                    .get::<_, Option<Vec<u8>>>(4)
+                    .map_err(err)?
+                    .map(|k| String::from_utf8_lossy(&k).into_owned()),
+            };
+            let outcome: String = r.get(11).map_err(err)?;
+            let time_text: String = r.get(12).map_err(err)?;
+            let request = AuditedRequest {
+                audit_id: r.get(5).map_err(err)?,
+                user: r.get(6).map_err(err)?,
+                user_agent: r.get(7).map_err(err)?,
+                verb: r.get(8).map_err(err)?,
+                subresource: r.get(9).map_err(err)?,
+                code: r.get(10).map_err(err)?,
+                outcome: Outcome::parse(&outcome).map_err(|e| self.damaged("audit_requests.outcome", e))?,
+                time: time_text
+                    .parse()
+                    .map_err(|e| self.damaged("audit_requests.time", format!("{time_text:?}: {e}")))?,
+                time_text,
+                revision: r.get(13).map_err(err)?,
+            };
+            objects.push(object, request);
+        }
+        objects.finish();
+        Ok(())
     }
 }

@@ -58,115 +58,9 @@ impl Store {
         }
         Ok(PathNames::new(out))
     }
-
-    /// Gives every revision without a change class one, comparing it with
-    /// the previous revision of its key generation, and names the field
-    /// managers behind each changed path. One pass: the keys with
-    /// unclassified revisions are read once each, oldest first; memory is
-    /// bounded by one key's history.
-    pub(in crate::store) fn classify_pending(
-        &self,
-        cluster: Option<i64>,
-    ) -> Result<ClassifyStats, StoreError> {
-        let err = |e| self.err(e);
-        let paths = self.field_path_names()?;
-        let keys: Vec<i64> = {
-            let mut stmt = self
-                .conn
-                .prepare(
-                    "SELECT DISTINCT r.key_id FROM revisions r JOIN keys k ON k.id = r.key_id \
-                     WHERE r.change_class IS NULL AND (?1 IS NULL OR k.cluster_id = ?1)",
-                )
-                .map_err(err)?;
-            let rows = stmt.query_map([cluster], |r| r.get(0)).map_err(err)?;
-            rows.collect::<Result<_, _>>().map_err(err)?
-        };
-        let mut stats = ClassifyStats::default();
-        self.in_transaction(|| {
-            let mut read = self
-                .conn
-                .prepare_cached(
-                    "SELECT r.mod_revision, r.create_revision, r.version, r.deleted, r.value_sha256, r.semantic_sha256, \
-                     r.encoding, r.api_version, r.encryption, s.codec, s.fields, b.fields, r.change_class IS NULL, s.codec, s.managed, \
-                     b.managed, r.hash_key \
-                     FROM revisions r LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
-                     LEFT JOIN semantic_values b ON b.id = s.base \
-                     WHERE r.key_id = ?1 ORDER BY r.mod_revision",
-                )
-                .map_err(err)?;
-            let mut write = self
-                .conn
-                .prepare_cached(
-                    "UPDATE revisions SET change_class = ?3, change_cause = ?4, changed_paths = ?5, changed_by = ?6 \
-                     WHERE key_id = ?1 AND mod_revision = ?2",
-                )
-                .map_err(err)?;
-            for key in keys {
-                let rows: Vec<Revision> = read
-                    .query_map([key], |r| {
-                        let fields = super::packed(r, 9)?;
-                        let managed = super::packed(r, 13)?;
-                        Ok(Revision {
-                            mod_revision: r.get(0)?,
-                            create_revision: r.get(1)?,
-                            facts: Facts {
-                                version: r.get(2)?,
-                                deleted: r.get(3)?,
-                                value_hash: r.get(4)?,
-                                semantic_hash: r.get(5)?,
-                                encoding: r.get(6)?,
-                                api_version: r.get(7)?,
-                                encryption: r.get(8)?,
-                                fields: decode_fields(&fields, &paths, 9)?,
-                                hash_key: r.get(16)?,
-                            },
-                            pending: r.get(12)?,
-                            managed,
-                        })
-                    })
-                    .map_err(err)?
-                    .collect::<Result<_, _>>()
-                    .map_err(err)?;
-                for row in &rows {
-                    self.check_encoding(row.facts.encoding.as_deref())?;
-                    self.check_encryption(row.facts.encryption.as_deref())?;
-                }
-                stats.rows_read += rows.len() as i64;
-                stats.classified += classify_history(
-                    &rows,
-                    &|e| self.damaged("semantic_values.managed", e),
-                    &mut |c| {
-                        write
-                            .execute(params![
-                                key,
-                                c.mod_revision,
-                                c.class,
-                                c.cause,
-                                c.changed_paths,
-                                c.changed_by
-                            ])
-                            .map(|_| ())
-                            .map_err(err)
-                    },
-                )?;
-            }
-            Ok::<_, StoreError>(())
-        })?;
-        Ok(stats)
-    }
-
-    /// The cluster a run read.
-    pub(in crate::store) fn read_run_cluster(&self, run: i64) -> Result<Option<i64>, StoreError> {
-        use rusqlite::OptionalExtension;
-        self.conn
-            .query_row("SELECT cluster_id FROM runs WHERE id = ?1", [run], |r| r.get(0))
-            .optional()
-            .map(Option::flatten)
-            .map_err(|e| self.err(e))
-    }
 }
 
-/// What `read_key_histories` selects, as (expression, name): rows are read
+/// What `key_histories` selects, as (expression, name): rows are read
 /// by position ([`col!`]), since looking a column up by name compares it
 /// with every column name, on every row.
 const HISTORY_COLUMNS: &[(&str, &str)] = &[
@@ -230,7 +124,7 @@ const fn history_column(name: &str) -> usize {
         }
         i += 1;
     }
-    panic!("not a column read_key_histories selects")
+    panic!("not a column key_histories selects")
 }
 
 /// The position of a column of [`HISTORY_COLUMNS`], found at compile time.
@@ -275,13 +169,27 @@ impl Store {
                 .map_err(|e| self.damaged("revisions.encryption", e)),
         }
     }
+}
 
-    /// Streams every key's revisions of `cluster`, key by key (in key order,
-    /// the order of the `(cluster_id, key)` index, so that SQLite needs no
-    /// temporary B-tree of every row) and oldest first, with their classes,
-    /// field hashes and object facts: one pass over the history, holding
-    /// one key's revisions at a time.
-    pub(in crate::store) fn read_key_histories(
+impl crate::store::reader::ChangeReads for Store {
+    fn gaps(&self, cluster: i64) -> Result<Vec<crate::store::Gap>, StoreError> {
+        let err = |e| self.err(e);
+        let mut stmt = self
+            .conn
+            .prepare("SELECT from_revision, to_revision FROM history_gaps WHERE cluster_id = ?1 ORDER BY from_revision")
+            .map_err(err)?;
+        let rows = stmt
+            .query_map([cluster], |r| {
+                Ok(crate::store::Gap {
+                    from_revision: r.get(0)?,
+                    to_revision: r.get(1)?,
+                })
+            })
+            .map_err(err)?;
+        rows.collect::<Result<_, _>>().map_err(err)
+    }
+
+    fn key_histories(
         &self,
         cluster: i64,
         visit: &mut dyn FnMut(&[ObjectRevision]),
@@ -389,22 +297,103 @@ impl Store {
         Ok(())
     }
 
-    /// Revision ranges of `cluster` lost to compaction between runs.
-    pub(in crate::store) fn read_gaps(&self, cluster: i64) -> Result<Vec<crate::store::Gap>, StoreError> {
+    fn run_cluster(&self, run: i64) -> Result<Option<i64>, StoreError> {
+        use rusqlite::OptionalExtension;
+        self.conn
+            .query_row("SELECT cluster_id FROM runs WHERE id = ?1", [run], |r| r.get(0))
+            .optional()
+            .map(Option::flatten)
+            .map_err(|e| self.err(e))
+    }
+}
+
+impl crate::store::recorder::ClassWrites for Store {
+    fn classify_pending(&self, cluster: Option<i64>) -> Result<ClassifyStats, StoreError> {
         let err = |e| self.err(e);
-        let mut stmt = self
-            .conn
-            .prepare("SELECT from_revision, to_revision FROM history_gaps WHERE cluster_id = ?1 ORDER BY from_revision")
-            .map_err(err)?;
-        let rows = stmt
-            .query_map([cluster], |r| {
-                Ok(crate::store::Gap {
-                    from_revision: r.get(0)?,
-                    to_revision: r.get(1)?,
-                })
-            })
-            .map_err(err)?;
-        rows.collect::<Result<_, _>>().map_err(err)
+        let paths = self.field_path_names()?;
+        let keys: Vec<i64> = {
+            let mut stmt = self
+                .conn
+                .prepare(
+                    "SELECT DISTINCT r.key_id FROM revisions r JOIN keys k ON k.id = r.key_id \
+                     WHERE r.change_class IS NULL AND (?1 IS NULL OR k.cluster_id = ?1)",
+                )
+                .map_err(err)?;
+            let rows = stmt.query_map([cluster], |r| r.get(0)).map_err(err)?;
+            rows.collect::<Result<_, _>>().map_err(err)?
+        };
+        let mut stats = ClassifyStats::default();
+        self.in_transaction(|| {
+            let mut read = self
+                .conn
+                .prepare_cached(
+                    "SELECT r.mod_revision, r.create_revision, r.version, r.deleted, r.value_sha256, r.semantic_sha256, \
+                     r.encoding, r.api_version, r.encryption, s.codec, s.fields, b.fields, r.change_class IS NULL, s.codec, s.managed, \
+                     b.managed, r.hash_key \
+                     FROM revisions r LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
+                     LEFT JOIN semantic_values b ON b.id = s.base \
+                     WHERE r.key_id = ?1 ORDER BY r.mod_revision",
+                )
+                .map_err(err)?;
+            let mut write = self
+                .conn
+                .prepare_cached(
+                    "UPDATE revisions SET change_class = ?3, change_cause = ?4, changed_paths = ?5, changed_by = ?6 \
+                     WHERE key_id = ?1 AND mod_revision = ?2",
+                )
+                .map_err(err)?;
+            for key in keys {
+                let rows: Vec<Revision> = read
+                    .query_map([key], |r| {
+                        let fields = super::packed(r, 9)?;
+                        let managed = super::packed(r, 13)?;
+                        Ok(Revision {
+                            mod_revision: r.get(0)?,
+                            create_revision: r.get(1)?,
+                            facts: Facts {
+                                version: r.get(2)?,
+                                deleted: r.get(3)?,
+                                value_hash: r.get(4)?,
+                                semantic_hash: r.get(5)?,
+                                encoding: r.get(6)?,
+                                api_version: r.get(7)?,
+                                encryption: r.get(8)?,
+                                fields: decode_fields(&fields, &paths, 9)?,
+                                hash_key: r.get(16)?,
+                            },
+                            pending: r.get(12)?,
+                            managed,
+                        })
+                    })
+                    .map_err(err)?
+                    .collect::<Result<_, _>>()
+                    .map_err(err)?;
+                for row in &rows {
+                    self.check_encoding(row.facts.encoding.as_deref())?;
+                    self.check_encryption(row.facts.encryption.as_deref())?;
+                }
+                stats.rows_read += rows.len() as i64;
+                stats.classified += classify_history(
+                    &rows,
+                    &|e| self.damaged("semantic_values.managed", e),
+                    &mut |c| {
+                        write
+                            .execute(params![
+                                key,
+                                c.mod_revision,
+                                c.class,
+                                c.cause,
+                                c.changed_paths,
+                                c.changed_by
+                            ])
+                            .map(|_| ())
+                            .map_err(err)
+                    },
+                )?;
+            }
+            Ok::<_, StoreError>(())
+        })?;
+        Ok(stats)
     }
 }
 
@@ -413,7 +402,11 @@ mod tests {
     use super::*;
     use crate::source::Sink;
     use crate::store::finding::{Finding, Severity, StoredFinding};
-    use crate::store::HistoryReader;
+    use crate::store::reader::ChangeReads;
+    use crate::store::reader::FindingReads;
+    use crate::store::recorder::ClassWrites;
+    use crate::store::recorder::FindingWrites;
+
     use std::path::PathBuf;
 
     /// A database holding one finding and two classified revisions of a
@@ -457,14 +450,11 @@ mod tests {
         let (store, path, cluster) = database(&dir);
         let mut classes = Vec::new();
         store
-            .read_key_histories(cluster, &mut |h| classes.extend(h.iter().map(|r| r.class)))
+            .key_histories(cluster, &mut |h| classes.extend(h.iter().map(|r| r.class)))
             .unwrap();
         assert_eq!(classes, [Some(ChangeClass::Create), Some(ChangeClass::Spec)]);
         super::super::damage(&path, sql);
-        let e = store
-            .read_key_histories(cluster, &mut |_| {})
-            .unwrap_err()
-            .to_string();
+        let e = store.key_histories(cluster, &mut |_| {}).unwrap_err().to_string();
         assert!(e.contains(&path.display().to_string()), "{e}");
         e
     }

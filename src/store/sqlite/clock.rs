@@ -3,6 +3,7 @@
 
 use super::Store;
 use crate::store::clock::{Anchor, AnchorSink, ByClock, ClockRecorder, Interval};
+use crate::store::reader::ClusterReads;
 use crate::store::StoreError;
 use jiff::Timestamp;
 use rusqlite::{params, OptionalExtension};
@@ -146,12 +147,24 @@ impl Store {
     }
 }
 
-impl Store {
-    /// See [`crate::store::HistoryReader::revision_by_clock`]. The
-    /// envelope's bounds grow with the revision, so each side is one
-    /// indexed probe: the anchors that place a revision before `time` end
-    /// where the ones that may place it after begin.
-    pub(in crate::store) fn read_revision_by_clock(
+impl ClockRecorder for Store {
+    fn rebuild_clock(
+        &self,
+        cluster: i64,
+        gather: &mut dyn FnMut(&mut AnchorSink<'_>) -> Result<(), StoreError>,
+    ) -> Result<u64, StoreError> {
+        // Inside the caller's transaction when it has one (analyze writes
+        // findings in one), else in its own: all of the clock or none.
+        if self.conn.is_autocommit() {
+            self.in_transaction(|| self.rebuild(cluster, gather))
+        } else {
+            self.rebuild(cluster, gather)
+        }
+    }
+}
+
+impl crate::store::reader::ClockReads for Store {
+    fn revision_by_clock(
         &self,
         cluster: Option<i64>,
         time: Timestamp,
@@ -160,7 +173,7 @@ impl Store {
         let err = |e| self.err(e);
         let cluster = match cluster {
             Some(c) => c,
-            None => match self.read_clusters()?.as_slice() {
+            None => match self.clusters()?.as_slice() {
                 [only] => only.row,
                 _ => return Ok(ByClock::NoClock),
             },
@@ -200,21 +213,5 @@ impl Store {
                 .map_err(err)?,
         };
         Ok(ByClock::beside(found, after))
-    }
-}
-
-impl ClockRecorder for Store {
-    fn rebuild_clock(
-        &self,
-        cluster: i64,
-        gather: &mut dyn FnMut(&mut AnchorSink<'_>) -> Result<(), StoreError>,
-    ) -> Result<u64, StoreError> {
-        // Inside the caller's transaction when it has one (analyze writes
-        // findings in one), else in its own: all of the clock or none.
-        if self.conn.is_autocommit() {
-            self.in_transaction(|| self.rebuild(cluster, gather))
-        } else {
-            self.rebuild(cluster, gather)
-        }
     }
 }

@@ -11,8 +11,41 @@ use rusqlite::{params, OptionalExtension};
 pub(super) const CLUSTER_COLUMNS: &str = "c.id, c.etcd_cluster_id, c.name";
 
 impl Store {
-    /// See [`crate::store::RunRecorder::cluster`].
-    pub(in crate::store) fn cluster(
+    /// The cluster in columns `at`.. of a row selecting [`CLUSTER_COLUMNS`].
+    pub(super) fn cluster_at(&self, r: &rusqlite::Row, at: usize) -> Result<Cluster, StoreError> {
+        let err = |e| self.err(e);
+        Ok(Cluster {
+            row: r.get(at).map_err(err)?,
+            etcd_cluster_id: r.get(at + 1).map_err(err)?,
+            name: self.stored_name(r.get(at + 2).map_err(err)?)?,
+        })
+    }
+
+    /// A stored name read back: one that is not a name is damage.
+    fn stored_name(&self, name: Option<String>) -> Result<Option<ClusterName>, StoreError> {
+        name.map(|n| ClusterName::parse(&n).map_err(|e| self.damaged("clusters.name", e)))
+            .transpose()
+    }
+}
+
+impl crate::store::reader::ClusterReads for Store {
+    fn clusters(&self) -> Result<Vec<Cluster>, StoreError> {
+        let err = |e| self.err(e);
+        let mut stmt = self
+            .conn
+            .prepare(&format!("SELECT {CLUSTER_COLUMNS} FROM clusters c ORDER BY c.id"))
+            .map_err(err)?;
+        let mut rows = stmt.query([]).map_err(err)?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next().map_err(err)? {
+            out.push(self.cluster_at(r, 0)?);
+        }
+        Ok(out)
+    }
+}
+
+impl crate::store::recorder::ClusterWrites for Store {
+    fn cluster(
         &self,
         etcd_cluster_id: &str,
         name: Option<&ClusterName>,
@@ -63,42 +96,13 @@ impl Store {
             .map_err(err)?;
         Ok((row, had))
     }
-
-    /// Every cluster, in the order first seen.
-    pub(in crate::store) fn read_clusters(&self) -> Result<Vec<Cluster>, StoreError> {
-        let err = |e| self.err(e);
-        let mut stmt = self
-            .conn
-            .prepare(&format!("SELECT {CLUSTER_COLUMNS} FROM clusters c ORDER BY c.id"))
-            .map_err(err)?;
-        let mut rows = stmt.query([]).map_err(err)?;
-        let mut out = Vec::new();
-        while let Some(r) = rows.next().map_err(err)? {
-            out.push(self.cluster_at(r, 0)?);
-        }
-        Ok(out)
-    }
-
-    /// The cluster in columns `at`.. of a row selecting [`CLUSTER_COLUMNS`].
-    pub(super) fn cluster_at(&self, r: &rusqlite::Row, at: usize) -> Result<Cluster, StoreError> {
-        let err = |e| self.err(e);
-        Ok(Cluster {
-            row: r.get(at).map_err(err)?,
-            etcd_cluster_id: r.get(at + 1).map_err(err)?,
-            name: self.stored_name(r.get(at + 2).map_err(err)?)?,
-        })
-    }
-
-    /// A stored name read back: one that is not a name is damage.
-    fn stored_name(&self, name: Option<String>) -> Result<Option<ClusterName>, StoreError> {
-        name.map(|n| ClusterName::parse(&n).map_err(|e| self.damaged("clusters.name", e)))
-            .transpose()
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::reader::ClusterReads;
+    use crate::store::recorder::ClusterWrites;
 
     #[test]
     fn a_name_is_one_clusters_and_a_new_one_renames() {
@@ -121,7 +125,7 @@ mod tests {
             "a rename says what it replaced"
         );
         let labels: Vec<String> = store
-            .read_clusters()
+            .clusters()
             .unwrap()
             .iter()
             .map(|c| c.label().to_string())

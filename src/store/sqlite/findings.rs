@@ -27,51 +27,6 @@ struct Writer<'s> {
     open: bool,
 }
 
-impl Store {
-    /// A writer replacing `detectors`' findings of `cluster`.
-    pub(in crate::store) fn findings_writer(
-        &self,
-        cluster: i64,
-        detectors: &[&str],
-    ) -> Result<Box<dyn FindingsWriter + '_>, StoreError> {
-        let err = |e| self.err(e);
-        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(err)?;
-        let mut writer = Writer {
-            store: self,
-            cluster,
-            replaced: Replaced::default(),
-            analyzed_at: crate::decode::gotime::now(),
-            open: true,
-        };
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT id, detector, keys, revisions, severity, summary, details FROM findings \
-                 WHERE cluster_id = ?1 ORDER BY id",
-            )
-            .map_err(err)?;
-        let mut rows = stmt.query([cluster]).map_err(err)?;
-        while let Some(r) = rows.next().map_err(err)? {
-            let text = |i| r.get_ref(i).and_then(|v| Ok(v.as_str()?)).map_err(err);
-            let detector = text(1)?;
-            if detectors.contains(&detector) {
-                writer.replaced.stored(StoredRow {
-                    id: r.get(0).map_err(err)?,
-                    detector,
-                    keys: text(2)?,
-                    revisions: text(3)?,
-                    severity: text(4)?,
-                    summary: text(5)?,
-                    details: text(6)?,
-                });
-            }
-        }
-        drop(rows);
-        drop(stmt);
-        Ok(Box::new(writer))
-    }
-}
-
 impl FindingsWriter for Writer<'_> {
     fn put(&mut self, f: &Finding) -> Result<(), StoreError> {
         let columns = FindingColumns::of(f);
@@ -156,22 +111,6 @@ struct Pages<'s> {
 }
 
 impl Store {
-    /// The stored findings `query` selects, most severe first.
-    pub(in crate::store) fn read_findings(&self, query: &FindingQuery) -> FindingIter<'_> {
-        let severities = Severity::ALL
-            .into_iter()
-            .filter(|s| query.severity.is_none_or(|min| *s >= min))
-            .collect();
-        Box::new(Paged::new(Pages {
-            store: self,
-            query: query.clone(),
-            severities,
-            after: 0,
-            checked: false,
-            attributed: None,
-        }))
-    }
-
     /// Whether `attribute` attributed any revision.
     fn any_writers(&self) -> Result<bool, StoreError> {
         self.conn
@@ -344,12 +283,23 @@ impl PageSource for Pages<'_> {
     }
 }
 
-impl Store {
-    /// See [`crate::store::HistoryReader::finding_counts`]: a finding is
-    /// kept, as the report keeps it, when one of its revisions is in range
-    /// (or it names none) and the object filter keeps one of its keys, as
-    /// the key was stored (or, not stored, by its text alone).
-    pub(in crate::store) fn read_finding_counts(
+impl crate::store::reader::FindingReads for Store {
+    fn findings(&self, query: &FindingQuery) -> FindingIter<'_> {
+        let severities = Severity::ALL
+            .into_iter()
+            .filter(|s| query.severity.is_none_or(|min| *s >= min))
+            .collect();
+        Box::new(Paged::new(Pages {
+            store: self,
+            query: query.clone(),
+            severities,
+            after: 0,
+            checked: false,
+            attributed: None,
+        }))
+    }
+
+    fn finding_counts(
         &self,
         scope: &crate::store::Scope,
         severity: Option<Severity>,
@@ -400,11 +350,58 @@ impl Store {
     }
 }
 
+impl crate::store::recorder::FindingWrites for Store {
+    fn findings_writer(
+        &self,
+        cluster: i64,
+        detectors: &[&str],
+    ) -> Result<Box<dyn FindingsWriter + '_>, StoreError> {
+        let err = |e| self.err(e);
+        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(err)?;
+        let mut writer = Writer {
+            store: self,
+            cluster,
+            replaced: Replaced::default(),
+            analyzed_at: crate::decode::gotime::now(),
+            open: true,
+        };
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, detector, keys, revisions, severity, summary, details FROM findings \
+                 WHERE cluster_id = ?1 ORDER BY id",
+            )
+            .map_err(err)?;
+        let mut rows = stmt.query([cluster]).map_err(err)?;
+        while let Some(r) = rows.next().map_err(err)? {
+            let text = |i| r.get_ref(i).and_then(|v| Ok(v.as_str()?)).map_err(err);
+            let detector = text(1)?;
+            if detectors.contains(&detector) {
+                writer.replaced.stored(StoredRow {
+                    id: r.get(0).map_err(err)?,
+                    detector,
+                    keys: text(2)?,
+                    revisions: text(3)?,
+                    severity: text(4)?,
+                    summary: text(5)?,
+                    details: text(6)?,
+                });
+            }
+        }
+        drop(rows);
+        drop(stmt);
+        Ok(Box::new(writer))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::source::Sink;
-    use crate::store::{HistoryReader, ObjectFilter};
+    use crate::store::reader::FindingReads;
+    use crate::store::recorder::ClusterWrites;
+    use crate::store::recorder::FindingWrites;
+    use crate::store::ObjectFilter;
 
     /// A database with two ConfigMaps, in namespaces `a` and `b`; the
     /// cluster's row id.
@@ -603,7 +600,7 @@ mod tests {
                 }
             }
             let counted: std::collections::BTreeMap<(i64, String), i64> = store
-                .read_finding_counts(&scope, severity)
+                .finding_counts(&scope, severity)
                 .unwrap()
                 .into_iter()
                 .map(|c| ((c.cluster, c.detector), c.count))

@@ -21,18 +21,6 @@ use std::path::{Path, PathBuf};
 const LEGACY_ROW: &str = "value_hmac_key";
 
 impl Store {
-    /// Loads the key this handle's runs hash with, as `options` say, and
-    /// what a user should hear of it (see [`crate::store::hash_key::load`]).
-    pub(in crate::store) fn load_hash_key(
-        &self,
-        options: &HashKeyOptions,
-    ) -> Result<Option<KeyNotice>, StoreError> {
-        let (key, notice) = load(self, options)?;
-        // A second load of one handle keeps the first key.
-        let _ = self.hash_key.set(key);
-        Ok(notice)
-    }
-
     /// The loaded key ([`Store::load_hash_key`]).
     pub(in crate::store) fn hash_key(&self) -> Result<&HashKey, StoreError> {
         self.hash_key.get().ok_or(StoreError::Key(KeyError::NotLoaded))
@@ -117,10 +105,21 @@ impl KeyRecords for Store {
     }
 }
 
+impl crate::store::recorder::HashKeyLoad for Store {
+    fn load_hash_key(&self, options: &HashKeyOptions) -> Result<Option<KeyNotice>, StoreError> {
+        let (key, notice) = load(self, options)?;
+        // A second load of one handle keeps the first key.
+        let _ = self.hash_key.set(key);
+        Ok(notice)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::hash_key::read;
+    use crate::store::recorder::HashKeyLoad;
+    use crate::store::recorder::RunWrites;
     use std::path::{Path, PathBuf};
 
     fn open(dir: &tempfile::TempDir) -> (Store, PathBuf) {

@@ -2,6 +2,7 @@
 
 use super::Store;
 use crate::hex::hex;
+use crate::store::reader::ClusterReads;
 use crate::store::HistoryRow;
 use crate::store::StoreError;
 
@@ -20,16 +21,10 @@ fn json_column<T: serde::de::DeserializeOwned>(
     }
 }
 
-impl Store {
-    /// Every stored revision of `key`, of `cluster` or of each cluster in
-    /// turn, oldest first.
-    pub(in crate::store) fn read_history(
-        &self,
-        key: &[u8],
-        cluster: Option<i64>,
-    ) -> Result<Vec<HistoryRow>, StoreError> {
+impl crate::store::reader::HistoryReads for Store {
+    fn history(&self, key: &[u8], cluster: Option<i64>) -> Result<Vec<HistoryRow>, StoreError> {
         let labels: std::collections::HashMap<i64, String> = self
-            .read_clusters()?
+            .clusters()?
             .into_iter()
             .map(|c| (c.row, c.label().to_string()))
             .collect();
@@ -112,15 +107,12 @@ impl Store {
         }
         Ok(out)
     }
-}
 
-impl Store {
-    /// A stored canonical value, or `None` when it holds sensitive values
-    /// (never stored) or is unknown.
-    pub(in crate::store) fn read_canonical_value(
-        &self,
-        semantic_sha256: &[u8],
-    ) -> Result<Option<serde_json::Value>, StoreError> {
+    fn add_diffs(&self, rows: &mut [HistoryRow]) -> Result<(), StoreError> {
+        crate::store::history::add_diffs(rows, |h| self.canonical_value(h), |h| self.redacted_form(h))
+    }
+
+    fn canonical_value(&self, semantic_sha256: &[u8]) -> Result<Option<serde_json::Value>, StoreError> {
         use rusqlite::OptionalExtension;
         let packed = self
             .conn
@@ -145,11 +137,7 @@ impl Store {
             .map_err(|e| self.damaged("semantic_values.canonical", e))
     }
 
-    /// A stored redacted form (see [`crate::store::HistoryReader::redacted_form`]).
-    pub(in crate::store) fn read_redacted_form(
-        &self,
-        semantic_sha256: &[u8],
-    ) -> Result<Option<serde_json::Value>, StoreError> {
+    fn redacted_form(&self, semantic_sha256: &[u8]) -> Result<Option<serde_json::Value>, StoreError> {
         use rusqlite::OptionalExtension;
         let blob: Option<Vec<u8>> = self
             .conn
@@ -167,14 +155,5 @@ impl Store {
                 path: self.path.clone(),
                 source,
             })
-    }
-
-    /// Fills each row's `diff` (see [`crate::store::history::add_diffs`]).
-    pub(in crate::store) fn read_add_diffs(&self, rows: &mut [HistoryRow]) -> Result<(), StoreError> {
-        crate::store::history::add_diffs(
-            rows,
-            |h| self.read_canonical_value(h),
-            |h| self.read_redacted_form(h),
-        )
     }
 }

@@ -97,9 +97,21 @@ impl PageSource for LivePages<'_> {
     }
 }
 
-impl Store {
-    /// Every live object of `cluster` at `revision`, in key order, as read.
-    pub(in crate::store) fn read_live_objects(&self, cluster: i64, revision: i64) -> LiveIter<'_> {
+impl crate::store::reader::LiveReads for Store {
+    fn run_head(&self, run: i64) -> Result<Option<(i64, i64)>, StoreError> {
+        use rusqlite::OptionalExtension;
+        self.conn
+            .query_row(
+                "SELECT cluster_id, head_revision FROM runs WHERE id = ?1",
+                [run],
+                |r| Ok(r.get::<_, Option<i64>>(0)?.zip(r.get::<_, Option<i64>>(1)?)),
+            )
+            .optional()
+            .map(Option::flatten)
+            .map_err(|e| self.err(e))
+    }
+
+    fn live_objects(&self, cluster: i64, revision: i64) -> LiveIter<'_> {
         let paths = match self.field_path_names() {
             Ok(paths) => paths,
             Err(e) => return Box::new(std::iter::once(Err(e))),
@@ -113,27 +125,13 @@ impl Store {
             done: false,
         }))
     }
-
-    /// A run's head revision and cluster.
-    pub(in crate::store) fn read_run_head(&self, run: i64) -> Result<Option<(i64, i64)>, StoreError> {
-        use rusqlite::OptionalExtension;
-        self.conn
-            .query_row(
-                "SELECT cluster_id, head_revision FROM runs WHERE id = ?1",
-                [run],
-                |r| Ok(r.get::<_, Option<i64>>(0)?.zip(r.get::<_, Option<i64>>(1)?)),
-            )
-            .optional()
-            .map(Option::flatten)
-            .map_err(|e| self.err(e))
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::source::Sink;
-    use crate::store::HistoryReader;
+    use crate::store::reader::LiveReads;
 
     /// More keys than a page, some deleted before the revision asked for,
     /// some created after it: the live set comes whole, in key order, each

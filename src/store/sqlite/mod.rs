@@ -13,8 +13,6 @@ mod legacy_paths;
 mod live;
 mod named;
 mod prune;
-mod reader_impl;
-mod recorder_impl;
 mod revision_rows;
 mod runs;
 mod settings;
@@ -353,10 +351,16 @@ fn damage(path: &Path, sql: &str) {
         .unwrap();
 }
 
+impl crate::store::reader::Located for Store {
+    fn location(&self) -> &Path {
+        self.path()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::HistoryReader;
+    use crate::store::reader::RunReads;
 
     #[test]
     fn creates_private_file_and_refuses_a_second_writer() {

@@ -9,10 +9,8 @@ use crate::store::{NamedKey, StoreError};
 use rusqlite::{params, OptionalExtension};
 use std::collections::BTreeMap;
 
-impl Store {
-    /// Keys stored for `group`/`resource`, in `namespace` (`None`: any) and
-    /// named `name` (`None`: any), at most `limit` (`None`: all), in key order.
-    pub(in crate::store) fn read_keys_named(
+impl crate::store::reader::NameReads for Store {
+    fn keys_named(
         &self,
         group: &str,
         resource: &str,
@@ -43,8 +41,7 @@ impl Store {
         rows.collect::<Result<_, _>>().map_err(err)
     }
 
-    /// The field hashes stored with a semantic hash; empty when unknown.
-    pub(in crate::store) fn read_semantic_fields(
+    fn semantic_fields(
         &self,
         semantic_sha256: &[u8],
     ) -> Result<BTreeMap<FieldPath, [u8; FIELD_HASH_LEN]>, StoreError> {
@@ -62,9 +59,7 @@ impl Store {
         Ok(fields.flatten().unwrap_or_default())
     }
 
-    /// Whether an object with `uid` is live in the newest stored state of
-    /// its key.
-    pub(in crate::store) fn read_uid_live(&self, uid: &str) -> Result<bool, StoreError> {
+    fn uid_live(&self, uid: &str) -> Result<bool, StoreError> {
         self.conn
             .query_row(
                 "SELECT EXISTS (SELECT 1 FROM revisions r WHERE r.uid = ?1 AND r.deleted = 0 \

@@ -5,18 +5,8 @@ use crate::store::Pruned;
 use crate::store::StoreError;
 use rusqlite::{params, OptionalExtension};
 
-impl Store {
-    /// Removes finished runs that started before `before` (RFC 3339) and
-    /// are not among the newest `keep` runs of their cluster (each condition
-    /// only when given), never the newest complete run of a cluster. Each
-    /// remaining run keeps what it read: every revision after its history
-    /// start and the state just before it, so `diff` and `history` of the
-    /// remaining runs are unchanged.
-    pub(in crate::store) fn prune(
-        &self,
-        before: Option<&str>,
-        keep: Option<u32>,
-    ) -> Result<Pruned, StoreError> {
+impl crate::store::recorder::PruneWrites for Store {
+    fn prune(&self, before: Option<&str>, keep: Option<u32>) -> Result<Pruned, StoreError> {
         let err = |e| self.err(e);
         let conn = &self.conn;
         let prune = || -> rusqlite::Result<Pruned> {
@@ -116,8 +106,7 @@ impl Store {
         self.in_transaction(|| prune().map_err(err))
     }
 
-    /// Rewrites the file to give freed pages back.
-    pub(in crate::store) fn vacuum(&self) -> Result<(), StoreError> {
+    fn vacuum(&self) -> Result<(), StoreError> {
         self.conn.execute_batch("VACUUM").map_err(|e| self.err(e))
     }
 }

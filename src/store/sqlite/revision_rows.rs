@@ -277,16 +277,26 @@ pub(in crate::store) fn test_record(
 pub(in crate::store) fn test_run(
     store: &Store,
 ) -> (i64, crate::store::RunId, crate::canon::semantic::FieldConfig) {
+    let store: &dyn crate::store::RunRecorder = store;
     store.load_hash_key(&Default::default()).unwrap();
     let run = store.begin_run("test", "/registry/", "").unwrap();
     let (cluster, _) = store.cluster("test", None).unwrap();
     (cluster, run, store.field_config(None, &[]).unwrap())
 }
 
+impl crate::store::recorder::RowWrites for Store {
+    fn revision_rows(
+        &self,
+    ) -> Result<(Box<dyn RevisionRows + '_>, &crate::canon::keyed_hash::HashKey), StoreError> {
+        Ok((Box::new(SqliteRows { store: self }), self.hash_key()?))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::lifecycle::RevisionWriter;
+    use crate::store::reader::HistoryReads;
 
     use crate::source::{Record, Sink};
 
@@ -364,7 +374,7 @@ mod tests {
         assert_eq!(rows[2].1, Some(rows[0].0));
         for ((_, _, hash), phase) in rows.iter().zip(["Pending", "Running", "Succeeded"]) {
             assert_eq!(
-                store.read_canonical_value(hash).unwrap().unwrap()["status"]["phase"],
+                store.canonical_value(hash).unwrap().unwrap()["status"]["phase"],
                 phase
             );
         }
@@ -390,7 +400,7 @@ mod tests {
         assert!(rows.iter().all(|(_, base, _)| base.is_none()), "{rows:?}");
         for ((_, _, hash), phase) in rows.iter().zip(["Pending", "Running", "Succeeded"]) {
             assert_eq!(
-                store.read_canonical_value(hash).unwrap().unwrap()["status"]["phase"],
+                store.canonical_value(hash).unwrap().unwrap()["status"]["phase"],
                 phase
             );
         }
@@ -424,7 +434,7 @@ mod tests {
                 size * 5 < *full,
                 "a phase change costs {size} bytes, the full content {full}"
             );
-            let stored = store.read_canonical_value(hash).unwrap().unwrap();
+            let stored = store.canonical_value(hash).unwrap().unwrap();
             assert_eq!(stored["status"]["phase"], *phase);
             assert_eq!(stored["spec"]["containers"][0]["env"][29]["name"], "SETTING_29");
         }

@@ -24,89 +24,6 @@ impl Store {
         Ok(())
     }
 
-    /// Starts a run, recording the id of the key it hashes with (which
-    /// must be loaded: [`Store::load_hash_key`]).
-    pub(in crate::store) fn begin_run(
-        &self,
-        source: &str,
-        prefix: &str,
-        filter: &str,
-    ) -> Result<RunId, StoreError> {
-        let key = self.hash_key()?.id();
-        self.conn
-            .execute(
-                "INSERT INTO runs (source, prefix, resource_filter, started_at, status, tool_version, pid, hash_key) \
-                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7)",
-                params![
-                    source,
-                    prefix,
-                    filter,
-                    now(),
-                    env!("CARGO_PKG_VERSION"),
-                    std::process::id(),
-                    key
-                ],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(RunId(self.conn.last_insert_rowid()))
-    }
-
-    /// The highest revision up to which some run of the cluster, reading
-    /// the same prefix with the same resource filter, stored everything (a
-    /// complete run's head, or how far a `follow` run got), and from which
-    /// revision that run's stored history is unbroken. Runs from before
-    /// filters existed recorded every resource (`everything`).
-    pub(in crate::store) fn previous_head(
-        &self,
-        cluster: i64,
-        prefix: &str,
-        filter: &str,
-        everything: &str,
-    ) -> Result<Option<Previous>, StoreError> {
-        self.conn
-            .query_row(
-                "SELECT complete_through, coalesce(covered_from, history_from, 1), id, compact_revision FROM runs \
-                 WHERE cluster_id = ?1 AND prefix = ?2 AND coalesce(resource_filter, ?4) = ?3 \
-                 AND complete_through IS NOT NULL ORDER BY complete_through DESC LIMIT 1",
-                params![cluster, prefix, filter, everything],
-                |r| {
-                    Ok(Previous {
-                        head: r.get(0)?,
-                        covered_from: r.get(1)?,
-                        run: RunId(r.get(2)?),
-                        compact: r.get(3)?,
-                    })
-                },
-            )
-            .optional()
-            .map_err(|e| self.err(e))
-    }
-
-    /// The encryption policy of `cluster`'s newest complete run that
-    /// recorded one, with that run's head revision.
-    pub(in crate::store) fn read_encryption_policy(
-        &self,
-        cluster: i64,
-    ) -> Result<Option<(Policy, i64)>, StoreError> {
-        let row: Option<(String, i64)> = self
-            .conn
-            .query_row(
-                "SELECT encryption_policy, head_revision FROM runs \
-                 WHERE cluster_id = ?1 AND status = 'complete' AND encryption_policy IS NOT NULL \
-                 AND head_revision IS NOT NULL ORDER BY id DESC LIMIT 1",
-                params![cluster],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()
-            .map_err(|e| self.err(e))?;
-        row.map(|(json, head)| {
-            serde_json::from_str(&json)
-                .map(|p| (p, head))
-                .map_err(|e| self.damaged("runs.encryption_policy", e))
-        })
-        .transpose()
-    }
-
     /// A JSON column of a run read as its type.
     fn parsed_json<T: serde::de::DeserializeOwned>(
         &self,
@@ -121,197 +38,31 @@ impl Store {
             .transpose()
     }
 
-    /// When `cluster`'s complete runs read etcd, oldest first: what a
-    /// detector knows of the cluster's clock.
-    pub(in crate::store) fn read_run_times(&self, cluster: i64) -> Result<Vec<RunTime>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT head_revision, started_at, finished_at, source LIKE 'file:%' FROM runs \
-                 WHERE cluster_id = ?1 AND status = 'complete' AND head_revision IS NOT NULL ORDER BY id",
-            )
-            .map_err(|e| self.err(e))?;
+    /// Adds to `runs` what `sql` selects per run (its first column the run
+    /// id, the rest read by `row`), in the order selected.
+    fn per_run<T>(
+        &self,
+        runs: &mut [RunInfo],
+        sql: &str,
+        row: impl Fn(&rusqlite::Row) -> rusqlite::Result<T>,
+        mut add: impl FnMut(&mut RunInfo, T),
+    ) -> Result<(), StoreError> {
+        let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map(params![cluster], |r| {
-                Ok(RunTime {
-                    head: r.get(0)?,
-                    started_at: r.get(1)?,
-                    finished_at: r.get(2)?,
-                    file: r.get(3)?,
-                })
-            })
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, row(r)?)))
             .map_err(|e| self.err(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
-    }
-
-    /// The restores runs of `cluster` found, by run, oldest first.
-    pub(in crate::store) fn read_restores(&self, cluster: i64) -> Result<Vec<(RunId, Restore)>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT id, restored FROM runs WHERE cluster_id = ?1 AND restored IS NOT NULL ORDER BY id",
-            )
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map(params![cluster], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-            })
-            .map_err(|e| self.err(e))?;
-        let mut restores = Vec::new();
-        for row in rows {
-            let (run, json) = row.map_err(|e| self.err(e))?;
-            if let Some(restore) = self.parsed_json(Some(json), "runs.restored")? {
-                restores.push((RunId(run), restore));
+        for found in rows {
+            let (run, item) = found.map_err(|e| self.err(e))?;
+            if let Some(info) = runs.iter_mut().find(|i| i.id.0 == run) {
+                add(info, item);
             }
         }
-        Ok(restores)
-    }
-
-    /// Compares the stored history with etcd's counters: for every key of
-    /// `live` that `recorded` keeps and whose generation began at or after
-    /// `covered_from`, the stored revisions of that generation must number
-    /// exactly its `version`, the newest being its `mod_revision`.
-    pub(in crate::store) fn history_shortfall(
-        &self,
-        cluster: i64,
-        covered_from: i64,
-        live: &[LiveKey],
-        recorded: &dyn Fn(&[u8]) -> bool,
-    ) -> Result<Option<Shortfall>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT count(*), max(r.mod_revision) FROM keys k JOIN revisions r ON r.key_id = k.id \
-                 WHERE k.cluster_id = ?1 AND k.key = ?2 AND r.create_revision = ?3 AND r.deleted = 0 \
-                 AND r.mod_revision <= ?4",
-            )
-            .map_err(|e| self.err(e))?;
-        Shortfall::of(covered_from, live, recorded, |page| {
-            page.iter()
-                .map(|k| {
-                    stmt.query_row(params![cluster, k.key, k.create_revision, k.mod_revision], |r| {
-                        Ok((r.get(0)?, r.get(1)?))
-                    })
-                    .map_err(|e| self.err(e))
-                })
-                .collect()
-        })
-    }
-
-    /// Keys under `prefix` whose newest stored revision at or before `head`
-    /// is not a tombstone.
-    pub(in crate::store) fn live_keys(
-        &self,
-        cluster: i64,
-        prefix: &[u8],
-        head: i64,
-    ) -> Result<i64, StoreError> {
-        let mut end = prefix.to_vec();
-        end.push(0xff);
-        self.conn
-            .query_row(
-                "SELECT count(*) FROM keys k WHERE k.cluster_id = ?1 AND k.key >= ?2 AND k.key < ?3 AND \
-                 (SELECT r.deleted FROM revisions r WHERE r.key_id = k.id AND r.mod_revision <= ?4 \
-                  ORDER BY r.mod_revision DESC LIMIT 1) = 0",
-                params![cluster, prefix, end, head],
-                |r| r.get(0),
-            )
-            .map_err(|e| self.err(e))
-    }
-
-    /// Records one fact of a run: one statement each.
-    pub(in crate::store) fn record_fact(&self, run: RunId, fact: RunFact<'_>) -> Result<(), StoreError> {
-        let (sql, values): (&str, Vec<Box<dyn rusqlite::ToSql>>) = match fact {
-            RunFact::Schema(s) => ("UPDATE runs SET schema = ?2 WHERE id = ?1", vec![Box::new(s.to_string())]),
-            RunFact::EtcdVersion(v) => ("UPDATE runs SET etcd_version = ?2 WHERE id = ?1", vec![Box::new(v.to_string())]),
-            RunFact::Fetched(how) => ("UPDATE runs SET fetched = ?2 WHERE id = ?1", vec![Box::new(how.to_string())]),
-            RunFact::Salvage(damage) => ("UPDATE runs SET salvage = ?2 WHERE id = ?1", vec![Box::new(serde_json::to_string(damage).expect("damage serializes"))]),
-            RunFact::Wal(wal) => ("UPDATE runs SET wal = ?2 WHERE id = ?1", vec![Box::new(serde_json::to_string(wal).expect("a WAL account serializes"))]),
-            RunFact::Restored(restore) => (
-                "UPDATE runs SET restored = ?2 WHERE id = ?1",
-                vec![Box::new(serde_json::to_string(restore).expect("a restore serializes"))],
-            ),
-            RunFact::EncryptionPolicy(policy) => (
-                "UPDATE runs SET encryption_policy = ?2 WHERE id = ?1",
-                vec![Box::new(serde_json::to_string(policy).expect("a policy serializes"))],
-            ),
-            RunFact::Target {
-                cluster,
-                head,
-                compact,
-                history_from,
-            } => (
-                "UPDATE runs SET cluster_id = ?2, head_revision = ?3, compact_revision = ?4, \
-                 history_from = coalesce(history_from, ?5) WHERE id = ?1",
-                vec![Box::new(cluster), Box::new(head), Box::new(compact), Box::new(history_from)],
-            ),
-            RunFact::File {
-                size,
-                sha256,
-                first,
-                last,
-            } => (
-                "UPDATE runs SET file_size = ?2, file_sha256 = ?3, file_first_revision = ?4, file_last_revision = ?5 \
-                 WHERE id = ?1",
-                vec![Box::new(size as i64), Box::new(sha256.to_string()), Box::new(first), Box::new(last)],
-            ),
-            RunFact::Coverage(from) => ("UPDATE runs SET covered_from = ?2 WHERE id = ?1", vec![Box::new(from)]),
-            RunFact::CompleteThrough(revision) => (
-                "UPDATE runs SET complete_through = ?2, head_revision = ?2 WHERE id = ?1",
-                vec![Box::new(revision)],
-            ),
-            RunFact::Gap { cluster, gap } => (
-                "INSERT INTO history_gaps (run_id, cluster_id, from_revision, to_revision) VALUES (?1, ?2, ?3, ?4)",
-                vec![Box::new(cluster), Box::new(gap.from_revision), Box::new(gap.to_revision)],
-            ),
-            // Connecting again to the member that serves is no move.
-            RunFact::Served(by) => (
-                "INSERT INTO run_members (run_id, at, endpoint, member_id, moved_because) SELECT ?1, ?2, ?3, ?4, ?5 \
-                 WHERE ?5 IS NOT NULL OR NOT EXISTS (SELECT 1 FROM run_members WHERE id = \
-                 (SELECT max(id) FROM run_members WHERE run_id = ?1) AND endpoint = ?3 AND member_id = ?4)",
-                vec![
-                    Box::new(by.at.clone()),
-                    Box::new(by.endpoint.clone()),
-                    Box::new(by.member_id.clone()),
-                    Box::new(by.moved_because.clone()),
-                ],
-            ),
-        };
-        let mut bound: Vec<&dyn rusqlite::ToSql> = vec![&run.0];
-        bound.extend(values.iter().map(|v| v.as_ref()));
-        self.conn
-            .execute(sql, bound.as_slice())
-            .map_err(|e| self.err(e))?;
         Ok(())
     }
+}
 
-    /// Ends a run with its status, key count and error; the revisions it
-    /// added are counted from what it committed.
-    pub(in crate::store) fn finish_run(
-        &self,
-        run: RunId,
-        status: RunStatus,
-        keys_seen: i64,
-        error: Option<&str>,
-    ) -> Result<i64, StoreError> {
-        let added: i64 = self
-            .conn
-            .query_row("SELECT count(*) FROM revisions WHERE run_id = ?1", [run.0], |r| {
-                r.get(0)
-            })
-            .map_err(|e| self.err(e))?;
-        self.conn
-            .execute(
-                "UPDATE runs SET status = ?2, finished_at = ?3, keys_seen = ?4, revisions_added = ?5, error = ?6, \
-                 complete_through = CASE WHEN ?2 = 'complete' THEN head_revision ELSE complete_through END WHERE id = ?1",
-                params![run.0, status.as_str(), now(), keys_seen, added, error],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(added)
-    }
-
-    /// Every run, oldest first.
-    pub(in crate::store) fn read_runs(&self) -> Result<Vec<RunInfo>, StoreError> {
+impl crate::store::reader::RunReads for Store {
+    fn runs(&self) -> Result<Vec<RunInfo>, StoreError> {
         let mut stmt = self
             .conn
             .prepare(&format!(
@@ -402,33 +153,253 @@ impl Store {
         Ok(runs)
     }
 
-    /// Adds to `runs` what `sql` selects per run (its first column the run
-    /// id, the rest read by `row`), in the order selected.
-    fn per_run<T>(
-        &self,
-        runs: &mut [RunInfo],
-        sql: &str,
-        row: impl Fn(&rusqlite::Row) -> rusqlite::Result<T>,
-        mut add: impl FnMut(&mut RunInfo, T),
-    ) -> Result<(), StoreError> {
-        let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get::<_, i64>(0)?, row(r)?)))
+    fn run_times(&self, cluster: i64) -> Result<Vec<RunTime>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT head_revision, started_at, finished_at, source LIKE 'file:%' FROM runs \
+                 WHERE cluster_id = ?1 AND status = 'complete' AND head_revision IS NOT NULL ORDER BY id",
+            )
             .map_err(|e| self.err(e))?;
-        for found in rows {
-            let (run, item) = found.map_err(|e| self.err(e))?;
-            if let Some(info) = runs.iter_mut().find(|i| i.id.0 == run) {
-                add(info, item);
+        let rows = stmt
+            .query_map(params![cluster], |r| {
+                Ok(RunTime {
+                    head: r.get(0)?,
+                    started_at: r.get(1)?,
+                    finished_at: r.get(2)?,
+                    file: r.get(3)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    fn restores(&self, cluster: i64) -> Result<Vec<(RunId, Restore)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, restored FROM runs WHERE cluster_id = ?1 AND restored IS NOT NULL ORDER BY id",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![cluster], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+            })
+            .map_err(|e| self.err(e))?;
+        let mut restores = Vec::new();
+        for row in rows {
+            let (run, json) = row.map_err(|e| self.err(e))?;
+            if let Some(restore) = self.parsed_json(Some(json), "runs.restored")? {
+                restores.push((RunId(run), restore));
             }
         }
+        Ok(restores)
+    }
+
+    fn encryption_policy(&self, cluster: i64) -> Result<Option<(Policy, i64)>, StoreError> {
+        let row: Option<(String, i64)> = self
+            .conn
+            .query_row(
+                "SELECT encryption_policy, head_revision FROM runs \
+                 WHERE cluster_id = ?1 AND status = 'complete' AND encryption_policy IS NOT NULL \
+                 AND head_revision IS NOT NULL ORDER BY id DESC LIMIT 1",
+                params![cluster],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        row.map(|(json, head)| {
+            serde_json::from_str(&json)
+                .map(|p| (p, head))
+                .map_err(|e| self.damaged("runs.encryption_policy", e))
+        })
+        .transpose()
+    }
+}
+
+impl crate::store::recorder::RunWrites for Store {
+    fn begin_run(&self, source: &str, prefix: &str, filter: &str) -> Result<RunId, StoreError> {
+        let key = self.hash_key()?.id();
+        self.conn
+            .execute(
+                "INSERT INTO runs (source, prefix, resource_filter, started_at, status, tool_version, pid, hash_key) \
+                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7)",
+                params![
+                    source,
+                    prefix,
+                    filter,
+                    now(),
+                    env!("CARGO_PKG_VERSION"),
+                    std::process::id(),
+                    key
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(RunId(self.conn.last_insert_rowid()))
+    }
+
+    fn record(&self, run: RunId, fact: RunFact<'_>) -> Result<(), StoreError> {
+        let (sql, values): (&str, Vec<Box<dyn rusqlite::ToSql>>) = match fact {
+            RunFact::Schema(s) => ("UPDATE runs SET schema = ?2 WHERE id = ?1", vec![Box::new(s.to_string())]),
+            RunFact::EtcdVersion(v) => ("UPDATE runs SET etcd_version = ?2 WHERE id = ?1", vec![Box::new(v.to_string())]),
+            RunFact::Fetched(how) => ("UPDATE runs SET fetched = ?2 WHERE id = ?1", vec![Box::new(how.to_string())]),
+            RunFact::Salvage(damage) => ("UPDATE runs SET salvage = ?2 WHERE id = ?1", vec![Box::new(serde_json::to_string(damage).expect("damage serializes"))]),
+            RunFact::Wal(wal) => ("UPDATE runs SET wal = ?2 WHERE id = ?1", vec![Box::new(serde_json::to_string(wal).expect("a WAL account serializes"))]),
+            RunFact::Restored(restore) => (
+                "UPDATE runs SET restored = ?2 WHERE id = ?1",
+                vec![Box::new(serde_json::to_string(restore).expect("a restore serializes"))],
+            ),
+            RunFact::EncryptionPolicy(policy) => (
+                "UPDATE runs SET encryption_policy = ?2 WHERE id = ?1",
+                vec![Box::new(serde_json::to_string(policy).expect("a policy serializes"))],
+            ),
+            RunFact::Target {
+                cluster,
+                head,
+                compact,
+                history_from,
+            } => (
+                "UPDATE runs SET cluster_id = ?2, head_revision = ?3, compact_revision = ?4, \
+                 history_from = coalesce(history_from, ?5) WHERE id = ?1",
+                vec![Box::new(cluster), Box::new(head), Box::new(compact), Box::new(history_from)],
+            ),
+            RunFact::File {
+                size,
+                sha256,
+                first,
+                last,
+            } => (
+                "UPDATE runs SET file_size = ?2, file_sha256 = ?3, file_first_revision = ?4, file_last_revision = ?5 \
+                 WHERE id = ?1",
+                vec![Box::new(size as i64), Box::new(sha256.to_string()), Box::new(first), Box::new(last)],
+            ),
+            RunFact::Coverage(from) => ("UPDATE runs SET covered_from = ?2 WHERE id = ?1", vec![Box::new(from)]),
+            RunFact::CompleteThrough(revision) => (
+                "UPDATE runs SET complete_through = ?2, head_revision = ?2 WHERE id = ?1",
+                vec![Box::new(revision)],
+            ),
+            RunFact::Gap { cluster, gap } => (
+                "INSERT INTO history_gaps (run_id, cluster_id, from_revision, to_revision) VALUES (?1, ?2, ?3, ?4)",
+                vec![Box::new(cluster), Box::new(gap.from_revision), Box::new(gap.to_revision)],
+            ),
+            // Connecting again to the member that serves is no move.
+            RunFact::Served(by) => (
+                "INSERT INTO run_members (run_id, at, endpoint, member_id, moved_because) SELECT ?1, ?2, ?3, ?4, ?5 \
+                 WHERE ?5 IS NOT NULL OR NOT EXISTS (SELECT 1 FROM run_members WHERE id = \
+                 (SELECT max(id) FROM run_members WHERE run_id = ?1) AND endpoint = ?3 AND member_id = ?4)",
+                vec![
+                    Box::new(by.at.clone()),
+                    Box::new(by.endpoint.clone()),
+                    Box::new(by.member_id.clone()),
+                    Box::new(by.moved_because.clone()),
+                ],
+            ),
+        };
+        let mut bound: Vec<&dyn rusqlite::ToSql> = vec![&run.0];
+        bound.extend(values.iter().map(|v| v.as_ref()));
+        self.conn
+            .execute(sql, bound.as_slice())
+            .map_err(|e| self.err(e))?;
         Ok(())
+    }
+
+    fn finish_run(
+        &self,
+        run: RunId,
+        status: RunStatus,
+        keys_seen: i64,
+        error: Option<&str>,
+    ) -> Result<i64, StoreError> {
+        let added: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM revisions WHERE run_id = ?1", [run.0], |r| {
+                r.get(0)
+            })
+            .map_err(|e| self.err(e))?;
+        self.conn
+            .execute(
+                "UPDATE runs SET status = ?2, finished_at = ?3, keys_seen = ?4, revisions_added = ?5, error = ?6, \
+                 complete_through = CASE WHEN ?2 = 'complete' THEN head_revision ELSE complete_through END WHERE id = ?1",
+                params![run.0, status.as_str(), now(), keys_seen, added, error],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(added)
+    }
+
+    fn previous_head(
+        &self,
+        cluster: i64,
+        prefix: &str,
+        filter: &str,
+        everything: &str,
+    ) -> Result<Option<Previous>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT complete_through, coalesce(covered_from, history_from, 1), id, compact_revision FROM runs \
+                 WHERE cluster_id = ?1 AND prefix = ?2 AND coalesce(resource_filter, ?4) = ?3 \
+                 AND complete_through IS NOT NULL ORDER BY complete_through DESC LIMIT 1",
+                params![cluster, prefix, filter, everything],
+                |r| {
+                    Ok(Previous {
+                        head: r.get(0)?,
+                        covered_from: r.get(1)?,
+                        run: RunId(r.get(2)?),
+                        compact: r.get(3)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    fn history_shortfall(
+        &self,
+        cluster: i64,
+        covered_from: i64,
+        live: &[LiveKey],
+        recorded: &dyn Fn(&[u8]) -> bool,
+    ) -> Result<Option<Shortfall>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*), max(r.mod_revision) FROM keys k JOIN revisions r ON r.key_id = k.id \
+                 WHERE k.cluster_id = ?1 AND k.key = ?2 AND r.create_revision = ?3 AND r.deleted = 0 \
+                 AND r.mod_revision <= ?4",
+            )
+            .map_err(|e| self.err(e))?;
+        Shortfall::of(covered_from, live, recorded, |page| {
+            page.iter()
+                .map(|k| {
+                    stmt.query_row(params![cluster, k.key, k.create_revision, k.mod_revision], |r| {
+                        Ok((r.get(0)?, r.get(1)?))
+                    })
+                    .map_err(|e| self.err(e))
+                })
+                .collect()
+        })
+    }
+
+    fn live_keys(&self, cluster: i64, prefix: &[u8], head: i64) -> Result<i64, StoreError> {
+        let mut end = prefix.to_vec();
+        end.push(0xff);
+        self.conn
+            .query_row(
+                "SELECT count(*) FROM keys k WHERE k.cluster_id = ?1 AND k.key >= ?2 AND k.key < ?3 AND \
+                 (SELECT r.deleted FROM revisions r WHERE r.key_id = k.id AND r.mod_revision <= ?4 \
+                  ORDER BY r.mod_revision DESC LIMIT 1) = 0",
+                params![cluster, prefix, end, head],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err(e))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::HistoryReader;
+    use crate::store::reader::RunReads;
+    use crate::store::recorder::HashKeyLoad;
+    use crate::store::recorder::RunWrites;
 
     /// `runs` over a database whose run row holds `set`.
     fn runs_with(set: &str) -> String {

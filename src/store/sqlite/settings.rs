@@ -43,13 +43,8 @@ impl Settings for Store {
     }
 }
 
-impl Store {
-    /// See [`crate::store::settings::field_config`].
-    pub(in crate::store) fn field_config(
-        &self,
-        depth: Option<usize>,
-        sensitive: &[FieldPath],
-    ) -> Result<FieldConfig, StoreError> {
+impl crate::store::recorder::FieldConfigs for Store {
+    fn field_config(&self, depth: Option<usize>, sensitive: &[FieldPath]) -> Result<FieldConfig, StoreError> {
         field_config(self, depth, sensitive)
     }
 }
@@ -57,6 +52,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::recorder::FieldConfigs;
     use crate::store::settings::{FIELD_DEPTH, SENSITIVE_PATHS};
 
     #[test]

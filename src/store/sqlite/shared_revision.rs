@@ -14,13 +14,8 @@ const SHARED: &str = "SELECT r.mod_revision FROM revisions r \
      WHERE r.cluster_id = ?1 AND r.deleted_after IS NULL \
      GROUP BY r.mod_revision HAVING count(*) > 1 AND min(r.deleted) = 0";
 
-impl Store {
-    /// See [`crate::store::HistoryReader::shared_revisions`].
-    pub(in crate::store) fn read_shared_revisions(
-        &self,
-        cluster: i64,
-        limit: usize,
-    ) -> Result<SharedRevisions, StoreError> {
+impl crate::store::reader::SharedRevisionReads for Store {
+    fn shared_revisions(&self, cluster: i64, limit: usize) -> Result<SharedRevisions, StoreError> {
         let err = |e| self.err(e);
         let total: i64 = self
             .conn

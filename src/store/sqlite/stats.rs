@@ -73,40 +73,10 @@ impl Store {
             .map_err(err)?;
         rows.collect::<Result<_, _>>().map_err(err)
     }
+}
 
-    /// Stored revisions per change class.
-    pub(in crate::store) fn read_writes_by_class(
-        &self,
-        scope: &Scope,
-    ) -> Result<Vec<(String, i64)>, StoreError> {
-        self.counts(scope, "r.change_class", "1", None)
-    }
-
-    /// Stored revisions per resource.
-    pub(in crate::store) fn read_writes_by_resource(
-        &self,
-        scope: &Scope,
-    ) -> Result<Vec<(String, i64)>, StoreError> {
-        self.counts(scope, "k.resource", "1", None)
-    }
-
-    /// The keys with the most stored revisions.
-    pub(in crate::store) fn read_busiest_keys(
-        &self,
-        scope: &Scope,
-        limit: Option<u32>,
-    ) -> Result<Vec<(String, i64)>, StoreError> {
-        self.counts(scope, "k.key", "k.id", limit)
-    }
-
-    /// The stored revision at or before a time, by runs: the head of the
-    /// last run (of `cluster`, when given) that started at or before `time`
-    /// (RFC 3339).
-    pub(in crate::store) fn read_revision_at_time(
-        &self,
-        cluster: Option<i64>,
-        time: &str,
-    ) -> Result<Option<i64>, StoreError> {
+impl crate::store::reader::StatsReads for Store {
+    fn revision_at_time(&self, cluster: Option<i64>, time: &str) -> Result<Option<i64>, StoreError> {
         self.conn
             .query_row(
                 "SELECT max(head_revision) FROM runs WHERE started_at <= ?1 AND status = 'complete' \
@@ -115,5 +85,17 @@ impl Store {
                 |r| r.get(0),
             )
             .map_err(|e| self.err(e))
+    }
+
+    fn writes_by_class(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError> {
+        self.counts(scope, "r.change_class", "1", None)
+    }
+
+    fn writes_by_resource(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError> {
+        self.counts(scope, "k.resource", "1", None)
+    }
+
+    fn busiest_keys(&self, scope: &Scope, limit: Option<u32>) -> Result<Vec<(String, i64)>, StoreError> {
+        self.counts(scope, "k.key", "k.id", limit)
     }
 }

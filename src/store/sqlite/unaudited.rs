@@ -4,9 +4,8 @@ use super::Store;
 use crate::store::unaudited::{Once, UnauditedCreate, UNAUDITED_CREATES};
 use crate::store::StoreError;
 
-impl Store {
-    /// See [`crate::store::HistoryReader::unaudited_creates`].
-    pub(in crate::store) fn read_unaudited_creates(
+impl crate::store::reader::UnauditedReads for Store {
+    fn unaudited_creates(
         &self,
         cluster: i64,
         visit: &mut dyn FnMut(UnauditedCreate),

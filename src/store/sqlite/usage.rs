@@ -3,6 +3,7 @@
 //! over the stored revisions a [`Scope`] keeps.
 
 use super::Store;
+use crate::store::reader::ClusterReads;
 use crate::store::usage::{sort_resources, Requesters, TIME_FIELDS};
 use crate::store::StoreError;
 use crate::store::{
@@ -44,7 +45,7 @@ impl<'a> Scoped<'a> {
             .execute(&sql, super::stats::scope_params(scope).as_slice())
             .map_err(err)?;
         let labels = store
-            .read_clusters()?
+            .clusters()?
             .into_iter()
             .map(|c| (c.row, c.label().to_string()))
             .collect();
@@ -105,17 +106,7 @@ impl Drop for Scoped<'_> {
 }
 
 impl Store {
-    /// Per resource, what the revisions `scope` keeps (of one cluster when
-    /// given) hold and cost: the `resources` of [`Store::usage`], which the
-    /// report's summary shows too.
-    pub(in crate::store) fn read_resource_usage(
-        &self,
-        scope: &Scope,
-    ) -> Result<Vec<ResourceUsage>, StoreError> {
-        self.resources_in(&Scoped::new(self, scope)?)
-    }
-
-    /// What [`Store::read_resource_usage`] gives, over the rows gathered.
+    /// What `resource_usage` gives, over the rows gathered.
     fn resources_in(&self, scoped: &Scoped<'_>) -> Result<Vec<ResourceUsage>, StoreError> {
         let err = |e| self.err(e);
         let (query, bind) = (|sql: &str| scoped.query(sql), rusqlite::params![]);
@@ -176,10 +167,10 @@ impl Store {
         sort_resources(&mut resources);
         Ok(resources)
     }
+}
 
-    /// `stats`: the usage of the revisions `scope` keeps (of one cluster
-    /// when given); `top` rows of the per-key and per-manager lists.
-    pub(in crate::store) fn read_usage(&self, scope: &Scope, top: u32) -> Result<Usage, StoreError> {
+impl crate::store::reader::UsageReads for Store {
+    fn usage(&self, scope: &Scope, top: u32) -> Result<Usage, StoreError> {
         let err = |e| self.err(e);
         let scoped = Scoped::new(self, scope)?;
         let resources = self.resources_in(&scoped)?;
@@ -283,5 +274,9 @@ impl Store {
             users,
             user_agents,
         })
+    }
+
+    fn resource_usage(&self, scope: &Scope) -> Result<Vec<ResourceUsage>, StoreError> {
+        self.resources_in(&Scoped::new(self, scope)?)
     }
 }

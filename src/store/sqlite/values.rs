@@ -3,19 +3,12 @@
 //! showing a damaged value as missing.
 
 use super::Store;
+use crate::store::reader::HistoryReads;
 use crate::store::Contents;
 use crate::store::StoreError;
 
-impl Store {
-    /// Every stored revision of `cluster`'s keys of one resource, per key
-    /// and oldest first: its mod_revision and stored content (`None` for a
-    /// deletion or content that is not stored).
-    pub(in crate::store) fn read_contents_of(
-        &self,
-        cluster: i64,
-        group: &str,
-        resource: &str,
-    ) -> Result<Vec<Contents>, StoreError> {
+impl crate::store::reader::ContentReads for Store {
+    fn contents_of(&self, cluster: i64, group: &str, resource: &str) -> Result<Vec<Contents>, StoreError> {
         let err = |e| self.err(e);
         let mut stmt = self
             .conn
@@ -35,7 +28,7 @@ impl Store {
         let mut last_key = None;
         for (key, revision, hash) in rows {
             let content = match hash {
-                Some(h) => self.read_canonical_value(&h)?,
+                Some(h) => self.canonical_value(&h)?,
                 None => None,
             };
             if last_key != Some(key) {

@@ -6,9 +6,8 @@ use crate::store::vanished::{InferredDelete, RunHead, StoredKey, StoredRevision}
 use crate::store::{RunId, StoreError};
 use rusqlite::params;
 
-impl Store {
-    /// See [`crate::store::RunRecorder::stored_keys`].
-    pub(in crate::store) fn stored_keys(
+impl crate::store::recorder::VanishedWrites for Store {
+    fn stored_keys(
         &self,
         cluster: i64,
         prefix: &[u8],
@@ -56,8 +55,7 @@ impl Store {
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
-    /// See [`crate::store::RunRecorder::run_heads`].
-    pub(in crate::store) fn run_heads(&self, cluster: i64, run: RunId) -> Result<Vec<RunHead>, StoreError> {
+    fn run_heads(&self, cluster: i64, run: RunId) -> Result<Vec<RunHead>, StoreError> {
         let mut stmt = self
             .conn
             .prepare(
@@ -76,8 +74,7 @@ impl Store {
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
-    /// See [`crate::store::RunRecorder::store_inferred_deletes`].
-    pub(in crate::store) fn store_inferred_deletes(
+    fn store_inferred_deletes(
         &self,
         cluster: i64,
         run: RunId,
