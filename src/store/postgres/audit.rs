@@ -317,7 +317,10 @@ impl AuditStage for AuditStaging<'_> {
 
     fn finish(self: Box<Self>) -> Result<(), StoreError> {
         self.earlier_failure()?;
-        self.write_batch()
+        self.write_batch()?;
+        // The join follows at once.
+        self.store
+            .refresh_statistics("audit_requests", self.staged.get(), &["audit_requests"])
     }
 }
 
