@@ -802,3 +802,44 @@ fn every_table_holds_the_columns_declared_once() {
         );
     });
 }
+
+/// PostgreSQL plans what follows a run (`analyze` at once) from its
+/// statistics: a run that adds a tenth or more of `revisions` leaves the
+/// planner counting what it wrote, not the empty table autovacuum last
+/// saw; a small one leaves them to autovacuum. (SQLite plans without
+/// gathered statistics.)
+#[test]
+fn a_large_run_leaves_postgresql_planning_for_what_it_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(uri) = postgres::database_in(dir.path()) else {
+        eprintln!("PostgreSQL is not installed: nothing to check");
+        return;
+    };
+    let store = Store::open_for_writing(Path::new(&uri)).unwrap();
+    let mut client = ::postgres::Client::connect(&uri, ::postgres::NoTls).unwrap();
+    let mut planned = || -> f32 {
+        client
+            .query_one(
+                "SELECT reltuples FROM pg_class WHERE oid = 'etcd_inspector.revisions'::regclass",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    };
+    assert!(planned() <= 0.0, "a new table was never analyzed");
+    let (_, run, mut w) = begin(&store, "contract-stats", 1, 31);
+    for i in 0..30 {
+        let key = format!("/registry/configmaps/shop/app.kubernetes.io-{i}");
+        w.record(put(&key, i + 2, i + 2, 1, "a=1")).unwrap();
+    }
+    w.flush().unwrap();
+    drop(w);
+    assert_eq!(store.finish_run(run, RunStatus::Complete, 30, None).unwrap(), 30);
+    assert_eq!(planned(), 30.0, "the run's revisions are what the planner counts");
+    let (_, run, mut w) = begin(&store, "contract-stats", 1, 32);
+    w.record(put(WEB, 32, 32, 1, "a=2")).unwrap();
+    w.flush().unwrap();
+    drop(w);
+    assert_eq!(store.finish_run(run, RunStatus::Complete, 1, None).unwrap(), 1);
+    assert_eq!(planned(), 30.0, "one revision more is left to autovacuum");
+}
