@@ -38,6 +38,7 @@ mod run;
 mod scope;
 mod settings;
 pub mod shared_revision;
+pub(crate) mod sql;
 pub mod sqlite;
 pub mod tables;
 pub mod unaudited;

@@ -3,6 +3,7 @@
 //! ([`RowFilter`]), the row-level access each backend gives ([`Tables`]),
 //! and the columns of each table copied, the same in both schemas.
 
+use super::sql::{id_list, Sql};
 use super::StoreError;
 
 /// One column's value.
@@ -81,6 +82,84 @@ pub trait Tables {
     fn begin_rows(&self) -> Result<(), StoreError>;
     fn commit_rows(&self) -> Result<(), StoreError>;
     fn rollback_rows(&self);
+}
+
+/// Row access written once, over either backend's statements.
+impl<T: Sql + ?Sized> Tables for T {
+    fn each_row(
+        &self,
+        table: &str,
+        columns: &[&str],
+        filter: &RowFilter,
+        order: &str,
+        visit: &mut dyn FnMut(&[Cell]) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let ids = self.dialect().id_list;
+        let (condition, params) = match filter {
+            RowFilter::All => ("1 = 1".to_string(), Vec::new()),
+            RowFilter::In(column, rows) => (format!("{column} IN {ids}"), vec![id_list(rows)]),
+            RowFilter::Eq(column, value) => (format!("{column} = $1"), vec![value.clone()]),
+            RowFilter::KeysOfClusters(clusters) => (
+                format!("key_id IN (SELECT id FROM keys WHERE cluster_id IN {ids})"),
+                vec![id_list(clusters)],
+            ),
+        };
+        let sql = format!(
+            "SELECT {} FROM {table} WHERE {condition} ORDER BY {order}",
+            columns.join(", ")
+        );
+        self.each(table, &sql, &params, visit)
+    }
+
+    fn insert_row(
+        &self,
+        table: &str,
+        columns: &[&str],
+        values: &[Cell],
+        id: bool,
+    ) -> Result<Option<i64>, StoreError> {
+        let marks: Vec<String> = (1..=columns.len()).map(|i| format!("${i}")).collect();
+        let sql = format!(
+            "INSERT INTO {table} ({}) VALUES ({}) ON CONFLICT DO NOTHING{}",
+            columns.join(", "),
+            marks.join(", "),
+            if id { " RETURNING id" } else { "" }
+        );
+        if !id {
+            return Ok((self.execute(&sql, values)? > 0).then_some(0));
+        }
+        let inserted = self.rows(table, &sql, values)?;
+        inserted
+            .first()
+            .map(|r| self.typed(table).int(&r[0], "id"))
+            .transpose()
+    }
+
+    fn find_id(&self, table: &str, columns: &[&str], values: &[Cell]) -> Result<Option<i64>, StoreError> {
+        let condition: Vec<String> = columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c} IS NOT DISTINCT FROM ${}", i + 1))
+            .collect();
+        let sql = format!("SELECT id FROM {table} WHERE {} LIMIT 1", condition.join(" AND "));
+        let found = self.rows(table, &sql, values)?;
+        found
+            .first()
+            .map(|r| self.typed(table).int(&r[0], "id"))
+            .transpose()
+    }
+
+    fn begin_rows(&self) -> Result<(), StoreError> {
+        self.begin_transaction()
+    }
+
+    fn commit_rows(&self) -> Result<(), StoreError> {
+        self.commit_transaction()
+    }
+
+    fn rollback_rows(&self) {
+        self.rollback_transaction()
+    }
 }
 
 /// The columns of every table, declared once (row ids aside): what a copy

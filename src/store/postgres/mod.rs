@@ -5,6 +5,7 @@
 //! a cluster has one writer at a time (a session advisory lock).
 
 mod audit;
+mod cells;
 mod changes;
 mod clock;
 mod clusters;
@@ -14,13 +15,12 @@ mod hash_key;
 mod history;
 mod live;
 mod named;
-mod prune;
 mod revision_rows;
 mod runs;
 mod settings;
 mod shared_revision;
+mod sql;
 mod stats;
-mod tables;
 mod unaudited;
 mod usage;
 mod values;

@@ -3,6 +3,7 @@
 //! statement, PRAGMA and rusqlite type of the store lives in this module.
 
 mod audit;
+mod cells;
 mod changes;
 mod clock;
 mod clusters;
@@ -12,13 +13,12 @@ mod history;
 mod legacy_paths;
 mod live;
 mod named;
-mod prune;
 mod revision_rows;
 mod runs;
 mod settings;
 mod shared_revision;
+mod sql;
 mod stats;
-mod tables;
 mod unaudited;
 mod usage;
 mod values;

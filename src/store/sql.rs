@@ -1,0 +1,113 @@
+//! The dialect boundary: logic that is not SQL text (prune, copy's row
+//! access) is written once over [`Sql`], which each backend gives with its
+//! connection, transactions and the few words its dialect spells its own
+//! way ([`Dialect`]). Statements are written once, in the part of SQL both
+//! backends run: parameters numbered `$1`, `$2` ..., `CAST(x AS bigint)`
+//! for a type, `IS NOT DISTINCT FROM`, `ON CONFLICT DO NOTHING`,
+//! `RETURNING`; values travel as [`Cell`]s.
+
+use super::tables::Cell;
+use super::StoreError;
+use std::path::Path;
+
+/// How a dialect spells what the shared SQL leaves open.
+pub struct Dialect {
+    /// Appended to a text expression so it compares byte by byte, as the
+    /// stored times and names are ordered (SQLite's default).
+    pub byte_order: &'static str,
+    /// The larger of two values (`max(a, b)` in SQLite).
+    pub greatest: &'static str,
+    /// Column types of a temporary table: an integer and bytes.
+    pub int: &'static str,
+    pub bytes: &'static str,
+    /// The ids in parameter `$1` (a comma-separated list) as a subquery.
+    pub id_list: &'static str,
+}
+
+/// What a backend gives the logic written once.
+pub trait Sql {
+    /// The database, for errors that name it.
+    fn location(&self) -> &Path;
+    fn dialect(&self) -> &'static Dialect;
+    /// Runs one statement: the rows it changed.
+    fn execute(&self, sql: &str, params: &[Cell]) -> Result<u64, StoreError>;
+    /// Each row one statement answers, in bounded memory; a value no
+    /// [`Cell`] holds is damage to `table` (what the rows are read from).
+    fn each(
+        &self,
+        table: &str,
+        sql: &str,
+        params: &[Cell],
+        visit: &mut dyn FnMut(&[Cell]) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError>;
+    /// Opens a write transaction.
+    fn begin_transaction(&self) -> Result<(), StoreError>;
+    fn commit_transaction(&self) -> Result<(), StoreError>;
+    /// Drops the open transaction, if any.
+    fn rollback_transaction(&self);
+    fn transaction_open(&self) -> bool;
+    /// Creates the temporary table `name` with `columns` (a column list in
+    /// parentheses), gone when the transaction ends or the next one of the
+    /// name is created.
+    fn temp_table(&self, name: &str, columns: &str) -> Result<(), StoreError>;
+    /// Gives the space of removed rows back and refreshes the planner's
+    /// statistics.
+    fn vacuum(&self) -> Result<(), StoreError>;
+
+    /// Runs `work` in one write transaction (or in the open one): all of it
+    /// is kept or none.
+    fn atomically(&self, work: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError> {
+        if self.transaction_open() {
+            return work();
+        }
+        self.begin_transaction()?;
+        match work() {
+            Ok(()) => self.commit_transaction(),
+            Err(e) => {
+                self.rollback_transaction();
+                Err(e)
+            }
+        }
+    }
+
+    /// Cells read as what `table` holds.
+    fn typed<'a>(&'a self, table: &'a str) -> Typed<'a> {
+        Typed {
+            location: self.location(),
+            table,
+        }
+    }
+
+    /// The rows of a statement that answers few (any statement, a
+    /// `RETURNING` one included).
+    fn rows(&self, table: &str, sql: &str, params: &[Cell]) -> Result<Vec<Vec<Cell>>, StoreError>;
+}
+
+/// Cells read as what `table` holds: a cell of another type is damage
+/// naming table and column.
+pub struct Typed<'a> {
+    pub location: &'a Path,
+    pub table: &'a str,
+}
+
+impl Typed<'_> {
+    fn damaged(&self, column: &str, cell: &Cell) -> StoreError {
+        StoreError::Damaged {
+            path: self.location.to_path_buf(),
+            what: format!("{}.{column}: {cell:?} is not what the column holds", self.table),
+        }
+    }
+
+    /// An integer.
+    pub fn int(&self, cell: &Cell, column: &str) -> Result<i64, StoreError> {
+        match cell {
+            Cell::Int(n) => Ok(*n),
+            other => Err(self.damaged(column, other)),
+        }
+    }
+}
+
+/// `ids` as the parameter [`Dialect::id_list`] reads.
+pub fn id_list(ids: &[i64]) -> Cell {
+    Cell::Text(ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
+}

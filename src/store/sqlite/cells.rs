@@ -1,0 +1,32 @@
+//! SQLite's values as [`Cell`]s and back, for the statements written once
+//! over [`crate::store::sql::Sql`].
+
+use crate::store::tables::Cell;
+use crate::store::StoreError;
+use rusqlite::types::{Value, ValueRef};
+use std::path::Path;
+
+pub(super) fn to_value(cell: &Cell) -> Value {
+    match cell {
+        Cell::Null => Value::Null,
+        Cell::Int(n) => Value::Integer(*n),
+        Cell::Text(t) => Value::Text(t.clone()),
+        Cell::Bytes(b) => Value::Blob(b.clone()),
+    }
+}
+
+/// A stored value as a [`Cell`]; a real number is no value of ours.
+pub(super) fn cell(path: &Path, table: &str, column: &str, value: ValueRef<'_>) -> Result<Cell, StoreError> {
+    Ok(match value {
+        ValueRef::Null => Cell::Null,
+        ValueRef::Integer(n) => Cell::Int(n),
+        ValueRef::Text(t) => Cell::Text(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Blob(b) => Cell::Bytes(b.to_vec()),
+        ValueRef::Real(r) => {
+            return Err(StoreError::Damaged {
+                path: path.to_path_buf(),
+                what: format!("{table}.{column}: {r} is not an integer"),
+            })
+        }
+    })
+}

@@ -1,0 +1,124 @@
+//! [`Sql`] over SQLite: the shared statements run as written, their `$n`
+//! parameters read as SQLite's `?n`.
+
+use super::cells::{cell, to_value};
+use super::Store;
+use crate::store::sql::{Dialect, Sql};
+use crate::store::tables::Cell;
+use crate::store::StoreError;
+use std::path::Path;
+
+const SQLITE: Dialect = Dialect {
+    byte_order: "",
+    greatest: "max",
+    int: "INTEGER",
+    bytes: "BLOB",
+    id_list: "(SELECT value FROM json_each('[' || $1 || ']'))",
+};
+
+/// `sql` with every `$n` parameter spelled `?n`.
+fn numbered(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        let param = c == '$' && chars.peek().is_some_and(char::is_ascii_digit);
+        out.push(if param { '?' } else { c });
+    }
+    out
+}
+
+impl Sql for Store {
+    fn location(&self) -> &Path {
+        &self.path
+    }
+
+    fn dialect(&self) -> &'static Dialect {
+        &SQLITE
+    }
+
+    fn execute(&self, sql: &str, params: &[Cell]) -> Result<u64, StoreError> {
+        self.conn
+            .prepare_cached(&numbered(sql))
+            .and_then(|mut s| s.execute(rusqlite::params_from_iter(params.iter().map(to_value))))
+            .map(|n| n as u64)
+            .map_err(|e| self.err(e))
+    }
+
+    fn each(
+        &self,
+        table: &str,
+        sql: &str,
+        params: &[Cell],
+        visit: &mut dyn FnMut(&[Cell]) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let err = |e| self.err(e);
+        let mut stmt = self.conn.prepare_cached(&numbered(sql)).map_err(err)?;
+        let names: Vec<String> = stmt.column_names().iter().map(|n| n.to_string()).collect();
+        let mut rows = stmt
+            .query(rusqlite::params_from_iter(params.iter().map(to_value)))
+            .map_err(err)?;
+        let mut cells = Vec::with_capacity(names.len());
+        while let Some(row) = rows.next().map_err(err)? {
+            cells.clear();
+            for (i, name) in names.iter().enumerate() {
+                cells.push(cell(&self.path, table, name, row.get_ref(i).map_err(err)?)?);
+            }
+            visit(&cells)?;
+        }
+        Ok(())
+    }
+
+    fn rows(&self, table: &str, sql: &str, params: &[Cell]) -> Result<Vec<Vec<Cell>>, StoreError> {
+        let mut rows = Vec::new();
+        self.each(table, sql, params, &mut |row| {
+            rows.push(row.to_vec());
+            Ok(())
+        })?;
+        Ok(rows)
+    }
+
+    fn begin_transaction(&self) -> Result<(), StoreError> {
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(|e| self.err(e))
+    }
+
+    fn commit_transaction(&self) -> Result<(), StoreError> {
+        self.conn.execute_batch("COMMIT").map_err(|e| self.err(e))
+    }
+
+    fn rollback_transaction(&self) {
+        if !self.conn.is_autocommit() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+    }
+
+    fn transaction_open(&self) -> bool {
+        !self.conn.is_autocommit()
+    }
+
+    fn temp_table(&self, name: &str, columns: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute_batch(&format!(
+                "DROP TABLE IF EXISTS temp.{name}; CREATE TEMP TABLE {name} {columns}"
+            ))
+            .map_err(|e| self.err(e))
+    }
+
+    fn vacuum(&self) -> Result<(), StoreError> {
+        self.conn.execute_batch("VACUUM").map_err(|e| self.err(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::numbered;
+
+    #[test]
+    fn parameters_are_renumbered_and_nothing_else() {
+        assert_eq!(
+            numbered("SELECT $1, '$', x$y FROM t WHERE a = $12"),
+            "SELECT ?1, '$', x$y FROM t WHERE a = ?12"
+        );
+    }
+}
