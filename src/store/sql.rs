@@ -7,7 +7,7 @@
 //! `RETURNING`; values travel as [`Cell`]s.
 
 use super::tables::Cell;
-use super::StoreError;
+use super::{Scope, StoreError};
 use std::path::Path;
 
 /// How a dialect spells what the shared SQL leaves open.
@@ -22,6 +22,31 @@ pub struct Dialect {
     pub bytes: &'static str,
     /// The ids in parameter `$1` (a comma-separated list) as a subquery.
     pub id_list: &'static str,
+    /// A [`Scope`] as conditions over `r` (revisions) and `k` (keys), its
+    /// values bound to `$1`..`$7` as [`scope_cells`] gives them.
+    pub scope: &'static str,
+    /// Writes per field manager over `scoped_rows` (the usage's rows), at
+    /// most `$1`: manager, group, resource, writes, metadata-only writes,
+    /// writes of `{times}` only (the quoted time fields) and cluster. Each
+    /// dialect reads the JSON lists its own way.
+    pub manager_writes: &'static str,
+}
+
+/// The values [`Dialect::scope`] binds, in order: the revision range, then
+/// the object filter's namespace, resource, key prefix, cluster and key.
+pub fn scope_cells(scope: &Scope) -> [Cell; 7] {
+    let int = |v: Option<i64>| v.map_or(Cell::Null, Cell::Int);
+    let text = |v: &Option<String>| v.clone().map_or(Cell::Null, Cell::Text);
+    let o = &scope.objects;
+    [
+        int(scope.from_revision),
+        int(scope.to_revision),
+        text(&o.namespace),
+        text(&o.resource),
+        text(&o.key_prefix),
+        int(o.cluster),
+        text(&o.key),
+    ]
 }
 
 /// What a backend gives the logic written once.
@@ -50,6 +75,14 @@ pub trait Sql {
     /// parentheses), gone when the transaction ends or the next one of the
     /// name is created.
     fn temp_table(&self, name: &str, columns: &str) -> Result<(), StoreError>;
+    /// Creates the temporary table `name` from `select`, as
+    /// [`Sql::temp_table`].
+    fn temp_table_as(&self, name: &str, select: &str, params: &[Cell]) -> Result<(), StoreError>;
+    /// Drops the temporary table `name` if it is there, whatever happens.
+    fn drop_temp(&self, name: &str);
+    /// Runs reads that share temporary tables: in one transaction where
+    /// the backend needs one for them (never a write lock).
+    fn reading(&self, work: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError>;
     /// Gives the space of removed rows back and refreshes the planner's
     /// statistics.
     fn vacuum(&self) -> Result<(), StoreError>;
@@ -95,6 +128,30 @@ impl Typed<'_> {
         StoreError::Damaged {
             path: self.location.to_path_buf(),
             what: format!("{}.{column}: {cell:?} is not what the column holds", self.table),
+        }
+    }
+
+    /// Text.
+    pub fn text(&self, cell: &Cell, column: &str) -> Result<String, StoreError> {
+        match cell {
+            Cell::Text(t) => Ok(t.clone()),
+            other => Err(self.damaged(column, other)),
+        }
+    }
+
+    /// Text or NULL.
+    pub fn opt_text(&self, cell: &Cell, column: &str) -> Result<Option<String>, StoreError> {
+        match cell {
+            Cell::Null => Ok(None),
+            other => self.text(other, column).map(Some),
+        }
+    }
+
+    /// Bytes (a key), shown as (lossy) text.
+    pub fn lossy(&self, cell: &Cell, column: &str) -> Result<String, StoreError> {
+        match cell {
+            Cell::Bytes(b) => Ok(String::from_utf8_lossy(b).into_owned()),
+            other => Err(self.damaged(column, other)),
         }
     }
 

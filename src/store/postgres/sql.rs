@@ -14,6 +14,21 @@ const POSTGRES: Dialect = Dialect {
     int: "bigint",
     bytes: "bytea",
     id_list: "(SELECT unnest(string_to_array($1, ',')::bigint[]))",
+    scope: super::stats::SCOPE,
+    // A path's last member is what follows its last `.` once escaped dots
+    // (`\.`, a dot inside a key such as `data.build\.time`) are set aside.
+    manager_writes: r#"SELECT m.manager COLLATE "C" AS manager, grp, res, count(*),
+          count(*) FILTER (WHERE change_class = 'metadata-only'),
+          count(*) FILTER (WHERE NOT EXISTS (
+            SELECT 1 FROM jsonb_array_elements_text(s.changed_paths::jsonb) p(path)
+            WHERE regexp_replace(replace(p.path, '\.', chr(1)), '^.*\.', '') NOT IN ({times}))),
+          s.cluster
+        FROM scoped_rows s,
+          (SELECT DISTINCT w.key_id AS kid, w.mod_revision AS rev, m.manager FROM scoped_rows AS w,
+             jsonb_each(w.changed_by::jsonb) c, jsonb_array_elements_text(c.value) m(manager)
+           WHERE w.changed_by IS NOT NULL) m
+        WHERE m.kid = s.key_id AND m.rev = s.mod_revision GROUP BY s.cluster, 1, grp, res
+        ORDER BY 4 DESC, manager, s.cluster LIMIT $1"#,
 };
 
 impl Sql for Store {
@@ -75,11 +90,27 @@ impl Sql for Store {
 
     /// In a transaction only: the table is dropped when it commits.
     fn temp_table(&self, name: &str, columns: &str) -> Result<(), StoreError> {
-        self.with_client(|c| {
-            c.batch_execute(&format!(
-                "DROP TABLE IF EXISTS pg_temp.{name}; CREATE TEMP TABLE {name} {columns} ON COMMIT DROP"
-            ))
-        })
+        self.drop_temp(name);
+        self.with_client(|c| c.batch_execute(&format!("CREATE TEMP TABLE {name} {columns} ON COMMIT DROP")))
+    }
+
+    fn temp_table_as(&self, name: &str, select: &str, values: &[Cell]) -> Result<(), StoreError> {
+        self.drop_temp(name);
+        Store::execute(
+            self,
+            &format!("CREATE TEMP TABLE {name} ON COMMIT DROP AS {select}"),
+            &params(values),
+        )
+        .map(|_| ())
+    }
+
+    fn drop_temp(&self, name: &str) {
+        let _ = self.with_client(|c| c.batch_execute(&format!("DROP TABLE IF EXISTS pg_temp.{name}")));
+    }
+
+    /// Temporary tables live until the transaction ends; cursors need one.
+    fn reading(&self, work: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError> {
+        self.in_transaction(work)
     }
 
     fn vacuum(&self) -> Result<(), StoreError> {

@@ -20,7 +20,6 @@ mod shared_revision;
 mod sql;
 mod stats;
 mod unaudited;
-mod usage;
 mod values;
 mod vanished;
 

@@ -14,6 +14,20 @@ const SQLITE: Dialect = Dialect {
     int: "INTEGER",
     bytes: "BLOB",
     id_list: "(SELECT value FROM json_each('[' || $1 || ']'))",
+    scope: super::stats::SCOPE,
+    // A path's last member is what follows its last `.` once escaped dots
+    // (`\.`, a dot inside a key such as `data.build\.time`) are set aside.
+    manager_writes: r#"SELECT m.value AS manager, grp, res, count(*),
+          count(*) FILTER (WHERE change_class = 'metadata-only'),
+          sum(NOT EXISTS (SELECT 1 FROM (SELECT replace(p.value, '\.', char(1)) AS path
+              FROM json_each(s.changed_paths) p) v
+            WHERE replace(v.path, rtrim(v.path, replace(v.path, '.', '')), '') NOT IN ({times}))),
+          s.cluster
+        FROM scoped_rows s,
+          (SELECT DISTINCT w.key_id AS kid, w.mod_revision AS rev, m.value FROM scoped_rows AS w,
+             json_each(w.changed_by) c, json_each(c.value) m WHERE w.changed_by IS NOT NULL) m
+        WHERE m.kid = s.key_id AND m.rev = s.mod_revision GROUP BY s.cluster, manager, grp, res
+        ORDER BY 4 DESC, manager, s.cluster LIMIT $1"#,
 };
 
 /// `sql` with every `$n` parameter spelled `?n`.
@@ -98,11 +112,27 @@ impl Sql for Store {
     }
 
     fn temp_table(&self, name: &str, columns: &str) -> Result<(), StoreError> {
+        self.drop_temp(name);
         self.conn
-            .execute_batch(&format!(
-                "DROP TABLE IF EXISTS temp.{name}; CREATE TEMP TABLE {name} {columns}"
-            ))
+            .execute_batch(&format!("CREATE TEMP TABLE {name} {columns}"))
             .map_err(|e| self.err(e))
+    }
+
+    fn temp_table_as(&self, name: &str, select: &str, params: &[Cell]) -> Result<(), StoreError> {
+        self.drop_temp(name);
+        self.execute(&format!("CREATE TEMP TABLE {name} AS {select}"), params)
+            .map(|_| ())
+    }
+
+    fn drop_temp(&self, name: &str) {
+        let _ = self
+            .conn
+            .execute_batch(&format!("DROP TABLE IF EXISTS temp.{name}"));
+    }
+
+    /// SQLite's temporary tables are the connection's: no transaction.
+    fn reading(&self, work: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError> {
+        work()
     }
 
     fn vacuum(&self) -> Result<(), StoreError> {
