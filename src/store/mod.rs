@@ -40,6 +40,7 @@ mod settings;
 pub mod shared_revision;
 pub(crate) mod sql;
 pub mod sqlite;
+mod stats;
 pub mod tables;
 pub mod unaudited;
 mod usage;

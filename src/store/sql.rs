@@ -131,6 +131,14 @@ impl Typed<'_> {
         }
     }
 
+    /// An integer or NULL.
+    pub fn opt_int(&self, cell: &Cell, column: &str) -> Result<Option<i64>, StoreError> {
+        match cell {
+            Cell::Null => Ok(None),
+            other => self.int(other, column).map(Some),
+        }
+    }
+
     /// Text.
     pub fn text(&self, cell: &Cell, column: &str) -> Result<String, StoreError> {
         match cell {

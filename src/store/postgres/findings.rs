@@ -13,7 +13,7 @@ use crate::store::paged::{PageSource, Paged};
 use crate::store::reader::ClusterReads;
 use crate::store::{ObjectFilter, Scope, StoreError};
 use postgres::binary_copy::BinaryCopyInWriter;
-use postgres::types::{ToSql, Type};
+use postgres::types::Type;
 use postgres::Row;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -390,11 +390,9 @@ impl crate::store::reader::FindingReads for Store {
                GROUP BY f.cluster_id, f.detector ORDER BY f.cluster_id, f.detector COLLATE "C""#,
             severities.join(", ")
         );
-        let params: Vec<&(dyn ToSql + Sync)> = super::stats::scope_params(scope)
-            .into_iter()
-            .chain([&by_key as _])
-            .collect();
-        self.query(&sql, &params)?
+        let mut values = crate::store::sql::scope_cells(scope).to_vec();
+        values.push(crate::store::tables::Cell::Int(by_key.into()));
+        self.query(&sql, &super::cells::params(&values))?
             .iter()
             .map(|r| {
                 Ok(FindingCount {

@@ -20,7 +20,6 @@ mod runs;
 mod settings;
 mod shared_revision;
 mod sql;
-mod stats;
 mod unaudited;
 mod values;
 mod vanished;

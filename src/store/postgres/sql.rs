@@ -8,13 +8,24 @@ use crate::store::tables::Cell;
 use crate::store::StoreError;
 use std::path::Path;
 
+/// [`Dialect::scope`] in PostgreSQL. Every use of a parameter is cast, since a NULL alone has no type. Keys
+/// are bytes: the prefix and key compare as their UTF-8. The cluster is
+/// asked of both tables, so that each is read through its cluster's index
+/// (the key's cluster is the revision's).
+const SCOPE: &str = "($1::bigint IS NULL OR r.mod_revision >= $1::bigint) \
+     AND ($2::bigint IS NULL OR r.mod_revision <= $2::bigint) \
+     AND ($3::text IS NULL OR k.namespace = $3::text) AND ($4::text IS NULL OR k.resource = $4::text) \
+     AND ($5::text IS NULL OR substr(k.key, 1, octet_length($5::text)) = convert_to($5::text, 'UTF8')) \
+     AND ($6::bigint IS NULL OR (r.cluster_id = $6::bigint AND k.cluster_id = $6::bigint)) \
+     AND ($7::text IS NULL OR k.key = convert_to($7::text, 'UTF8'))";
+
 const POSTGRES: Dialect = Dialect {
     byte_order: r#" COLLATE "C""#,
     greatest: "greatest",
     int: "bigint",
     bytes: "bytea",
     id_list: "(SELECT unnest(string_to_array($1, ',')::bigint[]))",
-    scope: super::stats::SCOPE,
+    scope: SCOPE,
     // A path's last member is what follows its last `.` once escaped dots
     // (`\.`, a dot inside a key such as `data.build\.time`) are set aside.
     manager_writes: r#"SELECT m.manager COLLATE "C" AS manager, grp, res, count(*),

@@ -333,9 +333,10 @@ impl crate::store::reader::FindingReads for Store {
         let rows = stmt
             .query_map(
                 rusqlite::params_from_iter(
-                    super::stats::scope_params(scope)
-                        .into_iter()
-                        .chain([&by_key as &dyn rusqlite::ToSql]),
+                    crate::store::sql::scope_cells(scope)
+                        .iter()
+                        .map(super::cells::to_value)
+                        .chain([rusqlite::types::Value::Integer(by_key)]),
                 ),
                 |r| {
                     Ok(FindingCount {

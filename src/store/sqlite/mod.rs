@@ -18,7 +18,6 @@ mod runs;
 mod settings;
 mod shared_revision;
 mod sql;
-mod stats;
 mod unaudited;
 mod values;
 mod vanished;

@@ -8,13 +8,26 @@ use crate::store::tables::Cell;
 use crate::store::StoreError;
 use std::path::Path;
 
+/// [`Dialect::scope`] in SQLite.
+///
+/// It opens with `r.key_id > 0`, true of every row: without it SQLite scans
+/// `revisions` through `revisions_by_revision` and looks every row up in
+/// the table, whose rows lie in key order; that is a page read per row once
+/// the table outgrows the page cache (12× slower on 240,000 revisions). The
+/// term makes the table's own key order the scan.
+const SCOPE: &str =
+    "r.key_id > 0 AND ($1 IS NULL OR r.mod_revision >= $1) AND ($2 IS NULL OR r.mod_revision <= $2) \
+     AND ($3 IS NULL OR k.namespace = $3) AND ($4 IS NULL OR k.resource = $4) \
+     AND ($5 IS NULL OR substr(k.key, 1, length($5)) = CAST($5 AS BLOB)) AND ($6 IS NULL OR k.cluster_id = $6) \
+     AND ($7 IS NULL OR k.key = CAST($7 AS BLOB))";
+
 const SQLITE: Dialect = Dialect {
     byte_order: "",
     greatest: "max",
     int: "INTEGER",
     bytes: "BLOB",
     id_list: "(SELECT value FROM json_each('[' || $1 || ']'))",
-    scope: super::stats::SCOPE,
+    scope: SCOPE,
     // A path's last member is what follows its last `.` once escaped dots
     // (`\.`, a dot inside a key such as `data.build\.time`) are set aside.
     manager_writes: r#"SELECT m.value AS manager, grp, res, count(*),
