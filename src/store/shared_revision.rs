@@ -4,6 +4,11 @@
 //! revision shared by keys is either keys deleted together when the lease
 //! they share expired (tombstones only) or a txn no apiserver sent.
 
+use super::reader::SharedRevisionReads;
+use super::sql::{Cursor, Sql};
+use super::tables::Cell;
+use super::StoreError;
+
 /// One stored key's row at a shared revision.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SharedRow {
@@ -30,7 +35,7 @@ pub struct SharedRevisions {
 }
 
 /// Groups rows read in revision order into [`SharedRevision`]s.
-pub(crate) fn group(rows: impl IntoIterator<Item = (i64, SharedRow)>) -> Vec<SharedRevision> {
+fn group(rows: impl IntoIterator<Item = (i64, SharedRow)>) -> Vec<SharedRevision> {
     let mut out: Vec<SharedRevision> = Vec::new();
     for (revision, row) in rows {
         match out.last_mut() {
@@ -42,4 +47,59 @@ pub(crate) fn group(rows: impl IntoIterator<Item = (i64, SharedRow)>) -> Vec<Sha
         }
     }
     out
+}
+
+/// The revisions of a cluster two or more keys hold, one of them not as a
+/// tombstone, read in revision order through `revisions_by_cluster`.
+/// Tombstones a run inferred (`deleted_after`) are not etcd's: no revision
+/// of etcd's wrote them, so they share it with whatever etcd wrote there.
+const SHARED: &str = "SELECT r.mod_revision FROM revisions r \
+     WHERE r.cluster_id = $1 AND r.deleted_after IS NULL GROUP BY r.mod_revision \
+     HAVING count(*) > 1 AND min(CASE WHEN r.deleted THEN 1 ELSE 0 END) = 0";
+
+impl<T: Sql + ?Sized> SharedRevisionReads for T {
+    fn shared_revisions(&self, cluster: i64, limit: usize) -> Result<SharedRevisions, StoreError> {
+        let cluster = Cell::Int(cluster);
+        let counted = self.rows(
+            "revisions",
+            &format!("SELECT count(*) FROM ({SHARED}) s"),
+            std::slice::from_ref(&cluster),
+        )?;
+        let total = match counted.first() {
+            Some(row) => Cursor::new(self, "revisions", row).int("count")?,
+            None => 0,
+        };
+        if total == 0 {
+            return Ok(SharedRevisions::default());
+        }
+        let mut rows = Vec::new();
+        self.each(
+            "revisions",
+            &format!(
+                "WITH shared AS ({SHARED} ORDER BY r.mod_revision LIMIT $2) \
+                 SELECT r.mod_revision, k.key, r.create_revision, r.version, r.deleted \
+                 FROM shared s JOIN revisions r ON r.cluster_id = $1 AND r.mod_revision = s.mod_revision \
+                 AND r.deleted_after IS NULL \
+                 JOIN keys k ON k.id = r.key_id ORDER BY r.mod_revision, k.key"
+            ),
+            &[cluster, Cell::Int(i64::try_from(limit).unwrap_or(i64::MAX))],
+            &mut |row| {
+                let mut c = Cursor::new(self, "revisions", row);
+                rows.push((
+                    c.int("mod_revision")?,
+                    SharedRow {
+                        key: c.lossy("key")?,
+                        create_revision: c.int("create_revision")?,
+                        version: c.int("version")?,
+                        deleted: c.flag("deleted")?,
+                    },
+                ));
+                Ok(())
+            },
+        )?;
+        Ok(SharedRevisions {
+            listed: group(rows),
+            total: total as u64,
+        })
+    }
 }

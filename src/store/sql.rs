@@ -172,7 +172,106 @@ impl Typed<'_> {
     }
 }
 
+/// A row's cells read in order, each as what its column holds.
+pub struct Cursor<'a> {
+    typed: Typed<'a>,
+    row: &'a [Cell],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// Reads `row` of `table`.
+    pub fn new(db: &'a (impl Sql + ?Sized), table: &'a str, row: &'a [Cell]) -> Self {
+        Cursor::of(db.typed(table), row)
+    }
+
+    /// Reads `row` as `typed` reads cells.
+    pub fn of(typed: Typed<'a>, row: &'a [Cell]) -> Self {
+        Cursor { typed, row, at: 0 }
+    }
+
+    fn next(&mut self) -> &'a Cell {
+        let cell = self.row.get(self.at).unwrap_or(&Cell::Null);
+        self.at += 1;
+        cell
+    }
+
+    pub fn int(&mut self, column: &str) -> Result<i64, StoreError> {
+        let cell = self.next();
+        self.typed.int(cell, column)
+    }
+
+    /// A flag (0 or 1; PostgreSQL's booleans arrive so).
+    pub fn flag(&mut self, column: &str) -> Result<bool, StoreError> {
+        match self.int(column)? {
+            0 => Ok(false),
+            1 => Ok(true),
+            n => Err(self.typed.damaged(column, &Cell::Int(n))),
+        }
+    }
+
+    pub fn text(&mut self, column: &str) -> Result<String, StoreError> {
+        let cell = self.next();
+        self.typed.text(cell, column)
+    }
+
+    /// Bytes (a key), shown as (lossy) text.
+    pub fn lossy(&mut self, column: &str) -> Result<String, StoreError> {
+        let cell = self.next();
+        self.typed.lossy(cell, column)
+    }
+
+    pub fn opt_bytes(&mut self, column: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        match self.next() {
+            Cell::Null => Ok(None),
+            Cell::Bytes(b) => Ok(Some(b.clone())),
+            other => Err(self.typed.damaged(column, other)),
+        }
+    }
+}
+
 /// `ids` as the parameter [`Dialect::id_list`] reads.
 pub fn id_list(ids: &[i64]) -> Cell {
     Cell::Text(ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_of_another_type_is_damage_naming_table_and_column() {
+        let row = [
+            Cell::Int(7),
+            Cell::Text("x".into()),
+            Cell::Int(2),
+            Cell::Bytes(b"/k".to_vec()),
+        ];
+        let typed = || Typed {
+            location: Path::new("db.sqlite"),
+            table: "revisions",
+        };
+        let mut c = Cursor::of(typed(), &row);
+        assert_eq!(c.int("mod_revision").unwrap(), 7);
+        let said = c.int("version").unwrap_err().to_string();
+        assert_eq!(
+            said,
+            "database db.sqlite is damaged: revisions.version: Text(\"x\") is not what the column holds"
+        );
+        let said = c.flag("deleted").unwrap_err().to_string();
+        assert!(said.contains("revisions.deleted: Int(2)"), "{said}");
+        assert_eq!(c.lossy("key").unwrap(), "/k");
+        assert!(
+            c.text("past the row").is_err(),
+            "a missing cell is NULL, not text"
+        );
+        let mut c = Cursor::of(typed(), &row);
+        assert!(c.opt_bytes("semantic_sha256").is_err());
+    }
+
+    #[test]
+    fn id_lists_are_comma_separated() {
+        assert_eq!(id_list(&[3, 1, 20]), Cell::Text("3,1,20".into()));
+        assert_eq!(id_list(&[]), Cell::Text(String::new()));
+    }
 }

@@ -30,6 +30,11 @@
 //! lease expiry deletes without a request, a `deletecollection` names no
 //! object, and a delete can write two revisions.
 
+use super::reader::UnauditedReads;
+use super::sql::{Cursor, Sql};
+use super::tables::Cell;
+use super::StoreError;
+
 /// A create the audit logs do not explain, in a span a log covered.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnauditedCreate {
@@ -42,12 +47,11 @@ pub struct UnauditedCreate {
     pub to: i64,
 }
 
-/// The query both backends run, in the SQL they share (`$1` is the
-/// cluster's row; SQLite reads `$1` as a parameter named so, the first).
+/// The query (`$1` is the cluster's row).
 /// Master leases are stored as cluster-wide `endpoints`, as peer server
 /// leases are (one per apiserver too, where that feature is on): a master
 /// lease is named by its apiserver's IP address, a peer lease by its id.
-pub(crate) const UNAUDITED_CREATES: &str = "\
+const UNAUDITED_CREATES: &str = "\
 WITH spans AS ( \
     SELECT a.log, min(w.mod_revision) AS lo, max(w.mod_revision) AS hi \
     FROM revision_writers w JOIN audit_requests a ON a.id = w.request_id \
@@ -114,5 +118,31 @@ impl<'v> Once<'v> {
         }
         self.last = Some((row.revision, row.key.clone()));
         (self.visit)(row);
+    }
+}
+
+impl<T: Sql + ?Sized> UnauditedReads for T {
+    fn unaudited_creates(
+        &self,
+        cluster: i64,
+        visit: &mut dyn FnMut(UnauditedCreate),
+    ) -> Result<(), StoreError> {
+        let mut once = Once::new(visit);
+        self.each(
+            "revisions",
+            UNAUDITED_CREATES,
+            &[Cell::Int(cluster)],
+            &mut |row| {
+                let mut c = Cursor::new(self, "revisions", row);
+                once.push(UnauditedCreate {
+                    key: c.lossy("key")?,
+                    revision: c.int("mod_revision")?,
+                    log: c.text("log")?,
+                    from: c.int("mod_revision")?,
+                    to: c.int("mod_revision")?,
+                });
+                Ok(())
+            },
+        )
     }
 }

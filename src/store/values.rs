@@ -2,6 +2,9 @@
 //! and the first read that fails kept, so the caller fails instead of
 //! showing a damaged value as missing.
 
+use super::reader::{ContentReads, HistoryReads};
+use super::sql::{Cursor, Sql};
+use super::tables::Cell;
 use crate::canon::path::FieldPath;
 use crate::store::{AnalysisReads, StoreError};
 use serde_json::Value;
@@ -81,3 +84,35 @@ impl<'s> ValueReader<'s> {
 
 /// One key's revisions, oldest first: mod_revision and content.
 pub type Contents = Vec<(i64, Option<Value>)>;
+
+impl<T: Sql + HistoryReads + ?Sized> ContentReads for T {
+    fn contents_of(&self, cluster: i64, group: &str, resource: &str) -> Result<Vec<Contents>, StoreError> {
+        let mut out: Vec<Contents> = Vec::new();
+        let mut last_key = None;
+        self.each(
+            "revisions",
+            "SELECT r.key_id, r.mod_revision, r.semantic_sha256 FROM revisions r JOIN keys k ON k.id = r.key_id \
+             WHERE k.cluster_id = $1 AND k.api_group = $2 AND k.resource = $3 ORDER BY r.key_id, r.mod_revision",
+            &[
+                Cell::Int(cluster),
+                Cell::Text(group.to_string()),
+                Cell::Text(resource.to_string()),
+            ],
+            &mut |row| {
+                let mut c = Cursor::new(self, "revisions", row);
+                let (key, revision) = (c.int("key_id")?, c.int("mod_revision")?);
+                let content = match c.opt_bytes("semantic_sha256")? {
+                    Some(h) => self.canonical_value(&h)?,
+                    None => None,
+                };
+                if last_key != Some(key) {
+                    out.push(Vec::new());
+                    last_key = Some(key);
+                }
+                out.last_mut().expect("pushed").push((revision, content));
+                Ok(())
+            },
+        )?;
+        Ok(out)
+    }
+}

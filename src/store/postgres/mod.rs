@@ -18,10 +18,7 @@ mod named;
 mod revision_rows;
 mod runs;
 mod settings;
-mod shared_revision;
 mod sql;
-mod unaudited;
-mod values;
 mod vanished;
 
 use super::StoreError;
