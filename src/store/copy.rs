@@ -84,6 +84,7 @@ pub fn copy(from: &dyn Backend, to: &dyn Backend, which: &CopyWhich) -> Result<C
     match c.run_all(which) {
         Ok(()) => {
             to.commit_rows()?;
+            to.loaded(c.copied.revisions, c.copied.audit_requests)?;
             Ok(c.copied)
         }
         Err(e) => {

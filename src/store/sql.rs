@@ -83,6 +83,10 @@ pub trait Sql {
     /// Runs reads that share temporary tables: in one transaction where
     /// the backend needs one for them (never a write lock).
     fn reading(&self, work: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError>;
+    /// After a bulk load (`copy`) committed `revisions` and
+    /// `audit_requests`: a server refreshes what its planner knows of the
+    /// tables filled, so the next step is not planned for empty ones.
+    fn loaded(&self, revisions: u64, audit_requests: u64) -> Result<(), StoreError>;
     /// Gives the space of removed rows back and refreshes the planner's
     /// statistics.
     fn vacuum(&self) -> Result<(), StoreError>;

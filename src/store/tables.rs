@@ -82,6 +82,9 @@ pub trait Tables {
     fn begin_rows(&self) -> Result<(), StoreError>;
     fn commit_rows(&self) -> Result<(), StoreError>;
     fn rollback_rows(&self);
+    /// After the rows committed: `revisions` and `audit_requests` were
+    /// added (see [`Sql::loaded`]).
+    fn loaded(&self, revisions: u64, audit_requests: u64) -> Result<(), StoreError>;
 }
 
 /// Row access written once, over either backend's statements.
@@ -159,6 +162,10 @@ impl<T: Sql + ?Sized> Tables for T {
 
     fn rollback_rows(&self) {
         self.rollback_transaction()
+    }
+
+    fn loaded(&self, revisions: u64, audit_requests: u64) -> Result<(), StoreError> {
+        Sql::loaded(self, revisions, audit_requests)
     }
 }
 

@@ -13,6 +13,7 @@ use etcd_inspector::source::{LiveKey, Record, Sink};
 use etcd_inspector::store::audit::AuditRequest;
 use etcd_inspector::store::clock::ByClock;
 use etcd_inspector::store::cluster::ClusterName;
+use etcd_inspector::store::copy::{copy, CopyWhich};
 use etcd_inspector::store::finding::{Finding, FindingQuery, Severity};
 use etcd_inspector::store::tables::COLUMNS;
 use etcd_inspector::store::{Gap, RunFact, RunId, RunStatus, Scope, Store, StoreError};
@@ -806,8 +807,8 @@ fn every_table_holds_the_columns_declared_once() {
 /// PostgreSQL plans what follows a run (`analyze` at once) from its
 /// statistics: a run that adds a tenth or more of `revisions` leaves the
 /// planner counting what it wrote, not the empty table autovacuum last
-/// saw; a small one leaves them to autovacuum. (SQLite plans without
-/// gathered statistics.)
+/// saw, as does a copy into it; a small run leaves them to autovacuum.
+/// (SQLite plans without gathered statistics.)
 #[test]
 fn a_large_run_leaves_postgresql_planning_for_what_it_wrote() {
     let dir = tempfile::tempdir().unwrap();
@@ -842,4 +843,19 @@ fn a_large_run_leaves_postgresql_planning_for_what_it_wrote() {
     drop(w);
     assert_eq!(store.finish_run(run, RunStatus::Complete, 1, None).unwrap(), 1);
     assert_eq!(planned(), 30.0, "one revision more is left to autovacuum");
+
+    // A copy into PostgreSQL is a bulk load too.
+    let laptop = dir.path().join("laptop.sqlite");
+    let source = Store::open_for_writing(&laptop).unwrap();
+    let (_, run, mut w) = begin(&source, "contract-copied", 1, 41);
+    for i in 0..40 {
+        let key = format!("/registry/configmaps/ops/app.kubernetes.io-{i}");
+        w.record(put(&key, i + 2, i + 2, 1, "b=1")).unwrap();
+    }
+    w.flush().unwrap();
+    drop(w);
+    source.finish_run(run, RunStatus::Complete, 40, None).unwrap();
+    let copied = copy(&*source, &*store, &CopyWhich::default()).unwrap();
+    assert_eq!(copied.revisions, 40);
+    assert_eq!(planned(), 71.0, "what the copy added is what the planner counts");
 }

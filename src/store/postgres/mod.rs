@@ -52,6 +52,15 @@ fn session() -> String {
     format!("SET search_path TO {SCHEMA}; SET jit = off")
 }
 
+/// The tables a run fills, whose planner statistics a large load refreshes.
+const RUN_TABLES: &[&str] = &[
+    "keys",
+    "revisions",
+    "semantic_values",
+    "field_paths",
+    "clock_marks",
+];
+
 /// What a reading session sets besides: unless the server's administrator
 /// set it, `random_page_cost` 1.1, as for SSDs. A cluster's revisions lie
 /// together (each run copies its rows in pages), but the default 4 prices

@@ -287,17 +287,7 @@ impl crate::store::recorder::RunWrites for Store {
              complete_through = CASE WHEN $2 = 'complete' THEN head_revision ELSE complete_through END WHERE id = $1",
             &[&run.0, &status.as_str(), &now(), &keys_seen, &added, &error],
         )?;
-        self.refresh_statistics(
-            "revisions",
-            added.max(0) as u64,
-            &[
-                "keys",
-                "revisions",
-                "semantic_values",
-                "field_paths",
-                "clock_marks",
-            ],
-        )?;
+        self.refresh_statistics("revisions", added.max(0) as u64, super::RUN_TABLES)?;
         Ok(added)
     }
 

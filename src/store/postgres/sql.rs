@@ -124,6 +124,11 @@ impl Sql for Store {
         self.in_transaction(work)
     }
 
+    fn loaded(&self, revisions: u64, audit_requests: u64) -> Result<(), StoreError> {
+        self.refresh_statistics("revisions", revisions, super::RUN_TABLES)?;
+        self.refresh_statistics("audit_requests", audit_requests, &["audit_requests"])
+    }
+
     fn vacuum(&self) -> Result<(), StoreError> {
         let tables = self.query(
             "SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = $1 ORDER BY tablename",
