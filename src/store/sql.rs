@@ -1,10 +1,13 @@
-//! The dialect boundary: logic that is not SQL text (prune, copy's row
-//! access) is written once over [`Sql`], which each backend gives with its
+//! The dialect boundary: what both backends do (prune, usage, the stats
+//! counts, copy's row access, shared revisions, unaudited creates, contents)
+//! is written once over [`Sql`], which each backend gives with its
 //! connection, transactions and the few words its dialect spells its own
 //! way ([`Dialect`]). Statements are written once, in the part of SQL both
 //! backends run: parameters numbered `$1`, `$2` ..., `CAST(x AS bigint)`
 //! for a type, `IS NOT DISTINCT FROM`, `ON CONFLICT DO NOTHING`,
-//! `RETURNING`; values travel as [`Cell`]s.
+//! `RETURNING`, `count(*) FILTER (WHERE ...)`; values travel as [`Cell`]s
+//! and are read back through a [`Cursor`], which names table and column
+//! when a stored value is not what its column holds.
 
 use super::tables::Cell;
 use super::{Scope, StoreError};
