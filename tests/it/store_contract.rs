@@ -185,6 +185,29 @@ fn limits_page_and_order_alike() {
     });
 }
 
+/// Keys are bytes: a prefix scopes by its UTF-8, whatever the letters (a
+/// key written around kube-apiserver need not be ASCII).
+#[test]
+fn a_key_prefix_scopes_by_its_bytes() {
+    const GROSS: &str = "/registry/configmaps/shop/größe.config";
+    on_each_backend(|store| {
+        let (cluster, run, mut w) = begin(store, "contract-prefix", 1, 3);
+        w.record(put(GROSS, 2, 2, 1, "a=1")).unwrap();
+        w.record(put(WEB, 3, 3, 1, "b=1")).unwrap();
+        w.flush().unwrap();
+        drop(w);
+        store.finish_run(run, RunStatus::Complete, 2, None).unwrap();
+        let mut scope = of_cluster(cluster);
+        scope.objects.key_prefix = Some("/registry/configmaps/shop/grö".into());
+        assert_eq!(
+            store.busiest_keys(&scope, None).unwrap(),
+            [(GROSS.to_string(), 1)]
+        );
+        let usage = store.usage(&scope, 10).unwrap();
+        assert_eq!(usage.largest.len(), 1, "{usage:?}");
+    });
+}
+
 #[test]
 fn a_writer_dropped_before_flushing_leaves_nothing() {
     on_each_backend(|store| {

@@ -18,7 +18,7 @@ use std::path::Path;
 const SCOPE: &str =
     "r.key_id > 0 AND ($1 IS NULL OR r.mod_revision >= $1) AND ($2 IS NULL OR r.mod_revision <= $2) \
      AND ($3 IS NULL OR k.namespace = $3) AND ($4 IS NULL OR k.resource = $4) \
-     AND ($5 IS NULL OR substr(k.key, 1, length($5)) = CAST($5 AS BLOB)) AND ($6 IS NULL OR k.cluster_id = $6) \
+     AND ($5 IS NULL OR substr(k.key, 1, length(CAST($5 AS BLOB))) = CAST($5 AS BLOB)) AND ($6 IS NULL OR k.cluster_id = $6) \
      AND ($7 IS NULL OR k.key = CAST($7 AS BLOB))";
 
 const SQLITE: Dialect = Dialect {
