@@ -9,6 +9,7 @@
 //! and are read back through a [`Cursor`], which names table and column
 //! when a stored value is not what its column holds.
 
+use super::reader::Located;
 use super::tables::Cell;
 use super::{Scope, StoreError};
 use std::path::Path;
@@ -52,10 +53,9 @@ pub fn scope_cells(scope: &Scope) -> [Cell; 7] {
     ]
 }
 
-/// What a backend gives the logic written once.
-pub trait Sql {
-    /// The database, for errors that name it.
-    fn location(&self) -> &Path;
+/// What a backend gives the logic written once (and where it is, for
+/// errors that name it).
+pub trait Sql: Located {
     fn dialect(&self) -> &'static Dialect;
     /// Runs one statement: the rows it changed.
     fn execute(&self, sql: &str, params: &[Cell]) -> Result<u64, StoreError>;

@@ -6,7 +6,6 @@ use super::Store;
 use crate::store::sql::{Dialect, Sql};
 use crate::store::tables::Cell;
 use crate::store::StoreError;
-use std::path::Path;
 
 /// [`Dialect::scope`] in PostgreSQL. Every use of a parameter is cast, since a NULL alone has no type. Keys
 /// are bytes: the prefix and key compare as their UTF-8. The cluster is
@@ -43,10 +42,6 @@ const POSTGRES: Dialect = Dialect {
 };
 
 impl Sql for Store {
-    fn location(&self) -> &Path {
-        &self.path
-    }
-
     fn dialect(&self) -> &'static Dialect {
         &POSTGRES
     }

@@ -6,7 +6,6 @@ use super::Store;
 use crate::store::sql::{Dialect, Sql};
 use crate::store::tables::Cell;
 use crate::store::StoreError;
-use std::path::Path;
 
 /// [`Dialect::scope`] in SQLite.
 ///
@@ -55,10 +54,6 @@ fn numbered(sql: &str) -> String {
 }
 
 impl Sql for Store {
-    fn location(&self) -> &Path {
-        &self.path
-    }
-
     fn dialect(&self) -> &'static Dialect {
         &SQLITE
     }
