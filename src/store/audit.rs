@@ -328,3 +328,39 @@ pub trait AuditRecorder {
     /// all of it or nothing.
     fn join_audit(&self, cluster: i64, join: &JoinKey<'_>) -> Result<JoinSummary, crate::store::StoreError>;
 }
+
+/// The columns [`written_by`] reads, for a query that joins
+/// `revision_writers w` and `audit_requests a`.
+pub(super) const WRITTEN_BY_COLUMNS: &str =
+    "a.audit_id, w.match, a.username, a.groups, a.impersonated_user, \
+     a.user_agent, a.source_ips, a.verb, a.subresource, a.time";
+
+/// Who wrote the revision a row holds, from its [`WRITTEN_BY_COLUMNS`]
+/// (next in `c`).
+pub(super) fn written_by(c: &mut super::sql::Cursor) -> Result<Option<WrittenBy>, super::StoreError> {
+    let Some(audit_id) = c.opt_text("audit_requests.audit_id")? else {
+        c.skip(9);
+        return Ok(None);
+    };
+    let match_kind = c.parsed("revision_writers.match", Match::parse)?;
+    let (user, groups) = (
+        c.text("audit_requests.username")?,
+        c.json("audit_requests.groups")?,
+    );
+    let (impersonated_user, user_agent) = (
+        c.opt_text("audit_requests.impersonated_user")?,
+        c.opt_text("audit_requests.user_agent")?,
+    );
+    Ok(Some(WrittenBy {
+        user,
+        groups,
+        impersonated_user,
+        user_agent,
+        source_ips: c.json("audit_requests.source_ips")?,
+        verb: c.text("audit_requests.verb")?,
+        subresource: c.opt_text("audit_requests.subresource")?,
+        audit_id,
+        time: c.text("audit_requests.time")?,
+        match_kind: match_kind.ok_or_else(|| c.damage("revision_writers.match", "NULL"))?,
+    }))
+}

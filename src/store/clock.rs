@@ -2,6 +2,10 @@
 //! about when one revision was written) folded into an envelope that bounds
 //! every revision with one lookup each way.
 
+use super::reader::{ClockReads, ClusterReads};
+use super::sql::{Cursor, Sql};
+use super::tables::Cell;
+use super::StoreError;
 use jiff::{SignedDuration, Timestamp};
 
 /// Where a cluster's clock places a time ([`crate::store::HistoryReader::revision_by_clock`]).
@@ -129,4 +133,193 @@ pub trait ClockRecorder {
         cluster: i64,
         gather: &mut dyn FnMut(&mut AnchorSink<'_>) -> Result<(), crate::store::StoreError>,
     ) -> Result<u64, crate::store::StoreError>;
+}
+
+/// Anchors written to the temporary table at a time.
+const ANCHOR_BATCH: usize = 10_000;
+
+/// Two columns, `earliest` and `latest` in microseconds, of when revision
+/// `revision` of cluster `cluster` (SQL expressions) was written, as far as
+/// the clock tells: for every row of a query at once. [`interval`] reads
+/// them.
+pub(in crate::store) fn interval_columns(cluster: &str, revision: &str) -> String {
+    format!(
+        "(SELECT e.earliest FROM clock_envelope e WHERE e.cluster_id = {cluster} AND e.revision <= {revision} \
+           ORDER BY e.revision DESC LIMIT 1), \
+         (SELECT e.latest FROM clock_envelope e WHERE e.cluster_id = {cluster} AND e.revision >= {revision} \
+           ORDER BY e.revision LIMIT 1)"
+    )
+}
+
+/// The interval [`interval_columns`] gives.
+pub(in crate::store) fn interval(earliest: Option<i64>, latest: Option<i64>) -> Interval {
+    let at = |us: i64| Timestamp::from_microsecond(us).ok();
+    Interval {
+        earliest: earliest.and_then(at),
+        latest: latest.and_then(at),
+    }
+}
+
+/// Writes `anchors` to the temporary table `anchors` and empties it.
+fn add_anchors(db: &(impl Sql + ?Sized), anchors: &mut Vec<Anchor>) -> Result<(), StoreError> {
+    let micros = |t: Option<Timestamp>| t.map_or(Cell::Null, |t| Cell::Int(t.as_microsecond()));
+    let cells: Vec<Cell> = anchors
+        .drain(..)
+        .flat_map(|a| [Cell::Int(a.revision), micros(a.earliest), micros(a.latest)])
+        .collect();
+    match cells.is_empty() {
+        true => Ok(()),
+        false => db.insert_rows("anchors", &["revision", "earliest", "latest"], &cells),
+    }
+}
+
+/// The anchors the store holds itself: Lease renewals (marks) and the
+/// successful requests attributed to revisions (answered after the write;
+/// one answered 504 may have written after its answer).
+fn stored_anchors(
+    db: &(impl Sql + ?Sized),
+    cluster: i64,
+    pending: &mut Vec<Anchor>,
+) -> Result<(), StoreError> {
+    db.each(
+        "clock_marks",
+        "SELECT revision, at, 1 FROM clock_marks WHERE cluster_id = $1 \
+         UNION ALL SELECT w.mod_revision, a.time, 0 FROM revision_writers w \
+           JOIN audit_requests a ON a.id = w.request_id WHERE a.cluster_id = $1 AND a.code BETWEEN 200 AND 299",
+        &[Cell::Int(cluster)],
+        &mut |row| {
+            let mut c = Cursor::new(db, "clock_marks", row);
+            let (revision, at, mark) = (c.int("revision")?, c.text("at")?, c.flag("mark")?);
+            let Ok(t) = at.parse::<Timestamp>() else {
+                let column = if mark { "clock_marks.at" } else { "audit_requests.time" };
+                return Err(c.damage(column, format!("{at:?} is not an RFC 3339 time")));
+            };
+            pending.push(Anchor::stored(revision, t, mark));
+            match pending.len() >= ANCHOR_BATCH {
+                true => add_anchors(db, pending),
+                false => Ok(()),
+            }
+        },
+    )?;
+    add_anchors(db, pending)
+}
+
+/// Folds the anchors into the envelope: each revision's earliest is the
+/// latest earliest at or before it, its latest the earliest latest at or
+/// after it. Bounds that contradict the others are left out first.
+fn rebuild(
+    db: &(impl Sql + ?Sized),
+    cluster: i64,
+    gather: &mut dyn FnMut(&mut AnchorSink<'_>) -> Result<(), StoreError>,
+) -> Result<u64, StoreError> {
+    let int = db.dialect().int;
+    db.temp_table(
+        "anchors",
+        &format!("(revision {int} NOT NULL, earliest {int}, latest {int})"),
+    )?;
+    let mut pending = Vec::with_capacity(ANCHOR_BATCH);
+    gather(&mut |a| {
+        pending.push(a);
+        match pending.len() >= ANCHOR_BATCH {
+            true => add_anchors(db, &mut pending),
+            false => Ok(()),
+        }
+    })?;
+    add_anchors(db, &mut pending)?;
+    stored_anchors(db, cluster, &mut pending)?;
+    db.temp_table_as("clock_regions", CONTRADICTIONS, &[])?;
+    db.execute(
+        "CREATE INDEX clock_regions_revision ON clock_regions (revision)",
+        &[],
+    )?;
+    let mut left_out = 0;
+    for late in [false, true] {
+        left_out += db.execute(leave_out(late), &[])?;
+    }
+    db.drop_temp("clock_regions");
+    db.execute(
+        "DELETE FROM clock_envelope WHERE cluster_id = $1",
+        &[Cell::Int(cluster)],
+    )?;
+    db.execute(
+        "INSERT INTO clock_envelope (cluster_id, revision, earliest, latest) \
+         SELECT CAST($1 AS bigint), revision, max(e) OVER (ORDER BY revision ROWS UNBOUNDED PRECEDING), \
+           min(l) OVER (ORDER BY revision DESC ROWS UNBOUNDED PRECEDING) \
+         FROM (SELECT revision, max(earliest) AS e, min(latest) AS l FROM anchors GROUP BY revision) g",
+        &[Cell::Int(cluster)],
+    )?;
+    db.drop_temp("anchors");
+    Ok(left_out)
+}
+
+impl<T: Sql + ?Sized> ClockRecorder for T {
+    /// Inside the caller's transaction when it has one (analyze writes
+    /// findings in one), else in its own: all of the clock or none.
+    fn rebuild_clock(
+        &self,
+        cluster: i64,
+        gather: &mut dyn FnMut(&mut AnchorSink<'_>) -> Result<(), StoreError>,
+    ) -> Result<u64, StoreError> {
+        let mut left_out = 0;
+        self.atomically(&mut || {
+            left_out = rebuild(self, cluster, gather)?;
+            Ok(())
+        })?;
+        Ok(left_out)
+    }
+}
+
+impl<T: Sql + ClusterReads + ?Sized> ClockReads for T {
+    fn revision_by_clock(
+        &self,
+        cluster: Option<i64>,
+        time: Timestamp,
+        after: bool,
+    ) -> Result<ByClock, StoreError> {
+        let cluster = match cluster {
+            Some(c) => c,
+            None => match self.clusters()?.as_slice() {
+                [only] => only.row,
+                _ => return Ok(ByClock::NoClock),
+            },
+        };
+        let params = [Cell::Int(cluster), Cell::Int(time.as_microsecond())];
+        let sql = match after {
+            // Every revision up to the last anchor written no later than
+            // before `time` was written before it.
+            true => {
+                "SELECT count(*), max(CASE WHEN latest < $2 THEN revision END) FROM clock_envelope \
+                     WHERE cluster_id = $1"
+            }
+            // Every revision from the first anchor written no earlier than
+            // after `time` was written after it.
+            false => {
+                "SELECT count(*), min(CASE WHEN earliest > $2 THEN revision END) FROM clock_envelope \
+                      WHERE cluster_id = $1"
+            }
+        };
+        let rows = self.rows("clock_envelope", sql, &params)?;
+        let mut c = Cursor::new(
+            self,
+            "clock_envelope",
+            rows.first().map_or(&[][..], Vec::as_slice),
+        );
+        if c.int("count")? == 0 {
+            return Ok(ByClock::NoClock);
+        }
+        Ok(ByClock::beside(c.opt_int("revision")?, after))
+    }
+}
+
+/// When revision `revision` of `cluster` was written, as far as the clock
+/// tells.
+pub(in crate::store) fn read_interval(
+    db: &(impl Sql + ?Sized),
+    cluster: i64,
+    revision: i64,
+) -> Result<Interval, StoreError> {
+    let sql = format!("SELECT {}", interval_columns("$1", "$2"));
+    let rows = db.rows("clock_envelope", &sql, &[Cell::Int(cluster), Cell::Int(revision)])?;
+    let mut c = Cursor::new(db, "clock_envelope", rows.first().map_or(&[][..], Vec::as_slice));
+    Ok(interval(c.opt_int("earliest")?, c.opt_int("latest")?))
 }

@@ -5,6 +5,12 @@
 //! Invariants: a cluster has at most one name and a name belongs to at most
 //! one cluster; a cluster without a name is shown by etcd's cluster id (hex).
 
+use super::reader::ClusterReads;
+use super::recorder::ClusterWrites;
+use super::sql::{Cursor, Sql};
+use super::tables::Cell;
+use super::StoreError;
+
 /// A cluster name as `--cluster` gives it: 1 to 63 letters, digits, `-`,
 /// `_` and `.`, starting with a letter or digit (a Kubernetes object name
 /// fits), so it reads the same in a table, a file name and a URL fragment.
@@ -113,6 +119,82 @@ pub fn listed(clusters: &[Cluster]) -> String {
         .join(", ")
 }
 
+/// The columns [`cluster_at`] reads, over `clusters c`.
+pub(super) const CLUSTER_COLUMNS: &str = "c.id, c.etcd_cluster_id, c.name";
+
+/// The cluster in the next cells of a row selecting [`CLUSTER_COLUMNS`].
+pub(super) fn cluster_at(c: &mut Cursor) -> Result<Cluster, StoreError> {
+    Ok(Cluster {
+        row: c.int("clusters.id")?,
+        etcd_cluster_id: c.text("clusters.etcd_cluster_id")?,
+        name: c.parsed("clusters.name", ClusterName::parse)?,
+    })
+}
+
+impl<T: Sql + ?Sized> ClusterReads for T {
+    fn clusters(&self) -> Result<Vec<Cluster>, StoreError> {
+        let mut out = Vec::new();
+        self.each(
+            "clusters",
+            &format!("SELECT {CLUSTER_COLUMNS} FROM clusters c ORDER BY c.id"),
+            &[],
+            &mut |row| {
+                out.push(cluster_at(&mut Cursor::new(self, "clusters", row))?);
+                Ok(())
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl<T: Sql + ?Sized> ClusterWrites for T {
+    /// Creates the cluster's row on first sight, takes its write lock
+    /// ([`Sql::lock_cluster`]), then names it.
+    fn cluster(
+        &self,
+        etcd_cluster_id: &str,
+        name: Option<&ClusterName>,
+    ) -> Result<(i64, Option<ClusterName>), StoreError> {
+        let id = Cell::Text(etcd_cluster_id.to_string());
+        self.execute(
+            "INSERT INTO clusters (etcd_cluster_id, first_seen) VALUES ($1, $2) ON CONFLICT (etcd_cluster_id) DO NOTHING",
+            &[id.clone(), Cell::Text(crate::decode::gotime::now())],
+        )?;
+        let rows = self.rows(
+            "clusters",
+            &format!("SELECT {CLUSTER_COLUMNS} FROM clusters c WHERE c.etcd_cluster_id = $1"),
+            std::slice::from_ref(&id),
+        )?;
+        let row = rows.first().map_or(&[][..], Vec::as_slice);
+        let Cluster { row, name: had, .. } = cluster_at(&mut Cursor::new(self, "clusters", row))?;
+        self.lock_cluster(row, etcd_cluster_id)?;
+        let Some(name) = name.filter(|n| had.as_ref() != Some(*n)) else {
+            return Ok((row, None));
+        };
+        let holders = self.rows(
+            "clusters",
+            "SELECT etcd_cluster_id FROM clusters WHERE name = $1",
+            &[Cell::Text(name.to_string())],
+        )?;
+        if let Some(holder) = holders.first() {
+            let holder = Cursor::new(self, "clusters", holder).text("etcd_cluster_id")?;
+            return Err(StoreError::Conflict {
+                path: self.location().to_path_buf(),
+                message: format!(
+                    "already calls etcd cluster {holder} {name}: etcd cluster {etcd_cluster_id} cannot be {name} too; \
+                     give it another --cluster name (or, for a data file of {holder} whose membership changed \
+                     since it formed, --cluster-id {holder})"
+                ),
+            });
+        }
+        self.execute(
+            "UPDATE clusters SET name = $2 WHERE id = $1",
+            &[Cell::Int(row), Cell::Text(name.to_string())],
+        )?;
+        Ok((row, had))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,5 +236,35 @@ mod tests {
             "db holds no cluster prod-us-1 (it holds: prod-eu-1 (8e9e05c52164694d), 5a1b, 5A1B (77))"
         );
         assert!(find(&[], "x", "db").unwrap_err().to_string().contains("none"));
+    }
+
+    #[test]
+    fn a_name_is_one_clusters_and_a_new_one_renames() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::sqlite::Store::open_for_writing(&dir.path().join("db.sqlite")).unwrap();
+        let name = |n: &str| ClusterName::parse(n).unwrap();
+        let (a, _) = store.cluster("aa", Some(&name("prod"))).unwrap();
+        assert_eq!(store.cluster("aa", None).unwrap(), (a, None), "no name keeps it");
+        assert_eq!(store.cluster("aa", Some(&name("prod"))).unwrap(), (a, None));
+        let e = store.cluster("bb", Some(&name("prod"))).unwrap_err().to_string();
+        assert!(
+            e.contains("already calls etcd cluster aa prod: etcd cluster bb cannot be prod too"),
+            "{e}"
+        );
+        let (b, _) = store.cluster("bb", None).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(
+            store.cluster("aa", Some(&name("staging"))).unwrap(),
+            (a, Some(name("prod"))),
+            "a rename says what it replaced"
+        );
+        let labels: Vec<String> = store
+            .clusters()
+            .unwrap()
+            .iter()
+            .map(|c| c.label().to_string())
+            .collect();
+        assert_eq!(labels, ["staging", "bb"]);
+        store.cluster("bb", Some(&name("prod"))).unwrap();
     }
 }

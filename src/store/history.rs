@@ -1,5 +1,10 @@
 //! Reading stored revisions back.
 
+use super::audit::{written_by, WRITTEN_BY_COLUMNS};
+use super::reader::{ClusterReads, HistoryReads};
+use super::sql::{Cursor, Sql};
+use super::tables::Cell;
+use super::StoreError;
 use crate::canon::path::FieldPath;
 use serde::Serialize;
 
@@ -162,5 +167,144 @@ impl Shown {
             },
             Shown::Hashes => redacted(),
         }
+    }
+}
+
+/// What [`HistoryReads::history`] selects before the writer's columns.
+const HISTORY_COLUMNS: &str =
+    "c.id, c.etcd_cluster_id, r.mod_revision, r.create_revision, r.version, r.deleted, \
+     r.lease, r.value_size, r.value_sha256, r.value_hash, r.encoding, r.encryption, r.api_version, r.kind, \
+     r.namespace, r.name, r.uid, r.generation, r.decode_error, r.run_id, r.semantic_sha256, r.change_class, \
+     r.change_cause, r.changed_paths, r.changed_by";
+
+impl<T: Sql + ClusterReads + ?Sized> HistoryReads for T {
+    /// Each revision with the clock's bounds of when it was written, read
+    /// with the row rather than by two queries a row.
+    fn history(&self, key: &[u8], cluster: Option<i64>) -> Result<Vec<HistoryRow>, StoreError> {
+        let labels: std::collections::HashMap<i64, String> = self
+            .clusters()?
+            .into_iter()
+            .map(|c| (c.row, c.label().to_string()))
+            .collect();
+        let sql = format!(
+            "SELECT {HISTORY_COLUMNS}, {WRITTEN_BY_COLUMNS}, r.deleted_after, \
+             (SELECT max(s.id) FROM runs s WHERE s.cluster_id = c.id AND s.status = 'complete' \
+              AND s.head_revision = r.deleted_after), \
+             (SELECT e.earliest FROM clock_envelope e WHERE e.cluster_id = c.id AND e.revision <= r.mod_revision \
+              ORDER BY e.revision DESC LIMIT 1), \
+             (SELECT e.latest FROM clock_envelope e WHERE e.cluster_id = c.id AND e.revision >= r.mod_revision \
+              ORDER BY e.revision LIMIT 1) \
+             FROM revisions r JOIN keys k ON k.id = r.key_id JOIN clusters c ON c.id = k.cluster_id \
+             LEFT JOIN revision_writers w ON w.key_id = r.key_id AND w.mod_revision = r.mod_revision \
+             LEFT JOIN audit_requests a ON a.id = w.request_id \
+             WHERE k.key = $1 AND (CAST($2 AS bigint) IS NULL OR c.id = $2) ORDER BY c.id, r.mod_revision"
+        );
+        let mut out = Vec::new();
+        let cluster = cluster.map_or(Cell::Null, Cell::Int);
+        self.each(
+            "revisions",
+            &sql,
+            &[Cell::Bytes(key.to_vec()), cluster],
+            &mut |row| {
+                let mut c = Cursor::new(self, "revisions", row);
+                let cluster_row = c.int("cluster_id")?;
+                let hex = |b: Option<Vec<u8>>| b.map(|b| crate::hex::hex(&b));
+                let mut row = HistoryRow {
+                    written_at: None,
+                    written_between: [None, None],
+                    cluster: labels.get(&cluster_row).cloned().unwrap_or_default(),
+                    cluster_id: c.text("clusters.etcd_cluster_id")?,
+                    mod_revision: c.int("mod_revision")?,
+                    create_revision: c.int("create_revision")?,
+                    version: c.int("version")?,
+                    deleted: c.flag("deleted")?,
+                    lease: c.int("lease")?,
+                    value_size: c.int("value_size")?,
+                    value_sha256: hex(c.opt_bytes("value_sha256")?),
+                    value_hash: c.opt_text("value_hash")?,
+                    encoding: c.opt_text("encoding")?,
+                    encryption: c.opt_text("encryption")?,
+                    api_version: c.opt_text("api_version")?,
+                    kind: c.opt_text("kind")?,
+                    namespace: c.opt_text("namespace")?,
+                    name: c.opt_text("name")?,
+                    uid: c.opt_text("uid")?,
+                    generation: c.opt_int("generation")?,
+                    decode_error: c.opt_text("decode_error")?,
+                    run_id: c.int("run_id")?,
+                    semantic_sha256: hex(c.opt_bytes("semantic_sha256")?),
+                    change_class: c.opt_text("change_class")?,
+                    change_cause: c.opt_text("change_cause")?,
+                    changed_paths: c.json("changed_paths")?,
+                    changed_by: c.json("changed_by")?,
+                    written_by_apiserver: apiserver_writer(key),
+                    written_by: written_by(&mut c)?,
+                    deleted_after: c.opt_int("deleted_after")?,
+                    last_seen_run: c.opt_int("runs.id")?,
+                    diff: None,
+                };
+                // An attributed revision's time is exact; others the clock bounds.
+                let (earliest, latest) = (
+                    c.opt_int("clock_envelope.earliest")?,
+                    c.opt_int("clock_envelope.latest")?,
+                );
+                row.written_at = row.written_by.as_ref().map(|w| w.time.clone());
+                row.written_between = match &row.written_at {
+                    Some(at) => [Some(at.clone()), Some(at.clone())],
+                    None => [earliest, latest].map(|us| {
+                        let t = jiff::Timestamp::from_microsecond(us?).ok()?;
+                        crate::decode::gotime::micro_time(t.as_second(), t.subsec_nanosecond())
+                    }),
+                };
+                out.push(row);
+                Ok(())
+            },
+        )?;
+        Ok(out)
+    }
+
+    fn add_diffs(&self, rows: &mut [HistoryRow]) -> Result<(), StoreError> {
+        add_diffs(rows, |h| self.canonical_value(h), |h| self.redacted_form(h))
+    }
+
+    fn canonical_value(&self, semantic_sha256: &[u8]) -> Result<Option<serde_json::Value>, StoreError> {
+        let rows = self.rows(
+            "semantic_values",
+            "SELECT s.codec, s.canonical, b.canonical FROM semantic_values s \
+             LEFT JOIN semantic_values b ON b.id = s.base WHERE s.hash = $1",
+            &[Cell::Bytes(semantic_sha256.to_vec())],
+        )?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        let mut c = Cursor::new(self, "semantic_values", row);
+        let Some(json) = c.packed("canonical")?.bytes() else {
+            return Ok(None);
+        };
+        let json = json.map_err(|source| StoreError::Io {
+            path: self.location().to_path_buf(),
+            source,
+        })?;
+        serde_json::from_slice(&json)
+            .map(Some)
+            .map_err(|e| c.damage("canonical", e))
+    }
+
+    fn redacted_form(&self, semantic_sha256: &[u8]) -> Result<Option<serde_json::Value>, StoreError> {
+        let rows = self.rows(
+            "semantic_values",
+            "SELECT redacted FROM semantic_values WHERE hash = $1",
+            &[Cell::Bytes(semantic_sha256.to_vec())],
+        )?;
+        let blob = match rows.first() {
+            Some(row) => Cursor::new(self, "semantic_values", row).opt_bytes("redacted")?,
+            None => None,
+        };
+        crate::ingest::blob::Packed::alone(blob)
+            .json()
+            .map_err(|source| StoreError::Io {
+                path: self.location().to_path_buf(),
+                source,
+            })
     }
 }

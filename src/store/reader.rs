@@ -1,7 +1,8 @@
-//! The read side, as interfaces, one topic trait per backend file that
-//! holds its SQL (`ClusterReads` in `clusters.rs`, `RunReads` in `runs.rs`
-//! and so on), so a backend implements each trait where its queries are and
-//! nothing forwards. Consumers take unions of topics: [`AnalysisReads`] is
+//! The read side, as interfaces, one topic trait per file that holds its
+//! SQL (`ClusterReads` in `cluster.rs`, `RunReads` in `runs.rs` and so on):
+//! written once over [`super::sql::Sql`] for both backends, or in a
+//! backend's file of the name where its dialect still differs, and nothing
+//! forwards. Consumers take unions of topics: [`AnalysisReads`] is
 //! what `analyze` and its detectors read (a cluster's stored history key by
 //! key, the values its revisions point at, and what frames it: gaps, run
 //! times, restores, the encryption policy, audited requests);

@@ -1,5 +1,6 @@
-//! The write side, as interfaces, one topic trait per backend file that
-//! holds its SQL: what a run records about itself and the revisions it
+//! The write side, as interfaces, one topic trait per file that holds its
+//! SQL (written once over [`super::sql::Sql`] where the dialects agree):
+//! what a run records about itself and the revisions it
 //! reads (`HashKeyLoad`, `RunWrites`, `ClusterWrites`, `FieldConfigs`,
 //! `RowWrites`, `VanishedWrites`), what `analyze` writes back (`ClassWrites`,
 //! `FindingWrites`) and what `prune` removes (`PruneWrites`).
@@ -69,6 +70,9 @@ pub trait HashKeyLoad {
     /// Loads the key keyed hashes are taken with (saying so when it moved
     /// out of an older database or is new); a run needs it.
     fn load_hash_key(&self, options: &HashKeyOptions) -> Result<Option<KeyNotice>, StoreError>;
+
+    /// The key loaded; an error before [`HashKeyLoad::load_hash_key`].
+    fn hash_key(&self) -> Result<&HashKey, StoreError>;
 }
 
 /// A run's own record, and the checks of its history against the source.
@@ -101,6 +105,14 @@ pub trait RunWrites {
         everything: &str,
     ) -> Result<Option<Previous>, StoreError>;
 
+    /// Keys under `prefix` whose newest stored revision at or before `head`
+    /// is not a tombstone.
+    fn live_keys(&self, cluster: i64, prefix: &[u8], head: i64) -> Result<i64, StoreError>;
+}
+
+/// A run's stored history checked against its source, a page of keys
+/// at a time (each backend's bulk lookup).
+pub trait HistoryChecks {
     /// The stored history checked against the source's own counters: for
     /// every key of `live` that `recorded` keeps and whose generation began
     /// at or after `covered_from`, the stored revisions of that generation
@@ -112,10 +124,6 @@ pub trait RunWrites {
         live: &[LiveKey],
         recorded: &dyn Fn(&[u8]) -> bool,
     ) -> Result<Option<Shortfall>, StoreError>;
-
-    /// Keys under `prefix` whose newest stored revision at or before `head`
-    /// is not a tombstone.
-    fn live_keys(&self, cluster: i64, prefix: &[u8], head: i64) -> Result<i64, StoreError>;
 }
 
 /// The cluster a run reads.
@@ -201,6 +209,6 @@ pub trait PruneWrites {
 
 union! {
     /// What runs, `analyze` and `prune` write: every write topic.
-    RunRecorder: HashKeyLoad, RunWrites, ClusterWrites, FieldConfigs, RowWrites, VanishedWrites,
+    RunRecorder: HashKeyLoad, RunWrites, HistoryChecks, ClusterWrites, FieldConfigs, RowWrites, VanishedWrites,
         ClassWrites, FindingWrites, PruneWrites
 }

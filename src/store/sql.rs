@@ -1,6 +1,7 @@
-//! The dialect boundary: what both backends do (prune, usage, the stats
-//! counts, copy's row access, shared revisions, unaudited creates, contents)
-//! is written once over [`Sql`], which each backend gives with its
+//! The dialect boundary: what both backends do (runs, clusters,
+//! classification, history, live objects, names, the clock, vanished keys,
+//! prune, usage, the stats counts, copy's row access, shared revisions,
+//! unaudited creates, contents) is written once over [`Sql`], which each backend gives with its
 //! connection, transactions and the few words its dialect spells its own
 //! way ([`Dialect`]). Statements are written once, in the part of SQL both
 //! backends run: parameters numbered `$1`, `$2` ..., `CAST(x AS bigint)`
@@ -12,6 +13,7 @@
 use super::reader::Located;
 use super::tables::Cell;
 use super::{Scope, StoreError};
+use crate::ingest::blob::Packed;
 use std::path::Path;
 
 /// How a dialect spells what the shared SQL leaves open.
@@ -34,7 +36,13 @@ pub struct Dialect {
     /// writes of `{times}` only (the quoted time fields) and cluster. Each
     /// dialect reads the JSON lists its own way.
     pub manager_writes: &'static str,
+    /// The `LIMIT` that keeps every row (SQLite's -1, PostgreSQL's NULL).
+    pub unlimited: Option<i64>,
 }
+
+/// Rows one [`Sql::insert_rows`] statement inserts at most (within both
+/// backends' limits on parameters).
+const INSERTED_PER_STATEMENT: usize = 500;
 
 /// The values [`Dialect::scope`] binds, in order: the revision range, then
 /// the object filter's namespace, resource, key prefix, cluster and key.
@@ -90,6 +98,13 @@ pub trait Sql: Located {
     /// `audit_requests`: a server refreshes what its planner knows of the
     /// tables filled, so the next step is not planned for empty ones.
     fn loaded(&self, revisions: u64, audit_requests: u64) -> Result<(), StoreError>;
+    /// Takes the write lock of cluster `row` (etcd's `etcd_cluster_id`)
+    /// for this session, or fails naming who holds it; where a writer
+    /// holds the whole database already, nothing.
+    fn lock_cluster(&self, row: i64, etcd_cluster_id: &str) -> Result<(), StoreError>;
+    /// Connects again when the connection to a server was lost, so that a
+    /// run can still record how it ended.
+    fn reconnect_if_lost(&self) -> Result<(), StoreError>;
     /// Gives the space of removed rows back and refreshes the planner's
     /// statistics.
     fn vacuum(&self) -> Result<(), StoreError>;
@@ -107,6 +122,36 @@ pub trait Sql: Located {
                 self.rollback_transaction();
                 Err(e)
             }
+        }
+    }
+
+    /// Inserts `cells` into `table` as rows of `columns` (a value of each
+    /// column per row, in order), many rows per statement.
+    fn insert_rows(&self, table: &str, columns: &[&str], cells: &[Cell]) -> Result<(), StoreError> {
+        let width = columns.len();
+        debug_assert!(width > 0 && cells.len().is_multiple_of(width));
+        for chunk in cells.chunks(width * INSERTED_PER_STATEMENT) {
+            let rows: Vec<String> = (0..chunk.len() / width)
+                .map(|row| {
+                    let params: Vec<String> = (1..=width).map(|c| format!("${}", row * width + c)).collect();
+                    format!("({})", params.join(", "))
+                })
+                .collect();
+            let sql = format!(
+                "INSERT INTO {table} ({}) VALUES {}",
+                columns.join(", "),
+                rows.join(", ")
+            );
+            self.execute(&sql, chunk)?;
+        }
+        Ok(())
+    }
+
+    /// The `LIMIT` parameter for at most `n` rows (`None`: all of them).
+    fn limit(&self, n: Option<u32>) -> Cell {
+        match n.map(i64::from).or(self.dialect().unlimited) {
+            Some(n) => Cell::Int(n),
+            None => Cell::Null,
         }
     }
 
@@ -131,11 +176,22 @@ pub struct Typed<'a> {
 }
 
 impl Typed<'_> {
-    fn damaged(&self, column: &str, cell: &Cell) -> StoreError {
+    /// Damage to `column` (of the table read, unless it is named as
+    /// `table.column`).
+    pub fn damage(&self, column: &str, problem: impl std::fmt::Display) -> StoreError {
+        let what = if column.contains('.') {
+            format!("{column}: {problem}")
+        } else {
+            format!("{}.{column}: {problem}", self.table)
+        };
         StoreError::Damaged {
             path: self.location.to_path_buf(),
-            what: format!("{}.{column}: {cell:?} is not what the column holds", self.table),
+            what,
         }
+    }
+
+    fn damaged(&self, column: &str, cell: &Cell) -> StoreError {
+        self.damage(column, format_args!("{cell:?} is not what the column holds"))
     }
 
     /// An integer or NULL.
@@ -197,6 +253,11 @@ impl<'a> Cursor<'a> {
         Cursor { typed, row, at: 0 }
     }
 
+    /// Passes over the next `n` cells.
+    pub fn skip(&mut self, n: usize) {
+        self.at += n;
+    }
+
     fn next(&mut self) -> &'a Cell {
         let cell = self.row.get(self.at).unwrap_or(&Cell::Null);
         self.at += 1;
@@ -234,6 +295,68 @@ impl<'a> Cursor<'a> {
             Cell::Bytes(b) => Ok(Some(b.clone())),
             other => Err(self.typed.damaged(column, other)),
         }
+    }
+
+    pub fn bytes(&mut self, column: &str) -> Result<Vec<u8>, StoreError> {
+        match self.next() {
+            Cell::Bytes(b) => Ok(b.clone()),
+            other => Err(self.typed.damaged(column, other)),
+        }
+    }
+
+    pub fn opt_int(&mut self, column: &str) -> Result<Option<i64>, StoreError> {
+        let cell = self.next();
+        self.typed.opt_int(cell, column)
+    }
+
+    pub fn opt_text(&mut self, column: &str) -> Result<Option<String>, StoreError> {
+        let cell = self.next();
+        self.typed.opt_text(cell, column)
+    }
+
+    /// A flag or NULL.
+    pub fn opt_flag(&mut self, column: &str) -> Result<Option<bool>, StoreError> {
+        match self.row.get(self.at) {
+            None | Some(Cell::Null) => {
+                self.at += 1;
+                Ok(None)
+            }
+            Some(_) => self.flag(column).map(Some),
+        }
+    }
+
+    /// Text or NULL read as `T` by `parse`: text it does not read is damage.
+    pub fn parsed<T, E: std::fmt::Display>(
+        &mut self,
+        column: &str,
+        parse: impl Fn(&str) -> Result<T, E>,
+    ) -> Result<Option<T>, StoreError> {
+        self.opt_text(column)?
+            .map(|t| parse(&t).map_err(|e| self.typed.damage(column, e)))
+            .transpose()
+    }
+
+    /// A JSON text or NULL as `T` (`T::default()` for NULL): text that does
+    /// not parse is damage.
+    pub fn json<T: serde::de::DeserializeOwned + Default>(&mut self, column: &str) -> Result<T, StoreError> {
+        Ok(self
+            .parsed(column, |t: &str| serde_json::from_str::<T>(t))?
+            .unwrap_or_default())
+    }
+
+    /// The next three cells, selected as `s.codec, s.<column>, b.<column>`
+    /// (`b` joined on `b.id = s.base`): a compressed column.
+    pub fn packed(&mut self, column: &str) -> Result<Packed, StoreError> {
+        Ok(Packed {
+            codec: self.opt_text(column)?,
+            blob: self.opt_bytes(column)?,
+            base: self.opt_bytes(column)?,
+        })
+    }
+
+    /// Damage to `column` found past reading it.
+    pub fn damage(&self, column: &str, problem: impl std::fmt::Display) -> StoreError {
+        self.typed.damage(column, problem)
     }
 }
 

@@ -4,6 +4,11 @@
 //! them. The later run stores a tombstone at the latest revision the
 //! delete can have had, marked with the revision it came after.
 
+use super::recorder::VanishedWrites;
+use super::sql::{Cursor, Sql};
+use super::tables::Cell;
+use super::{RunId, StoreError};
+
 /// One stored revision's generation facts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StoredRevision {
@@ -42,4 +47,135 @@ pub struct InferredDelete {
 pub struct RunHead {
     pub head: i64,
     pub prefix: Vec<u8>,
+}
+
+impl<T: Sql + ?Sized> VanishedWrites for T {
+    fn stored_keys(
+        &self,
+        cluster: i64,
+        prefix: &[u8],
+        head: i64,
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<StoredKey>, StoreError> {
+        let mut end = prefix.to_vec();
+        end.push(0xff);
+        let params = [
+            Cell::Int(cluster),
+            Cell::Bytes(prefix.to_vec()),
+            Cell::Bytes(end),
+            Cell::Int(head),
+            Cell::Bytes(after.unwrap_or_default().to_vec()),
+            Cell::Int(i64::try_from(limit).unwrap_or(i64::MAX)),
+        ];
+        let mut out = Vec::new();
+        // Each key's newest revision at or before the head (keys with none
+        // left out before the limit counts), then the newest before that
+        // revision's generation began.
+        self.each(
+            "revisions",
+            "SELECT q.id, q.key, q.mod_revision, q.create_revision, q.deleted, \
+             p.mod_revision, p.create_revision, p.deleted \
+             FROM (SELECT k.id, k.key, r.mod_revision, r.create_revision, r.deleted, \
+                     (SELECT max(y.mod_revision) FROM revisions y \
+                      WHERE y.key_id = k.id AND y.mod_revision < r.create_revision) AS before \
+                   FROM (SELECT n.id, n.key, n.newest FROM \
+                           (SELECT id, key, (SELECT max(x.mod_revision) FROM revisions x \
+                                             WHERE x.key_id = keys.id AND x.mod_revision <= $4) AS newest \
+                            FROM keys WHERE cluster_id = $1 AND key >= $2 AND key < $3 AND key > $5) n \
+                         WHERE n.newest IS NOT NULL ORDER BY n.key LIMIT $6) k \
+                   JOIN revisions r ON r.key_id = k.id AND r.mod_revision = k.newest) q \
+             LEFT JOIN revisions p ON p.key_id = q.id AND p.mod_revision = q.before \
+             ORDER BY q.key",
+            &params,
+            &mut |row| {
+                let mut c = Cursor::new(self, "revisions", row);
+                let (key_id, key) = (c.int("keys.id")?, c.bytes("keys.key")?);
+                let newest = StoredRevision {
+                    mod_revision: c.int("mod_revision")?,
+                    create_revision: c.int("create_revision")?,
+                    deleted: c.flag("deleted")?,
+                };
+                let before = match c.opt_int("mod_revision")? {
+                    Some(mod_revision) => Some(StoredRevision {
+                        mod_revision,
+                        create_revision: c.int("create_revision")?,
+                        deleted: c.flag("deleted")?,
+                    }),
+                    None => None,
+                };
+                out.push(StoredKey {
+                    key_id,
+                    key,
+                    newest,
+                    before,
+                });
+                Ok(())
+            },
+        )?;
+        Ok(out)
+    }
+
+    fn run_heads(&self, cluster: i64, run: RunId) -> Result<Vec<RunHead>, StoreError> {
+        let mut out = Vec::new();
+        self.each(
+            "runs",
+            "SELECT head_revision, prefix FROM runs WHERE cluster_id = $1 AND id != $2 \
+             AND status = 'complete' AND head_revision IS NOT NULL ORDER BY head_revision",
+            &[Cell::Int(cluster), Cell::Int(run.0)],
+            &mut |row| {
+                let mut c = Cursor::new(self, "runs", row);
+                out.push(RunHead {
+                    head: c.int("head_revision")?,
+                    prefix: c.text("prefix")?.into_bytes(),
+                });
+                Ok(())
+            },
+        )?;
+        Ok(out)
+    }
+
+    fn store_inferred_deletes(
+        &self,
+        cluster: i64,
+        run: RunId,
+        deletes: &[InferredDelete],
+    ) -> Result<(), StoreError> {
+        let cells: Vec<Cell> = deletes
+            .iter()
+            .flat_map(|d| {
+                [
+                    d.key_id,
+                    d.mod_revision,
+                    d.create_revision,
+                    0,
+                    0,
+                    1,
+                    0,
+                    run.0,
+                    cluster,
+                    d.after,
+                ]
+                .map(Cell::Int)
+            })
+            .collect();
+        self.atomically(&mut || {
+            self.insert_rows(
+                "revisions",
+                &[
+                    "key_id",
+                    "mod_revision",
+                    "create_revision",
+                    "version",
+                    "lease",
+                    "deleted",
+                    "value_size",
+                    "run_id",
+                    "cluster_id",
+                    "deleted_after",
+                ],
+                &cells,
+            )
+        })
+    }
 }

@@ -132,7 +132,7 @@ impl Store {
                 "SELECT r.mod_revision, r.version, r.deleted, r.creation_timestamp, \
                  r.deletion_timestamp IS NOT NULL AND coalesce(r.finalizers, '[]') = '[]', {} \
                  FROM revisions r WHERE r.key_id = $1 AND r.deleted_after IS NULL ORDER BY r.mod_revision",
-                super::clock::interval_columns("$2", "r.mod_revision")
+                crate::store::clock::interval_columns("$2", "r.mod_revision")
             ),
             &[&key, &cluster],
         )?
@@ -143,7 +143,7 @@ impl Store {
                 version: r.get(1),
                 deleted: r.get(2),
                 creation_timestamp: r.get(3),
-                written: super::clock::interval(r.get(5), r.get(6)),
+                written: crate::store::clock::interval(r.get(5), r.get(6)),
                 deleting: r.get(4),
             })
         })

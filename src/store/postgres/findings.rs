@@ -2,15 +2,16 @@
 //! replacing a cluster's earlier findings in one transaction, and read back
 //! a page at a time, most severe first.
 
-use super::history::{written_by, WRITTEN_BY_COLUMNS};
 use super::Store;
 use crate::store::audit::WrittenBy;
+use crate::store::audit::{written_by, WRITTEN_BY_COLUMNS};
 use crate::store::finding::{
     stored_json, Finding, FindingColumns, FindingCount, FindingIter, FindingQuery, FindingsWriter, Kept,
     Replaced, Severity, StoredFinding, StoredRow,
 };
 use crate::store::paged::{PageSource, Paged};
 use crate::store::reader::ClusterReads;
+use crate::store::sql::Cursor;
 use crate::store::{ObjectFilter, Scope, StoreError};
 use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::Type;
@@ -197,9 +198,12 @@ impl Store {
             &[&clusters, &keys, &revisions],
         )?;
         let mut writers: HashMap<(i64, String, i64), WrittenBy> = HashMap::new();
+        let mut cells = Vec::new();
         for r in &rows {
-            let at = (get(self, r, 0)?, get(self, r, 1)?, get(self, r, 2)?);
-            if let Some(w) = written_by(self, r)? {
+            self.cells("revision_writers", r, &mut cells)?;
+            let mut c = Cursor::new(self, "revision_writers", &cells);
+            let at = (c.int("cluster_id")?, c.text("key")?, c.int("mod_revision")?);
+            if let Some(w) = written_by(&mut c)? {
                 writers.insert(at, w);
             }
         }

@@ -11,13 +11,6 @@ use crate::store::hash_key::{load, HashKeyOptions, KeyError, KeyNotice, KeyRecor
 use crate::store::StoreError;
 use std::path::{Path, PathBuf};
 
-impl Store {
-    /// The loaded key ([`Store::load_hash_key`]).
-    pub(in crate::store) fn hash_key(&self) -> Result<&HashKey, StoreError> {
-        self.hash_key.get().ok_or(StoreError::Key(KeyError::NotLoaded))
-    }
-}
-
 impl KeyRecords for Store {
     fn location(&self) -> &Path {
         &self.path
@@ -54,5 +47,9 @@ impl crate::store::recorder::HashKeyLoad for Store {
         let (key, notice) = load(self, options)?;
         let _ = self.hash_key.set(key);
         Ok(notice)
+    }
+
+    fn hash_key(&self) -> Result<&HashKey, StoreError> {
+        self.hash_key.get().ok_or(StoreError::Key(KeyError::NotLoaded))
     }
 }

@@ -6,20 +6,14 @@
 
 mod audit;
 mod cells;
-mod changes;
-mod clock;
 mod clusters;
 pub mod connect;
 mod findings;
 mod hash_key;
-mod history;
-mod live;
-mod named;
 mod revision_rows;
-mod runs;
 mod settings;
+mod shortfall;
 mod sql;
-mod vanished;
 
 use super::StoreError;
 use postgres::types::ToSql;

@@ -670,6 +670,9 @@ impl crate::store::recorder::RowWrites for Store {
     fn revision_rows(
         &self,
     ) -> Result<(Box<dyn RevisionRows + '_>, &crate::canon::keyed_hash::HashKey), StoreError> {
-        Ok((Box::new(PgRows::new(self)), self.hash_key()?))
+        Ok((
+            Box::new(PgRows::new(self)),
+            crate::store::recorder::HashKeyLoad::hash_key(self)?,
+        ))
     }
 }

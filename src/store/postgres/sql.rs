@@ -39,6 +39,7 @@ const POSTGRES: Dialect = Dialect {
            WHERE w.changed_by IS NOT NULL) m
         WHERE m.kid = s.key_id AND m.rev = s.mod_revision GROUP BY s.cluster, 1, grp, res
         ORDER BY 4 DESC, manager, s.cluster LIMIT $1"#,
+    unlimited: None,
 };
 
 impl Sql for Store {
@@ -122,6 +123,14 @@ impl Sql for Store {
     fn loaded(&self, revisions: u64, audit_requests: u64) -> Result<(), StoreError> {
         self.refresh_statistics("revisions", revisions, super::RUN_TABLES)?;
         self.refresh_statistics("audit_requests", audit_requests, &["audit_requests"])
+    }
+
+    fn lock_cluster(&self, row: i64, etcd_cluster_id: &str) -> Result<(), StoreError> {
+        Store::lock_cluster(self, row, etcd_cluster_id)
+    }
+
+    fn reconnect_if_lost(&self) -> Result<(), StoreError> {
+        Store::reconnect_if_lost(self)
     }
 
     fn vacuum(&self) -> Result<(), StoreError> {

@@ -4,7 +4,7 @@
 use super::Store;
 use crate::store::audit::{
     AuditRecorder, AuditRequest, AuditStage, AuditedObject, AuditedRequest, ByObject, JoinKey, JoinSummary,
-    KeyAttribution, KeyRequest, KeyRevision, Outcome, WrittenBy,
+    KeyAttribution, KeyRequest, KeyRevision, Outcome,
 };
 use crate::store::StoreError;
 use rusqlite::params;
@@ -147,7 +147,7 @@ impl Store {
             .map_err(err)?;
         let mut revisions: Vec<KeyRevision> = rows.collect::<Result<_, _>>().map_err(err)?;
         for r in &mut revisions {
-            r.written = self.read_interval(cluster, r.mod_revision)?;
+            r.written = crate::store::clock::read_interval(self, cluster, r.mod_revision)?;
         }
         Ok(revisions)
     }
@@ -241,44 +241,6 @@ impl Store {
         Ok(summary)
     }
 }
-
-/// Who wrote the revision a row holds, from [`WRITTEN_BY_COLUMNS`].
-pub(in crate::store) fn written_by(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<WrittenBy>> {
-    let Some(audit_id) = r.get::<_, Option<String>>("w_audit_id")? else {
-        return Ok(None);
-    };
-    let json = |name: &str| -> rusqlite::Result<Vec<String>> {
-        let text: String = r.get(name)?;
-        serde_json::from_str(&text).map_err(|e| {
-            let index = r.as_ref().column_index(name).unwrap_or(0);
-            rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
-        })
-    };
-    let match_name: String = r.get("w_match")?;
-    let match_kind = crate::store::audit::Match::parse(&match_name).map_err(|e| {
-        let index = r.as_ref().column_index("w_match").unwrap_or(0);
-        rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
-    })?;
-    Ok(Some(WrittenBy {
-        user: r.get("w_user")?,
-        groups: json("w_groups")?,
-        impersonated_user: r.get("w_impersonated_user")?,
-        user_agent: r.get("w_user_agent")?,
-        source_ips: json("w_source_ips")?,
-        verb: r.get("w_verb")?,
-        subresource: r.get("w_subresource")?,
-        audit_id,
-        time: r.get("w_time")?,
-        match_kind,
-    }))
-}
-
-/// The columns [`written_by`] reads, for a query that joins
-/// `revision_writers w` and `audit_requests a`.
-pub(in crate::store) const WRITTEN_BY_COLUMNS: &str = "a.audit_id AS w_audit_id, w.match AS w_match, \
-     a.username AS w_user, a.groups AS w_groups, a.impersonated_user AS w_impersonated_user, \
-     a.user_agent AS w_user_agent, a.source_ips AS w_source_ips, a.verb AS w_verb, \
-     a.subresource AS w_subresource, a.time AS w_time";
 
 impl AuditStage for AuditStaging<'_> {
     fn push(&mut self, r: &AuditRequest) -> Result<bool, StoreError> {

@@ -3,12 +3,14 @@
 //! a page at a time, most severe first.
 
 use super::Store;
-use crate::store::audit::WrittenBy;
+use crate::store::audit::{written_by, WrittenBy, WRITTEN_BY_COLUMNS};
 use crate::store::finding::{
     stored_json, Finding, FindingColumns, FindingCount, FindingIter, FindingQuery, FindingsWriter, Kept,
     Replaced, Severity, StoredFinding, StoredRow,
 };
 use crate::store::paged::{PageSource, Paged};
+use crate::store::sql::{Cursor, Sql};
+use crate::store::tables::Cell;
 use crate::store::StoreError;
 use rusqlite::{params, OptionalExtension};
 use std::collections::VecDeque;
@@ -128,30 +130,42 @@ impl Store {
         let Some(key) = f.keys.first() else {
             return Ok(out);
         };
-        let err = |e| self.err(e);
-        let mut stmt = self
-            .conn
-            .prepare_cached(&format!(
-                "SELECT w.mod_revision, {} FROM keys k JOIN revision_writers w ON w.key_id = k.id \
-                 JOIN audit_requests a ON a.id = w.request_id \
-                 WHERE k.cluster_id = ?1 AND k.key = CAST(?2 AS BLOB) AND w.mod_revision = ?3",
-                super::audit::WRITTEN_BY_COLUMNS
-            ))
-            .map_err(err)?;
+        let sql = format!(
+            "SELECT {WRITTEN_BY_COLUMNS} FROM keys k JOIN revision_writers w ON w.key_id = k.id \
+             JOIN audit_requests a ON a.id = w.request_id \
+             WHERE k.cluster_id = $1 AND k.key = CAST($2 AS BLOB) AND w.mod_revision = $3"
+        );
         for revision in &f.revisions {
-            let mut rows = stmt.query(params![cluster, key, revision]).map_err(err)?;
-            if let Some(r) = rows.next().map_err(err)? {
-                if let Some(w) = super::audit::written_by(r).map_err(err)? {
+            let params = [Cell::Int(cluster), Cell::Text(key.clone()), Cell::Int(*revision)];
+            self.each("revision_writers", &sql, &params, &mut |row| {
+                if let Some(w) = written_by(&mut Cursor::new(self, "revision_writers", row))? {
                     out.insert(*revision, w);
                 }
-            }
+                Ok(())
+            })?;
         }
         Ok(out)
     }
 
+    /// The cluster in columns `at`.. of a row, as
+    /// [`crate::store::cluster::cluster_at`] reads it.
+    fn cluster_in(&self, r: &rusqlite::Row, at: usize) -> Result<crate::store::cluster::Cluster, StoreError> {
+        let cells = (at..at + 3)
+            .map(|i| {
+                super::cells::cell(
+                    &self.path,
+                    "clusters",
+                    "?",
+                    r.get_ref(i).map_err(|e| self.err(e))?,
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        crate::store::cluster::cluster_at(&mut Cursor::new(self, "clusters", &cells))
+    }
+
     /// One stored finding from its row (`id, etcd cluster id, detector,
     /// severity, keys, revisions, summary, details, analyzed_at`, then the
-    /// cluster's [`super::clusters::CLUSTER_COLUMNS`]).
+    /// cluster's [`crate::store::cluster::CLUSTER_COLUMNS`]).
     fn finding_row(&self, r: &rusqlite::Row) -> Result<StoredFinding, StoreError> {
         let err = |e| self.err(e);
         let text = |i: usize| -> Result<String, StoreError> { r.get(i).map_err(err) };
@@ -160,7 +174,7 @@ impl Store {
             stored_json(&text(4)?, &text(5)?, &text(7)?).map_err(|(column, e)| self.damaged(column, e))?;
         Ok(StoredFinding {
             id: r.get(0).map_err(err)?,
-            cluster: self.cluster_at(r, 9)?.label().to_string(),
+            cluster: self.cluster_in(r, 9)?.label().to_string(),
             cluster_id: text(1)?,
             detector: text(2)?,
             severity: Severity::parse(&severity).map_err(|e| self.damaged("findings.severity", e))?,
@@ -241,7 +255,7 @@ impl PageSource for Pages<'_> {
                      f.analyzed_at, {} FROM findings f JOIN clusters c ON c.id = f.cluster_id \
                      WHERE f.severity = ?1 AND f.id > ?2 AND (?3 IS NULL OR f.detector = ?3) \
                      AND (?5 IS NULL OR f.cluster_id = ?5) ORDER BY f.id LIMIT ?4",
-                    super::clusters::CLUSTER_COLUMNS
+                    crate::store::cluster::CLUSTER_COLUMNS
                 ))
                 .map_err(err)?;
             let mut rows = stmt

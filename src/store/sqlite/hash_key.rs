@@ -20,13 +20,6 @@ use std::path::{Path, PathBuf};
 /// The `settings` row where versions before the key file kept the key.
 const LEGACY_ROW: &str = "value_hmac_key";
 
-impl Store {
-    /// The loaded key ([`Store::load_hash_key`]).
-    pub(in crate::store) fn hash_key(&self) -> Result<&HashKey, StoreError> {
-        self.hash_key.get().ok_or(StoreError::Key(KeyError::NotLoaded))
-    }
-}
-
 impl KeyRecords for Store {
     fn location(&self) -> &Path {
         &self.path
@@ -111,6 +104,10 @@ impl crate::store::recorder::HashKeyLoad for Store {
         // A second load of one handle keeps the first key.
         let _ = self.hash_key.set(key);
         Ok(notice)
+    }
+
+    fn hash_key(&self) -> Result<&HashKey, StoreError> {
+        self.hash_key.get().ok_or(StoreError::Key(KeyError::NotLoaded))
     }
 }
 

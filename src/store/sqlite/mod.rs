@@ -4,20 +4,13 @@
 
 mod audit;
 mod cells;
-mod changes;
-mod clock;
-mod clusters;
 mod findings;
 mod hash_key;
-mod history;
 mod legacy_paths;
-mod live;
-mod named;
 mod revision_rows;
-mod runs;
 mod settings;
+mod shortfall;
 mod sql;
-mod vanished;
 
 #[cfg(test)]
 pub(in crate::store) use revision_rows::{test_record, test_run};
@@ -326,21 +319,10 @@ fn immutable_uri(path: &Path) -> String {
     uri + "?immutable=1"
 }
 
-/// A compressed column read from columns `at`, `at + 1` and `at + 2` of a
-/// row selected as `s.codec, s.<column>, b.<column>` (`b` joined on
-/// `b.id = s.base`).
-fn packed(row: &rusqlite::Row, at: usize) -> rusqlite::Result<crate::ingest::blob::Packed> {
-    Ok(crate::ingest::blob::Packed {
-        codec: row.get(at)?,
-        blob: row.get(at + 1)?,
-        base: row.get(at + 2)?,
-    })
-}
-
 /// Writes `sql` into the database file at `path` through a connection of
 /// its own with CHECK constraints off: damage as a file can hold it.
 #[cfg(test)]
-fn damage(path: &Path, sql: &str) {
+pub(in crate::store) fn damage(path: &Path, sql: &str) {
     let conn = Connection::open(path).unwrap();
     conn.execute_batch(&format!("PRAGMA ignore_check_constraints = ON; {sql}"))
         .unwrap();

@@ -288,7 +288,10 @@ impl crate::store::recorder::RowWrites for Store {
     fn revision_rows(
         &self,
     ) -> Result<(Box<dyn RevisionRows + '_>, &crate::canon::keyed_hash::HashKey), StoreError> {
-        Ok((Box::new(SqliteRows { store: self }), self.hash_key()?))
+        Ok((
+            Box::new(SqliteRows { store: self }),
+            crate::store::recorder::HashKeyLoad::hash_key(self)?,
+        ))
     }
 }
 

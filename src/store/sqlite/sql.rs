@@ -40,6 +40,7 @@ const SQLITE: Dialect = Dialect {
              json_each(w.changed_by) c, json_each(c.value) m WHERE w.changed_by IS NOT NULL) m
         WHERE m.kid = s.key_id AND m.rev = s.mod_revision GROUP BY s.cluster, manager, grp, res
         ORDER BY 4 DESC, manager, s.cluster LIMIT $1"#,
+    unlimited: Some(-1),
 };
 
 /// `sql` with every `$n` parameter spelled `?n`.
@@ -145,6 +146,16 @@ impl Sql for Store {
 
     /// SQLite plans without statistics unless ANALYZE wrote them.
     fn loaded(&self, _revisions: u64, _audit_requests: u64) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// A writer holds the whole file.
+    fn lock_cluster(&self, _row: i64, _etcd_cluster_id: &str) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// A file is never lost.
+    fn reconnect_if_lost(&self) -> Result<(), StoreError> {
         Ok(())
     }
 
