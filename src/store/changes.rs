@@ -6,7 +6,7 @@ use super::field_blob::PathNames;
 use super::object::ObjectRevision;
 use super::reader::ChangeReads;
 use super::recorder::ClassWrites;
-use super::sql::{Cursor, Sql};
+use super::sql::{first_row, Cursor, Sql};
 use super::tables::Cell;
 use super::{ClassifyStats, Gap, StoreError};
 use crate::canon::change::{ChangeCause, ChangeClass, Facts};
@@ -195,15 +195,14 @@ impl<T: Sql + ?Sized> ChangeReads for T {
     }
 
     fn run_cluster(&self, run: i64) -> Result<Option<i64>, StoreError> {
-        let rows = self.rows(
+        let cluster = first_row(
+            self,
             "runs",
             "SELECT cluster_id FROM runs WHERE id = $1",
             &[Cell::Int(run)],
+            |c| c.opt_int("cluster_id"),
         )?;
-        match rows.first() {
-            Some(row) => Cursor::new(self, "runs", row).opt_int("cluster_id"),
-            None => Ok(None),
-        }
+        Ok(cluster.flatten())
     }
 }
 
@@ -254,73 +253,100 @@ fn pass_revision(c: &mut Cursor, paths: &PathNames) -> Result<(i64, Revision), S
 }
 
 impl<T: Sql + ?Sized> ClassWrites for T {
-    /// A pass at a time: the next keys with pending revisions, up to
+    /// Where the backend's reads see the database as it was when they
+    /// began ([`super::sql::Dialect::snapshot_reads`]), one read of every pending
+    /// key's history, writing classes as they come; otherwise a pass at a
+    /// time: the next keys with pending revisions, up to
     /// [`CLASSIFIED_PER_PASS`] revisions of theirs, are read whole, then
     /// their classes written, so that no write lands on a table a read is
-    /// still stepping through, and memory holds one pass.
+    /// still stepping through. Memory holds one key's history and at most
+    /// a pass's classes.
     fn classify_pending(&self, cluster: Option<i64>) -> Result<ClassifyStats, StoreError> {
         let paths = path_names(self)?;
         let mut stats = ClassifyStats::default();
         let cluster = cluster.map_or(Cell::Null, Cell::Int);
         self.atomically(&mut || {
+            if self.dialect().snapshot_reads {
+                let pending = "r.key_id IN (SELECT u.key_id FROM revisions u WHERE u.change_class IS NULL \
+                               AND (CAST($1 AS bigint) IS NULL OR u.cluster_id = $1))";
+                return classify_keys(self, pending, std::slice::from_ref(&cluster), &paths, &mut stats);
+            }
             let mut after = -1;
             loop {
                 let keys = pending_keys(self, after, &cluster)?;
                 let Some(&last) = keys.last() else { break };
                 after = last;
-                let mut written = Vec::new();
-                let mut history: Vec<Revision> = Vec::new();
-                let mut key = None;
-                let mut classify = |key: Option<i64>, history: &mut Vec<Revision>| {
-                    let Some(key) = key else { return Ok(()) };
-                    stats.rows_read += history.len() as i64;
-                    stats.classified += classify_history(
-                        history,
-                        &|e| self.typed("semantic_values").damage("managed", e),
-                        &mut |c: Classified| {
-                            written.extend([
-                                Cell::Int(key),
-                                Cell::Int(c.mod_revision),
-                                Cell::Text(c.class.to_string()),
-                                c.cause.map_or(Cell::Null, |c| Cell::Text(c.to_string())),
-                                c.changed_paths.map_or(Cell::Null, Cell::Text),
-                                c.changed_by.map_or(Cell::Null, Cell::Text),
-                            ]);
-                            Ok(())
-                        },
-                    )?;
-                    history.clear();
-                    Ok::<_, StoreError>(())
-                };
-                self.each(
-                    "revisions",
-                    &format!(
-                        "SELECT {PASS_COLUMNS} FROM revisions r \
-                         LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
-                         LEFT JOIN semantic_values b ON b.id = s.base \
-                         WHERE r.key_id IN {} ORDER BY r.key_id, r.mod_revision",
-                        self.dialect().id_list
-                    ),
-                    &[super::sql::id_list(&keys)],
-                    &mut |row| {
-                        let (row_key, revision) =
-                            pass_revision(&mut Cursor::new(self, "revisions", row), &paths)?;
-                        if key != Some(row_key) {
-                            classify(key, &mut history)?;
-                            key = Some(row_key);
-                        }
-                        history.push(revision);
-                        Ok(())
-                    },
-                )?;
-                classify(key, &mut history)?;
-                write_classes(self, &written)?;
+                let listed = format!("r.key_id IN {}", self.dialect().id_list);
+                classify_keys(self, &listed, &[super::sql::id_list(&keys)], &paths, &mut stats)?;
             }
             Ok(())
         })?;
-        self.drop_temp("pending_classes");
         Ok(stats)
     }
+}
+
+/// Classifies the pending revisions of the keys `condition` (over `r`,
+/// with `params`) selects, reading their whole histories in one statement;
+/// writes the classes at its end, and, where the read is a snapshot, a
+/// pass's worth at a time as well.
+fn classify_keys(
+    db: &(impl Sql + ?Sized),
+    condition: &str,
+    params: &[Cell],
+    paths: &PathNames,
+    stats: &mut ClassifyStats,
+) -> Result<(), StoreError> {
+    let snapshot = db.dialect().snapshot_reads;
+    let mut written = Vec::new();
+    let mut history: Vec<Revision> = Vec::new();
+    let mut key = None;
+    let mut classify = |key: Option<i64>, history: &mut Vec<Revision>, written: &mut Vec<Cell>| {
+        let Some(key) = key else { return Ok(()) };
+        stats.rows_read += history.len() as i64;
+        stats.classified += classify_history(
+            history,
+            &|e| db.typed("semantic_values").damage("managed", e),
+            &mut |c: Classified| {
+                written.extend([
+                    Cell::Int(key),
+                    Cell::Int(c.mod_revision),
+                    Cell::Text(c.class.to_string()),
+                    c.cause.map_or(Cell::Null, |c| Cell::Text(c.to_string())),
+                    c.changed_paths.map_or(Cell::Null, Cell::Text),
+                    c.changed_by.map_or(Cell::Null, Cell::Text),
+                ]);
+                Ok(())
+            },
+        )?;
+        history.clear();
+        Ok::<_, StoreError>(())
+    };
+    db.each(
+        "revisions",
+        &format!(
+            "SELECT {PASS_COLUMNS} FROM revisions r \
+             LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
+             LEFT JOIN semantic_values b ON b.id = s.base \
+             WHERE {condition} ORDER BY r.key_id, r.mod_revision"
+        ),
+        params,
+        &mut |row| {
+            let (row_key, revision) = pass_revision(&mut Cursor::new(db, "revisions", row), paths)?;
+            if key != Some(row_key) {
+                classify(key, &mut history, &mut written)?;
+                key = Some(row_key);
+                // Where the read is a snapshot, classes need not wait for it.
+                if snapshot && written.len() >= CLASSIFIED_PER_PASS as usize * CLASS_COLUMNS.len() {
+                    write_classes(db, &written)?;
+                    written.clear();
+                }
+            }
+            history.push(revision);
+            Ok(())
+        },
+    )?;
+    classify(key, &mut history, &mut written)?;
+    write_classes(db, &written)
 }
 
 /// The next keys past key `after` with revisions of `cluster` (NULL: of
@@ -348,33 +374,19 @@ fn pending_keys(db: &(impl Sql + ?Sized), after: i64, cluster: &Cell) -> Result<
     Ok(keys)
 }
 
-/// Writes a pass's classes (rows of `pending_classes`' columns) in one
-/// statement. The table is made anew for each pass: emptying it would
-/// leave PostgreSQL scanning every earlier pass's dead rows until the
-/// transaction ends.
+/// The columns of a class written: key and revision, then what is set.
+const CLASS_COLUMNS: [(&str, &str); 6] = [
+    ("key_id", "bigint"),
+    ("mod_revision", "bigint"),
+    ("change_class", "text"),
+    ("change_cause", "text"),
+    ("changed_paths", "text"),
+    ("changed_by", "text"),
+];
+
+/// Writes classes: rows of [`CLASS_COLUMNS`].
 fn write_classes(db: &(impl Sql + ?Sized), cells: &[Cell]) -> Result<(), StoreError> {
-    if cells.is_empty() {
-        return Ok(());
-    }
-    db.temp_table(
-        "pending_classes",
-        &format!(
-            "(key_id {int}, mod_revision {int}, class TEXT, cause TEXT, paths TEXT, managers TEXT)",
-            int = db.dialect().int
-        ),
-    )?;
-    db.insert_rows(
-        "pending_classes",
-        &["key_id", "mod_revision", "class", "cause", "paths", "managers"],
-        cells,
-    )?;
-    db.execute(
-        "UPDATE revisions AS r SET change_class = u.class, change_cause = u.cause, changed_paths = u.paths, \
-         changed_by = u.managers FROM pending_classes AS u \
-         WHERE r.key_id = u.key_id AND r.mod_revision = u.mod_revision",
-        &[],
-    )?;
-    Ok(())
+    db.update_rows("revisions", &CLASS_COLUMNS, 2, cells)
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! every revision with one lookup each way.
 
 use super::reader::{ClockReads, ClusterReads};
-use super::sql::{Cursor, Sql};
+use super::sql::{one_row, Cursor, Sql};
 use super::tables::Cell;
 use super::StoreError;
 use jiff::{SignedDuration, Timestamp};
@@ -298,16 +298,12 @@ impl<T: Sql + ClusterReads + ?Sized> ClockReads for T {
                       WHERE cluster_id = $1"
             }
         };
-        let rows = self.rows("clock_envelope", sql, &params)?;
-        let mut c = Cursor::new(
-            self,
-            "clock_envelope",
-            rows.first().map_or(&[][..], Vec::as_slice),
-        );
-        if c.int("count")? == 0 {
-            return Ok(ByClock::NoClock);
-        }
-        Ok(ByClock::beside(c.opt_int("revision")?, after))
+        one_row(self, "clock_envelope", sql, &params, |c| {
+            if c.int("count")? == 0 {
+                return Ok(ByClock::NoClock);
+            }
+            Ok(ByClock::beside(c.opt_int("revision")?, after))
+        })
     }
 }
 
@@ -319,7 +315,11 @@ pub(in crate::store) fn read_interval(
     revision: i64,
 ) -> Result<Interval, StoreError> {
     let sql = format!("SELECT {}", interval_columns("$1", "$2"));
-    let rows = db.rows("clock_envelope", &sql, &[Cell::Int(cluster), Cell::Int(revision)])?;
-    let mut c = Cursor::new(db, "clock_envelope", rows.first().map_or(&[][..], Vec::as_slice));
-    Ok(interval(c.opt_int("earliest")?, c.opt_int("latest")?))
+    one_row(
+        db,
+        "clock_envelope",
+        &sql,
+        &[Cell::Int(cluster), Cell::Int(revision)],
+        |c| Ok(interval(c.opt_int("earliest")?, c.opt_int("latest")?)),
+    )
 }

@@ -7,7 +7,7 @@
 
 use super::reader::ClusterReads;
 use super::recorder::ClusterWrites;
-use super::sql::{Cursor, Sql};
+use super::sql::{first_row, one_row, Cursor, Sql};
 use super::tables::Cell;
 use super::StoreError;
 
@@ -160,24 +160,25 @@ impl<T: Sql + ?Sized> ClusterWrites for T {
             "INSERT INTO clusters (etcd_cluster_id, first_seen) VALUES ($1, $2) ON CONFLICT (etcd_cluster_id) DO NOTHING",
             &[id.clone(), Cell::Text(crate::decode::gotime::now())],
         )?;
-        let rows = self.rows(
+        let Cluster { row, name: had, .. } = one_row(
+            self,
             "clusters",
             &format!("SELECT {CLUSTER_COLUMNS} FROM clusters c WHERE c.etcd_cluster_id = $1"),
             std::slice::from_ref(&id),
+            cluster_at,
         )?;
-        let row = rows.first().map_or(&[][..], Vec::as_slice);
-        let Cluster { row, name: had, .. } = cluster_at(&mut Cursor::new(self, "clusters", row))?;
         self.lock_cluster(row, etcd_cluster_id)?;
         let Some(name) = name.filter(|n| had.as_ref() != Some(*n)) else {
             return Ok((row, None));
         };
-        let holders = self.rows(
+        let holder = first_row(
+            self,
             "clusters",
             "SELECT etcd_cluster_id FROM clusters WHERE name = $1",
             &[Cell::Text(name.to_string())],
+            |c| c.text("etcd_cluster_id"),
         )?;
-        if let Some(holder) = holders.first() {
-            let holder = Cursor::new(self, "clusters", holder).text("etcd_cluster_id")?;
+        if let Some(holder) = holder {
             return Err(StoreError::Conflict {
                 path: self.location().to_path_buf(),
                 message: format!(

@@ -2,7 +2,7 @@
 
 use super::audit::{written_by, WRITTEN_BY_COLUMNS};
 use super::reader::{ClusterReads, HistoryReads};
-use super::sql::{Cursor, Sql};
+use super::sql::{first_row, Cursor, Sql};
 use super::tables::Cell;
 use super::StoreError;
 use crate::canon::path::FieldPath;
@@ -268,39 +268,37 @@ impl<T: Sql + ClusterReads + ?Sized> HistoryReads for T {
     }
 
     fn canonical_value(&self, semantic_sha256: &[u8]) -> Result<Option<serde_json::Value>, StoreError> {
-        let rows = self.rows(
+        let value = first_row(
+            self,
             "semantic_values",
             "SELECT s.codec, s.canonical, b.canonical FROM semantic_values s \
              LEFT JOIN semantic_values b ON b.id = s.base WHERE s.hash = $1",
             &[Cell::Bytes(semantic_sha256.to_vec())],
+            |c| {
+                let Some(json) = c.packed("canonical")?.bytes() else {
+                    return Ok(None);
+                };
+                let json = json.map_err(|source| StoreError::Io {
+                    path: self.location().to_path_buf(),
+                    source,
+                })?;
+                serde_json::from_slice(&json)
+                    .map(Some)
+                    .map_err(|e| c.damage("canonical", e))
+            },
         )?;
-        let Some(row) = rows.first() else {
-            return Ok(None);
-        };
-        let mut c = Cursor::new(self, "semantic_values", row);
-        let Some(json) = c.packed("canonical")?.bytes() else {
-            return Ok(None);
-        };
-        let json = json.map_err(|source| StoreError::Io {
-            path: self.location().to_path_buf(),
-            source,
-        })?;
-        serde_json::from_slice(&json)
-            .map(Some)
-            .map_err(|e| c.damage("canonical", e))
+        Ok(value.flatten())
     }
 
     fn redacted_form(&self, semantic_sha256: &[u8]) -> Result<Option<serde_json::Value>, StoreError> {
-        let rows = self.rows(
+        let blob = first_row(
+            self,
             "semantic_values",
             "SELECT redacted FROM semantic_values WHERE hash = $1",
             &[Cell::Bytes(semantic_sha256.to_vec())],
+            |c| c.opt_bytes("redacted"),
         )?;
-        let blob = match rows.first() {
-            Some(row) => Cursor::new(self, "semantic_values", row).opt_bytes("redacted")?,
-            None => None,
-        };
-        crate::ingest::blob::Packed::alone(blob)
+        crate::ingest::blob::Packed::alone(blob.flatten())
             .json()
             .map_err(|source| StoreError::Io {
                 path: self.location().to_path_buf(),

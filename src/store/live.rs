@@ -6,7 +6,7 @@ use super::changes::{decode_fields, path_names};
 use super::field_blob::PathNames;
 use super::paged::{PageSource, Paged};
 use super::reader::LiveReads;
-use super::sql::{Cursor, Sql};
+use super::sql::{first_row, Cursor, Sql};
 use super::tables::Cell;
 use super::StoreError;
 use std::collections::{BTreeMap, VecDeque};
@@ -123,16 +123,14 @@ impl<T: Sql + ?Sized> PageSource for LivePages<'_, T> {
 
 impl<T: Sql + ?Sized> LiveReads for T {
     fn run_head(&self, run: i64) -> Result<Option<(i64, i64)>, StoreError> {
-        let rows = self.rows(
+        let head = first_row(
+            self,
             "runs",
             "SELECT cluster_id, head_revision FROM runs WHERE id = $1",
             &[Cell::Int(run)],
+            |c| Ok(c.opt_int("cluster_id")?.zip(c.opt_int("head_revision")?)),
         )?;
-        let Some(row) = rows.first() else {
-            return Ok(None);
-        };
-        let mut c = Cursor::new(self, "runs", row);
-        Ok(c.opt_int("cluster_id")?.zip(c.opt_int("head_revision")?))
+        Ok(head.flatten())
     }
 
     fn live_objects(&self, cluster: i64, revision: i64) -> LiveIter<'_> {

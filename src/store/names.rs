@@ -4,7 +4,7 @@
 
 use super::changes::{decode_fields, path_names};
 use super::reader::NameReads;
-use super::sql::{Cursor, Sql};
+use super::sql::{first_row, one_row, Cursor, Sql};
 use super::tables::Cell;
 use super::{NamedKey, StoreError};
 use crate::canon::path::FieldPath;
@@ -56,29 +56,29 @@ impl<T: Sql + ?Sized> NameReads for T {
         semantic_sha256: &[u8],
     ) -> Result<BTreeMap<FieldPath, [u8; FIELD_HASH_LEN]>, StoreError> {
         let paths = path_names(self)?;
-        let rows = self.rows(
+        let fields = first_row(
+            self,
             "semantic_values",
             "SELECT s.codec, s.fields, b.fields FROM semantic_values s \
              LEFT JOIN semantic_values b ON b.id = s.base WHERE s.hash = $1",
             &[Cell::Bytes(semantic_sha256.to_vec())],
+            |c| {
+                let packed = c.packed("fields")?;
+                decode_fields(c, &packed, &paths)
+            },
         )?;
-        let Some(row) = rows.first() else {
-            return Ok(BTreeMap::new());
-        };
-        let mut c = Cursor::new(self, "semantic_values", row);
-        let packed = c.packed("fields")?;
-        Ok(decode_fields(&c, &packed, &paths)?.unwrap_or_default())
+        Ok(fields.flatten().unwrap_or_default())
     }
 
     fn uid_live(&self, uid: &str) -> Result<bool, StoreError> {
-        let rows = self.rows(
+        one_row(
+            self,
             "revisions",
             "SELECT CASE WHEN EXISTS (SELECT 1 FROM revisions r WHERE r.uid = $1 AND NOT r.deleted \
              AND r.mod_revision = (SELECT max(mod_revision) FROM revisions WHERE key_id = r.key_id)) \
              THEN 1 ELSE 0 END",
             &[Cell::Text(uid.to_string())],
-        )?;
-        let row = rows.first().map_or(&[][..], Vec::as_slice);
-        Cursor::new(self, "revisions", row).flag("uid")
+            |c| c.flag("uid"),
+        )
     }
 }

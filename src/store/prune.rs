@@ -2,7 +2,7 @@
 //! once over [`Sql`] for both backends.
 
 use super::recorder::PruneWrites;
-use super::sql::Sql;
+use super::sql::{first_row, Sql};
 use super::tables::Cell;
 use super::StoreError;
 
@@ -67,17 +67,15 @@ fn prune(db: &(impl Sql + ?Sized), before: Option<&str>, keep: Option<u32>) -> R
     for cluster in clusters.iter().map(|r| runs.int(&r[1], "cluster_id")) {
         let cluster = Cell::Int(cluster?);
         // The oldest remaining run, and where its view starts.
-        let kept_rows = db.rows(
+        let kept = first_row(
+            db,
             "runs",
             "SELECT id, coalesce(history_from - 1, head_revision) FROM runs \
              WHERE cluster_id = $1 AND id NOT IN (SELECT id FROM doomed) AND head_revision IS NOT NULL \
              ORDER BY coalesce(history_from - 1, head_revision), id LIMIT 1",
             std::slice::from_ref(&cluster),
+            |c| Ok((c.int("id")?, c.int("history_from")?)),
         )?;
-        let kept = match kept_rows.first() {
-            Some(r) => Some((runs.int(&r[0], "id")?, runs.int(&r[1], "history_from")?)),
-            None => None,
-        };
         let of_cluster = "key_id IN (SELECT id FROM keys WHERE cluster_id = $1)";
         pruned.revisions += count(match kept {
             Some((oldest, start)) => {

@@ -5,7 +5,7 @@ use super::cluster::{cluster_at, CLUSTER_COLUMNS};
 use super::reader::RunReads;
 use super::recorder::{HashKeyLoad, RunFact, RunWrites};
 use super::restore::Restore;
-use super::sql::{Cursor, Sql};
+use super::sql::{first_row, one_row, Cursor, Sql};
 use super::tables::Cell;
 use super::{FileInfo, Gap, Previous, RunId, RunInfo, RunStatus, RunTime, ServedBy, StoreError};
 use crate::decode::gotime::now;
@@ -196,19 +196,16 @@ impl<T: Sql + ?Sized> RunReads for T {
     }
 
     fn encryption_policy(&self, cluster: i64) -> Result<Option<(Policy, i64)>, StoreError> {
-        let rows = self.rows(
+        let policy = first_row(
+            self,
             "runs",
             "SELECT encryption_policy, head_revision FROM runs \
              WHERE cluster_id = $1 AND status = 'complete' AND encryption_policy IS NOT NULL \
              AND head_revision IS NOT NULL ORDER BY id DESC LIMIT 1",
             &[Cell::Int(cluster)],
+            |c| Ok(run_json(c, "encryption_policy")?.zip(Some(c.int("head_revision")?))),
         )?;
-        let Some(row) = rows.first() else {
-            return Ok(None);
-        };
-        let mut c = Cursor::new(self, "runs", row);
-        let policy = run_json(&mut c, "encryption_policy")?;
-        Ok(policy.zip(Some(c.int("head_revision")?)))
+        Ok(policy.flatten())
     }
 }
 
@@ -284,7 +281,8 @@ fn fact_statement(fact: RunFact<'_>) -> (&'static str, Vec<Cell>) {
 impl<T: Sql + HashKeyLoad + ?Sized> RunWrites for T {
     fn begin_run(&self, source: &str, prefix: &str, filter: &str) -> Result<RunId, StoreError> {
         let key = self.hash_key()?.id();
-        let rows = self.rows(
+        let id = one_row(
+            self,
             "runs",
             "INSERT INTO runs (source, prefix, resource_filter, started_at, status, tool_version, pid, hash_key) \
              VALUES ($1, $2, $3, $4, 'running', $5, $6, $7) RETURNING id",
@@ -297,9 +295,9 @@ impl<T: Sql + HashKeyLoad + ?Sized> RunWrites for T {
                 Cell::Int(i64::from(std::process::id())),
                 Cell::Text(key),
             ],
+            |c| c.int("id"),
         )?;
-        let row = rows.first().map_or(&[][..], Vec::as_slice);
-        Ok(RunId(Cursor::new(self, "runs", row).int("id")?))
+        Ok(RunId(id))
     }
 
     fn record(&self, run: RunId, fact: RunFact<'_>) -> Result<(), StoreError> {
@@ -319,13 +317,13 @@ impl<T: Sql + HashKeyLoad + ?Sized> RunWrites for T {
         error: Option<&str>,
     ) -> Result<i64, StoreError> {
         self.reconnect_if_lost()?;
-        let rows = self.rows(
+        let added = one_row(
+            self,
             "revisions",
             "SELECT count(*) FROM revisions WHERE run_id = $1",
             &[Cell::Int(run.0)],
+            |c| c.int("count"),
         )?;
-        let added =
-            Cursor::new(self, "revisions", rows.first().map_or(&[][..], Vec::as_slice)).int("count")?;
         self.execute(
             "UPDATE runs SET status = $2, finished_at = $3, keys_seen = $4, revisions_added = $5, error = $6, \
              complete_through = CASE WHEN $2 = 'complete' THEN head_revision ELSE complete_through END WHERE id = $1",
@@ -349,7 +347,8 @@ impl<T: Sql + HashKeyLoad + ?Sized> RunWrites for T {
         filter: &str,
         everything: &str,
     ) -> Result<Option<Previous>, StoreError> {
-        let rows = self.rows(
+        first_row(
+            self,
             "runs",
             "SELECT complete_through, coalesce(covered_from, history_from, 1), id, compact_revision FROM runs \
              WHERE cluster_id = $1 AND prefix = $2 AND coalesce(resource_filter, $4) = $3 \
@@ -360,23 +359,22 @@ impl<T: Sql + HashKeyLoad + ?Sized> RunWrites for T {
                 Cell::Text(filter.to_string()),
                 Cell::Text(everything.to_string()),
             ],
-        )?;
-        let Some(row) = rows.first() else {
-            return Ok(None);
-        };
-        let mut c = Cursor::new(self, "runs", row);
-        Ok(Some(Previous {
-            head: c.int("complete_through")?,
-            covered_from: c.int("covered_from")?,
-            run: RunId(c.int("id")?),
-            compact: c.opt_int("compact_revision")?,
-        }))
+            |c| {
+                Ok(Previous {
+                    head: c.int("complete_through")?,
+                    covered_from: c.int("covered_from")?,
+                    run: RunId(c.int("id")?),
+                    compact: c.opt_int("compact_revision")?,
+                })
+            },
+        )
     }
 
     fn live_keys(&self, cluster: i64, prefix: &[u8], head: i64) -> Result<i64, StoreError> {
         let mut end = prefix.to_vec();
         end.push(0xff);
-        let rows = self.rows(
+        one_row(
+            self,
             "keys",
             "SELECT count(*) FROM keys k WHERE k.cluster_id = $1 AND k.key >= $2 AND k.key < $3 AND \
              (SELECT CASE WHEN r.deleted THEN 1 ELSE 0 END FROM revisions r \
@@ -387,8 +385,8 @@ impl<T: Sql + HashKeyLoad + ?Sized> RunWrites for T {
                 Cell::Bytes(end),
                 Cell::Int(head),
             ],
-        )?;
-        Cursor::new(self, "keys", rows.first().map_or(&[][..], Vec::as_slice)).int("count")
+            |c| c.int("count"),
+        )
     }
 }
 

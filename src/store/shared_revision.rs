@@ -5,7 +5,7 @@
 //! they share expired (tombstones only) or a txn no apiserver sent.
 
 use super::reader::SharedRevisionReads;
-use super::sql::{Cursor, Sql};
+use super::sql::{one_row, Cursor, Sql};
 use super::tables::Cell;
 use super::StoreError;
 
@@ -60,15 +60,13 @@ const SHARED: &str = "SELECT r.mod_revision FROM revisions r \
 impl<T: Sql + ?Sized> SharedRevisionReads for T {
     fn shared_revisions(&self, cluster: i64, limit: usize) -> Result<SharedRevisions, StoreError> {
         let cluster = Cell::Int(cluster);
-        let counted = self.rows(
+        let total = one_row(
+            self,
             "revisions",
             &format!("SELECT count(*) FROM ({SHARED}) s"),
             std::slice::from_ref(&cluster),
+            |c| c.int("count"),
         )?;
-        let total = match counted.first() {
-            Some(row) => Cursor::new(self, "revisions", row).int("count")?,
-            None => 0,
-        };
         if total == 0 {
             return Ok(SharedRevisions::default());
         }

@@ -38,11 +38,63 @@ pub struct Dialect {
     pub manager_writes: &'static str,
     /// The `LIMIT` that keeps every row (SQLite's -1, PostgreSQL's NULL).
     pub unlimited: Option<i64>,
+    /// The items of a JSON list (an expression) as a table of one column,
+    /// `value` (a string item as text), named `alias`.
+    pub json_items: fn(list: &str, alias: &str) -> String,
+    /// A text expression as its UTF-8 bytes, as keys are stored.
+    pub utf8: fn(text: &str) -> String,
+    /// Whether a statement's rows, read while the same transaction writes,
+    /// are the database as it was when the statement began (PostgreSQL's
+    /// cursors). Where not (SQLite), a read must end before its table is
+    /// written.
+    pub snapshot_reads: bool,
+    /// Serializes findings writers of cluster `$1` within a transaction,
+    /// where the write transaction alone does not.
+    pub findings_lock: Option<&'static str>,
 }
 
 /// Rows one [`Sql::insert_rows`] statement inserts at most (within both
 /// backends' limits on parameters).
 const INSERTED_PER_STATEMENT: usize = 500;
+
+/// `rows` rows of `width` parameters each, numbered from `$1`, for a
+/// `VALUES` list; with `types`, the first row's cast to them, which types
+/// the list's columns where no table does.
+fn values(width: usize, rows: usize, types: Option<&[&str]>) -> String {
+    let rows: Vec<String> = (0..rows)
+        .map(|row| {
+            let params: Vec<String> = (1..=width)
+                .map(|c| {
+                    let param = format!("${}", row * width + c);
+                    match types {
+                        Some(types) if row == 0 => format!("CAST({param} AS {})", types[c - 1]),
+                        _ => param,
+                    }
+                })
+                .collect();
+            format!("({})", params.join(", "))
+        })
+        .collect();
+    rows.join(", ")
+}
+
+/// `UPDATE table` from the rows of `u` (`from` names or makes it), matched
+/// on the first `keys` of `columns` and setting the others.
+pub fn update_from(table: &str, columns: &[(&str, &str)], keys: usize, from: &str) -> String {
+    let set: Vec<String> = columns[keys..]
+        .iter()
+        .map(|(c, _)| format!("{c} = u.{c}"))
+        .collect();
+    let matched: Vec<String> = columns[..keys]
+        .iter()
+        .map(|(c, _)| format!("t.{c} = u.{c}"))
+        .collect();
+    format!(
+        "UPDATE {table} AS t SET {} FROM {from} WHERE {}",
+        set.join(", "),
+        matched.join(" AND ")
+    )
+}
 
 /// The values [`Dialect::scope`] binds, in order: the revision range, then
 /// the object filter's namespace, resource, key prefix, cluster and key.
@@ -74,7 +126,7 @@ pub trait Sql: Located {
         table: &str,
         sql: &str,
         params: &[Cell],
-        visit: &mut dyn FnMut(&[Cell]) -> Result<(), StoreError>,
+        visit: &mut dyn FnMut(&mut [Cell]) -> Result<(), StoreError>,
     ) -> Result<(), StoreError>;
     /// Opens a write transaction.
     fn begin_transaction(&self) -> Result<(), StoreError>;
@@ -131,16 +183,36 @@ pub trait Sql: Located {
         let width = columns.len();
         debug_assert!(width > 0 && cells.len().is_multiple_of(width));
         for chunk in cells.chunks(width * INSERTED_PER_STATEMENT) {
-            let rows: Vec<String> = (0..chunk.len() / width)
-                .map(|row| {
-                    let params: Vec<String> = (1..=width).map(|c| format!("${}", row * width + c)).collect();
-                    format!("({})", params.join(", "))
-                })
-                .collect();
             let sql = format!(
                 "INSERT INTO {table} ({}) VALUES {}",
                 columns.join(", "),
-                rows.join(", ")
+                values(width, chunk.len() / width, None)
+            );
+            self.execute(&sql, chunk)?;
+        }
+        Ok(())
+    }
+
+    /// Updates rows of `table` from `cells`, rows of `columns` (each a name
+    /// and its SQL type): the first `keys` columns find the row, the others
+    /// are set; many rows per statement.
+    fn update_rows(
+        &self,
+        table: &str,
+        columns: &[(&str, &str)],
+        keys: usize,
+        cells: &[Cell],
+    ) -> Result<(), StoreError> {
+        let width = columns.len();
+        debug_assert!(keys < width && cells.len().is_multiple_of(width));
+        let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
+        let types: Vec<&str> = columns.iter().map(|(_, ty)| *ty).collect();
+        for chunk in cells.chunks(width * INSERTED_PER_STATEMENT) {
+            let sql = format!(
+                "WITH u ({}) AS (VALUES {}) {}",
+                names.join(", "),
+                values(width, chunk.len() / width, Some(&types)),
+                update_from(table, columns, keys, "u")
             );
             self.execute(&sql, chunk)?;
         }
@@ -238,18 +310,18 @@ impl Typed<'_> {
 /// A row's cells read in order, each as what its column holds.
 pub struct Cursor<'a> {
     typed: Typed<'a>,
-    row: &'a [Cell],
+    row: &'a mut [Cell],
     at: usize,
 }
 
 impl<'a> Cursor<'a> {
     /// Reads `row` of `table`.
-    pub fn new(db: &'a (impl Sql + ?Sized), table: &'a str, row: &'a [Cell]) -> Self {
+    pub fn new(db: &'a (impl Sql + ?Sized), table: &'a str, row: &'a mut [Cell]) -> Self {
         Cursor::of(db.typed(table), row)
     }
 
     /// Reads `row` as `typed` reads cells.
-    pub fn of(typed: Typed<'a>, row: &'a [Cell]) -> Self {
+    pub fn of(typed: Typed<'a>, row: &'a mut [Cell]) -> Self {
         Cursor { typed, row, at: 0 }
     }
 
@@ -258,15 +330,16 @@ impl<'a> Cursor<'a> {
         self.at += n;
     }
 
-    fn next(&mut self) -> &'a Cell {
-        let cell = self.row.get(self.at).unwrap_or(&Cell::Null);
+    /// The next cell, taken out of the row (NULL past its end).
+    fn next(&mut self) -> Cell {
+        let cell = self.row.get_mut(self.at).map_or(Cell::Null, std::mem::take);
         self.at += 1;
         cell
     }
 
     pub fn int(&mut self, column: &str) -> Result<i64, StoreError> {
         let cell = self.next();
-        self.typed.int(cell, column)
+        self.typed.int(&cell, column)
     }
 
     /// A flag (0 or 1; PostgreSQL's booleans arrive so).
@@ -279,39 +352,44 @@ impl<'a> Cursor<'a> {
     }
 
     pub fn text(&mut self, column: &str) -> Result<String, StoreError> {
-        let cell = self.next();
-        self.typed.text(cell, column)
+        match self.next() {
+            Cell::Text(t) => Ok(t),
+            other => Err(self.typed.damaged(column, &other)),
+        }
     }
 
     /// Bytes (a key), shown as (lossy) text.
     pub fn lossy(&mut self, column: &str) -> Result<String, StoreError> {
         let cell = self.next();
-        self.typed.lossy(cell, column)
+        self.typed.lossy(&cell, column)
     }
 
     pub fn opt_bytes(&mut self, column: &str) -> Result<Option<Vec<u8>>, StoreError> {
         match self.next() {
             Cell::Null => Ok(None),
-            Cell::Bytes(b) => Ok(Some(b.clone())),
-            other => Err(self.typed.damaged(column, other)),
+            Cell::Bytes(b) => Ok(Some(b)),
+            other => Err(self.typed.damaged(column, &other)),
         }
     }
 
     pub fn bytes(&mut self, column: &str) -> Result<Vec<u8>, StoreError> {
         match self.next() {
-            Cell::Bytes(b) => Ok(b.clone()),
-            other => Err(self.typed.damaged(column, other)),
+            Cell::Bytes(b) => Ok(b),
+            other => Err(self.typed.damaged(column, &other)),
         }
     }
 
     pub fn opt_int(&mut self, column: &str) -> Result<Option<i64>, StoreError> {
         let cell = self.next();
-        self.typed.opt_int(cell, column)
+        self.typed.opt_int(&cell, column)
     }
 
     pub fn opt_text(&mut self, column: &str) -> Result<Option<String>, StoreError> {
-        let cell = self.next();
-        self.typed.opt_text(cell, column)
+        match self.next() {
+            Cell::Null => Ok(None),
+            Cell::Text(t) => Ok(Some(t)),
+            other => Err(self.typed.damaged(column, &other)),
+        }
     }
 
     /// A flag or NULL.
@@ -360,6 +438,36 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// The first row `sql` answers, as `read` reads it from `table`; `None`
+/// when it answers none.
+pub fn first_row<T>(
+    db: &(impl Sql + ?Sized),
+    table: &str,
+    sql: &str,
+    params: &[Cell],
+    read: impl FnOnce(&mut Cursor) -> Result<T, StoreError>,
+) -> Result<Option<T>, StoreError> {
+    let mut rows = db.rows(table, sql, params)?;
+    rows.first_mut()
+        .map(|row| read(&mut Cursor::new(db, table, row)))
+        .transpose()
+}
+
+/// The one row `sql` always answers (an aggregate, a `RETURNING`), as
+/// `read` reads it from `table`.
+pub fn one_row<T>(
+    db: &(impl Sql + ?Sized),
+    table: &str,
+    sql: &str,
+    params: &[Cell],
+    read: impl FnOnce(&mut Cursor) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    first_row(db, table, sql, params, read)?.ok_or_else(|| StoreError::Damaged {
+        path: db.location().to_path_buf(),
+        what: format!("{table}: a statement that always answers a row answered none"),
+    })
+}
+
 /// `ids` as the parameter [`Dialect::id_list`] reads.
 pub fn id_list(ids: &[i64]) -> Cell {
     Cell::Text(ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
@@ -371,17 +479,20 @@ mod tests {
 
     #[test]
     fn a_cell_of_another_type_is_damage_naming_table_and_column() {
-        let row = [
-            Cell::Int(7),
-            Cell::Text("x".into()),
-            Cell::Int(2),
-            Cell::Bytes(b"/k".to_vec()),
-        ];
+        let row = || {
+            [
+                Cell::Int(7),
+                Cell::Text("x".into()),
+                Cell::Int(2),
+                Cell::Bytes(b"/k".to_vec()),
+            ]
+        };
         let typed = || Typed {
             location: Path::new("db.sqlite"),
             table: "revisions",
         };
-        let mut c = Cursor::of(typed(), &row);
+        let mut cells = row();
+        let mut c = Cursor::of(typed(), &mut cells);
         assert_eq!(c.int("mod_revision").unwrap(), 7);
         let said = c.int("version").unwrap_err().to_string();
         assert_eq!(
@@ -395,7 +506,8 @@ mod tests {
             c.text("past the row").is_err(),
             "a missing cell is NULL, not text"
         );
-        let mut c = Cursor::of(typed(), &row);
+        let mut cells = row();
+        let mut c = Cursor::of(typed(), &mut cells);
         assert!(c.opt_bytes("semantic_sha256").is_err());
     }
 

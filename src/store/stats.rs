@@ -2,7 +2,7 @@
 //! written once over [`Sql`], so memory does not grow with the history.
 
 use super::reader::StatsReads;
-use super::sql::{scope_cells, Sql};
+use super::sql::{one_row, scope_cells, Sql};
 use super::tables::Cell;
 use super::{Scope, StoreError};
 
@@ -14,11 +14,13 @@ impl<T: Sql + ?Sized> StatsReads for T {
             self.dialect().byte_order
         );
         let cluster = cluster.map_or(Cell::Null, Cell::Int);
-        let rows = self.rows("runs", &sql, &[Cell::Text(time.to_string()), cluster])?;
-        match rows.first() {
-            Some(row) => self.typed("runs").opt_int(&row[0], "head_revision"),
-            None => Ok(None),
-        }
+        one_row(
+            self,
+            "runs",
+            &sql,
+            &[Cell::Text(time.to_string()), cluster],
+            |c| c.opt_int("head_revision"),
+        )
     }
 
     fn writes_by_class(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError> {

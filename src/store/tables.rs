@@ -7,8 +7,9 @@ use super::sql::{id_list, Sql};
 use super::StoreError;
 
 /// One column's value.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Cell {
+    #[default]
     Null,
     /// Integers and flags (0/1; PostgreSQL's booleans).
     Int(i64),
@@ -111,7 +112,7 @@ impl<T: Sql + ?Sized> Tables for T {
             "SELECT {} FROM {table} WHERE {condition} ORDER BY {order}",
             columns.join(", ")
         );
-        self.each(table, &sql, &params, visit)
+        self.each(table, &sql, &params, &mut |row| visit(row))
     }
 
     fn insert_row(

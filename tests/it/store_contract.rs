@@ -275,6 +275,18 @@ fn findings_are_replaced_keep_their_ids_and_read_in_pages() {
             .map(|f| f.0)
             .collect();
         assert!(highs.windows(2).all(|p| p[0] < p[1]), "then oldest first");
+        // A filter on keys keeps the findings of the keys it keeps, over
+        // pages of findings most of which it drops.
+        let query = FindingQuery {
+            objects: etcd_inspector::store::ObjectFilter {
+                key_prefix: Some("/registry/configmaps/shop/cm-00".into()),
+                ..of_cluster(cluster).objects
+            },
+            ..Default::default()
+        };
+        let kept: Vec<String> = store.findings(&query).map(|f| f.unwrap().summary).collect();
+        assert_eq!(kept.len(), 100, "{kept:?}");
+        assert!(kept.contains(&"finding 99".to_string()), "{kept:?}");
 
         // A writer dropped without committing changes nothing.
         let mut abandoned = store.findings_writer(cluster, &["flapping"]).unwrap();

@@ -8,7 +8,6 @@ mod audit;
 mod cells;
 mod clusters;
 pub mod connect;
-mod findings;
 mod hash_key;
 mod revision_rows;
 mod settings;

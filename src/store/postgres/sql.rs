@@ -3,9 +3,11 @@
 
 use super::cells::params;
 use super::Store;
-use crate::store::sql::{Dialect, Sql};
+use crate::store::sql::{update_from, Dialect, Sql};
 use crate::store::tables::Cell;
 use crate::store::StoreError;
+use postgres::binary_copy::BinaryCopyInWriter;
+use postgres::types::{ToSql, Type};
 
 /// [`Dialect::scope`] in PostgreSQL. Every use of a parameter is cast, since a NULL alone has no type. Keys
 /// are bytes: the prefix and key compare as their UTF-8. The cluster is
@@ -40,6 +42,14 @@ const POSTGRES: Dialect = Dialect {
         WHERE m.kid = s.key_id AND m.rev = s.mod_revision GROUP BY s.cluster, 1, grp, res
         ORDER BY 4 DESC, manager, s.cluster LIMIT $1"#,
     unlimited: None,
+    json_items: |list, alias| {
+        format!("jsonb_array_elements_text(CAST(CAST({list} AS text) AS jsonb)) AS {alias}(value)")
+    },
+    utf8: |text| format!("convert_to({text}, 'UTF8')"),
+    snapshot_reads: true,
+    findings_lock: Some(
+        "SELECT pg_advisory_xact_lock(hashtextextended('etcd_inspector.findings.' || $1::bigint, 0))",
+    ),
 };
 
 impl Sql for Store {
@@ -51,18 +61,70 @@ impl Sql for Store {
         Store::execute(self, sql, &params(values))
     }
 
+    /// One statement, each column's values an array: `unnest` makes the
+    /// rows (thousands of parameters would cost more to parse and bind
+    /// than the update itself).
+    fn update_rows(
+        &self,
+        table: &str,
+        columns: &[(&str, &str)],
+        keys: usize,
+        cells: &[Cell],
+    ) -> Result<(), StoreError> {
+        if cells.is_empty() {
+            return Ok(());
+        }
+        let width = columns.len();
+        let arrays: Vec<Vec<&Cell>> = (0..width)
+            .map(|c| cells.iter().skip(c).step_by(width).collect())
+            .collect();
+        let unnest: Vec<String> = columns
+            .iter()
+            .enumerate()
+            .map(|(i, (_, ty))| format!("CAST(${} AS {ty}[])", i + 1))
+            .collect();
+        let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
+        let from = format!("unnest({}) AS u ({})", unnest.join(", "), names.join(", "));
+        let params: Vec<&(dyn ToSql + Sync)> = arrays.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
+        Store::execute(self, &update_from(table, columns, keys, &from), &params)?;
+        Ok(())
+    }
+
+    /// PostgreSQL's bulk path: one binary `COPY`, each value typed as its
+    /// column is (which a statement selecting the columns tells).
+    fn insert_rows(&self, table: &str, columns: &[&str], cells: &[Cell]) -> Result<(), StoreError> {
+        if cells.is_empty() {
+            return Ok(());
+        }
+        let columns = columns.join(", ");
+        self.with_client(|client| {
+            let types: Vec<Type> = client
+                .prepare(&format!("SELECT {columns} FROM {table} LIMIT 0"))?
+                .columns()
+                .iter()
+                .map(|c| c.type_().clone())
+                .collect();
+            let sink = client.copy_in(&format!("COPY {table} ({columns}) FROM STDIN (FORMAT binary)"))?;
+            let mut rows = BinaryCopyInWriter::new(sink, &types);
+            for row in cells.chunks(types.len()) {
+                rows.write_raw(row)?;
+            }
+            rows.finish().map(|_| ())
+        })
+    }
+
     fn each(
         &self,
         table: &str,
         sql: &str,
         values: &[Cell],
-        visit: &mut dyn FnMut(&[Cell]) -> Result<(), StoreError>,
+        visit: &mut dyn FnMut(&mut [Cell]) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
         let mut cells = Vec::new();
         self.each_page(sql, &params(values), &mut |rows| {
             for row in rows {
                 self.cells(table, row, &mut cells)?;
-                visit(&cells)?;
+                visit(&mut cells)?;
             }
             Ok(())
         })

@@ -4,7 +4,6 @@
 
 mod audit;
 mod cells;
-mod findings;
 mod hash_key;
 mod legacy_paths;
 mod revision_rows;

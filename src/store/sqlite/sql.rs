@@ -41,6 +41,10 @@ const SQLITE: Dialect = Dialect {
         WHERE m.kid = s.key_id AND m.rev = s.mod_revision GROUP BY s.cluster, manager, grp, res
         ORDER BY 4 DESC, manager, s.cluster LIMIT $1"#,
     unlimited: Some(-1),
+    json_items: |list, alias| format!("json_each({list}) AS {alias}"),
+    utf8: |text| format!("CAST({text} AS BLOB)"),
+    snapshot_reads: false,
+    findings_lock: None,
 };
 
 /// `sql` with every `$n` parameter spelled `?n`.
@@ -72,7 +76,7 @@ impl Sql for Store {
         table: &str,
         sql: &str,
         params: &[Cell],
-        visit: &mut dyn FnMut(&[Cell]) -> Result<(), StoreError>,
+        visit: &mut dyn FnMut(&mut [Cell]) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
         let err = |e| self.err(e);
         let mut stmt = self.conn.prepare_cached(&numbered(sql)).map_err(err)?;
@@ -86,7 +90,7 @@ impl Sql for Store {
             for (i, name) in names.iter().enumerate() {
                 cells.push(cell(&self.path, table, name, row.get_ref(i).map_err(err)?)?);
             }
-            visit(&cells)?;
+            visit(&mut cells)?;
         }
         Ok(())
     }
