@@ -108,7 +108,9 @@ fn benches(c: &mut Criterion) {
             |dir| {
                 let store = Store::open_for_writing(&dir.path().join("db.sqlite")).unwrap();
                 store.load_hash_key(&Default::default()).unwrap();
-                let run = store.begin_run("bench", "/registry/", "").unwrap();
+                let run = store
+                    .begin_run(etcd_inspector::store::RunKind::Live, "bench", "/registry/", "")
+                    .unwrap();
                 let (cluster, _) = store.cluster("bench", None).unwrap();
                 let fields = store.field_config(None, &[]).unwrap();
                 let mut w = RevisionWriter::unfiltered(&*store, cluster, run, fields).unwrap();

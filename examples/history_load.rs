@@ -35,7 +35,12 @@ fn main() -> Result<()> {
     let keys = (total / per_key).max(1);
     let store = Store::open_for_writing(&db)?;
     store.load_hash_key(&Default::default())?;
-    let run = store.begin_run("synthetic", "/registry/", "")?;
+    let run = store.begin_run(
+        etcd_inspector::store::RunKind::Live,
+        "synthetic",
+        "/registry/",
+        "",
+    )?;
     let (cluster, _) = store.cluster("synthetic-cluster", None)?;
     let target = RunFact::Target {
         cluster,

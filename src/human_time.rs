@@ -33,9 +33,14 @@ pub fn seconds(t: Timestamp) -> String {
 /// of a second kept, in the zone shown; text that is not one as it is.
 pub fn stored(text: &str) -> String {
     match (LOCAL.get(), text.parse::<Timestamp>()) {
-        (Some(zone), Ok(t)) => show(t, Some(zone), "%.f"),
+        (Some(_), Ok(t)) => exact(t),
         _ => text.to_string(),
     }
+}
+
+/// `t` with its fraction of a second, in the zone shown.
+pub fn exact(t: Timestamp) -> String {
+    show(t, LOCAL.get(), "%.f")
 }
 
 /// `t` in `zone` (UTC when `None`, written `Z`), with `fraction` (a

@@ -36,15 +36,15 @@ impl Clock {
     /// [`Clock::observe`].
     pub fn new(runs: &[RunTime]) -> Clock {
         let mut clock = Clock::default();
-        for run in runs.iter().filter(|r| !r.file) {
-            if let Some(at) = parse(run.finished_at.as_deref()) {
+        for run in runs.iter().filter(|r| r.kind.reads_etcd_now()) {
+            if let Some(at) = run.finished_at {
                 clock.anchors.push((run.head, at));
             }
         }
         clock.observed = runs
             .last()
-            .filter(|r| !r.file)
-            .and_then(|r| parse(Some(&r.started_at)));
+            .filter(|r| r.kind.reads_etcd_now())
+            .map(|r| r.started_at);
         clock
     }
 
@@ -149,21 +149,19 @@ pub fn anchors_of(history: &[ObjectRevision], out: &mut AnchorSink<'_>) -> Resul
 /// before it finished, every later one after it began.
 pub fn run_anchors(runs: &[RunTime]) -> Vec<Anchor> {
     let mut out = Vec::new();
-    for run in runs.iter().filter(|r| !r.file) {
-        if let Some(finished) = parse(run.finished_at.as_deref()) {
+    for run in runs.iter().filter(|r| r.kind.reads_etcd_now()) {
+        if let Some(finished) = run.finished_at {
             out.push(Anchor {
                 revision: run.head,
                 earliest: None,
                 latest: Some(finished),
             });
         }
-        if let Some(started) = parse(Some(&run.started_at)) {
-            out.push(Anchor {
-                revision: run.head + 1,
-                earliest: Some(started),
-                latest: None,
-            });
-        }
+        out.push(Anchor {
+            revision: run.head + 1,
+            earliest: Some(run.started_at),
+            latest: None,
+        });
     }
     out
 }
@@ -187,9 +185,9 @@ mod tests {
     fn a_revision_was_written_by_the_earliest_anchor_after_it() {
         let runs = [RunTime {
             head: 50,
-            started_at: "2026-12-01T10:00:00Z".into(),
-            finished_at: Some("2026-12-01T10:00:05Z".into()),
-            file: false,
+            started_at: "2026-12-01T10:00:00Z".parse().unwrap(),
+            finished_at: Some("2026-12-01T10:00:05Z".parse().unwrap()),
+            kind: crate::store::RunKind::Live,
         }];
         let mut clock = Clock::new(&runs);
         clock.observe(&[created(10, "2026-12-01T09:00:00Z")]);
@@ -240,9 +238,9 @@ mod tests {
     fn a_file_run_is_as_late_as_its_newest_object() {
         let runs = [RunTime {
             head: 50,
-            started_at: "2030-01-01T00:00:00Z".into(),
-            finished_at: Some("2030-01-01T00:00:01Z".into()),
-            file: true,
+            started_at: "2030-01-01T00:00:00Z".parse().unwrap(),
+            finished_at: Some("2030-01-01T00:00:01Z".parse().unwrap()),
+            kind: crate::store::RunKind::File,
         }];
         let mut clock = Clock::new(&runs);
         clock.observe(&[created(10, "2026-12-01T09:00:00Z")]);

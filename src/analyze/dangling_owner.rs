@@ -167,9 +167,9 @@ mod tests {
     fn clock_with(objects_seen: &[&[ObjectRevision]], now: &str) -> Clock {
         let mut c = Clock::new(&[RunTime {
             head: 1000,
-            started_at: now.into(),
-            finished_at: Some(now.into()),
-            file: false,
+            started_at: now.parse().unwrap(),
+            finished_at: Some(now.parse().unwrap()),
+            kind: crate::store::RunKind::Live,
         }]);
         objects_seen.iter().for_each(|h| c.observe(h));
         c.finish();

@@ -110,9 +110,9 @@ mod tests {
     fn clock(now: &str) -> Clock {
         let mut c = Clock::new(&[RunTime {
             head: 100,
-            started_at: now.into(),
-            finished_at: Some(now.into()),
-            file: false,
+            started_at: now.parse().unwrap(),
+            finished_at: Some(now.parse().unwrap()),
+            kind: crate::store::RunKind::Live,
         }]);
         c.finish();
         c

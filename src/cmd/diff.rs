@@ -10,7 +10,7 @@ use crate::cli::{DiffArgs, ListFormat};
 use crate::report::escape::terminal;
 use crate::report::json_array::JsonArray;
 use crate::store::cluster;
-use crate::store::{LiveObject, Looked, Store, ValueReader};
+use crate::store::{LiveObject, Looked, RunId, Store, ValueReader};
 use anyhow::{bail, Result};
 use serde_json::Value;
 use std::io::Write;
@@ -19,7 +19,7 @@ use std::path::Path;
 /// The cluster and revision one side of the diff is taken at.
 fn side(store: &Store, run: Option<i64>, rev: Option<i64>) -> Result<(Option<i64>, Option<i64>)> {
     match run {
-        Some(run) => match store.run_head(run)? {
+        Some(run) => match store.run_head(RunId(run))? {
             Some((cluster, head)) => Ok((Some(cluster), Some(rev.unwrap_or(head)))),
             None => bail!(
                 "run {run} is not in {} or never reached its cluster",

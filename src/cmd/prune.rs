@@ -15,12 +15,12 @@ pub fn run(db: &Path, args: &PruneArgs) -> Result<Status> {
             let cutoff = jiff::Timestamp::now()
                 .checked_sub(age)
                 .context("--older-than reaches before the epoch")?;
-            anyhow::Ok(crate::decode::gotime::rfc3339(cutoff))
+            anyhow::Ok(cutoff)
         })
         .transpose()?;
     // A file's size, before and after vacuuming; a server has none to show.
     let size = |p: &Path| std::fs::metadata(p).ok().map(|m| m.len());
-    let pruned = store.prune(before.as_deref(), args.keep_runs)?;
+    let pruned = store.prune(before, args.keep_runs)?;
     tracing::info!(
         "pruned {} runs: {} revisions, {} keys and {} stored values removed",
         pruned.runs,

@@ -4,7 +4,7 @@ use super::common::chosen_cluster;
 use super::output::{or_dash, print_list, text, Column, Layout, Shown};
 use super::Status;
 use crate::cli::RunsArgs;
-use crate::human_time::stored;
+use crate::human_time::{exact, stored};
 use crate::store::{RunInfo, ServedBy, Store};
 use anyhow::Result;
 use std::path::Path;
@@ -52,8 +52,8 @@ pub fn run(db: &Path, args: &RunsArgs) -> Result<Status> {
                     (_, true, _) => format!("{} (salvaged, no damage)", r.status.as_str()),
                     _ => r.status.as_str().to_string(),
                 },
-                text(&stored(&r.started_at)),
-                text(&r.source),
+                text(&exact(r.started_at)),
+                text(&r.shown_source()),
                 read(r),
                 or_dash(r.etcd_version.as_deref()),
                 members(&r.members),

@@ -5,7 +5,7 @@ use super::common::{chosen_cluster, revision_range};
 use super::output::{print_table, text};
 use super::Status;
 use crate::cli::{ListFormat, StatsArgs};
-use crate::store::{Scope, Store, Usage};
+use crate::store::{RunId, Scope, Store, Usage};
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -14,7 +14,7 @@ pub fn run(db: &Path, args: &StatsArgs) -> Result<Status> {
     super::output::no_names(&args.output, "stats")?;
     let store = Store::open_for_reading(db)?;
     let (from_revision, to_revision, cluster) = match args.run {
-        Some(run) => match store.run_head(run)? {
+        Some(run) => match store.run_head(RunId(run))? {
             Some((c, head)) => (None, Some(head), Some(c)),
             None => bail!(
                 "run {run} is not in {} or never reached its head",

@@ -144,8 +144,8 @@ pub(super) fn attribute_cluster(
     let history_read_at = store
         .run_times(cluster)?
         .iter()
-        .filter(|r| !r.file)
-        .filter_map(|r| r.started_at.parse().ok())
+        .filter(|r| r.kind.reads_etcd_now())
+        .map(|r| r.started_at)
         .max();
     let joined = store
         .join_audit(cluster, &|revisions, requests| {

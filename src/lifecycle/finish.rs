@@ -5,7 +5,7 @@ use super::signal::stopping;
 use super::{RecordOptions, Summary};
 use crate::analyze::Analysis;
 use crate::store::{Backend, RunFact};
-use crate::store::{RunId, RunStatus, Store, StoreError};
+use crate::store::{RunId, RunKind, RunStatus, Store, StoreError};
 use anyhow::{Context, Result};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -31,13 +31,17 @@ pub struct Finished {
 /// Starts a run of `source` in a fresh database handle, with the hash key
 /// `options` name (saying so on standard error when it moved out of an
 /// older database or is new).
-pub(super) fn begin(db: &Path, source: &str, options: &RecordOptions) -> Result<(Store, RunId)> {
+pub(super) fn begin(
+    db: &Path,
+    (kind, source): (RunKind, String),
+    options: &RecordOptions,
+) -> Result<(Store, RunId)> {
     crate::decode::schema::load_in_background();
     let store = Store::open_for_writing(db)?;
     if let Some(notice) = store.load_hash_key(&options.hash_key)? {
         tracing::info!("{notice}");
     }
-    let run = store.begin_run(source, &options.prefix, &options.filter.describe())?;
+    let run = store.begin_run(kind, &source, &options.prefix, &options.filter.describe())?;
     store.record(run, RunFact::Schema(crate::decode::schema::origin()))?;
     Ok((store, run))
 }

@@ -34,7 +34,7 @@ use crate::source::filter::ResourceFilter;
 use crate::store::cluster::ClusterName;
 use crate::store::hash_key::HashKeyOptions;
 use crate::store::{Backend, RunFact};
-use crate::store::{Gap, RunId, StoreError};
+use crate::store::{Gap, RunId, RunKind, StoreError};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -93,16 +93,16 @@ pub enum Source {
 }
 
 impl Source {
-    /// What the runs table calls the source.
-    fn label(&self) -> String {
+    /// What kind of run reads it, and what the runs table calls it.
+    fn label(&self) -> (RunKind, String) {
         match self {
             Source::Live {
                 connection,
                 fetch: Fetch::Snapshot,
                 ..
-            } => format!("fetch-snapshot:{}", connection.describe()),
-            Source::Live { connection, .. } => connection.describe(),
-            Source::File { path, .. } => format!("file:{}", path.display()),
+            } => (RunKind::FetchSnapshot, connection.describe()),
+            Source::Live { connection, .. } => (RunKind::Live, connection.describe()),
+            Source::File { path, .. } => (RunKind::File, path.display().to_string()),
         }
     }
 }
@@ -182,7 +182,7 @@ impl Settings {
 
 /// Records one snapshot run of `source` into the database at `db`.
 pub fn snapshot(db: &Path, source: &Source, options: &RecordOptions) -> Result<Finished> {
-    let (store, run) = finish::begin(db, &source.label(), options)?;
+    let (store, run) = finish::begin(db, source.label(), options)?;
     let started = Instant::now();
     let bar = progress::bar();
     // One worker thread watches for signals while this thread reads (a file
@@ -209,8 +209,8 @@ pub fn follow(
     options: &RecordOptions,
     follow: &FollowOptions,
 ) -> Result<Finished> {
-    let source = format!("follow:{}", connection.describe());
-    let (store, run) = finish::begin(db, &source, options)?;
+    let source = (RunKind::Follow, connection.describe());
+    let (store, run) = finish::begin(db, source, options)?;
     let started = Instant::now();
     let bar = progress::bar();
     let (runtime, signalled) = signal::runtime()?;

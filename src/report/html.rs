@@ -206,7 +206,7 @@ window.addEventListener('resize', () => { clearTimeout(resized); resized = setTi
 
 // Runs.
 const runs = part('runs-body');
-for (const r of data.runs) runs.append(el('tr', {}, el('td', {}, r.id), el('td', {}, r.status), el('td', {class:'mono'}, r.source), el('td', {}, at(r.started_at)),
+for (const r of data.runs) runs.append(el('tr', {}, el('td', {}, r.id), el('td', {}, r.status), el('td', {class:'mono'}, (r.kind === 'live' ? '' : r.kind + ':') + r.source), el('td', {}, at(r.started_at)),
   el('td', {}, r.head_revision ?? '-'), el('td', {}, r.history_from ?? '-'), el('td', {}, r.gaps.map(g => g.from_revision + '-' + g.to_revision).join(', ') || 'none')));
 }
 document.querySelectorAll('.report').forEach(renderReport);
@@ -248,7 +248,7 @@ fn shown_times(r: &ReportData) -> BTreeMap<String, String> {
         Some(middle.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
     });
     let exact = rows.filter_map(|row| row.written_at.clone());
-    let started = r.runs.iter().map(|run| run.started_at.clone());
+    let started = r.runs.iter().map(|run| run.started_at.to_string());
     started
         .chain(exact)
         .chain(middles)

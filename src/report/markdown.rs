@@ -4,7 +4,7 @@
 use super::escape::{markdown_code, markdown_code_cell, markdown_text as text};
 use super::{short, ReportData};
 use crate::canon::path::MANAGED_FIELDS;
-use crate::human_time::stored;
+use crate::human_time::{exact, stored};
 use std::fmt::Write;
 
 /// A field's value for a table cell: inline code, `(absent)` when the field
@@ -54,8 +54,8 @@ fn body(s: &mut String, r: &ReportData, h: &str) {
             "| {} | {} | {} | {} | {} | {} | {} | {} |",
             run.id.0,
             run.status.as_str(),
-            markdown_code_cell(&run.source),
-            text(&stored(&run.started_at)),
+            markdown_code_cell(&run.shown_source()),
+            text(&exact(run.started_at)),
             run.head_revision.map_or("-".into(), |v| v.to_string()),
             run.compact_revision.map_or("-".into(), |v| v.to_string()),
             run.history_from.map_or("-".into(), |v| v.to_string()),

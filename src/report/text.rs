@@ -33,7 +33,7 @@ pub fn render(r: &ReportData) -> String {
             "  run {} {} {} head {} history from {}{}",
             run.id.0,
             run.status.as_str(),
-            terminal(&crate::human_time::stored(&run.started_at)),
+            terminal(&crate::human_time::exact(run.started_at)),
             run.head_revision.map_or("-".into(), |v| v.to_string()),
             run.history_from.map_or("-".into(), |v| v.to_string()),
             if gaps.is_empty() {

@@ -158,7 +158,7 @@ impl<T: Sql + ?Sized> ClusterWrites for T {
         let id = Cell::Text(etcd_cluster_id.to_string());
         self.execute(
             "INSERT INTO clusters (etcd_cluster_id, first_seen) VALUES ($1, $2) ON CONFLICT (etcd_cluster_id) DO NOTHING",
-            &[id.clone(), Cell::Text(crate::decode::gotime::now())],
+            &[id.clone(), Cell::from(jiff::Timestamp::now())],
         )?;
         let Cluster { row, name: had, .. } = one_row(
             self,

@@ -69,7 +69,7 @@ pub struct StoredFinding {
     pub revisions: Vec<i64>,
     pub summary: String,
     pub details: serde_json::Value,
-    pub analyzed_at: String,
+    pub analyzed_at: jiff::Timestamp,
     /// Who wrote the revisions it names (of its first key), once
     /// `attribute` knows: revision → writer.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]

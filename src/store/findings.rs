@@ -37,7 +37,7 @@ struct Writer<'s, T: Sql + ?Sized> {
     cluster: i64,
     /// Stored findings of the detectors not put again yet.
     replaced: Replaced,
-    analyzed_at: String,
+    analyzed_at: jiff::Timestamp,
     /// Rows of [`inserted`] columns not inserted yet.
     unsent: Vec<Cell>,
     open: bool,
@@ -80,7 +80,7 @@ impl<T: Sql + ?Sized> FindingsWriter for Writer<'_, T> {
             Cell::Text(columns.revisions),
             Cell::Text(f.summary.clone()),
             Cell::Text(columns.details),
-            Cell::Text(self.analyzed_at.clone()),
+            Cell::from(self.analyzed_at),
         ]);
         if self.unsent.len() >= BATCH * inserted().len() {
             self.send()?;
@@ -122,7 +122,7 @@ impl<T: Sql + ?Sized> FindingWrites for T {
             db: self,
             cluster,
             replaced: Replaced::default(),
-            analyzed_at: crate::decode::gotime::now(),
+            analyzed_at: jiff::Timestamp::now(),
             unsent: Vec::with_capacity(BATCH * inserted().len()),
             open: true,
         };
@@ -195,7 +195,7 @@ fn stored_finding(c: &mut Cursor) -> Result<(i64, StoredFinding), StoreError> {
     let (keys, revisions) = (c.text("keys")?, c.text("revisions")?);
     let summary = c.text("summary")?;
     let details = c.text("details")?;
-    let analyzed_at = c.text("analyzed_at")?;
+    let analyzed_at = c.time("analyzed_at")?;
     let cluster = cluster_at(c)?;
     let json = stored_json(&keys, &revisions, &details).map_err(|(column, e)| c.damage(column, e))?;
     let severity = severity.ok_or_else(|| c.damage("severity", "NULL is not a severity"))?;

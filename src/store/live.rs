@@ -8,7 +8,7 @@ use super::paged::{PageSource, Paged};
 use super::reader::LiveReads;
 use super::sql::{first_row, Cursor, Sql};
 use super::tables::Cell;
-use super::StoreError;
+use super::{RunId, StoreError};
 use std::collections::{BTreeMap, VecDeque};
 
 /// One live object at a revision.
@@ -122,12 +122,12 @@ impl<T: Sql + ?Sized> PageSource for LivePages<'_, T> {
 }
 
 impl<T: Sql + ?Sized> LiveReads for T {
-    fn run_head(&self, run: i64) -> Result<Option<(i64, i64)>, StoreError> {
+    fn run_head(&self, run: RunId) -> Result<Option<(i64, i64)>, StoreError> {
         let head = first_row(
             self,
             "runs",
             "SELECT cluster_id, head_revision FROM runs WHERE id = $1",
-            &[Cell::Int(run)],
+            &[Cell::Int(run.0)],
             |c| Ok(c.opt_int("cluster_id")?.zip(c.opt_int("head_revision")?)),
         )?;
         Ok(head.flatten())

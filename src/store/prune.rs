@@ -5,6 +5,7 @@ use super::recorder::PruneWrites;
 use super::sql::{first_row, Sql};
 use super::tables::Cell;
 use super::StoreError;
+use jiff::Timestamp;
 
 /// What a prune removed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -16,7 +17,7 @@ pub struct Pruned {
 }
 
 impl<T: Sql + ?Sized> PruneWrites for T {
-    fn prune(&self, before: Option<&str>, keep: Option<u32>) -> Result<Pruned, StoreError> {
+    fn prune(&self, before: Option<Timestamp>, keep: Option<u32>) -> Result<Pruned, StoreError> {
         let mut pruned = Pruned::default();
         self.atomically(&mut || {
             pruned = prune(self, before, keep)?;
@@ -36,7 +37,11 @@ fn count(n: u64) -> i64 {
 }
 
 /// The prune, in the caller's transaction.
-fn prune(db: &(impl Sql + ?Sized), before: Option<&str>, keep: Option<u32>) -> Result<Pruned, StoreError> {
+fn prune(
+    db: &(impl Sql + ?Sized),
+    before: Option<Timestamp>,
+    keep: Option<u32>,
+) -> Result<Pruned, StoreError> {
     let d = db.dialect();
     let mut pruned = Pruned::default();
     let opt = |v: Option<Cell>| v.unwrap_or(Cell::Null);
@@ -45,16 +50,13 @@ fn prune(db: &(impl Sql + ?Sized), before: Option<&str>, keep: Option<u32>) -> R
         &format!("(id {} PRIMARY KEY, cluster_id {})", d.int, d.int),
     )?;
     pruned.runs = count(db.execute(
-        &format!(
-            "INSERT INTO doomed SELECT id, cluster_id FROM runs r WHERE status != 'running' \
-             AND (CAST($1 AS text) IS NULL OR started_at{} < CAST($1 AS text)) \
-             AND (CAST($2 AS bigint) IS NULL OR (SELECT count(*) FROM runs n \
-               WHERE n.cluster_id IS NOT DISTINCT FROM r.cluster_id AND n.id > r.id) >= CAST($2 AS bigint)) \
-             AND id NOT IN (SELECT max(id) FROM runs WHERE status = 'complete' GROUP BY cluster_id)",
-            d.byte_order
-        ),
+        "INSERT INTO doomed SELECT id, cluster_id FROM runs r WHERE status != 'running' \
+         AND (CAST($1 AS bigint) IS NULL OR started_at < CAST($1 AS bigint)) \
+         AND (CAST($2 AS bigint) IS NULL OR (SELECT count(*) FROM runs n \
+           WHERE n.cluster_id IS NOT DISTINCT FROM r.cluster_id AND n.id > r.id) >= CAST($2 AS bigint)) \
+         AND id NOT IN (SELECT max(id) FROM runs WHERE status = 'complete' GROUP BY cluster_id)",
         &[
-            opt(before.map(|b| Cell::Text(b.to_string()))),
+            opt(before.map(Cell::from)),
             opt(keep.map(|k| Cell::Int(k.into()))),
         ],
     )?);

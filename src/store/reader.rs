@@ -17,8 +17,8 @@ use crate::store::finding::{FindingCount, Severity};
 use crate::store::object::ObjectRevision;
 use crate::store::values::Contents;
 use crate::store::{
-    FindingIter, FindingQuery, Gap, HistoryRow, LiveIter, NamedKey, ResourceUsage, RunInfo, RunTime, Scope,
-    StoreError, Usage,
+    FindingIter, FindingQuery, Gap, HistoryRow, LiveIter, NamedKey, ResourceUsage, RunId, RunInfo, RunTime,
+    Scope, StoreError, Usage,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -121,7 +121,7 @@ pub trait ContentReads {
 /// The objects live at a revision.
 pub trait LiveReads {
     /// The cluster and head revision of a run.
-    fn run_head(&self, run: i64) -> Result<Option<(i64, i64)>, StoreError>;
+    fn run_head(&self, run: RunId) -> Result<Option<(i64, i64)>, StoreError>;
 
     /// The objects live in `cluster` at `revision`, in key order, as they
     /// are read.
@@ -132,7 +132,11 @@ pub trait LiveReads {
 pub trait StatsReads {
     /// The head revision of the last complete run (of `cluster`, when
     /// given) started by `time`.
-    fn revision_at_time(&self, cluster: Option<i64>, time: &str) -> Result<Option<i64>, StoreError>;
+    fn revision_at_time(
+        &self,
+        cluster: Option<i64>,
+        time: jiff::Timestamp,
+    ) -> Result<Option<i64>, StoreError>;
 
     /// Writes per change class.
     fn writes_by_class(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError>;

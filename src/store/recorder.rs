@@ -9,7 +9,7 @@ use super::cluster::ClusterName;
 use super::hash_key::{HashKeyOptions, KeyNotice};
 use super::vanished::{InferredDelete, RunHead, StoredKey};
 use super::{
-    ClassifyStats, FindingsWriter, Gap, Previous, Pruned, RevisionRows, RunId, RunStatus, ServedBy,
+    ClassifyStats, FindingsWriter, Gap, Previous, Pruned, RevisionRows, RunId, RunKind, RunStatus, ServedBy,
     Shortfall, StoreError,
 };
 use crate::canon::keyed_hash::HashKey;
@@ -77,8 +77,10 @@ pub trait HashKeyLoad {
 
 /// A run's own record, and the checks of its history against the source.
 pub trait RunWrites {
-    /// Starts a run, with the id of the hash key it hashes with.
-    fn begin_run(&self, source: &str, prefix: &str, filter: &str) -> Result<RunId, StoreError>;
+    /// Starts a run of `kind` reading `source`, with the id of the hash key
+    /// it hashes with.
+    fn begin_run(&self, kind: RunKind, source: &str, prefix: &str, filter: &str)
+        -> Result<RunId, StoreError>;
 
     /// Records what the run learnt.
     fn record(&self, run: RunId, fact: RunFact<'_>) -> Result<(), StoreError>;
@@ -201,7 +203,7 @@ pub trait FindingWrites {
 pub trait PruneWrites {
     /// Removes runs finished before `before` or beyond the newest `keep`,
     /// and what only they needed.
-    fn prune(&self, before: Option<&str>, keep: Option<u32>) -> Result<Pruned, StoreError>;
+    fn prune(&self, before: Option<jiff::Timestamp>, keep: Option<u32>) -> Result<Pruned, StoreError>;
 
     /// Gives the space pruning freed back to the file system.
     fn vacuum(&self) -> Result<(), StoreError>;

@@ -5,6 +5,7 @@ use crate::decrypt::policy::Policy;
 use crate::source::db_file::Damage;
 use crate::source::wal::Recovered;
 use crate::unknown::{find, UnknownName};
+use jiff::Timestamp;
 use serde::Serialize;
 
 /// A run's row id.
@@ -43,6 +44,50 @@ impl RunStatus {
     /// The status [`RunStatus::as_str`] names.
     pub fn parse(name: &str) -> Result<RunStatus, UnknownName> {
         find(&RunStatus::ALL, RunStatus::as_str, "a run status", name)
+    }
+}
+
+/// What a run read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunKind {
+    /// etcd's API, read once (`snapshot`).
+    Live,
+    /// etcd's API, read and then watched (`follow`).
+    Follow,
+    /// A snapshot etcd streamed over its API (`--fetch snapshot`).
+    FetchSnapshot,
+    /// A db or snapshot file, with a member's log when given one.
+    File,
+}
+
+impl RunKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunKind::Live => "live",
+            RunKind::Follow => "follow",
+            RunKind::FetchSnapshot => "fetch-snapshot",
+            RunKind::File => "file",
+        }
+    }
+
+    /// Every kind.
+    pub const ALL: [RunKind; 4] = [
+        RunKind::Live,
+        RunKind::Follow,
+        RunKind::FetchSnapshot,
+        RunKind::File,
+    ];
+
+    /// The kind [`RunKind::as_str`] names.
+    pub fn parse(name: &str) -> Result<RunKind, UnknownName> {
+        find(&RunKind::ALL, RunKind::as_str, "a run kind", name)
+    }
+
+    /// Whether the run's time of reading is etcd's: a file's says nothing
+    /// of when etcd held what it read.
+    pub fn reads_etcd_now(self) -> bool {
+        self != RunKind::File
     }
 }
 
@@ -168,14 +213,24 @@ impl std::fmt::Display for Shortfall {
 
 impl std::error::Error for Shortfall {}
 
+impl RunInfo {
+    /// The source as tables show it: a file's and a fetched snapshot's
+    /// with their kind before it (`file:/backup/etcd.db`).
+    pub fn shown_source(&self) -> String {
+        match self.kind {
+            RunKind::Live => self.source.clone(),
+            kind => format!("{}:{}", kind.as_str(), self.source),
+        }
+    }
+}
+
 /// When a complete run read etcd.
 #[derive(Clone, Debug)]
 pub struct RunTime {
     pub head: i64,
-    pub started_at: String,
-    pub finished_at: Option<String>,
-    /// It read a data file, whose time of reading says nothing of etcd's.
-    pub file: bool,
+    pub started_at: Timestamp,
+    pub finished_at: Option<Timestamp>,
+    pub kind: RunKind,
 }
 
 /// A run as `runs` shows it.
@@ -188,10 +243,12 @@ pub struct RunInfo {
     pub cluster: Option<String>,
     /// etcd's cluster id (hex).
     pub cluster_id: Option<String>,
+    pub kind: RunKind,
+    /// The endpoints or the file read.
     pub source: String,
     pub prefix: String,
-    pub started_at: String,
-    pub finished_at: Option<String>,
+    pub started_at: Timestamp,
+    pub finished_at: Option<Timestamp>,
     pub head_revision: Option<i64>,
     pub compact_revision: Option<i64>,
     pub history_from: Option<i64>,

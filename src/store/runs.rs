@@ -7,13 +7,13 @@ use super::recorder::{HashKeyLoad, RunFact, RunWrites};
 use super::restore::Restore;
 use super::sql::{first_row, one_row, Cursor, Sql};
 use super::tables::Cell;
-use super::{FileInfo, Gap, Previous, RunId, RunInfo, RunStatus, RunTime, ServedBy, StoreError};
-use crate::decode::gotime::now;
+use super::{FileInfo, Gap, Previous, RunId, RunInfo, RunKind, RunStatus, RunTime, ServedBy, StoreError};
 use crate::decrypt::policy::Policy;
+use jiff::Timestamp;
 
 /// What [`RunReads::runs`] selects, before the cluster's columns.
 const RUN_COLUMNS: &str =
-    "r.id, r.status, r.source, r.prefix, r.started_at, r.finished_at, r.head_revision, \
+    "r.id, r.status, r.kind, r.source, r.prefix, r.started_at, r.finished_at, r.head_revision, \
      r.compact_revision, r.history_from, r.keys_seen, r.revisions_added, r.error, r.tool_version, \
      r.file_size, r.file_sha256, r.file_first_revision, r.file_last_revision, r.etcd_version, \
      r.encryption_policy, r.fetched, r.salvage, r.wal, r.schema, r.hash_key, r.restored";
@@ -32,8 +32,10 @@ fn run_info(c: &mut Cursor) -> Result<RunInfo, StoreError> {
     let id = RunId(c.int("id")?);
     let status = c.parsed("status", RunStatus::parse)?;
     let status = status.ok_or_else(|| c.damage("status", "NULL"))?;
-    let (source, prefix, started_at) = (c.text("source")?, c.text("prefix")?, c.text("started_at")?);
-    let finished_at = c.opt_text("finished_at")?;
+    let kind = c.parsed("kind", RunKind::parse)?;
+    let kind = kind.ok_or_else(|| c.damage("kind", "NULL"))?;
+    let (source, prefix, started_at) = (c.text("source")?, c.text("prefix")?, c.time("started_at")?);
+    let finished_at = c.opt_time("finished_at")?;
     let (head_revision, compact_revision) = (c.opt_int("head_revision")?, c.opt_int("compact_revision")?);
     let history_from = c.opt_int("history_from")?;
     let (keys_seen, revisions_added) = (c.int("keys_seen")?, c.int("revisions_added")?);
@@ -59,6 +61,7 @@ fn run_info(c: &mut Cursor) -> Result<RunInfo, StoreError> {
         status,
         cluster: cluster.as_ref().map(|c| c.label().to_string()),
         cluster_id: cluster.map(|c| c.etcd_cluster_id),
+        kind,
         source,
         prefix,
         started_at,
@@ -160,16 +163,16 @@ impl<T: Sql + ?Sized> RunReads for T {
         let mut out = Vec::new();
         self.each(
             "runs",
-            "SELECT head_revision, started_at, finished_at, CASE WHEN source LIKE 'file:%' THEN 1 ELSE 0 END \
+            "SELECT head_revision, started_at, finished_at, kind \
              FROM runs WHERE cluster_id = $1 AND status = 'complete' AND head_revision IS NOT NULL ORDER BY id",
             &[Cell::Int(cluster)],
             &mut |row| {
                 let mut c = Cursor::new(self, "runs", row);
                 out.push(RunTime {
                     head: c.int("head_revision")?,
-                    started_at: c.text("started_at")?,
-                    finished_at: c.opt_text("finished_at")?,
-                    file: c.flag("source")?,
+                    started_at: c.time("started_at")?,
+                    finished_at: c.opt_time("finished_at")?,
+                    kind: c.parsed("kind", RunKind::parse)?.ok_or_else(|| c.damage("kind", "NULL"))?,
                 });
                 Ok(())
             },
@@ -279,21 +282,28 @@ fn fact_statement(fact: RunFact<'_>) -> (&'static str, Vec<Cell>) {
 }
 
 impl<T: Sql + HashKeyLoad + ?Sized> RunWrites for T {
-    fn begin_run(&self, source: &str, prefix: &str, filter: &str) -> Result<RunId, StoreError> {
+    fn begin_run(
+        &self,
+        kind: RunKind,
+        source: &str,
+        prefix: &str,
+        filter: &str,
+    ) -> Result<RunId, StoreError> {
         let key = self.hash_key()?.id();
         let id = one_row(
             self,
             "runs",
-            "INSERT INTO runs (source, prefix, resource_filter, started_at, status, tool_version, pid, hash_key) \
-             VALUES ($1, $2, $3, $4, 'running', $5, $6, $7) RETURNING id",
+            "INSERT INTO runs (kind, source, prefix, resource_filter, started_at, status, tool_version, pid, hash_key) \
+             VALUES ($8, $1, $2, $3, $4, 'running', $5, $6, $7) RETURNING id",
             &[
                 Cell::Text(source.to_string()),
                 Cell::Text(prefix.to_string()),
                 Cell::Text(filter.to_string()),
-                Cell::Text(now()),
+                Cell::from(Timestamp::now()),
                 Cell::Text(env!("CARGO_PKG_VERSION").to_string()),
                 Cell::Int(i64::from(std::process::id())),
                 Cell::Text(key),
+                Cell::Text(kind.as_str().to_string()),
             ],
             |c| c.int("id"),
         )?;
@@ -330,7 +340,7 @@ impl<T: Sql + HashKeyLoad + ?Sized> RunWrites for T {
             &[
                 Cell::Int(run.0),
                 Cell::Text(status.as_str().to_string()),
-                Cell::Text(now()),
+                Cell::from(Timestamp::now()),
                 Cell::Int(keys_seen),
                 Cell::Int(added),
                 error.map_or(Cell::Null, |e| Cell::Text(e.to_string())),
@@ -402,7 +412,9 @@ mod tests {
         let path = dir.path().join("db.sqlite");
         let store = Store::open_for_writing(&path).unwrap();
         store.load_hash_key(&Default::default()).unwrap();
-        store.begin_run("test", "/registry/", "").unwrap();
+        store
+            .begin_run(crate::store::RunKind::Live, "test", "/registry/", "")
+            .unwrap();
         assert_eq!(store.runs().unwrap()[0].status, RunStatus::Running);
         crate::store::sqlite::damage(&path, &format!("UPDATE runs SET {set}"));
         let e = store.runs().unwrap_err().to_string();

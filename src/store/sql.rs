@@ -347,7 +347,7 @@ impl<'a> Cursor<'a> {
         match self.int(column)? {
             0 => Ok(false),
             1 => Ok(true),
-            n => Err(self.typed.damaged(column, &Cell::Int(n))),
+            n => Err(self.damaged_int(column, n)),
         }
     }
 
@@ -390,6 +390,25 @@ impl<'a> Cursor<'a> {
             Cell::Text(t) => Ok(Some(t)),
             other => Err(self.typed.damaged(column, &other)),
         }
+    }
+
+    /// A time this tool wrote (see `Cell::from(Timestamp)`).
+    pub fn time(&mut self, column: &str) -> Result<jiff::Timestamp, StoreError> {
+        let micros = self.int(column)?;
+        jiff::Timestamp::from_microsecond(micros).map_err(|_| self.damaged_int(column, micros))
+    }
+
+    /// A time this tool wrote, or NULL.
+    pub fn opt_time(&mut self, column: &str) -> Result<Option<jiff::Timestamp>, StoreError> {
+        let Some(micros) = self.opt_int(column)? else {
+            return Ok(None);
+        };
+        let time = jiff::Timestamp::from_microsecond(micros);
+        time.map(Some).map_err(|_| self.damaged_int(column, micros))
+    }
+
+    fn damaged_int(&self, column: &str, n: i64) -> StoreError {
+        self.typed.damaged(column, &Cell::Int(n))
     }
 
     /// A flag or NULL.

@@ -5,22 +5,16 @@ use super::reader::StatsReads;
 use super::sql::{one_row, scope_cells, Sql};
 use super::tables::Cell;
 use super::{Scope, StoreError};
+use jiff::Timestamp;
 
 impl<T: Sql + ?Sized> StatsReads for T {
-    fn revision_at_time(&self, cluster: Option<i64>, time: &str) -> Result<Option<i64>, StoreError> {
-        let sql = format!(
-            "SELECT max(head_revision) FROM runs WHERE started_at{} <= CAST($1 AS text) \
-             AND status = 'complete' AND (CAST($2 AS bigint) IS NULL OR cluster_id = CAST($2 AS bigint))",
-            self.dialect().byte_order
-        );
+    fn revision_at_time(&self, cluster: Option<i64>, time: Timestamp) -> Result<Option<i64>, StoreError> {
+        let sql = "SELECT max(head_revision) FROM runs WHERE started_at <= $1 \
+             AND status = 'complete' AND (CAST($2 AS bigint) IS NULL OR cluster_id = CAST($2 AS bigint))";
         let cluster = cluster.map_or(Cell::Null, Cell::Int);
-        one_row(
-            self,
-            "runs",
-            &sql,
-            &[Cell::Text(time.to_string()), cluster],
-            |c| c.opt_int("head_revision"),
-        )
+        one_row(self, "runs", sql, &[Cell::from(time), cluster], |c| {
+            c.opt_int("head_revision")
+        })
     }
 
     fn writes_by_class(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError> {

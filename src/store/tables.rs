@@ -40,6 +40,14 @@ impl Cell {
     }
 }
 
+/// A time this tool wrote, as stored: integer microseconds since 1970 UTC
+/// (read back by [`super::sql::Cursor::time`]).
+impl From<jiff::Timestamp> for Cell {
+    fn from(t: jiff::Timestamp) -> Cell {
+        Cell::Int(t.as_microsecond())
+    }
+}
+
 /// Which rows of a table to read.
 #[derive(Clone, Debug)]
 pub enum RowFilter {
@@ -180,6 +188,7 @@ pub const COLUMNS: &[(&str, &[&str])] = &[
         "runs",
         &[
             "cluster_id",
+            "kind",
             "source",
             "prefix",
             "started_at",

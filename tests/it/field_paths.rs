@@ -6,6 +6,7 @@
 use crate::util::etcd::TestEtcd;
 use crate::util::{
     assert_secrets_nowhere, findings, history, inspector, ok, snapshot, sqlite_only, stderr, temp_db,
+    undo_typed_runs,
 };
 use etcd_inspector::decode::encode::encode_protobuf;
 use serde_json::{json as j, Value};
@@ -212,6 +213,7 @@ fn label_keys_and_keys_with_brackets_quotes_and_backslashes_at_depth_three() {
 /// wrote them (segments joined by `.`, containers as `[name]`), at schema 13
 /// (before the hash key's id was recorded, too).
 fn as_written_before_segments(db: &Path) {
+    undo_typed_runs(db);
     let conn = rusqlite::Connection::open(db).unwrap();
     conn.execute_batch(
         r#"UPDATE field_paths SET path = replace(path, '\.', '.');

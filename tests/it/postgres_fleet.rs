@@ -200,7 +200,7 @@ fn a_database_a_newer_version_wrote_is_refused_before_anything_is_read() {
     for args in [&["runs"][..], &["snapshot", "--endpoints", &etcd.endpoint]] {
         let err = one_line_error(&inspector(Path::new(&uri), args));
         assert!(
-            err.contains("was written by a newer etcd-inspector (schema version 99; this one knows up to 9)"),
+            err.contains("was written by a newer etcd-inspector (schema version 99; this one knows up to "),
             "{err}"
         );
     }

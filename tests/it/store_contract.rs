@@ -7,6 +7,7 @@
 
 use crate::util::k8s::{config_map, secret};
 use crate::util::postgres;
+use crate::util::undo_typed_runs;
 use etcd_inspector::analyze::attribution;
 use etcd_inspector::lifecycle::RevisionWriter;
 use etcd_inspector::source::{LiveKey, Record, Sink};
@@ -16,7 +17,7 @@ use etcd_inspector::store::cluster::ClusterName;
 use etcd_inspector::store::copy::{copy, CopyWhich};
 use etcd_inspector::store::finding::{Finding, FindingQuery, Severity};
 use etcd_inspector::store::tables::COLUMNS;
-use etcd_inspector::store::{Gap, RunFact, RunId, RunStatus, Scope, Store, StoreError};
+use etcd_inspector::store::{Gap, RunFact, RunId, RunKind, RunStatus, Scope, Store, StoreError};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -51,7 +52,7 @@ fn on_each_backend(case: impl Fn(&Store)) {
 fn begin<'s>(store: &'s Store, name: &str, history_from: i64, head: i64) -> (i64, RunId, RevisionWriter<'s>) {
     store.load_hash_key(&Default::default()).unwrap();
     let run = store
-        .begin_run(&format!("contract:{name}"), "/registry/", "")
+        .begin_run(RunKind::Live, &format!("contract:{name}"), "/registry/", "")
         .unwrap();
     let (cluster, _) = store.cluster(name, None).unwrap();
     let target = RunFact::Target {
@@ -367,16 +368,23 @@ fn on_each_database(case: impl Fn(&Path)) {
     }
 }
 
+/// A complete run of the cluster `name` that stored nothing, and one
+/// finding of that cluster: the cluster's row id.
+fn a_run_and_a_finding(store: &Store, name: &str) -> i64 {
+    let (cluster, run, w) = begin(store, name, 1, 1);
+    drop(w);
+    store.finish_run(run, RunStatus::Complete, 0, None).unwrap();
+    let mut writer = store.findings_writer(cluster, &["flapping"]).unwrap();
+    writer.put(&finding("flapping", Severity::High, 1)).unwrap();
+    writer.commit().unwrap();
+    cluster
+}
+
 #[test]
 fn a_stored_value_no_type_knows_is_a_damaged_database_naming_its_column() {
     on_each_database(|db| {
         let store = Store::open_for_writing(db).unwrap();
-        let (cluster, run, w) = begin(&store, "contract-f", 1, 1);
-        drop(w);
-        store.finish_run(run, RunStatus::Complete, 0, None).unwrap();
-        let mut writer = store.findings_writer(cluster, &["flapping"]).unwrap();
-        writer.put(&finding("flapping", Severity::High, 1)).unwrap();
-        writer.commit().unwrap();
+        a_run_and_a_finding(&store, "contract-f");
         drop(store);
 
         raw_sql(
@@ -397,6 +405,62 @@ fn a_stored_value_no_type_knows_is_a_damaged_database_naming_its_column() {
         );
         let said = store.runs().unwrap_err().to_string();
         assert!(said.contains("is damaged: runs.salvage"), "{said}");
+    });
+}
+
+#[test]
+fn a_database_from_before_typed_run_columns_reads_the_same_after_its_upgrade() {
+    on_each_database(|db| {
+        let store = Store::open_for_writing(db).unwrap();
+        let cluster = a_run_and_a_finding(&store, "contract-u");
+        for (kind, source) in [
+            (RunKind::File, "/backup/etcd.db"),
+            (RunKind::Follow, "https://10.0.0.1:2379"),
+            (RunKind::FetchSnapshot, "https://10.0.0.2:2379"),
+        ] {
+            let run = store.begin_run(kind, source, "/registry/", "").unwrap();
+            store
+                .finish_run(run, RunStatus::Failed, 0, Some("stopped"))
+                .unwrap();
+        }
+        drop(store);
+        // The previous release wrote its times to the second.
+        raw_sql(
+            db,
+            "UPDATE runs SET started_at = started_at / 1000000 * 1000000, \
+               finished_at = finished_at / 1000000 * 1000000; \
+             UPDATE findings SET analyzed_at = analyzed_at / 1000000 * 1000000",
+        );
+        let read = |store: &Store| {
+            let runs = serde_json::to_value(store.runs().unwrap()).unwrap();
+            let findings: Vec<_> = store
+                .findings(&FindingQuery::default())
+                .map(Result::unwrap)
+                .collect();
+            let at = store.run_times(cluster).unwrap()[0].started_at;
+            let by_time = store.revision_at_time(Some(cluster), at).unwrap();
+            (runs, serde_json::to_value(findings).unwrap(), by_time)
+        };
+        let before = read(&Store::open_for_writing(db).unwrap());
+        let kinds: Vec<_> = before
+            .0
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["kind"].clone())
+            .collect();
+        assert_eq!(kinds, ["live", "file", "follow", "fetch-snapshot"]);
+        assert_eq!(before.2, Some(1));
+
+        undo_typed_runs(db);
+        let store = Store::open_for_writing(db).unwrap();
+        assert_eq!(read(&store), before);
+        store.load_hash_key(&Default::default()).unwrap();
+        let run = store
+            .begin_run(RunKind::File, "/backup/later.db", "/registry/", "")
+            .unwrap();
+        store.finish_run(run, RunStatus::Complete, 0, None).unwrap();
+        assert_eq!(store.runs().unwrap().len(), 5, "and the next run goes on from it");
     });
 }
 
@@ -567,16 +631,16 @@ fn classes_contents_and_run_heads_read_alike() {
             "{values:?}"
         );
         assert_eq!(store.run_cluster(run.0).unwrap(), Some(cluster));
-        assert_eq!(store.run_head(run.0).unwrap(), Some((cluster, 5)));
+        assert_eq!(store.run_head(run).unwrap(), Some((cluster, 5)));
         assert_eq!(
             store
-                .revision_at_time(Some(cluster), "2999-01-01T00:00:00Z")
+                .revision_at_time(Some(cluster), "2999-01-01T00:00:00Z".parse().unwrap())
                 .unwrap(),
             Some(5)
         );
         assert_eq!(
             store
-                .revision_at_time(Some(cluster), "2000-01-01T00:00:00Z")
+                .revision_at_time(Some(cluster), "2000-01-01T00:00:00Z".parse().unwrap())
                 .unwrap(),
             None
         );

@@ -125,7 +125,7 @@ pub fn revision_range(
         Some(Moment::Time(t)) => match store.revision_by_clock(cluster, t, false)? {
             ByClock::Revision(r) => Some(r),
             ByClock::Unbounded => None,
-            ByClock::NoClock => match store.revision_at_time(cluster, &crate::decode::gotime::rfc3339(t))? {
+            ByClock::NoClock => match store.revision_at_time(cluster, t)? {
                 Some(r) => Some(r),
                 None => bail!("--until {t}: no complete run started by then"),
             },
@@ -145,9 +145,7 @@ fn first_at_or_after(
     Ok(match store.revision_by_clock(cluster, t, true)? {
         ByClock::Revision(r) => Some(r),
         ByClock::Unbounded => None,
-        ByClock::NoClock => store
-            .revision_at_time(cluster, &crate::decode::gotime::rfc3339(t))?
-            .map(|r| r + 1),
+        ByClock::NoClock => store.revision_at_time(cluster, t)?.map(|r| r + 1),
     })
 }
 

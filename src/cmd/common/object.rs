@@ -9,7 +9,7 @@ use crate::canon::redact::placeholder_paths;
 use crate::cli::{ListFormat, ObjectArgs, TargetArgs, WhenArgs};
 use crate::decode::names::{parse_object, Catalog, NameError, ObjectRef, ObjectSpec, CRDS};
 use crate::hex::unhex;
-use crate::store::{HistoryRow, ObjectFilter, Store};
+use crate::store::{HistoryRow, ObjectFilter, RunId, Store};
 use anyhow::{bail, Result};
 use serde_json::Value;
 
@@ -138,7 +138,7 @@ pub fn revision_of(store: &Store, cluster: Option<i64>, when: &WhenArgs) -> Resu
     Ok(match (when.rev, &when.at, when.run) {
         (Some(rev), ..) => Some(rev),
         (_, Some(time), _) => Some(revision_before(&**store, cluster, *time, "--at")?),
-        (.., Some(run)) => match store.run_head(run)? {
+        (.., Some(run)) => match store.run_head(RunId(run))? {
             Some((_, head)) => Some(head),
             None => bail!(
                 "run {run} is not in {} or never reached its cluster",

@@ -27,11 +27,12 @@ impl Store {
                     &[&row],
                 )?
                 .map(|r| {
+                    let started = jiff::Timestamp::from_microsecond(r.get(2));
                     format!(
                         "run {} (pid {}, started {})",
                         r.get::<_, i64>(0),
                         r.get::<_, i64>(1),
-                        r.get::<_, String>(2)
+                        started.map_or_else(|_| "at an unreadable time".into(), |t| t.to_string())
                     )
                 })
                 .unwrap_or_else(|| "another etcd-inspector session".to_string());

@@ -35,6 +35,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0007_restores.sql"),
     include_str!("../../../migrations/postgres/0008_foreign_evidence.sql"),
     include_str!("../../../migrations/postgres/0009_audit_request_logs.sql"),
+    include_str!("../../../migrations/postgres/0010_run_kind_and_integer_times.sql"),
 ];
 
 /// What every session of ours sets once our schema is there: our schema

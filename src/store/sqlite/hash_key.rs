@@ -128,7 +128,7 @@ mod tests {
     fn run(db: &Path, options: &HashKeyOptions) -> Result<Option<KeyNotice>, StoreError> {
         let store = Store::open_for_writing(db)?;
         let notice = store.load_hash_key(options)?;
-        store.begin_run("test", "/registry/", "")?;
+        store.begin_run(crate::store::RunKind::Live, "test", "/registry/", "")?;
         Ok(notice)
     }
 
@@ -153,7 +153,9 @@ mod tests {
             let mode = std::fs::metadata(&file).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
         }
-        store.begin_run("test", "/registry/", "").unwrap();
+        store
+            .begin_run(crate::store::RunKind::Live, "test", "/registry/", "")
+            .unwrap();
         drop(store);
         let again = Store::open_for_writing(&db).unwrap();
         again.load_hash_key(&HashKeyOptions::default()).unwrap();
@@ -247,7 +249,7 @@ mod tests {
             &format!(
                 "INSERT INTO settings (name, value) VALUES ('value_hmac_key', x'{}'); \
                  INSERT INTO runs (source, prefix, started_at, status, tool_version, pid) \
-                 VALUES ('old', '/registry/', '2026-01-01T00:00:00Z', 'complete', '0.1.0', 1)",
+                 VALUES ('old', '/registry/', 1767225600000000, 'complete', '0.1.0', 1)",
                 crate::hex::hex(&legacy)
             ),
         );

@@ -33,7 +33,7 @@ fn missing(path: &Path) -> StoreError {
 /// How many migrations [`migrations`] holds: the schema version (SQLite's
 /// `user_version`) of a database this binary has upgraded. A test checks
 /// that the two agree.
-const MIGRATION_COUNT: usize = 28;
+const MIGRATION_COUNT: usize = 29;
 
 /// The migrations, applied in order when a database is opened.
 fn migrations() -> Migrations<'static> {
@@ -77,6 +77,9 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../../migrations/0026_restores.sql")),
         M::up(include_str!("../../../migrations/0027_foreign_evidence.sql")),
         M::up(include_str!("../../../migrations/0028_audit_request_logs.sql")),
+        M::up(include_str!(
+            "../../../migrations/0029_run_kind_and_integer_times.sql"
+        )),
     ])
 }
 

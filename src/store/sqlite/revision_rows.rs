@@ -279,7 +279,9 @@ pub(in crate::store) fn test_run(
 ) -> (i64, crate::store::RunId, crate::canon::semantic::FieldConfig) {
     let store: &dyn crate::store::RunRecorder = store;
     store.load_hash_key(&Default::default()).unwrap();
-    let run = store.begin_run("test", "/registry/", "").unwrap();
+    let run = store
+        .begin_run(crate::store::RunKind::Live, "test", "/registry/", "")
+        .unwrap();
     let (cluster, _) = store.cluster("test", None).unwrap();
     (cluster, run, store.field_config(None, &[]).unwrap())
 }

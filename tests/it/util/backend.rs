@@ -119,10 +119,70 @@ pub fn execute(db: &Path, sql: &str) -> u64 {
     sql_db.execute(sql, []).unwrap() as u64
 }
 
+/// SQLite's and PostgreSQL's SQL that takes a database back to before the
+/// run kind had its column and the tool's times were integers (SQLite's
+/// migration 29, PostgreSQL's 10), as the previous release wrote it: the
+/// kind a prefix of the source, times RFC 3339 text to the second.
+const UNDO_TYPED_RUNS: [&str; 2] = [
+    "UPDATE runs SET source = kind || ':' || source WHERE kind <> 'live';
+     ALTER TABLE runs DROP COLUMN kind;
+     ALTER TABLE runs ADD COLUMN started TEXT NOT NULL DEFAULT '';
+     ALTER TABLE runs ADD COLUMN finished TEXT;
+     UPDATE runs SET started = strftime('%Y-%m-%dT%H:%M:%SZ', started_at / 1000000, 'unixepoch'),
+                     finished = strftime('%Y-%m-%dT%H:%M:%SZ', finished_at / 1000000, 'unixepoch');
+     ALTER TABLE runs DROP COLUMN started_at;
+     ALTER TABLE runs DROP COLUMN finished_at;
+     ALTER TABLE runs RENAME COLUMN started TO started_at;
+     ALTER TABLE runs RENAME COLUMN finished TO finished_at;
+     ALTER TABLE clusters ADD COLUMN first TEXT NOT NULL DEFAULT '';
+     UPDATE clusters SET first = strftime('%Y-%m-%dT%H:%M:%SZ', first_seen / 1000000, 'unixepoch');
+     ALTER TABLE clusters DROP COLUMN first_seen;
+     ALTER TABLE clusters RENAME COLUMN first TO first_seen;
+     ALTER TABLE findings ADD COLUMN analyzed TEXT NOT NULL DEFAULT '';
+     UPDATE findings SET analyzed = strftime('%Y-%m-%dT%H:%M:%SZ', analyzed_at / 1000000, 'unixepoch');
+     ALTER TABLE findings DROP COLUMN analyzed_at;
+     ALTER TABLE findings RENAME COLUMN analyzed TO analyzed_at;
+     PRAGMA user_version = 28;",
+    r#"SET search_path = etcd_inspector;
+     UPDATE runs SET source = kind || ':' || source WHERE kind <> 'live';
+     ALTER TABLE runs DROP COLUMN kind;
+     ALTER TABLE runs
+       ALTER COLUMN started_at TYPE text
+         USING to_char(to_timestamp(started_at / 1000000) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+       ALTER COLUMN finished_at TYPE text
+         USING to_char(to_timestamp(finished_at / 1000000) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"');
+     ALTER TABLE clusters ALTER COLUMN first_seen TYPE text
+       USING to_char(to_timestamp(first_seen / 1000000) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"');
+     ALTER TABLE findings ALTER COLUMN analyzed_at TYPE text
+       USING to_char(to_timestamp(analyzed_at / 1000000) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"');
+     DELETE FROM schema_version WHERE version > 9;
+     RESET search_path;"#,
+];
+
+/// Takes the database (`--db`) back to before the run kind had its column
+/// and the tool's times were integers ([`UNDO_TYPED_RUNS`]).
+pub fn undo_typed_runs(db: &Path) {
+    if is_postgres(db) {
+        let mut client = ::postgres::Client::connect(db.to_str().unwrap(), ::postgres::NoTls).unwrap();
+        client.batch_execute(UNDO_TYPED_RUNS[1]).unwrap();
+        return;
+    }
+    rusqlite::Connection::open(db)
+        .unwrap()
+        .execute_batch(UNDO_TYPED_RUNS[0])
+        .unwrap();
+}
+
+/// Whether `db` names a PostgreSQL database rather than a SQLite file.
+fn is_postgres(db: &Path) -> bool {
+    db.to_str().is_some_and(|s| s.starts_with("postgres"))
+}
+
 /// Takes the database back to the schema before revisions named their
 /// cluster (SQLite's 21 migrations, PostgreSQL's first), as the previous
 /// version of etcd-inspector left it.
 pub fn undo_revision_clusters(db: &Path) {
+    undo_typed_runs(db);
     if postgres_backend() {
         let mut client = ::postgres::Client::connect(db.to_str().unwrap(), ::postgres::NoTls).unwrap();
         client

@@ -20,7 +20,7 @@ pub mod test_plane;
 
 pub use backend::{
     assert_consistent, db_in, delete_revisions, postgres_backend, query_int, sqlite_only, temp_db,
-    undo_revision_clusters,
+    undo_revision_clusters, undo_typed_runs,
 };
 use etcd::TestEtcd;
 use etcd_inspector::store::Store;
