@@ -9,6 +9,7 @@ use super::Options;
 use crate::store::audit::{AuditedObject, AuditedRequest};
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
+use crate::store::ClusterId;
 use crate::store::{AnalysisReads, FindingsWriter, Gap, StoreError, ValueReader};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -139,7 +140,7 @@ pub enum Reads {
 /// The cluster a detector is set up for.
 pub struct Setup<'s> {
     pub store: &'s dyn AnalysisReads,
-    pub cluster: i64,
+    pub cluster: ClusterId,
     pub options: &'s Options,
 }
 

@@ -14,6 +14,7 @@ pub mod objects;
 
 use crate::store::clock::AnchorSink;
 use crate::store::Backend;
+use crate::store::ClusterId;
 use crate::store::{AnalysisReads, ClassifyStats, StoreError, ValueReader};
 use detector::{Counts, Findings, Reads, Registration, Setup, Whole};
 use std::time::Duration;
@@ -88,7 +89,7 @@ pub struct Analysis {
 
 fn detect_cluster(
     store: &dyn AnalysisReads,
-    cluster: i64,
+    cluster: ClusterId,
     options: &Options,
     findings: &mut Findings,
     anchors: &mut AnchorSink<'_>,
@@ -176,7 +177,11 @@ fn detect_cluster(
 /// every cluster) and stores their findings as they are found, replacing
 /// the cluster's earlier ones in one transaction; unchanged findings are
 /// kept as they were.
-pub fn analyze(store: &dyn Backend, cluster: Option<i64>, options: &Options) -> Result<Analysis, StoreError> {
+pub fn analyze(
+    store: &dyn Backend,
+    cluster: Option<ClusterId>,
+    options: &Options,
+) -> Result<Analysis, StoreError> {
     let classify = store.classify_pending(cluster)?;
     let clusters = match cluster {
         Some(c) => vec![c],

@@ -5,14 +5,14 @@ use super::Status;
 use crate::analyze::analyze;
 use crate::cli::AnalyzeArgs;
 use crate::report::escape::terminal;
-use crate::store::Store;
+use crate::store::{RunId, Store};
 use anyhow::{bail, Result};
 use std::path::Path;
 
 pub fn run(db: &Path, args: &AnalyzeArgs) -> Result<Status> {
     let store = Store::open_existing_for_writing(db)?;
     let cluster = match args.run {
-        Some(run) => match store.run_cluster(run)? {
+        Some(run) => match store.run_cluster(RunId(run))? {
             Some(c) => Some(c),
             None => bail!(
                 "run {run} is not in {} or never reached its cluster",

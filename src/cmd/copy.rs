@@ -16,7 +16,7 @@ pub fn run(args: &CopyArgs) -> Result<Status> {
         },
     )?;
     let which = CopyWhich {
-        clusters: cluster.map(|c| vec![c.row]),
+        clusters: cluster.map(|c| vec![c.row.0]),
         runs: (!args.run.is_empty()).then(|| args.run.clone()),
     };
     let to = Store::open_for_writing(&args.to)?;

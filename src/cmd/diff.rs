@@ -10,14 +10,14 @@ use crate::cli::{DiffArgs, ListFormat};
 use crate::report::escape::terminal;
 use crate::report::json_array::JsonArray;
 use crate::store::cluster;
-use crate::store::{LiveObject, Looked, RunId, Store, ValueReader};
+use crate::store::{ClusterId, LiveObject, Looked, RunId, Store, ValueReader};
 use anyhow::{bail, Result};
 use serde_json::Value;
 use std::io::Write;
 use std::path::Path;
 
 /// The cluster and revision one side of the diff is taken at.
-fn side(store: &Store, run: Option<i64>, rev: Option<i64>) -> Result<(Option<i64>, Option<i64>)> {
+fn side(store: &Store, run: Option<i64>, rev: Option<i64>) -> Result<(Option<ClusterId>, Option<i64>)> {
     match run {
         Some(run) => match store.run_head(RunId(run))? {
             Some((cluster, head)) => Ok((Some(cluster), Some(rev.unwrap_or(head)))),
@@ -175,7 +175,7 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
 
 /// How `key`, removed between revisions `a` and `b`, left when compaction
 /// hid its delete (see [`crate::report::left::left`]).
-fn hidden_delete(store: &Store, key: &str, cluster: i64, a: i64, b: i64) -> Result<Option<String>> {
+fn hidden_delete(store: &Store, key: &str, cluster: ClusterId, a: i64, b: i64) -> Result<Option<String>> {
     let rows = store.history(key.as_bytes(), Some(cluster))?;
     Ok(rows
         .iter()
@@ -242,7 +242,7 @@ fn object_lines(out: &mut dyn Write, o: &ObjectDrift, left: Option<&str>) -> Res
 /// absent or deleted object is empty, as `diff -N` shows it). The header
 /// names both revisions; `resourceVersion`, which always differs, is left
 /// out.
-fn unified(store: &Store, key: &str, cluster: i64, rev_a: i64, rev_b: i64) -> Result<Status> {
+fn unified(store: &Store, key: &str, cluster: ClusterId, rev_a: i64, rev_b: i64) -> Result<Status> {
     let rows = store.history(key.as_bytes(), Some(cluster))?;
     let mut name = key.to_string();
     let mut noted = false;

@@ -5,6 +5,7 @@ use super::common::{chosen_cluster, fail_on_status, revision_range};
 use super::Status;
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::report::{self, Filter, ReportData};
+use crate::store::ClusterId;
 use crate::store::{Scope, Store};
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
@@ -15,7 +16,7 @@ pub fn run(db: &Path, args: &ReportArgs) -> Result<Status> {
     let (format, file) = destination(args)?;
     let store = Store::open_for_reading(db)?;
     let chosen = chosen_cluster(&*store, &args.cluster)?;
-    let filter_of = |cluster: Option<i64>| -> Result<Filter> {
+    let filter_of = |cluster: Option<ClusterId>| -> Result<Filter> {
         let (from_revision, to_revision) = revision_range(&*store, &args.range, cluster)?;
         Ok(Filter {
             scope: Scope {

@@ -4,6 +4,7 @@
 use super::signal::stopping;
 use super::{RecordOptions, Summary};
 use crate::analyze::Analysis;
+use crate::store::ClusterId;
 use crate::store::{Backend, RunFact};
 use crate::store::{RunId, RunKind, RunStatus, Store, StoreError};
 use anyhow::{Context, Result};
@@ -49,7 +50,7 @@ pub(super) fn begin(
 /// Attributes the revisions of `cluster` with the run's audit logs.
 fn attribute_run(
     store: &dyn Backend,
-    cluster: i64,
+    cluster: ClusterId,
     options: &RecordOptions,
 ) -> Result<Option<super::Attributed>> {
     if options.audit_logs.is_empty() {
@@ -126,7 +127,7 @@ pub(super) fn finish(
             finished.added =
                 store.finish_run(run, RunStatus::Interrupted, 0, Some("interrupted by a signal"))?;
             // What an interrupted run stored is true history: attribute it.
-            if let Some(cluster) = store.run_cluster(run.0)? {
+            if let Some(cluster) = store.run_cluster(run)? {
                 finished.attributed = attribute_run(store, cluster, options)?;
             }
         }

@@ -11,6 +11,7 @@ use super::{RecordOptions, Settings, Summary};
 use crate::source::etcd::{Connection, Etcd, Replay, Scope};
 use crate::source::filter::ResourceFilter;
 use crate::source::{Census, ReadError, Record, Sink};
+use crate::store::ClusterId;
 use crate::store::{Backend, RunFact};
 use crate::store::{RunId, Shortfall, StoreError};
 use anyhow::Result;
@@ -47,7 +48,7 @@ struct Recorder<'w, 's> {
     gauges: &'w Gauges,
     store: &'s dyn Backend,
     run: RunId,
-    cluster: i64,
+    cluster: ClusterId,
     /// The stored history is unbroken from this revision.
     covered_from: i64,
     prefix: &'w str,

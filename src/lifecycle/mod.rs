@@ -33,6 +33,7 @@ use crate::source::etcd::Connection;
 use crate::source::filter::ResourceFilter;
 use crate::store::cluster::ClusterName;
 use crate::store::hash_key::HashKeyOptions;
+use crate::store::ClusterId;
 use crate::store::{Backend, RunFact};
 use crate::store::{Gap, RunId, RunKind, StoreError};
 use anyhow::Result;
@@ -110,7 +111,7 @@ impl Source {
 /// What a finished read stored.
 #[derive(Clone, Debug)]
 pub struct Summary {
-    pub cluster: i64,
+    pub cluster: ClusterId,
     /// Keys under the prefix at the head.
     pub keys: i64,
     pub head: i64,
@@ -164,7 +165,7 @@ impl Settings {
     fn writer<'s>(
         &self,
         store: &'s dyn Backend,
-        cluster: i64,
+        cluster: ClusterId,
         run: RunId,
         prefix: &str,
     ) -> Result<RevisionWriter<'s>, StoreError> {

@@ -9,6 +9,7 @@ use crate::source::filter::ResourceFilter;
 use crate::source::{LiveKey, ReadError};
 use crate::store::cluster::{Cluster, ClusterName};
 use crate::store::restore::ClusterChange;
+use crate::store::ClusterId;
 use crate::store::{Backend, RunFact};
 use crate::store::{Gap, Previous, RunId};
 use anyhow::Result;
@@ -29,7 +30,7 @@ where
 /// Where history starts for this run, and what compaction lost since what
 /// earlier runs of the same cluster, prefix and resource filter stored.
 pub(super) struct Plan {
-    pub cluster: i64,
+    pub cluster: ClusterId,
     pub previous: Option<Previous>,
     pub from: i64,
     pub gaps: Vec<Gap>,
@@ -194,7 +195,7 @@ pub(super) async fn replay_all(
 /// disagreement fails the run.
 pub(super) struct Tail<'a> {
     pub run: RunId,
-    pub cluster: i64,
+    pub cluster: ClusterId,
     pub head: i64,
     pub gaps: &'a [Gap],
     pub covered_from: i64,

@@ -24,6 +24,7 @@ use crate::source::filter::ResourceFilter;
 use crate::source::{LiveKey, ReadError};
 use crate::store::restore::{Divergence, Restore, Written};
 use crate::store::vanished::StoredKey;
+use crate::store::ClusterId;
 use crate::store::{Backend, Previous, RunFact, RunId, StoreError};
 use anyhow::Result;
 use std::collections::VecDeque;
@@ -174,7 +175,7 @@ const PAGE: usize = 1000;
 /// database holds as that revision sees them, a page at a time.
 struct Merge<'a> {
     store: &'a dyn Backend,
-    cluster: i64,
+    cluster: ClusterId,
     prefix: &'a str,
     filter: &'a ResourceFilter,
     at: i64,
@@ -188,7 +189,7 @@ struct Merge<'a> {
 impl<'a> Merge<'a> {
     fn new(
         store: &'a dyn Backend,
-        cluster: i64,
+        cluster: ClusterId,
         prefix: &'a str,
         filter: &'a ResourceFilter,
         at: i64,

@@ -6,6 +6,7 @@
 
 use crate::source::filter::ResourceFilter;
 use crate::store::vanished::{InferredDelete, RunHead, StoredKey, StoredRevision};
+use crate::store::ClusterId;
 use crate::store::{Backend, RunId};
 use anyhow::Result;
 
@@ -46,7 +47,7 @@ pub struct Unplaced {
 /// keys it recorded, and which keys its source holds live at the head.
 pub(super) struct Vanished<'a> {
     pub run: RunId,
-    pub cluster: i64,
+    pub cluster: ClusterId,
     pub head: i64,
     pub covered_from: i64,
     pub prefix: &'a str,

@@ -18,6 +18,7 @@ use crate::ingest::prepare::{Against, KeyInfo, PlainBlobs, Prepared, Semantic};
 use crate::source::filter::ResourceFilter;
 use crate::source::{Record, Sink};
 use crate::store::recorder::RunRecorder;
+use crate::store::ClusterId;
 use crate::store::{field_blob, ContentRow, RevisionRow, RevisionRows, RunId, StoreError};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -41,7 +42,7 @@ const KEY_CACHE: usize = 200_000;
 /// A [`Sink`] that stores records for one run of one cluster.
 pub struct RevisionWriter<'s> {
     rows: Box<dyn RevisionRows + 's>,
-    cluster: i64,
+    cluster: ClusterId,
     run: RunId,
     prefix: String,
     filter: ResourceFilter,
@@ -75,7 +76,7 @@ impl<'s> RevisionWriter<'s> {
     /// hashed as `fields` says.
     pub fn open(
         store: &'s dyn RunRecorder,
-        cluster: i64,
+        cluster: ClusterId,
         run: RunId,
         prefix: &str,
         fields: FieldConfig,
@@ -108,7 +109,7 @@ impl<'s> RevisionWriter<'s> {
     /// a test or a benchmark that writes its own records needs.
     pub fn unfiltered(
         store: &'s dyn RunRecorder,
-        cluster: i64,
+        cluster: ClusterId,
         run: RunId,
         fields: FieldConfig,
     ) -> Result<Self, StoreError> {

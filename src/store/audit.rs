@@ -2,6 +2,7 @@
 //! log recorded (never their bodies), what joining them to the stored
 //! revisions found, and what `history` shows of the writer.
 
+use crate::store::ClusterId;
 use crate::unknown::{find, UnknownName};
 use serde::Serialize;
 
@@ -321,12 +322,16 @@ pub type JoinKey<'a> = dyn Fn(&[KeyRevision], &[KeyRequest]) -> KeyAttribution +
 /// What `attribute` writes.
 pub trait AuditRecorder {
     /// Starts staging requests of `cluster`.
-    fn stage_audit(&self, cluster: i64) -> Result<Box<dyn AuditStage + '_>, crate::store::StoreError>;
+    fn stage_audit(&self, cluster: ClusterId) -> Result<Box<dyn AuditStage + '_>, crate::store::StoreError>;
 
     /// Joins every staged request of `cluster` to its stored revisions
     /// again, key by key, with `join`, replacing what an earlier join found;
     /// all of it or nothing.
-    fn join_audit(&self, cluster: i64, join: &JoinKey<'_>) -> Result<JoinSummary, crate::store::StoreError>;
+    fn join_audit(
+        &self,
+        cluster: ClusterId,
+        join: &JoinKey<'_>,
+    ) -> Result<JoinSummary, crate::store::StoreError>;
 }
 
 /// The columns [`written_by`] reads, for a query that joins

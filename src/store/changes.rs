@@ -8,7 +8,7 @@ use super::reader::ChangeReads;
 use super::recorder::ClassWrites;
 use super::sql::{first_row, Cursor, Sql};
 use super::tables::Cell;
-use super::{ClassifyStats, Gap, StoreError};
+use super::{ClassifyStats, ClusterId, Gap, RunId, StoreError};
 use crate::canon::change::{ChangeCause, ChangeClass, Facts};
 use crate::canon::facts::ObjectFacts;
 use crate::canon::path::FieldPath;
@@ -144,12 +144,12 @@ fn object_revision(c: &mut Cursor, paths: &PathNames) -> Result<ObjectRevision, 
 }
 
 impl<T: Sql + ?Sized> ChangeReads for T {
-    fn gaps(&self, cluster: i64) -> Result<Vec<Gap>, StoreError> {
+    fn gaps(&self, cluster: ClusterId) -> Result<Vec<Gap>, StoreError> {
         let mut out = Vec::new();
         self.each(
             "history_gaps",
             "SELECT from_revision, to_revision FROM history_gaps WHERE cluster_id = $1 ORDER BY from_revision",
-            &[Cell::Int(cluster)],
+            &[Cell::from(cluster)],
             &mut |row| {
                 let mut c = Cursor::new(self, "history_gaps", row);
                 out.push(Gap {
@@ -164,7 +164,7 @@ impl<T: Sql + ?Sized> ChangeReads for T {
 
     fn key_histories(
         &self,
-        cluster: i64,
+        cluster: ClusterId,
         visit: &mut dyn FnMut(&[ObjectRevision]),
     ) -> Result<(), StoreError> {
         let paths = path_names(self)?;
@@ -177,7 +177,7 @@ impl<T: Sql + ?Sized> ChangeReads for T {
                  LEFT JOIN semantic_values b ON b.id = s.base \
                  WHERE k.cluster_id = $1 ORDER BY k.key, r.mod_revision"
             ),
-            &[Cell::Int(cluster)],
+            &[Cell::from(cluster)],
             &mut |row| {
                 let rev = object_revision(&mut Cursor::new(self, "revisions", row), &paths)?;
                 if current.last().is_some_and(|c| c.key != rev.key) {
@@ -194,15 +194,15 @@ impl<T: Sql + ?Sized> ChangeReads for T {
         Ok(())
     }
 
-    fn run_cluster(&self, run: i64) -> Result<Option<i64>, StoreError> {
+    fn run_cluster(&self, run: RunId) -> Result<Option<ClusterId>, StoreError> {
         let cluster = first_row(
             self,
             "runs",
             "SELECT cluster_id FROM runs WHERE id = $1",
-            &[Cell::Int(run)],
+            &[Cell::Int(run.0)],
             |c| c.opt_int("cluster_id"),
         )?;
-        Ok(cluster.flatten())
+        Ok(cluster.flatten().map(ClusterId))
     }
 }
 
@@ -261,10 +261,10 @@ impl<T: Sql + ?Sized> ClassWrites for T {
     /// their classes written, so that no write lands on a table a read is
     /// still stepping through. Memory holds one key's history and at most
     /// a pass's classes.
-    fn classify_pending(&self, cluster: Option<i64>) -> Result<ClassifyStats, StoreError> {
+    fn classify_pending(&self, cluster: Option<ClusterId>) -> Result<ClassifyStats, StoreError> {
         let paths = path_names(self)?;
         let mut stats = ClassifyStats::default();
-        let cluster = cluster.map_or(Cell::Null, Cell::Int);
+        let cluster = cluster.map_or(Cell::Null, Cell::from);
         self.atomically(&mut || {
             if self.dialect().snapshot_reads {
                 let pending = "r.key_id IN (SELECT u.key_id FROM revisions u WHERE u.change_class IS NULL \
@@ -404,7 +404,7 @@ mod tests {
 
     /// A database holding one finding and two classified revisions of a
     /// ConfigMap.
-    fn database(dir: &tempfile::TempDir) -> (Store, PathBuf, i64) {
+    fn database(dir: &tempfile::TempDir) -> (Store, PathBuf, crate::store::ClusterId) {
         let path = dir.path().join("db.sqlite");
         let store = Store::open_for_writing(&path).unwrap();
         let (cluster, run, fields) = crate::store::sqlite::test_run(&store);

@@ -6,6 +6,7 @@ use super::reader::{ClockReads, ClusterReads};
 use super::sql::{one_row, Cursor, Sql};
 use super::tables::Cell;
 use super::StoreError;
+use crate::store::ClusterId;
 use jiff::{SignedDuration, Timestamp};
 
 /// Where a cluster's clock places a time ([`crate::store::HistoryReader::revision_by_clock`]).
@@ -130,7 +131,7 @@ pub trait ClockRecorder {
     /// it left out as contradicting the others (see [`CONTRADICTIONS`]).
     fn rebuild_clock(
         &self,
-        cluster: i64,
+        cluster: ClusterId,
         gather: &mut dyn FnMut(&mut AnchorSink<'_>) -> Result<(), crate::store::StoreError>,
     ) -> Result<u64, crate::store::StoreError>;
 }
@@ -178,7 +179,7 @@ fn add_anchors(db: &(impl Sql + ?Sized), anchors: &mut Vec<Anchor>) -> Result<()
 /// one answered 504 may have written after its answer).
 fn stored_anchors(
     db: &(impl Sql + ?Sized),
-    cluster: i64,
+    cluster: ClusterId,
     pending: &mut Vec<Anchor>,
 ) -> Result<(), StoreError> {
     db.each(
@@ -186,7 +187,7 @@ fn stored_anchors(
         "SELECT revision, at, 1 FROM clock_marks WHERE cluster_id = $1 \
          UNION ALL SELECT w.mod_revision, a.time, 0 FROM revision_writers w \
            JOIN audit_requests a ON a.id = w.request_id WHERE a.cluster_id = $1 AND a.code BETWEEN 200 AND 299",
-        &[Cell::Int(cluster)],
+        &[Cell::from(cluster)],
         &mut |row| {
             let mut c = Cursor::new(db, "clock_marks", row);
             let (revision, at, mark) = (c.int("revision")?, c.text("at")?, c.flag("mark")?);
@@ -209,7 +210,7 @@ fn stored_anchors(
 /// after it. Bounds that contradict the others are left out first.
 fn rebuild(
     db: &(impl Sql + ?Sized),
-    cluster: i64,
+    cluster: ClusterId,
     gather: &mut dyn FnMut(&mut AnchorSink<'_>) -> Result<(), StoreError>,
 ) -> Result<u64, StoreError> {
     let int = db.dialect().int;
@@ -239,14 +240,14 @@ fn rebuild(
     db.drop_temp("clock_regions");
     db.execute(
         "DELETE FROM clock_envelope WHERE cluster_id = $1",
-        &[Cell::Int(cluster)],
+        &[Cell::from(cluster)],
     )?;
     db.execute(
         "INSERT INTO clock_envelope (cluster_id, revision, earliest, latest) \
          SELECT CAST($1 AS bigint), revision, max(e) OVER (ORDER BY revision ROWS UNBOUNDED PRECEDING), \
            min(l) OVER (ORDER BY revision DESC ROWS UNBOUNDED PRECEDING) \
          FROM (SELECT revision, max(earliest) AS e, min(latest) AS l FROM anchors GROUP BY revision) g",
-        &[Cell::Int(cluster)],
+        &[Cell::from(cluster)],
     )?;
     db.drop_temp("anchors");
     Ok(left_out)
@@ -257,7 +258,7 @@ impl<T: Sql + ?Sized> ClockRecorder for T {
     /// findings in one), else in its own: all of the clock or none.
     fn rebuild_clock(
         &self,
-        cluster: i64,
+        cluster: ClusterId,
         gather: &mut dyn FnMut(&mut AnchorSink<'_>) -> Result<(), StoreError>,
     ) -> Result<u64, StoreError> {
         let mut left_out = 0;
@@ -272,7 +273,7 @@ impl<T: Sql + ?Sized> ClockRecorder for T {
 impl<T: Sql + ClusterReads + ?Sized> ClockReads for T {
     fn revision_by_clock(
         &self,
-        cluster: Option<i64>,
+        cluster: Option<ClusterId>,
         time: Timestamp,
         after: bool,
     ) -> Result<ByClock, StoreError> {
@@ -283,7 +284,7 @@ impl<T: Sql + ClusterReads + ?Sized> ClockReads for T {
                 _ => return Ok(ByClock::NoClock),
             },
         };
-        let params = [Cell::Int(cluster), Cell::Int(time.as_microsecond())];
+        let params = [Cell::from(cluster), Cell::Int(time.as_microsecond())];
         let sql = match after {
             // Every revision up to the last anchor written no later than
             // before `time` was written before it.
@@ -311,7 +312,7 @@ impl<T: Sql + ClusterReads + ?Sized> ClockReads for T {
 /// tells.
 pub(in crate::store) fn read_interval(
     db: &(impl Sql + ?Sized),
-    cluster: i64,
+    cluster: ClusterId,
     revision: i64,
 ) -> Result<Interval, StoreError> {
     let sql = format!("SELECT {}", interval_columns("$1", "$2"));
@@ -319,7 +320,7 @@ pub(in crate::store) fn read_interval(
         db,
         "clock_envelope",
         &sql,
-        &[Cell::Int(cluster), Cell::Int(revision)],
+        &[Cell::from(cluster), Cell::Int(revision)],
         |c| Ok(interval(c.opt_int("earliest")?, c.opt_int("latest")?)),
     )
 }

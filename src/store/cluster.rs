@@ -11,6 +11,24 @@ use super::sql::{first_row, one_row, Cursor, Sql};
 use super::tables::Cell;
 use super::StoreError;
 
+/// A cluster's row id in one database (etcd's own cluster id is
+/// [`Cluster::etcd_cluster_id`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(transparent)]
+pub struct ClusterId(pub i64);
+
+impl From<ClusterId> for Cell {
+    fn from(id: ClusterId) -> Cell {
+        Cell::Int(id.0)
+    }
+}
+
+impl std::fmt::Display for ClusterId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// A cluster name as `--cluster` gives it: 1 to 63 letters, digits, `-`,
 /// `_` and `.`, starting with a letter or digit (a Kubernetes object name
 /// fits), so it reads the same in a table, a file name and a URL fragment.
@@ -52,7 +70,7 @@ impl std::fmt::Display for ClusterName {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cluster {
     /// Its row id in the database.
-    pub row: i64,
+    pub row: ClusterId,
     /// etcd's cluster id, hex as `etcdctl endpoint status` shows it.
     pub etcd_cluster_id: String,
     pub name: Option<ClusterName>,
@@ -125,7 +143,7 @@ pub(super) const CLUSTER_COLUMNS: &str = "c.id, c.etcd_cluster_id, c.name";
 /// The cluster in the next cells of a row selecting [`CLUSTER_COLUMNS`].
 pub(super) fn cluster_at(c: &mut Cursor) -> Result<Cluster, StoreError> {
     Ok(Cluster {
-        row: c.int("clusters.id")?,
+        row: ClusterId(c.int("clusters.id")?),
         etcd_cluster_id: c.text("clusters.etcd_cluster_id")?,
         name: c.parsed("clusters.name", ClusterName::parse)?,
     })
@@ -154,7 +172,7 @@ impl<T: Sql + ?Sized> ClusterWrites for T {
         &self,
         etcd_cluster_id: &str,
         name: Option<&ClusterName>,
-    ) -> Result<(i64, Option<ClusterName>), StoreError> {
+    ) -> Result<(ClusterId, Option<ClusterName>), StoreError> {
         let id = Cell::Text(etcd_cluster_id.to_string());
         self.execute(
             "INSERT INTO clusters (etcd_cluster_id, first_seen) VALUES ($1, $2) ON CONFLICT (etcd_cluster_id) DO NOTHING",
@@ -167,7 +185,7 @@ impl<T: Sql + ?Sized> ClusterWrites for T {
             std::slice::from_ref(&id),
             cluster_at,
         )?;
-        self.lock_cluster(row, etcd_cluster_id)?;
+        self.lock_cluster(row.0, etcd_cluster_id)?;
         let Some(name) = name.filter(|n| had.as_ref() != Some(*n)) else {
             return Ok((row, None));
         };
@@ -190,7 +208,7 @@ impl<T: Sql + ?Sized> ClusterWrites for T {
         }
         self.execute(
             "UPDATE clusters SET name = $2 WHERE id = $1",
-            &[Cell::Int(row), Cell::Text(name.to_string())],
+            &[Cell::from(row), Cell::Text(name.to_string())],
         )?;
         Ok((row, had))
     }
@@ -202,7 +220,7 @@ mod tests {
 
     fn cluster(row: i64, id: &str, name: Option<&str>) -> Cluster {
         Cluster {
-            row,
+            row: ClusterId(row),
             etcd_cluster_id: id.into(),
             name: name.map(|n| ClusterName::parse(n).unwrap()),
         }
@@ -226,10 +244,10 @@ mod tests {
             // A name equal to another cluster's id: the name wins.
             cluster(3, "77", Some("5A1B")),
         ];
-        assert_eq!(find(&all, "prod-eu-1", "db").unwrap().row, 1);
-        assert_eq!(find(&all, "8E9E05C52164694D", "db").unwrap().row, 1);
-        assert_eq!(find(&all, "5a1b", "db").unwrap().row, 2);
-        assert_eq!(find(&all, "5A1B", "db").unwrap().row, 3);
+        assert_eq!(find(&all, "prod-eu-1", "db").unwrap().row, ClusterId(1));
+        assert_eq!(find(&all, "8E9E05C52164694D", "db").unwrap().row, ClusterId(1));
+        assert_eq!(find(&all, "5a1b", "db").unwrap().row, ClusterId(2));
+        assert_eq!(find(&all, "5A1B", "db").unwrap().row, ClusterId(3));
         assert_eq!(all[1].label(), "5a1b");
         let e = find(&all, "prod-us-1", "db").unwrap_err().to_string();
         assert_eq!(

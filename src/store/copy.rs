@@ -283,7 +283,7 @@ impl<'a> Copy<'a> {
     /// source's name when the target gives it none), taking the target's
     /// write lock of it as a run does.
     fn cluster(&mut self, cluster: i64) -> Result<(), StoreError> {
-        let found = self.from.clusters()?.into_iter().find(|c| c.row == cluster);
+        let found = self.from.clusters()?.into_iter().find(|c| c.row.0 == cluster);
         let source = found.ok_or_else(|| StoreError::Damaged {
             path: self.from.location().to_path_buf(),
             what: format!("runs.cluster_id: no cluster {cluster}"),
@@ -298,7 +298,7 @@ impl<'a> Copy<'a> {
             self.to
                 .cluster(&source.etcd_cluster_id, Some::<&ClusterName>(name))?;
         }
-        self.clusters.insert(cluster, to);
+        self.clusters.insert(cluster, to.0);
         Ok(())
     }
 

@@ -1,5 +1,6 @@
 //! A finding: what a detector reports, with the evidence a user needs.
 
+use crate::store::ClusterId;
 use crate::unknown::{find, UnknownName};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
@@ -88,7 +89,7 @@ pub struct FindingQuery {
 /// How many findings one detector has in one cluster (its row id).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FindingCount {
-    pub cluster: i64,
+    pub cluster: ClusterId,
     pub detector: String,
     pub count: i64,
 }

@@ -15,6 +15,7 @@ use super::recorder::FindingWrites;
 use super::sql::{first_row, id_list, one_row, Cursor, Sql};
 use super::tables::Cell;
 use super::{ObjectFilter, Scope, StoreError};
+use crate::store::ClusterId;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// Findings read per query.
@@ -34,7 +35,7 @@ fn inserted() -> &'static [&'static str] {
 /// connection is free for the analysis's own reads between puts.
 struct Writer<'s, T: Sql + ?Sized> {
     db: &'s T,
-    cluster: i64,
+    cluster: ClusterId,
     /// Stored findings of the detectors not put again yet.
     replaced: Replaced,
     analyzed_at: jiff::Timestamp,
@@ -73,7 +74,7 @@ impl<T: Sql + ?Sized> FindingsWriter for Writer<'_, T> {
             None => {}
         }
         self.unsent.extend([
-            Cell::Int(self.cluster),
+            Cell::from(self.cluster),
             Cell::Text(f.detector.to_string()),
             Cell::Text(f.severity.as_str().to_string()),
             Cell::Text(columns.keys),
@@ -114,7 +115,7 @@ impl<T: Sql + ?Sized> Drop for Writer<'_, T> {
 impl<T: Sql + ?Sized> FindingWrites for T {
     fn findings_writer(
         &self,
-        cluster: i64,
+        cluster: ClusterId,
         detectors: &[&str],
     ) -> Result<Box<dyn FindingsWriter + '_>, StoreError> {
         self.begin_transaction()?;
@@ -127,13 +128,13 @@ impl<T: Sql + ?Sized> FindingWrites for T {
             open: true,
         };
         if let Some(lock) = self.dialect().findings_lock {
-            self.execute(lock, &[Cell::Int(cluster)])?;
+            self.execute(lock, &[Cell::from(cluster)])?;
         }
         self.each(
             "findings",
             "SELECT id, detector, keys, revisions, severity, summary, details FROM findings \
              WHERE cluster_id = $1 ORDER BY id",
-            &[Cell::Int(cluster)],
+            &[Cell::from(cluster)],
             &mut |row| {
                 let mut c = Cursor::new(self, "findings", row);
                 let id = c.int("id")?;
@@ -157,7 +158,7 @@ impl<T: Sql + ?Sized> FindingWrites for T {
 }
 
 /// A page's findings, each with its cluster's row id.
-type Found = Vec<(i64, StoredFinding)>;
+type Found = Vec<(ClusterId, StoredFinding)>;
 
 /// The pages of a [`FindingQuery`]: severity by severity, most severe
 /// first, each in id order. The keys and writers a page's findings name are
@@ -188,7 +189,7 @@ fn severities_from(min: Option<Severity>) -> String {
 
 /// One stored finding from the row [`Pages::fill`] selects, with its
 /// cluster's row id.
-fn stored_finding(c: &mut Cursor) -> Result<(i64, StoredFinding), StoreError> {
+fn stored_finding(c: &mut Cursor) -> Result<(ClusterId, StoredFinding), StoreError> {
     let id = c.int("id")?;
     let detector = c.text("detector")?;
     let severity = c.parsed("severity", Severity::parse)?;
@@ -242,7 +243,7 @@ impl<T: Sql + ?Sized> Pages<'_, T> {
     /// The clusters (row ids) and the JSON list of `keys`, the parameters
     /// of a query over keys [`key_rows`] spells.
     fn key_params(found: &Found, keys: impl Fn(&StoredFinding) -> &[String]) -> [Cell; 2] {
-        let clusters: Vec<i64> = found.iter().map(|(cluster, _)| *cluster).collect();
+        let clusters: Vec<i64> = found.iter().map(|(cluster, _)| cluster.0).collect();
         let keys: Vec<&String> = found.iter().flat_map(|(_, f)| keys(f)).collect();
         [
             id_list(&clusters),
@@ -253,7 +254,7 @@ impl<T: Sql + ?Sized> Pages<'_, T> {
     /// Keeps the findings of which a key is one the query's object filter
     /// keeps, by the namespace and resource it was stored with.
     fn keep_filtered(&self, found: &mut Found) -> Result<(), StoreError> {
-        let mut names: HashMap<(i64, String), (Option<String>, Option<String>)> = HashMap::new();
+        let mut names: HashMap<(ClusterId, String), (Option<String>, Option<String>)> = HashMap::new();
         self.db.each(
             "keys",
             &format!(
@@ -263,7 +264,7 @@ impl<T: Sql + ?Sized> Pages<'_, T> {
             &Self::key_params(found, |f| &f.keys),
             &mut |row| {
                 let mut c = Cursor::new(self.db, "keys", row);
-                let at = (c.int("cluster_id")?, c.lossy("key")?);
+                let at = (ClusterId(c.int("cluster_id")?), c.lossy("key")?);
                 names.insert(at, (c.opt_text("namespace")?, c.opt_text("resource")?));
                 Ok(())
             },
@@ -283,7 +284,7 @@ impl<T: Sql + ?Sized> Pages<'_, T> {
     fn attach_writers(&self, found: &mut Found) -> Result<(), StoreError> {
         let revisions: Vec<i64> = found.iter().flat_map(|(_, f)| f.revisions.clone()).collect();
         let [clusters, keys] = Self::key_params(found, |f| f.keys.get(..1).unwrap_or_default());
-        let mut writers: HashMap<(i64, String, i64), WrittenBy> = HashMap::new();
+        let mut writers: HashMap<(ClusterId, String, i64), WrittenBy> = HashMap::new();
         let items = self.db.dialect().json_items;
         self.db.each(
             "revision_writers",
@@ -302,7 +303,7 @@ impl<T: Sql + ?Sized> Pages<'_, T> {
             &mut |row| {
                 let mut c = Cursor::new(self.db, "revision_writers", row);
                 let at = (
-                    c.int("keys.cluster_id")?,
+                    ClusterId(c.int("keys.cluster_id")?),
                     c.lossy("keys.key")?,
                     c.int("mod_revision")?,
                 );
@@ -370,7 +371,7 @@ impl<T: Sql + ?Sized> PageSource for Pages<'_, T> {
                     Cell::Int(self.after),
                     self.query.detector.clone().map_or(Cell::Null, Cell::Text),
                     Cell::Int(PAGE),
-                    self.query.objects.cluster.map_or(Cell::Null, Cell::Int),
+                    self.query.objects.cluster.map_or(Cell::Null, Cell::from),
                 ],
                 &mut |row| {
                     found.push(stored_finding(&mut Cursor::new(self.db, "findings", row))?);
@@ -458,7 +459,7 @@ impl<T: Sql + ?Sized> FindingReads for T {
         self.each("findings", &sql, &params, &mut |row| {
             let mut c = Cursor::new(self, "findings", row);
             counts.push(FindingCount {
-                cluster: c.int("cluster_id")?,
+                cluster: ClusterId(c.int("cluster_id")?),
                 detector: c.text("detector")?,
                 count: c.int("count")?,
             });
@@ -477,7 +478,7 @@ mod tests {
 
     /// A database with two ConfigMaps, in namespaces `a` and `b`; the
     /// cluster's row id.
-    fn database(dir: &tempfile::TempDir) -> (Store, i64) {
+    fn database(dir: &tempfile::TempDir) -> (Store, ClusterId) {
         let store = Store::open_for_writing(&dir.path().join("db.sqlite")).unwrap();
         let (cluster, run, fields) = crate::store::sqlite::test_run(&store);
         let mut w = crate::lifecycle::RevisionWriter::unfiltered(&store, cluster, run, fields).unwrap();
@@ -507,7 +508,7 @@ mod tests {
         }
     }
 
-    fn replace(store: &Store, cluster: i64, findings: &[Finding]) {
+    fn replace(store: &Store, cluster: ClusterId, findings: &[Finding]) {
         let mut w = store.findings_writer(cluster, &["one", "two"]).unwrap();
         for f in findings {
             w.put(f).unwrap();
@@ -658,7 +659,7 @@ mod tests {
                     key_prefix,
                 },
             };
-            let mut expected: std::collections::BTreeMap<(i64, String), i64> = Default::default();
+            let mut expected: std::collections::BTreeMap<(ClusterId, String), i64> = Default::default();
             let query = FindingQuery {
                 objects: scope.objects.clone(),
                 detector: None,
@@ -671,7 +672,7 @@ mod tests {
                     *expected.entry((row, f.detector)).or_default() += 1;
                 }
             }
-            let counted: std::collections::BTreeMap<(i64, String), i64> = store
+            let counted: std::collections::BTreeMap<(ClusterId, String), i64> = store
                 .finding_counts(&scope, severity)
                 .unwrap()
                 .into_iter()

@@ -6,6 +6,7 @@ use super::sql::{first_row, Cursor, Sql};
 use super::tables::Cell;
 use super::StoreError;
 use crate::canon::path::FieldPath;
+use crate::store::ClusterId;
 use serde::Serialize;
 
 /// One stored revision of a key, as `history` shows it.
@@ -180,8 +181,8 @@ const HISTORY_COLUMNS: &str =
 impl<T: Sql + ClusterReads + ?Sized> HistoryReads for T {
     /// Each revision with the clock's bounds of when it was written, read
     /// with the row rather than by two queries a row.
-    fn history(&self, key: &[u8], cluster: Option<i64>) -> Result<Vec<HistoryRow>, StoreError> {
-        let labels: std::collections::HashMap<i64, String> = self
+    fn history(&self, key: &[u8], cluster: Option<ClusterId>) -> Result<Vec<HistoryRow>, StoreError> {
+        let labels: std::collections::HashMap<ClusterId, String> = self
             .clusters()?
             .into_iter()
             .map(|c| (c.row, c.label().to_string()))
@@ -200,14 +201,14 @@ impl<T: Sql + ClusterReads + ?Sized> HistoryReads for T {
              WHERE k.key = $1 AND (CAST($2 AS bigint) IS NULL OR c.id = $2) ORDER BY c.id, r.mod_revision"
         );
         let mut out = Vec::new();
-        let cluster = cluster.map_or(Cell::Null, Cell::Int);
+        let cluster = cluster.map_or(Cell::Null, Cell::from);
         self.each(
             "revisions",
             &sql,
             &[Cell::Bytes(key.to_vec()), cluster],
             &mut |row| {
                 let mut c = Cursor::new(self, "revisions", row);
-                let cluster_row = c.int("cluster_id")?;
+                let cluster_row = ClusterId(c.int("cluster_id")?);
                 let hex = |b: Option<Vec<u8>>| b.map(|b| crate::hex::hex(&b));
                 let mut row = HistoryRow {
                     written_at: None,

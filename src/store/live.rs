@@ -9,6 +9,7 @@ use super::reader::LiveReads;
 use super::sql::{first_row, Cursor, Sql};
 use super::tables::Cell;
 use super::{RunId, StoreError};
+use crate::store::ClusterId;
 use std::collections::{BTreeMap, VecDeque};
 
 /// One live object at a revision.
@@ -41,7 +42,7 @@ const PAGE: i64 = 256;
 /// The live objects of a cluster at a revision, a page of keys at a time.
 struct LivePages<'s, T: ?Sized> {
     db: &'s T,
-    cluster: i64,
+    cluster: ClusterId,
     revision: i64,
     paths: PathNames,
     /// The key the next page starts after (empty: from the first).
@@ -74,7 +75,7 @@ impl<T: Sql + ?Sized> PageSource for LivePages<'_, T> {
         );
         while page.is_empty() && !self.done {
             let params = [
-                Cell::Int(self.cluster),
+                Cell::from(self.cluster),
                 Cell::Bytes(std::mem::take(&mut self.after)),
                 Cell::Int(PAGE),
                 Cell::Int(self.revision),
@@ -122,18 +123,22 @@ impl<T: Sql + ?Sized> PageSource for LivePages<'_, T> {
 }
 
 impl<T: Sql + ?Sized> LiveReads for T {
-    fn run_head(&self, run: RunId) -> Result<Option<(i64, i64)>, StoreError> {
+    fn run_head(&self, run: RunId) -> Result<Option<(ClusterId, i64)>, StoreError> {
         let head = first_row(
             self,
             "runs",
             "SELECT cluster_id, head_revision FROM runs WHERE id = $1",
             &[Cell::Int(run.0)],
-            |c| Ok(c.opt_int("cluster_id")?.zip(c.opt_int("head_revision")?)),
+            |c| {
+                Ok(c.opt_int("cluster_id")?
+                    .map(ClusterId)
+                    .zip(c.opt_int("head_revision")?))
+            },
         )?;
         Ok(head.flatten())
     }
 
-    fn live_objects(&self, cluster: i64, revision: i64) -> LiveIter<'_> {
+    fn live_objects(&self, cluster: ClusterId, revision: i64) -> LiveIter<'_> {
         let paths = match path_names(self) {
             Ok(paths) => paths,
             Err(e) => return Box::new(std::iter::once(Err(e))),

@@ -73,6 +73,7 @@ mod values;
 pub mod vanished;
 
 pub use classify::ClassifyStats;
+pub use cluster::ClusterId;
 pub use finding::{FindingIter, FindingQuery, FindingsWriter, StoredFinding};
 pub use history::{FieldChange, HistoryRow, NamedKey};
 pub use live::{LiveIter, LiveObject};

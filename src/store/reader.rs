@@ -16,6 +16,7 @@ use crate::store::cluster::Cluster;
 use crate::store::finding::{FindingCount, Severity};
 use crate::store::object::ObjectRevision;
 use crate::store::values::Contents;
+use crate::store::ClusterId;
 use crate::store::{
     FindingIter, FindingQuery, Gap, HistoryRow, LiveIter, NamedKey, ResourceUsage, RunId, RunInfo, RunTime,
     Scope, StoreError, Usage,
@@ -42,28 +43,34 @@ pub trait RunReads {
     fn runs(&self) -> Result<Vec<RunInfo>, StoreError>;
 
     /// When each run of `cluster` started and finished, and its head.
-    fn run_times(&self, cluster: i64) -> Result<Vec<RunTime>, StoreError>;
+    fn run_times(&self, cluster: ClusterId) -> Result<Vec<RunTime>, StoreError>;
 
     /// The restores of etcd runs of `cluster` found, by run, oldest first.
-    fn restores(&self, cluster: i64) -> Result<Vec<(super::RunId, super::restore::Restore)>, StoreError>;
+    fn restores(
+        &self,
+        cluster: ClusterId,
+    ) -> Result<Vec<(super::RunId, super::restore::Restore)>, StoreError>;
 
     /// The encryption policy the newest run with an encryption config
     /// recorded, and that run's head revision.
-    fn encryption_policy(&self, cluster: i64) -> Result<Option<(Policy, i64)>, StoreError>;
+    fn encryption_policy(&self, cluster: ClusterId) -> Result<Option<(Policy, i64)>, StoreError>;
 }
 
 /// A cluster's stored history key by key, the gaps in it, and the cluster a run read.
 pub trait ChangeReads {
     /// The revision ranges of `cluster` lost to compaction between runs.
-    fn gaps(&self, cluster: i64) -> Result<Vec<Gap>, StoreError>;
+    fn gaps(&self, cluster: ClusterId) -> Result<Vec<Gap>, StoreError>;
 
     /// Calls `visit` with every key's revisions of `cluster`, key by key,
     /// oldest first, with their classes, field hashes and object facts.
-    fn key_histories(&self, cluster: i64, visit: &mut dyn FnMut(&[ObjectRevision]))
-        -> Result<(), StoreError>;
+    fn key_histories(
+        &self,
+        cluster: ClusterId,
+        visit: &mut dyn FnMut(&[ObjectRevision]),
+    ) -> Result<(), StoreError>;
 
     /// The cluster a run read.
-    fn run_cluster(&self, run: i64) -> Result<Option<i64>, StoreError>;
+    fn run_cluster(&self, run: RunId) -> Result<Option<ClusterId>, StoreError>;
 }
 
 /// Revisions two keys hold.
@@ -73,7 +80,7 @@ pub trait SharedRevisionReads {
     /// there are in all.
     fn shared_revisions(
         &self,
-        cluster: i64,
+        cluster: ClusterId,
         limit: usize,
     ) -> Result<super::shared_revision::SharedRevisions, StoreError>;
 }
@@ -85,7 +92,7 @@ pub trait UnauditedReads {
     /// [`super::unaudited`]), oldest first.
     fn unaudited_creates(
         &self,
-        cluster: i64,
+        cluster: ClusterId,
         visit: &mut dyn FnMut(super::unaudited::UnauditedCreate),
     ) -> Result<(), StoreError>;
 }
@@ -94,7 +101,7 @@ pub trait UnauditedReads {
 pub trait HistoryReads {
     /// Every stored revision of one key, oldest first, of `cluster` or, when
     /// `None`, of every cluster (one after the other).
-    fn history(&self, key: &[u8], cluster: Option<i64>) -> Result<Vec<HistoryRow>, StoreError>;
+    fn history(&self, key: &[u8], cluster: Option<ClusterId>) -> Result<Vec<HistoryRow>, StoreError>;
 
     /// Fills each row's `diff`: its changed paths with the previous
     /// revision's and its own values (sensitive ones redacted).
@@ -115,17 +122,22 @@ pub trait HistoryReads {
 pub trait ContentReads {
     /// Every key of `group`/`resource` in `cluster` with its revisions'
     /// contents, oldest first.
-    fn contents_of(&self, cluster: i64, group: &str, resource: &str) -> Result<Vec<Contents>, StoreError>;
+    fn contents_of(
+        &self,
+        cluster: ClusterId,
+        group: &str,
+        resource: &str,
+    ) -> Result<Vec<Contents>, StoreError>;
 }
 
 /// The objects live at a revision.
 pub trait LiveReads {
     /// The cluster and head revision of a run.
-    fn run_head(&self, run: RunId) -> Result<Option<(i64, i64)>, StoreError>;
+    fn run_head(&self, run: RunId) -> Result<Option<(ClusterId, i64)>, StoreError>;
 
     /// The objects live in `cluster` at `revision`, in key order, as they
     /// are read.
-    fn live_objects(&self, cluster: i64, revision: i64) -> LiveIter<'_>;
+    fn live_objects(&self, cluster: ClusterId, revision: i64) -> LiveIter<'_>;
 }
 
 /// Counts of writes, and the revision a time names.
@@ -134,7 +146,7 @@ pub trait StatsReads {
     /// given) started by `time`.
     fn revision_at_time(
         &self,
-        cluster: Option<i64>,
+        cluster: Option<ClusterId>,
         time: jiff::Timestamp,
     ) -> Result<Option<i64>, StoreError>;
 
@@ -156,7 +168,7 @@ pub trait ClockReads {
     /// written by then.
     fn revision_by_clock(
         &self,
-        cluster: Option<i64>,
+        cluster: Option<ClusterId>,
         time: jiff::Timestamp,
         after: bool,
     ) -> Result<super::clock::ByClock, StoreError>;
@@ -196,7 +208,7 @@ pub trait AuditReads {
     /// `cluster`, object by object, in the order they were answered.
     fn audited_requests(
         &self,
-        cluster: i64,
+        cluster: ClusterId,
         visit: &mut dyn FnMut(&AuditedObject, &[AuditedRequest]),
     ) -> Result<(), StoreError>;
 }

@@ -19,6 +19,7 @@ use crate::decrypt::policy::Policy;
 use crate::source::db_file::Damage;
 use crate::source::wal::Recovered;
 use crate::source::LiveKey;
+use crate::store::ClusterId;
 
 /// Something a run learns about itself as it goes, recorded with it.
 #[derive(Clone, Copy, Debug)]
@@ -39,7 +40,7 @@ pub enum RunFact<'a> {
     /// to, etcd's compaction point and where its history starts (kept if
     /// set before).
     Target {
-        cluster: i64,
+        cluster: ClusterId,
         head: i64,
         compact: i64,
         history_from: i64,
@@ -57,7 +58,7 @@ pub enum RunFact<'a> {
     /// there too): how far a `follow` run got.
     CompleteThrough(i64),
     /// Revisions of `cluster` the run found lost to compaction.
-    Gap { cluster: i64, gap: Gap },
+    Gap { cluster: ClusterId, gap: Gap },
     /// etcd was restored or rewound since the run the run would continue.
     Restored(&'a super::restore::Restore),
     /// An etcd member started serving the run (a reconnection to the one
@@ -101,7 +102,7 @@ pub trait RunWrites {
     /// recorded `everything`).
     fn previous_head(
         &self,
-        cluster: i64,
+        cluster: ClusterId,
         prefix: &str,
         filter: &str,
         everything: &str,
@@ -109,7 +110,7 @@ pub trait RunWrites {
 
     /// Keys under `prefix` whose newest stored revision at or before `head`
     /// is not a tombstone.
-    fn live_keys(&self, cluster: i64, prefix: &[u8], head: i64) -> Result<i64, StoreError>;
+    fn live_keys(&self, cluster: ClusterId, prefix: &[u8], head: i64) -> Result<i64, StoreError>;
 }
 
 /// A run's stored history checked against its source, a page of keys
@@ -121,7 +122,7 @@ pub trait HistoryChecks {
     /// must number its `version`, the newest being its `mod_revision`.
     fn history_shortfall(
         &self,
-        cluster: i64,
+        cluster: ClusterId,
         covered_from: i64,
         live: &[LiveKey],
         recorded: &dyn Fn(&[u8]) -> bool,
@@ -138,7 +139,7 @@ pub trait ClusterWrites {
         &self,
         etcd_cluster_id: &str,
         name: Option<&ClusterName>,
-    ) -> Result<(i64, Option<ClusterName>), StoreError>;
+    ) -> Result<(ClusterId, Option<ClusterName>), StoreError>;
 }
 
 /// How hashes are taken.
@@ -162,7 +163,7 @@ pub trait VanishedWrites {
     /// them; keys with no revision at or before `head` are left out.
     fn stored_keys(
         &self,
-        cluster: i64,
+        cluster: ClusterId,
         prefix: &[u8],
         head: i64,
         after: Option<&[u8]>,
@@ -171,12 +172,12 @@ pub trait VanishedWrites {
 
     /// The heads of `cluster`'s complete runs other than `run`, and the
     /// prefixes they read, oldest head first.
-    fn run_heads(&self, cluster: i64, run: RunId) -> Result<Vec<RunHead>, StoreError>;
+    fn run_heads(&self, cluster: ClusterId, run: RunId) -> Result<Vec<RunHead>, StoreError>;
 
     /// Stores `run`'s tombstones of `deletes`, in one transaction.
     fn store_inferred_deletes(
         &self,
-        cluster: i64,
+        cluster: ClusterId,
         run: RunId,
         deletes: &[InferredDelete],
     ) -> Result<(), StoreError>;
@@ -186,7 +187,7 @@ pub trait VanishedWrites {
 pub trait ClassWrites {
     /// Gives every revision of `cluster` (or of every cluster) without a
     /// change class its class, cause and changed paths.
-    fn classify_pending(&self, cluster: Option<i64>) -> Result<ClassifyStats, StoreError>;
+    fn classify_pending(&self, cluster: Option<ClusterId>) -> Result<ClassifyStats, StoreError>;
 }
 
 /// Replacing findings.
@@ -194,7 +195,7 @@ pub trait FindingWrites {
     /// A writer replacing `detectors`' findings of `cluster`.
     fn findings_writer(
         &self,
-        cluster: i64,
+        cluster: ClusterId,
         detectors: &[&str],
     ) -> Result<Box<dyn FindingsWriter + '_>, StoreError>;
 }

@@ -10,6 +10,7 @@ use crate::decode::key::ParsedKey;
 use crate::ingest::base::Base;
 use crate::ingest::revision::Described;
 use crate::source::Record;
+use crate::store::ClusterId;
 use std::path::Path;
 
 /// A semantic content, stored once per hash.
@@ -32,7 +33,7 @@ pub struct ContentRow<'a> {
 pub struct RevisionRow<'a> {
     pub key_id: i64,
     /// The key's cluster.
-    pub cluster: i64,
+    pub cluster: ClusterId,
     /// Its counters (the value is not kept).
     pub record: &'a Record,
     /// The generation it belongs to (a file's tombstone learns it from the
@@ -65,7 +66,12 @@ pub trait RevisionRows {
 
     /// The key's row id in `cluster`, inserted with what its name tells
     /// when new.
-    fn key_id(&mut self, cluster: i64, key: &[u8], names: Option<&ParsedKey>) -> Result<i64, StoreError>;
+    fn key_id(
+        &mut self,
+        cluster: ClusterId,
+        key: &[u8],
+        names: Option<&ParsedKey>,
+    ) -> Result<i64, StoreError>;
     /// The field path's row id, inserted when new.
     fn path_id(&mut self, path: &FieldPath) -> Result<i64, StoreError>;
     /// Which of `revisions` (key id, mod_revision) are stored: asked for a
@@ -88,5 +94,5 @@ pub trait RevisionRows {
     fn insert_revision(&mut self, revision: &RevisionRow<'_>) -> Result<(), StoreError>;
     /// Keeps a time the cluster wrote at `revision` of `cluster` (a Lease
     /// renewal) as a mark of its clock; once however often it is read.
-    fn insert_clock_mark(&mut self, cluster: i64, revision: i64, at: &str) -> Result<(), StoreError>;
+    fn insert_clock_mark(&mut self, cluster: ClusterId, revision: i64, at: &str) -> Result<(), StoreError>;
 }

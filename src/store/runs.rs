@@ -9,6 +9,7 @@ use super::sql::{first_row, one_row, Cursor, Sql};
 use super::tables::Cell;
 use super::{FileInfo, Gap, Previous, RunId, RunInfo, RunKind, RunStatus, RunTime, ServedBy, StoreError};
 use crate::decrypt::policy::Policy;
+use crate::store::ClusterId;
 use jiff::Timestamp;
 
 /// What [`RunReads::runs`] selects, before the cluster's columns.
@@ -159,13 +160,13 @@ impl<T: Sql + ?Sized> RunReads for T {
         Ok(runs)
     }
 
-    fn run_times(&self, cluster: i64) -> Result<Vec<RunTime>, StoreError> {
+    fn run_times(&self, cluster: ClusterId) -> Result<Vec<RunTime>, StoreError> {
         let mut out = Vec::new();
         self.each(
             "runs",
             "SELECT head_revision, started_at, finished_at, kind \
              FROM runs WHERE cluster_id = $1 AND status = 'complete' AND head_revision IS NOT NULL ORDER BY id",
-            &[Cell::Int(cluster)],
+            &[Cell::from(cluster)],
             &mut |row| {
                 let mut c = Cursor::new(self, "runs", row);
                 out.push(RunTime {
@@ -180,12 +181,12 @@ impl<T: Sql + ?Sized> RunReads for T {
         Ok(out)
     }
 
-    fn restores(&self, cluster: i64) -> Result<Vec<(RunId, Restore)>, StoreError> {
+    fn restores(&self, cluster: ClusterId) -> Result<Vec<(RunId, Restore)>, StoreError> {
         let mut restores = Vec::new();
         self.each(
             "runs",
             "SELECT id, restored FROM runs WHERE cluster_id = $1 AND restored IS NOT NULL ORDER BY id",
-            &[Cell::Int(cluster)],
+            &[Cell::from(cluster)],
             &mut |row| {
                 let mut c = Cursor::new(self, "runs", row);
                 let id = RunId(c.int("id")?);
@@ -198,14 +199,14 @@ impl<T: Sql + ?Sized> RunReads for T {
         Ok(restores)
     }
 
-    fn encryption_policy(&self, cluster: i64) -> Result<Option<(Policy, i64)>, StoreError> {
+    fn encryption_policy(&self, cluster: ClusterId) -> Result<Option<(Policy, i64)>, StoreError> {
         let policy = first_row(
             self,
             "runs",
             "SELECT encryption_policy, head_revision FROM runs \
              WHERE cluster_id = $1 AND status = 'complete' AND encryption_policy IS NOT NULL \
              AND head_revision IS NOT NULL ORDER BY id DESC LIMIT 1",
-            &[Cell::Int(cluster)],
+            &[Cell::from(cluster)],
             |c| Ok(run_json(c, "encryption_policy")?.zip(Some(c.int("head_revision")?))),
         )?;
         Ok(policy.flatten())
@@ -239,7 +240,7 @@ fn fact_statement(fact: RunFact<'_>) -> (&'static str, Vec<Cell>) {
         } => (
             "UPDATE runs SET cluster_id = $2, head_revision = $3, compact_revision = $4, \
              history_from = coalesce(history_from, $5) WHERE id = $1",
-            [cluster, head, compact, history_from].map(Cell::Int).to_vec(),
+            vec![Cell::from(cluster), Cell::Int(head), Cell::Int(compact), Cell::Int(history_from)],
         ),
         RunFact::File {
             size,
@@ -263,7 +264,7 @@ fn fact_statement(fact: RunFact<'_>) -> (&'static str, Vec<Cell>) {
         ),
         RunFact::Gap { cluster, gap } => (
             "INSERT INTO history_gaps (run_id, cluster_id, from_revision, to_revision) VALUES ($1, $2, $3, $4)",
-            [cluster, gap.from_revision, gap.to_revision].map(Cell::Int).to_vec(),
+            vec![Cell::from(cluster), Cell::Int(gap.from_revision), Cell::Int(gap.to_revision)],
         ),
         // Connecting again to the member that serves is no move.
         RunFact::Served(by) => (
@@ -352,7 +353,7 @@ impl<T: Sql + HashKeyLoad + ?Sized> RunWrites for T {
 
     fn previous_head(
         &self,
-        cluster: i64,
+        cluster: ClusterId,
         prefix: &str,
         filter: &str,
         everything: &str,
@@ -364,7 +365,7 @@ impl<T: Sql + HashKeyLoad + ?Sized> RunWrites for T {
              WHERE cluster_id = $1 AND prefix = $2 AND coalesce(resource_filter, $4) = $3 \
              AND complete_through IS NOT NULL ORDER BY complete_through DESC LIMIT 1",
             &[
-                Cell::Int(cluster),
+                Cell::from(cluster),
                 Cell::Text(prefix.to_string()),
                 Cell::Text(filter.to_string()),
                 Cell::Text(everything.to_string()),
@@ -380,7 +381,7 @@ impl<T: Sql + HashKeyLoad + ?Sized> RunWrites for T {
         )
     }
 
-    fn live_keys(&self, cluster: i64, prefix: &[u8], head: i64) -> Result<i64, StoreError> {
+    fn live_keys(&self, cluster: ClusterId, prefix: &[u8], head: i64) -> Result<i64, StoreError> {
         let mut end = prefix.to_vec();
         end.push(0xff);
         one_row(
@@ -390,7 +391,7 @@ impl<T: Sql + HashKeyLoad + ?Sized> RunWrites for T {
              (SELECT CASE WHEN r.deleted THEN 1 ELSE 0 END FROM revisions r \
               WHERE r.key_id = k.id AND r.mod_revision <= $4 ORDER BY r.mod_revision DESC LIMIT 1) = 0",
             &[
-                Cell::Int(cluster),
+                Cell::from(cluster),
                 Cell::Bytes(prefix.to_vec()),
                 Cell::Bytes(end),
                 Cell::Int(head),

@@ -1,5 +1,7 @@
 //! Which objects and revisions a reading command looks at.
 
+use super::ClusterId;
+
 /// Which objects a command looks at (`--cluster`, `--namespace`,
 /// `--resource`, `--key-prefix`, `--object`): the one object filter
 /// `report`, `diff`, `findings`, `stats` and the aggregates share.
@@ -10,7 +12,7 @@ pub struct ObjectFilter {
     /// Only objects of this cluster (its row id); `None`: every cluster.
     /// The backend applies it where it reads keys; [`ObjectFilter::matches`]
     /// is about one cluster's keys.
-    pub cluster: Option<i64>,
+    pub cluster: Option<ClusterId>,
     pub namespace: Option<String>,
     pub resource: Option<String>,
     pub key_prefix: Option<String>,

@@ -8,6 +8,7 @@ use super::reader::SharedRevisionReads;
 use super::sql::{one_row, Cursor, Sql};
 use super::tables::Cell;
 use super::StoreError;
+use crate::store::ClusterId;
 
 /// One stored key's row at a shared revision.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,8 +59,8 @@ const SHARED: &str = "SELECT r.mod_revision FROM revisions r \
      HAVING count(*) > 1 AND min(CASE WHEN r.deleted THEN 1 ELSE 0 END) = 0";
 
 impl<T: Sql + ?Sized> SharedRevisionReads for T {
-    fn shared_revisions(&self, cluster: i64, limit: usize) -> Result<SharedRevisions, StoreError> {
-        let cluster = Cell::Int(cluster);
+    fn shared_revisions(&self, cluster: ClusterId, limit: usize) -> Result<SharedRevisions, StoreError> {
+        let cluster = Cell::from(cluster);
         let total = one_row(
             self,
             "revisions",

@@ -108,7 +108,7 @@ pub fn scope_cells(scope: &Scope) -> [Cell; 7] {
         text(&o.namespace),
         text(&o.resource),
         text(&o.key_prefix),
-        int(o.cluster),
+        o.cluster.map_or(Cell::Null, Cell::from),
         text(&o.key),
     ]
 }

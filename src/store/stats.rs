@@ -5,13 +5,18 @@ use super::reader::StatsReads;
 use super::sql::{one_row, scope_cells, Sql};
 use super::tables::Cell;
 use super::{Scope, StoreError};
+use crate::store::ClusterId;
 use jiff::Timestamp;
 
 impl<T: Sql + ?Sized> StatsReads for T {
-    fn revision_at_time(&self, cluster: Option<i64>, time: Timestamp) -> Result<Option<i64>, StoreError> {
+    fn revision_at_time(
+        &self,
+        cluster: Option<ClusterId>,
+        time: Timestamp,
+    ) -> Result<Option<i64>, StoreError> {
         let sql = "SELECT max(head_revision) FROM runs WHERE started_at <= $1 \
              AND status = 'complete' AND (CAST($2 AS bigint) IS NULL OR cluster_id = CAST($2 AS bigint))";
-        let cluster = cluster.map_or(Cell::Null, Cell::Int);
+        let cluster = cluster.map_or(Cell::Null, Cell::from);
         one_row(self, "runs", sql, &[Cell::from(time), cluster], |c| {
             c.opt_int("head_revision")
         })

@@ -34,6 +34,7 @@ use super::reader::UnauditedReads;
 use super::sql::{Cursor, Sql};
 use super::tables::Cell;
 use super::StoreError;
+use crate::store::ClusterId;
 
 /// A create the audit logs do not explain, in a span a log covered.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -124,14 +125,14 @@ impl<'v> Once<'v> {
 impl<T: Sql + ?Sized> UnauditedReads for T {
     fn unaudited_creates(
         &self,
-        cluster: i64,
+        cluster: ClusterId,
         visit: &mut dyn FnMut(UnauditedCreate),
     ) -> Result<(), StoreError> {
         let mut once = Once::new(visit);
         self.each(
             "revisions",
             UNAUDITED_CREATES,
-            &[Cell::Int(cluster)],
+            &[Cell::from(cluster)],
             &mut |row| {
                 let mut c = Cursor::new(self, "revisions", row);
                 once.push(UnauditedCreate {

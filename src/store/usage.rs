@@ -11,7 +11,7 @@
 use super::reader::{ClusterReads, UsageReads};
 use super::sql::{scope_cells, Sql, Typed};
 use super::tables::Cell;
-use super::{Scope, StoreError};
+use super::{ClusterId, Scope, StoreError};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
@@ -218,7 +218,7 @@ impl<T: Sql + ClusterReads + ?Sized> UsageReads for T {
 /// clusters they are of.
 struct Scoped<'a, D: Sql + ?Sized> {
     db: &'a D,
-    labels: HashMap<i64, String>,
+    labels: HashMap<ClusterId, String>,
 }
 
 impl<'a, D: Sql + ClusterReads + ?Sized> Scoped<'a, D> {
@@ -254,7 +254,7 @@ impl<D: Sql + ?Sized> Scoped<'_, D> {
 
     /// The label of the cluster whose row id is `cell`.
     fn label(&self, cell: &Cell) -> Result<String, StoreError> {
-        let row = self.typed().int(cell, "cluster")?;
+        let row = ClusterId(self.typed().int(cell, "cluster")?);
         Ok(self.labels.get(&row).cloned().unwrap_or_else(|| row.to_string()))
     }
 

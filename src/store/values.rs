@@ -6,6 +6,7 @@ use super::reader::{ContentReads, HistoryReads};
 use super::sql::{Cursor, Sql};
 use super::tables::Cell;
 use crate::canon::path::FieldPath;
+use crate::store::ClusterId;
 use crate::store::{AnalysisReads, StoreError};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -86,7 +87,12 @@ impl<'s> ValueReader<'s> {
 pub type Contents = Vec<(i64, Option<Value>)>;
 
 impl<T: Sql + HistoryReads + ?Sized> ContentReads for T {
-    fn contents_of(&self, cluster: i64, group: &str, resource: &str) -> Result<Vec<Contents>, StoreError> {
+    fn contents_of(
+        &self,
+        cluster: ClusterId,
+        group: &str,
+        resource: &str,
+    ) -> Result<Vec<Contents>, StoreError> {
         let mut out: Vec<Contents> = Vec::new();
         let mut last_key = None;
         self.each(
@@ -94,7 +100,7 @@ impl<T: Sql + HistoryReads + ?Sized> ContentReads for T {
             "SELECT r.key_id, r.mod_revision, r.semantic_sha256 FROM revisions r JOIN keys k ON k.id = r.key_id \
              WHERE k.cluster_id = $1 AND k.api_group = $2 AND k.resource = $3 ORDER BY r.key_id, r.mod_revision",
             &[
-                Cell::Int(cluster),
+                Cell::from(cluster),
                 Cell::Text(group.to_string()),
                 Cell::Text(resource.to_string()),
             ],

@@ -8,6 +8,7 @@ use super::recorder::VanishedWrites;
 use super::sql::{Cursor, Sql};
 use super::tables::Cell;
 use super::{RunId, StoreError};
+use crate::store::ClusterId;
 
 /// One stored revision's generation facts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,7 +53,7 @@ pub struct RunHead {
 impl<T: Sql + ?Sized> VanishedWrites for T {
     fn stored_keys(
         &self,
-        cluster: i64,
+        cluster: ClusterId,
         prefix: &[u8],
         head: i64,
         after: Option<&[u8]>,
@@ -61,7 +62,7 @@ impl<T: Sql + ?Sized> VanishedWrites for T {
         let mut end = prefix.to_vec();
         end.push(0xff);
         let params = [
-            Cell::Int(cluster),
+            Cell::from(cluster),
             Cell::Bytes(prefix.to_vec()),
             Cell::Bytes(end),
             Cell::Int(head),
@@ -116,13 +117,13 @@ impl<T: Sql + ?Sized> VanishedWrites for T {
         Ok(out)
     }
 
-    fn run_heads(&self, cluster: i64, run: RunId) -> Result<Vec<RunHead>, StoreError> {
+    fn run_heads(&self, cluster: ClusterId, run: RunId) -> Result<Vec<RunHead>, StoreError> {
         let mut out = Vec::new();
         self.each(
             "runs",
             "SELECT head_revision, prefix FROM runs WHERE cluster_id = $1 AND id != $2 \
              AND status = 'complete' AND head_revision IS NOT NULL ORDER BY head_revision",
-            &[Cell::Int(cluster), Cell::Int(run.0)],
+            &[Cell::from(cluster), Cell::Int(run.0)],
             &mut |row| {
                 let mut c = Cursor::new(self, "runs", row);
                 out.push(RunHead {
@@ -137,7 +138,7 @@ impl<T: Sql + ?Sized> VanishedWrites for T {
 
     fn store_inferred_deletes(
         &self,
-        cluster: i64,
+        cluster: ClusterId,
         run: RunId,
         deletes: &[InferredDelete],
     ) -> Result<(), StoreError> {
@@ -153,7 +154,7 @@ impl<T: Sql + ?Sized> VanishedWrites for T {
                     1,
                     0,
                     run.0,
-                    cluster,
+                    cluster.0,
                     d.after,
                 ]
                 .map(Cell::Int)

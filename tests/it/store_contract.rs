@@ -17,7 +17,7 @@ use etcd_inspector::store::cluster::ClusterName;
 use etcd_inspector::store::copy::{copy, CopyWhich};
 use etcd_inspector::store::finding::{Finding, FindingQuery, Severity};
 use etcd_inspector::store::tables::COLUMNS;
-use etcd_inspector::store::{Gap, RunFact, RunId, RunKind, RunStatus, Scope, Store, StoreError};
+use etcd_inspector::store::{ClusterId, Gap, RunFact, RunId, RunKind, RunStatus, Scope, Store, StoreError};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -49,7 +49,12 @@ fn on_each_backend(case: impl Fn(&Store)) {
 
 /// A run of the cluster `name` begun, reading from `history_from` to
 /// `head`, and its writer.
-fn begin<'s>(store: &'s Store, name: &str, history_from: i64, head: i64) -> (i64, RunId, RevisionWriter<'s>) {
+fn begin<'s>(
+    store: &'s Store,
+    name: &str,
+    history_from: i64,
+    head: i64,
+) -> (ClusterId, RunId, RevisionWriter<'s>) {
     store.load_hash_key(&Default::default()).unwrap();
     let run = store
         .begin_run(RunKind::Live, &format!("contract:{name}"), "/registry/", "")
@@ -98,7 +103,7 @@ fn tombstone(key: &str, mod_revision: i64) -> Record {
 }
 
 /// Every revision and object of one cluster.
-fn of_cluster(cluster: i64) -> Scope {
+fn of_cluster(cluster: ClusterId) -> Scope {
     Scope {
         objects: etcd_inspector::store::ObjectFilter {
             cluster: Some(cluster),
@@ -238,7 +243,7 @@ fn finding(detector: &'static str, severity: Severity, n: usize) -> Finding {
 }
 
 /// Each stored finding of the cluster: id, detector, severity and summary.
-fn stored(store: &Store, cluster: i64) -> Vec<(i64, String, Severity, String)> {
+fn stored(store: &Store, cluster: ClusterId) -> Vec<(i64, String, Severity, String)> {
     let query = FindingQuery {
         objects: of_cluster(cluster).objects,
         ..Default::default()
@@ -370,7 +375,7 @@ fn on_each_database(case: impl Fn(&Path)) {
 
 /// A complete run of the cluster `name` that stored nothing, and one
 /// finding of that cluster: the cluster's row id.
-fn a_run_and_a_finding(store: &Store, name: &str) -> i64 {
+fn a_run_and_a_finding(store: &Store, name: &str) -> ClusterId {
     let (cluster, run, w) = begin(store, name, 1, 1);
     drop(w);
     store.finish_run(run, RunStatus::Complete, 0, None).unwrap();
@@ -630,7 +635,7 @@ fn classes_contents_and_run_heads_read_alike() {
             values.contains(&vec![(2, a1.clone()), (4, a1), (5, None)]),
             "{values:?}"
         );
-        assert_eq!(store.run_cluster(run.0).unwrap(), Some(cluster));
+        assert_eq!(store.run_cluster(run).unwrap(), Some(cluster));
         assert_eq!(store.run_head(run).unwrap(), Some((cluster, 5)));
         assert_eq!(
             store

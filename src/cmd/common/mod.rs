@@ -22,6 +22,7 @@ use crate::store::clock::ByClock;
 use crate::store::cluster::{self, Cluster};
 use crate::store::finding::Severity;
 use crate::store::hash_key::HashKeyOptions;
+use crate::store::ClusterId;
 use crate::store::HistoryReader;
 use crate::store::RunStatus;
 use anyhow::{bail, Context, Result};
@@ -112,7 +113,7 @@ pub fn decryptor(args: &EncryptionArgs) -> Result<Option<Arc<Decryptor>>> {
 pub fn revision_range(
     store: &dyn HistoryReader,
     range: &RangeArgs,
-    cluster: Option<i64>,
+    cluster: Option<ClusterId>,
 ) -> Result<(Option<i64>, Option<i64>)> {
     let from = match range.since {
         None => None,
@@ -139,7 +140,7 @@ pub fn revision_range(
 /// revision after the head of the last complete run started by then.
 fn first_at_or_after(
     store: &dyn HistoryReader,
-    cluster: Option<i64>,
+    cluster: Option<ClusterId>,
     t: jiff::Timestamp,
 ) -> Result<Option<i64>> {
     Ok(match store.revision_by_clock(cluster, t, true)? {
@@ -154,7 +155,7 @@ fn first_at_or_after(
 /// before [`first_at_or_after`]).
 pub fn revision_before(
     store: &dyn HistoryReader,
-    cluster: Option<i64>,
+    cluster: Option<ClusterId>,
     moment: Moment,
     flag: &str,
 ) -> Result<i64> {

@@ -9,6 +9,7 @@ use crate::canon::redact::placeholder_paths;
 use crate::cli::{ListFormat, ObjectArgs, TargetArgs, WhenArgs};
 use crate::decode::names::{parse_object, Catalog, NameError, ObjectRef, ObjectSpec, CRDS};
 use crate::hex::unhex;
+use crate::store::ClusterId;
 use crate::store::{HistoryRow, ObjectFilter, RunId, Store};
 use anyhow::{bail, Result};
 use serde_json::Value;
@@ -117,7 +118,7 @@ pub fn target_key(store: &Store, target: &TargetArgs) -> Result<String> {
 
 /// The object filter `--object`, `--namespace`, `--resource` and
 /// `--key-prefix` give.
-pub fn object_filter(store: &Store, args: &ObjectArgs, cluster: Option<i64>) -> Result<ObjectFilter> {
+pub fn object_filter(store: &Store, args: &ObjectArgs, cluster: Option<ClusterId>) -> Result<ObjectFilter> {
     let key = match &args.object {
         Some(object) => Some(stored_key(store, object, None, args.namespace.as_deref())?),
         None => None,
@@ -134,7 +135,7 @@ pub fn object_filter(store: &Store, args: &ObjectArgs, cluster: Option<i64>) -> 
 
 /// The revision `--rev`, `--at` (by `cluster`'s clock) or `--run` names;
 /// `None`: the newest.
-pub fn revision_of(store: &Store, cluster: Option<i64>, when: &WhenArgs) -> Result<Option<i64>> {
+pub fn revision_of(store: &Store, cluster: Option<ClusterId>, when: &WhenArgs) -> Result<Option<i64>> {
     Ok(match (when.rev, &when.at, when.run) {
         (Some(rev), ..) => Some(rev),
         (_, Some(time), _) => Some(revision_before(&**store, cluster, *time, "--at")?),
@@ -163,7 +164,7 @@ pub fn current_at(rows: &[HistoryRow], revision: Option<i64>) -> Option<&History
 pub fn revision_at(
     store: &Store,
     key: &str,
-    cluster: Option<i64>,
+    cluster: Option<ClusterId>,
     revision: Option<i64>,
 ) -> Result<HistoryRow> {
     let rows = store.history(key.as_bytes(), cluster)?;

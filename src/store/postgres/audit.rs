@@ -6,6 +6,7 @@ use crate::store::audit::{
     AuditRecorder, AuditRequest, AuditStage, AuditedObject, AuditedRequest, ByObject, JoinKey, JoinSummary,
     KeyAttribution, KeyRequest, KeyRevision, Outcome,
 };
+use crate::store::ClusterId;
 use crate::store::StoreError;
 use postgres::Row;
 use std::cell::{Cell, RefCell};
@@ -33,7 +34,7 @@ fn same_namespace(a: &str, b: &str) -> String {
 /// batch first to count exactly.
 pub(in crate::store) struct AuditStaging<'a> {
     store: &'a Store,
-    cluster: i64,
+    cluster: ClusterId,
     batch: RefCell<Vec<AuditRequest>>,
     /// The audit IDs `batch` holds: the first of a repeated ID is staged.
     ids: RefCell<HashSet<String>>,
@@ -43,7 +44,7 @@ pub(in crate::store) struct AuditStaging<'a> {
 }
 
 impl AuditRecorder for Store {
-    fn stage_audit(&self, cluster: i64) -> Result<Box<dyn AuditStage + '_>, StoreError> {
+    fn stage_audit(&self, cluster: ClusterId) -> Result<Box<dyn AuditStage + '_>, StoreError> {
         Ok(Box::new(AuditStaging {
             store: self,
             cluster,
@@ -54,7 +55,7 @@ impl AuditRecorder for Store {
         }))
     }
 
-    fn join_audit(&self, cluster: i64, join: &JoinKey<'_>) -> Result<JoinSummary, StoreError> {
+    fn join_audit(&self, cluster: ClusterId, join: &JoinKey<'_>) -> Result<JoinSummary, StoreError> {
         self.in_transaction(|| {
             // The key of the request's group, else of a cohabiting one.
             for group_match in [
@@ -126,7 +127,7 @@ impl AuditRecorder for Store {
 impl Store {
     /// A key's revisions in order, each with when the clock says it was
     /// written, in one query.
-    fn key_revisions(&self, cluster: i64, key: i64) -> Result<Vec<KeyRevision>, StoreError> {
+    fn key_revisions(&self, cluster: ClusterId, key: i64) -> Result<Vec<KeyRevision>, StoreError> {
         self.query(
             &format!(
                 "SELECT r.mod_revision, r.version, r.deleted, r.creation_timestamp, \
@@ -209,7 +210,7 @@ impl Store {
         Ok(())
     }
 
-    fn join_summary(&self, cluster: i64) -> Result<JoinSummary, StoreError> {
+    fn join_summary(&self, cluster: ClusterId) -> Result<JoinSummary, StoreError> {
         let mut summary = JoinSummary::default();
         for r in self.query(
             "SELECT outcome, count(*), count(key_id) FROM audit_requests WHERE cluster_id = $1 GROUP BY outcome",
@@ -327,7 +328,7 @@ impl AuditStage for AuditStaging<'_> {
 impl crate::store::reader::AuditReads for Store {
     fn audited_requests(
         &self,
-        cluster: i64,
+        cluster: ClusterId,
         visit: &mut dyn FnMut(&AuditedObject, &[AuditedRequest]),
     ) -> Result<(), StoreError> {
         let mut objects = ByObject::new(visit);

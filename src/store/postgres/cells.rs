@@ -4,9 +4,26 @@
 
 use super::Store;
 use crate::store::tables::Cell;
-use crate::store::StoreError;
+use crate::store::{ClusterId, StoreError};
 use postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 use postgres::Row;
+
+/// A cluster's row id as a statement's parameter (`bigint`).
+impl ToSql for ClusterId {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        self.0.to_sql(ty, out)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        <i64 as ToSql>::accepts(ty)
+    }
+
+    to_sql_checked!();
+}
 
 impl ToSql for Cell {
     fn to_sql(

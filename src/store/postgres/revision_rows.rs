@@ -12,6 +12,7 @@ use crate::decode::key::ParsedKey;
 use crate::ingest::base::{Base, BaseBlob};
 use crate::ingest::revision::Described;
 use crate::store::rows::{ContentRow, RevisionRow, RevisionRows};
+use crate::store::ClusterId;
 use crate::store::StoreError;
 use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::{ToSql, Type};
@@ -78,7 +79,7 @@ const TYPES: [Type; 40] = [
 /// A revision waiting for the next copy.
 struct PendingRevision {
     key_id: i64,
-    cluster: i64,
+    cluster: ClusterId,
     mod_revision: i64,
     create_revision: i64,
     version: i64,
@@ -191,11 +192,11 @@ pub(in crate::store) struct PgRows<'s> {
     /// Per cluster: whether it held no keys when this run began, so that a
     /// key this run has not inserted is new without asking (the cluster's
     /// lock keeps other runs out).
-    fresh: HashMap<i64, bool>,
+    fresh: HashMap<ClusterId, bool>,
     /// Hashes of the keys this run inserted into fresh clusters.
     inserted_keys: HashSet<u64>,
     /// Keys waiting for the next copy, by name.
-    pending_keys: HashMap<(i64, Vec<u8>), PendingKey>,
+    pending_keys: HashMap<(ClusterId, Vec<u8>), PendingKey>,
     /// Key ids taken from the sequence, not used yet.
     key_ids: Vec<i64>,
     /// Keys whose stored revisions are all known: those this run created,
@@ -322,7 +323,7 @@ impl<'s> PgRows<'s> {
     }
 
     /// Whether `cluster` held no keys when this run first asked.
-    fn fresh(&mut self, cluster: i64) -> Result<bool, StoreError> {
+    fn fresh(&mut self, cluster: ClusterId) -> Result<bool, StoreError> {
         if let Some(&fresh) = self.fresh.get(&cluster) {
             return Ok(fresh);
         }
@@ -420,7 +421,12 @@ impl RevisionRows for PgRows<'_> {
         self.store.rollback();
     }
 
-    fn key_id(&mut self, cluster: i64, key: &[u8], names: Option<&ParsedKey>) -> Result<i64, StoreError> {
+    fn key_id(
+        &mut self,
+        cluster: ClusterId,
+        key: &[u8],
+        names: Option<&ParsedKey>,
+    ) -> Result<i64, StoreError> {
         if self.fresh(cluster)? {
             let hash = {
                 use std::hash::{BuildHasher, BuildHasherDefault};
@@ -657,7 +663,7 @@ impl RevisionRows for PgRows<'_> {
         Ok(())
     }
 
-    fn insert_clock_mark(&mut self, cluster: i64, revision: i64, at: &str) -> Result<(), StoreError> {
+    fn insert_clock_mark(&mut self, cluster: ClusterId, revision: i64, at: &str) -> Result<(), StoreError> {
         self.store.execute(
             "INSERT INTO clock_marks (cluster_id, revision, at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
             &[&cluster, &revision, &at],

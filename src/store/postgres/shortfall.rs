@@ -3,12 +3,13 @@
 
 use super::Store;
 use crate::source::LiveKey;
+use crate::store::ClusterId;
 use crate::store::{Shortfall, StoreError};
 
 impl crate::store::recorder::HistoryChecks for Store {
     fn history_shortfall(
         &self,
-        cluster: i64,
+        cluster: ClusterId,
         covered_from: i64,
         live: &[LiveKey],
         recorded: &dyn Fn(&[u8]) -> bool,

@@ -6,6 +6,7 @@ use crate::store::audit::{
     AuditRecorder, AuditRequest, AuditStage, AuditedObject, AuditedRequest, ByObject, JoinKey, JoinSummary,
     KeyAttribution, KeyRequest, KeyRevision, Outcome,
 };
+use crate::store::ClusterId;
 use crate::store::StoreError;
 use rusqlite::params;
 
@@ -21,24 +22,27 @@ const COHABITING_GROUPS: &str = "('', 'apps', 'extensions', 'events.k8s.io', 'ne
 /// The SQLite [`AuditStage`]: batches of requests, one transaction each.
 pub(in crate::store) struct AuditStaging<'a> {
     store: &'a Store,
-    cluster: i64,
+    cluster: ClusterId,
     in_batch: u64,
     staged: u64,
     open: bool,
 }
 
 impl AuditRecorder for Store {
-    fn stage_audit(&self, cluster: i64) -> Result<Box<dyn AuditStage + '_>, StoreError> {
+    fn stage_audit(&self, cluster: ClusterId) -> Result<Box<dyn AuditStage + '_>, StoreError> {
         Ok(Box::new(self.begin_audit_stage(cluster)?))
     }
 
-    fn join_audit(&self, cluster: i64, join: &JoinKey<'_>) -> Result<JoinSummary, StoreError> {
+    fn join_audit(&self, cluster: ClusterId, join: &JoinKey<'_>) -> Result<JoinSummary, StoreError> {
         self.rejoin_audit(cluster, join)
     }
 }
 
 impl Store {
-    pub(in crate::store) fn begin_audit_stage(&self, cluster: i64) -> Result<AuditStaging<'_>, StoreError> {
+    pub(in crate::store) fn begin_audit_stage(
+        &self,
+        cluster: ClusterId,
+    ) -> Result<AuditStaging<'_>, StoreError> {
         self.conn
             .execute_batch("BEGIN IMMEDIATE")
             .map_err(|e| self.err(e))?;
@@ -53,7 +57,7 @@ impl Store {
 
     pub(in crate::store) fn rejoin_audit(
         &self,
-        cluster: i64,
+        cluster: ClusterId,
         join: &JoinKey<'_>,
     ) -> Result<JoinSummary, StoreError> {
         self.in_transaction(|| {
@@ -123,7 +127,7 @@ impl Store {
         })
     }
 
-    fn key_revisions(&self, cluster: i64, key: i64) -> Result<Vec<KeyRevision>, StoreError> {
+    fn key_revisions(&self, cluster: ClusterId, key: i64) -> Result<Vec<KeyRevision>, StoreError> {
         let err = |e| self.err(e);
         let mut stmt = self
             .conn
@@ -211,7 +215,7 @@ impl Store {
         Ok(())
     }
 
-    fn join_summary(&self, cluster: i64) -> Result<JoinSummary, StoreError> {
+    fn join_summary(&self, cluster: ClusterId) -> Result<JoinSummary, StoreError> {
         let err = |e| self.err(e);
         let mut summary = JoinSummary::default();
         let mut stmt = self
@@ -314,7 +318,7 @@ impl Drop for AuditStaging<'_> {
 impl crate::store::reader::AuditReads for Store {
     fn audited_requests(
         &self,
-        cluster: i64,
+        cluster: ClusterId,
         visit: &mut dyn FnMut(&AuditedObject, &[AuditedRequest]),
     ) -> Result<(), StoreError> {
         let err = |e| self.err(e);

@@ -2,8 +2,8 @@
 //! over [`crate::store::sql::Sql`].
 
 use crate::store::tables::Cell;
-use crate::store::StoreError;
-use rusqlite::types::{Value, ValueRef};
+use crate::store::{ClusterId, StoreError};
+use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use std::path::Path;
 
 pub(super) fn to_value(cell: &Cell) -> Value {
@@ -29,4 +29,11 @@ pub(super) fn cell(path: &Path, table: &str, column: &str, value: ValueRef<'_>) 
             })
         }
     })
+}
+
+/// A cluster's row id as a statement's parameter.
+impl rusqlite::ToSql for ClusterId {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::from(self.0))
+    }
 }

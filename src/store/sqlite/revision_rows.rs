@@ -6,6 +6,7 @@ use crate::canon::path::FieldPath;
 use crate::decode::key::ParsedKey;
 use crate::ingest::base::{Base, BaseBlob};
 use crate::store::rows::{ContentRow, RevisionRow, RevisionRows};
+use crate::store::ClusterId;
 use crate::store::StoreError;
 use rusqlite::{params, OptionalExtension};
 use std::path::Path;
@@ -100,7 +101,12 @@ impl RevisionRows for SqliteRows<'_> {
         }
     }
 
-    fn key_id(&mut self, cluster: i64, key: &[u8], names: Option<&ParsedKey>) -> Result<i64, StoreError> {
+    fn key_id(
+        &mut self,
+        cluster: ClusterId,
+        key: &[u8],
+        names: Option<&ParsedKey>,
+    ) -> Result<i64, StoreError> {
         let conn = &self.store.conn;
         let existing: Option<i64> = conn
             .prepare_cached("SELECT id FROM keys WHERE cluster_id = ?1 AND key = ?2")
@@ -136,7 +142,7 @@ impl RevisionRows for SqliteRows<'_> {
             .map_err(|e| self.sql(e))
     }
 
-    fn insert_clock_mark(&mut self, cluster: i64, revision: i64, at: &str) -> Result<(), StoreError> {
+    fn insert_clock_mark(&mut self, cluster: ClusterId, revision: i64, at: &str) -> Result<(), StoreError> {
         self.store
             .conn
             .prepare_cached(
@@ -276,7 +282,11 @@ pub(in crate::store) fn test_record(
 #[cfg(test)]
 pub(in crate::store) fn test_run(
     store: &Store,
-) -> (i64, crate::store::RunId, crate::canon::semantic::FieldConfig) {
+) -> (
+    crate::store::ClusterId,
+    crate::store::RunId,
+    crate::canon::semantic::FieldConfig,
+) {
     let store: &dyn crate::store::RunRecorder = store;
     store.load_hash_key(&Default::default()).unwrap();
     let run = store
