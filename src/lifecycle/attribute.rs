@@ -137,7 +137,7 @@ pub(super) fn attribute_cluster(
         }
         Ok(())
     })?;
-    let staged = staging.staged();
+    let staged = staging.staged()?;
     staging.finish()?;
     // Requests answered before the newest live run began wrote nothing
     // that run could not see.

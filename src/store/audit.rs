@@ -305,11 +305,11 @@ impl<'v> ByObject<'v> {
 /// Stages write requests of one cluster, each `auditID` once however often
 /// the logs are read; [`AuditStage::finish`] commits the rest.
 pub trait AuditStage {
-    /// Stages one request; false when the database held it already.
-    fn push(&mut self, request: &AuditRequest) -> Result<bool, crate::store::StoreError>;
+    /// Stages one request (written with others later).
+    fn push(&mut self, request: &AuditRequest) -> Result<(), crate::store::StoreError>;
 
-    /// Requests new to the database so far.
-    fn staged(&self) -> u64;
+    /// Requests new to the database so far, the pushed ones written first.
+    fn staged(&mut self) -> Result<u64, crate::store::StoreError>;
 
     /// Commits what is staged.
     fn finish(self: Box<Self>) -> Result<(), crate::store::StoreError>;

@@ -307,20 +307,3 @@ impl<T: Sql + ClusterReads + ?Sized> ClockReads for T {
         })
     }
 }
-
-/// When revision `revision` of `cluster` was written, as far as the clock
-/// tells.
-pub(in crate::store) fn read_interval(
-    db: &(impl Sql + ?Sized),
-    cluster: ClusterId,
-    revision: i64,
-) -> Result<Interval, StoreError> {
-    let sql = format!("SELECT {}", interval_columns("$1", "$2"));
-    one_row(
-        db,
-        "clock_envelope",
-        &sql,
-        &[Cell::from(cluster), Cell::Int(revision)],
-        |c| Ok(interval(c.opt_int("earliest")?, c.opt_int("latest")?)),
-    )
-}

@@ -43,6 +43,9 @@ pub struct Dialect {
     pub json_items: fn(list: &str, alias: &str) -> String,
     /// A text expression as its UTF-8 bytes, as keys are stored.
     pub utf8: fn(text: &str) -> String,
+    /// Whether two expressions are equal or both NULL, spelled so that a
+    /// join can still use an index or a hash on it.
+    pub same: fn(a: &str, b: &str) -> String,
     /// Whether a statement's rows, read while the same transaction writes,
     /// are the database as it was when the statement began (PostgreSQL's
     /// cursors). Where not (SQLite), a read must end before its table is
@@ -191,6 +194,31 @@ pub trait Sql: Located {
             self.execute(&sql, chunk)?;
         }
         Ok(())
+    }
+
+    /// Inserts the rows of `cells` (as [`Sql::insert_rows`] takes them), in
+    /// order, but those a stored row (or an earlier one) matches on the
+    /// unique key `unique`: how many went in.
+    fn insert_new_rows(
+        &self,
+        table: &str,
+        columns: &[&str],
+        unique: &[&str],
+        cells: &[Cell],
+    ) -> Result<u64, StoreError> {
+        let width = columns.len();
+        debug_assert!(width > 0 && cells.len().is_multiple_of(width));
+        let mut added = 0;
+        for chunk in cells.chunks(width * INSERTED_PER_STATEMENT) {
+            let sql = format!(
+                "INSERT INTO {table} ({}) VALUES {} ON CONFLICT ({}) DO NOTHING",
+                columns.join(", "),
+                values(width, chunk.len() / width, None),
+                unique.join(", ")
+            );
+            added += self.execute(&sql, chunk)?;
+        }
+        Ok(added)
     }
 
     /// Updates rows of `table` from `cells`, rows of `columns` (each a name

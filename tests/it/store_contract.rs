@@ -697,7 +697,7 @@ fn audit_requests_stage_join_and_join_again_alike() {
             request("a-2", "update", 409, None, "2026-12-06T10:00:02.000001Z"),
             request("a-3", "update", 200, Some(4), "2026-12-06T10:00:03.000001Z"),
         ] {
-            assert!(stage.push(&r).unwrap());
+            stage.push(&r).unwrap();
         }
         // The same event read from a second copy of the log is one request.
         stage
@@ -709,7 +709,7 @@ fn audit_requests_stage_join_and_join_again_alike() {
                 "2026-12-06T10:00:01.000001Z",
             ))
             .unwrap();
-        assert_eq!(stage.staged(), 3);
+        assert_eq!(stage.staged().unwrap(), 3);
         stage.finish().unwrap();
         let join = |revisions: &[_], requests: &[_]| attribution::join(revisions, requests, None);
         let joined = store.join_audit(cluster, &join).unwrap();

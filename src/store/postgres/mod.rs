@@ -4,7 +4,6 @@
 //! backend lives in this module. Writers of different clusters run at once;
 //! a cluster has one writer at a time (a session advisory lock).
 
-mod audit;
 mod cells;
 mod clusters;
 pub mod connect;

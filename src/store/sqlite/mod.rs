@@ -2,7 +2,6 @@
 //! of clusters; the schema changes only through `migrations/`. Every SQL
 //! statement, PRAGMA and rusqlite type of the store lives in this module.
 
-mod audit;
 mod cells;
 mod hash_key;
 mod legacy_paths;

@@ -43,6 +43,7 @@ const SQLITE: Dialect = Dialect {
     unlimited: Some(-1),
     json_items: |list, alias| format!("json_each({list}) AS {alias}"),
     utf8: |text| format!("CAST({text} AS BLOB)"),
+    same: |a, b| format!("{a} IS {b}"),
     snapshot_reads: false,
     findings_lock: None,
 };
