@@ -1,9 +1,9 @@
 -- A run's kind gets a column of its own (it was a prefix of `source`:
 -- `file:`, `follow:` and `fetch-snapshot:`), and the times this tool
--- writes (a run's start and end, a cluster first seen, an analysis) become
--- integers:
--- microseconds since 1970-01-01 UTC. They were RFC 3339 text, which only
--- compared in order because every one was written in UTC to the second.
+-- writes (a run's start and end, when a member began serving it, a
+-- cluster first seen, an analysis) become integers: microseconds since
+-- 1970-01-01 UTC. They were RFC 3339 text, which only compared in order
+-- because every one was written in UTC to the second.
 ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'live'
     CHECK (kind IN ('live', 'follow', 'fetch-snapshot', 'file'));
 UPDATE runs SET kind = 'file', source = substr(source, 6) WHERE source LIKE 'file:%';
@@ -30,3 +30,8 @@ ALTER TABLE findings ADD COLUMN analyzed INTEGER NOT NULL DEFAULT 0;
 UPDATE findings SET analyzed = CAST(round(unixepoch(analyzed_at, 'subsec') * 1000000) AS INTEGER);
 ALTER TABLE findings DROP COLUMN analyzed_at;
 ALTER TABLE findings RENAME COLUMN analyzed TO analyzed_at;
+
+ALTER TABLE run_members ADD COLUMN at_us INTEGER NOT NULL DEFAULT 0;
+UPDATE run_members SET at_us = CAST(round(unixepoch(at, 'subsec') * 1000000) AS INTEGER);
+ALTER TABLE run_members DROP COLUMN at;
+ALTER TABLE run_members RENAME COLUMN at_us TO at;

@@ -4,7 +4,7 @@ use super::common::chosen_cluster;
 use super::output::{or_dash, print_list, text, Column, Layout, Shown};
 use super::Status;
 use crate::cli::RunsArgs;
-use crate::human_time::{exact, stored};
+use crate::human_time::exact;
 use crate::store::{RunInfo, ServedBy, Store};
 use anyhow::Result;
 use std::path::Path;
@@ -93,8 +93,8 @@ fn members(served: &[ServedBy]) -> String {
     for by in served {
         match (&by.moved_because, text.is_empty()) {
             (_, true) => text = by.to_string(),
-            (Some(why), false) => text += &format!("; at {} moved to {by}: {why}", stored(&by.at)),
-            (None, false) => text += &format!("; at {} reconnected to {by}", stored(&by.at)),
+            (Some(why), false) => text += &format!("; at {} moved to {by}: {why}", exact(by.at)),
+            (None, false) => text += &format!("; at {} reconnected to {by}", exact(by.at)),
         }
     }
     match text.is_empty() {

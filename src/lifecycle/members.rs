@@ -19,7 +19,7 @@ pub(super) fn report(store: &dyn Backend, run: RunId, etcd: &Etcd) -> Result<(),
         } = event
         {
             let by = ServedBy {
-                at: at.to_string(),
+                at,
                 endpoint,
                 member_id: format!("{member_id:x}"),
                 moved_because,

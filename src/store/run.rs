@@ -108,8 +108,8 @@ impl std::fmt::Display for Gap {
 /// An etcd member that served a live run, from `at` on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ServedBy {
-    /// When it started serving (RFC 3339).
-    pub at: String,
+    /// When it started serving.
+    pub at: Timestamp,
     /// The client URL the run reached it at.
     pub endpoint: String,
     /// etcd's member id, hex.

@@ -136,7 +136,7 @@ impl<T: Sql + ?Sized> RunReads for T {
             "SELECT run_id, at, endpoint, member_id, moved_because FROM run_members ORDER BY id",
             |c| {
                 Ok(ServedBy {
-                    at: c.text("at")?,
+                    at: c.time("at")?,
                     endpoint: c.text("endpoint")?,
                     member_id: c.text("member_id")?,
                     moved_because: c.opt_text("moved_because")?,
@@ -273,7 +273,7 @@ fn fact_statement(fact: RunFact<'_>) -> (&'static str, Vec<Cell>) {
              WHERE CAST($5 AS text) IS NOT NULL OR NOT EXISTS (SELECT 1 FROM run_members WHERE id = \
              (SELECT max(id) FROM run_members WHERE run_id = $1) AND endpoint = $3 AND member_id = $4)",
             vec![
-                text(&by.at),
+                Cell::from(by.at),
                 text(&by.endpoint),
                 text(&by.member_id),
                 by.moved_because.as_deref().map_or(Cell::Null, text),

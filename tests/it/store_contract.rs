@@ -17,7 +17,9 @@ use etcd_inspector::store::cluster::ClusterName;
 use etcd_inspector::store::copy::{copy, CopyWhich};
 use etcd_inspector::store::finding::{Finding, FindingQuery, Severity};
 use etcd_inspector::store::tables::COLUMNS;
-use etcd_inspector::store::{ClusterId, Gap, RunFact, RunId, RunKind, RunStatus, Scope, Store, StoreError};
+use etcd_inspector::store::{
+    ClusterId, Gap, RunFact, RunId, RunKind, RunStatus, Scope, ServedBy, Store, StoreError,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -424,6 +426,13 @@ fn a_database_from_before_typed_run_columns_reads_the_same_after_its_upgrade() {
             (RunKind::FetchSnapshot, "https://10.0.0.2:2379"),
         ] {
             let run = store.begin_run(kind, source, "/registry/", "").unwrap();
+            let by = ServedBy {
+                at: jiff::Timestamp::now(),
+                endpoint: source.to_string(),
+                member_id: "8e9e05c52164694d".into(),
+                moved_because: None,
+            };
+            store.record(run, RunFact::Served(&by)).unwrap();
             store
                 .finish_run(run, RunStatus::Failed, 0, Some("stopped"))
                 .unwrap();
@@ -434,6 +443,7 @@ fn a_database_from_before_typed_run_columns_reads_the_same_after_its_upgrade() {
             db,
             "UPDATE runs SET started_at = started_at / 1000000 * 1000000, \
                finished_at = finished_at / 1000000 * 1000000; \
+             UPDATE run_members SET at = at / 1000000 * 1000000; \
              UPDATE findings SET analyzed_at = analyzed_at / 1000000 * 1000000",
         );
         let read = |store: &Store| {
@@ -455,6 +465,7 @@ fn a_database_from_before_typed_run_columns_reads_the_same_after_its_upgrade() {
             .map(|r| r["kind"].clone())
             .collect();
         assert_eq!(kinds, ["live", "file", "follow", "fetch-snapshot"]);
+        assert_eq!(before.0[1]["members"][0]["member_id"], "8e9e05c52164694d");
         assert_eq!(before.2, Some(1));
 
         undo_typed_runs(db);

@@ -142,6 +142,10 @@ const UNDO_TYPED_RUNS: [&str; 2] = [
      UPDATE findings SET analyzed = strftime('%Y-%m-%dT%H:%M:%SZ', analyzed_at / 1000000, 'unixepoch');
      ALTER TABLE findings DROP COLUMN analyzed_at;
      ALTER TABLE findings RENAME COLUMN analyzed TO analyzed_at;
+     ALTER TABLE run_members ADD COLUMN at_text TEXT NOT NULL DEFAULT '';
+     UPDATE run_members SET at_text = strftime('%Y-%m-%dT%H:%M:%SZ', at / 1000000, 'unixepoch');
+     ALTER TABLE run_members DROP COLUMN at;
+     ALTER TABLE run_members RENAME COLUMN at_text TO at;
      PRAGMA user_version = 28;",
     r#"SET search_path = etcd_inspector;
      UPDATE runs SET source = kind || ':' || source WHERE kind <> 'live';
@@ -155,6 +159,8 @@ const UNDO_TYPED_RUNS: [&str; 2] = [
        USING to_char(to_timestamp(first_seen / 1000000) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"');
      ALTER TABLE findings ALTER COLUMN analyzed_at TYPE text
        USING to_char(to_timestamp(analyzed_at / 1000000) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"');
+     ALTER TABLE run_members ALTER COLUMN at TYPE text
+       USING to_char(to_timestamp(at / 1000000) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"');
      DELETE FROM schema_version WHERE version > 9;
      RESET search_path;"#,
 ];
