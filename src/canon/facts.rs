@@ -44,6 +44,125 @@ pub struct ObjectFacts {
     pub foreign: Option<String>,
 }
 
+/// How a stored fact's column holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FactType {
+    Int,
+    Text,
+    Bytes,
+}
+
+/// One stored fact's value, borrowed from its [`ObjectFacts`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoredFact<'a> {
+    Int(Option<i64>),
+    Text(Option<&'a str>),
+    Bytes(Option<&'a [u8]>),
+}
+
+impl StoredFact<'_> {
+    pub fn kind(&self) -> FactType {
+        match self {
+            StoredFact::Int(_) => FactType::Int,
+            StoredFact::Text(_) => FactType::Text,
+            StoredFact::Bytes(_) => FactType::Bytes,
+        }
+    }
+}
+
+/// A stored row the facts are read back from, one column after another in
+/// the order of [`ObjectFacts::COLUMNS`].
+pub trait FactRow {
+    type Error;
+    fn int(&mut self, column: &'static str) -> Result<Option<i64>, Self::Error>;
+    fn text(&mut self, column: &'static str) -> Result<Option<String>, Self::Error>;
+    fn bytes(&mut self, column: &'static str) -> Result<Option<Vec<u8>>, Self::Error>;
+}
+
+/// How many facts a revision row stores.
+pub const STORED_FACTS: usize = 17;
+
+impl ObjectFacts {
+    /// The column each stored fact has in a revision row, in the order of
+    /// [`Self::stored`] and [`Self::read`]. Both backends' bulk inserts and
+    /// the history read iterate these, so a new fact is its field, its
+    /// line here, in `stored` and in `read`, and its column in each
+    /// backend's migration and `store::tables::COLUMNS`. `renew_time` is
+    /// kept as a mark of the clock, not per revision.
+    pub const COLUMNS: [&'static str; STORED_FACTS] = [
+        "owner_kind",
+        "owner_name",
+        "owner_uid",
+        "generate_name",
+        "spec_hash",
+        "creation_timestamp",
+        "deletion_timestamp",
+        "phase",
+        "node",
+        "desired",
+        "managers",
+        "observed_generation",
+        "finalizers",
+        "owner_refs",
+        "written_at",
+        "event_time",
+        "foreign_evidence",
+    ];
+
+    /// Each stored fact's value, in the order of [`Self::COLUMNS`].
+    pub fn stored<'a>(&'a self) -> [StoredFact<'a>; STORED_FACTS] {
+        let text = |t: &'a Option<String>| StoredFact::Text(t.as_deref());
+        [
+            text(&self.owner_kind),
+            text(&self.owner_name),
+            text(&self.owner_uid),
+            text(&self.generate_name),
+            StoredFact::Bytes(self.spec_hash.as_deref()),
+            text(&self.creation_timestamp),
+            text(&self.deletion_timestamp),
+            text(&self.phase),
+            text(&self.node),
+            StoredFact::Int(self.desired),
+            text(&self.managers),
+            StoredFact::Int(self.observed_generation),
+            text(&self.finalizers),
+            text(&self.owner_refs),
+            text(&self.written_at),
+            text(&self.event_time),
+            text(&self.foreign),
+        ]
+    }
+
+    /// The column type of each stored fact, in the order of [`Self::COLUMNS`].
+    pub fn stored_types() -> [FactType; STORED_FACTS] {
+        ObjectFacts::default().stored().map(|f| f.kind())
+    }
+
+    /// The facts a row stored, read in the order of [`Self::COLUMNS`].
+    pub fn read<R: FactRow>(row: &mut R) -> Result<Self, R::Error> {
+        Ok(ObjectFacts {
+            owner_kind: row.text("owner_kind")?,
+            owner_name: row.text("owner_name")?,
+            owner_uid: row.text("owner_uid")?,
+            generate_name: row.text("generate_name")?,
+            spec_hash: row.bytes("spec_hash")?,
+            creation_timestamp: row.text("creation_timestamp")?,
+            deletion_timestamp: row.text("deletion_timestamp")?,
+            phase: row.text("phase")?,
+            node: row.text("node")?,
+            desired: row.int("desired")?,
+            managers: row.text("managers")?,
+            observed_generation: row.int("observed_generation")?,
+            finalizers: row.text("finalizers")?,
+            owner_refs: row.text("owner_refs")?,
+            written_at: row.text("written_at")?,
+            renew_time: None,
+            event_time: row.text("event_time")?,
+            foreign: row.text("foreign_evidence")?,
+        })
+    }
+}
+
 /// The newest occurrence an Event (core or `events.k8s.io`) records.
 fn event_time(object: &Value) -> Option<String> {
     if object.get("kind").and_then(Value::as_str) != Some("Event") {
@@ -242,6 +361,80 @@ pub fn object_facts_with_spec_hash(object: &Value, spec_hash: Option<Vec<u8>>) -
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Reads back what `stored` gave, checking each column's name, place
+    /// and type.
+    struct Stored<'a>(
+        std::iter::Zip<
+            std::slice::Iter<'a, &'static str>,
+            std::array::IntoIter<StoredFact<'a>, STORED_FACTS>,
+        >,
+    );
+
+    impl Stored<'_> {
+        fn next(&mut self, column: &str, kind: FactType) -> Result<StoredFact<'_>, String> {
+            let (name, value) = self.0.next().ok_or(format!("{column} read past the last fact"))?;
+            if *name != column || value.kind() != kind {
+                return Err(format!(
+                    "{column} ({kind:?}) read where {name} ({:?}) is",
+                    value.kind()
+                ));
+            }
+            Ok(value)
+        }
+    }
+
+    impl FactRow for Stored<'_> {
+        type Error = String;
+        fn int(&mut self, column: &'static str) -> Result<Option<i64>, String> {
+            match self.next(column, FactType::Int)? {
+                StoredFact::Int(n) => Ok(n),
+                _ => unreachable!("kinds checked"),
+            }
+        }
+        fn text(&mut self, column: &'static str) -> Result<Option<String>, String> {
+            match self.next(column, FactType::Text)? {
+                StoredFact::Text(t) => Ok(t.map(str::to_string)),
+                _ => unreachable!("kinds checked"),
+            }
+        }
+        fn bytes(&mut self, column: &'static str) -> Result<Option<Vec<u8>>, String> {
+            match self.next(column, FactType::Bytes)? {
+                StoredFact::Bytes(b) => Ok(b.map(<[u8]>::to_vec)),
+                _ => unreachable!("kinds checked"),
+            }
+        }
+    }
+
+    #[test]
+    fn every_stored_fact_reads_back_from_its_own_column() {
+        let text = |n: &str| Some(format!("fact {n}"));
+        let facts = ObjectFacts {
+            owner_kind: text("owner_kind"),
+            owner_name: text("owner_name"),
+            owner_uid: text("owner_uid"),
+            generate_name: text("generate_name"),
+            spec_hash: Some(vec![1, 2]),
+            creation_timestamp: text("creation_timestamp"),
+            deletion_timestamp: text("deletion_timestamp"),
+            phase: text("phase"),
+            node: text("node"),
+            desired: Some(3),
+            managers: text("managers"),
+            observed_generation: Some(4),
+            finalizers: text("finalizers"),
+            owner_refs: text("owner_refs"),
+            written_at: text("written_at"),
+            renew_time: None,
+            event_time: text("event_time"),
+            foreign: text("foreign_evidence"),
+        };
+        let mut row = Stored(ObjectFacts::COLUMNS.iter().zip(facts.stored()));
+        assert_eq!(ObjectFacts::read(&mut row), Ok(facts.clone()));
+        assert!(row.0.next().is_none(), "every stored fact is read");
+        let distinct: std::collections::HashSet<_> = ObjectFacts::COLUMNS.iter().collect();
+        assert_eq!(distinct.len(), STORED_FACTS);
+    }
 
     #[test]
     fn reads_finalizers_with_their_managers_and_every_owner() {

@@ -18,6 +18,7 @@ use crate::decrypt::label::Label;
 use crate::ingest::blob::Packed;
 use crate::ingest::revision::TEXT_ENCODING;
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 /// Revisions a classification pass reads (and then writes) at a time: the
 /// histories of as many keys as reach it, and at least one key.
@@ -81,14 +82,16 @@ pub(super) fn check_encoding(
 
 /// What `key_histories` selects, in the order it reads the columns:
 /// the order of [`ObjectRevision`]'s fields.
-const HISTORY_COLUMNS: &str =
-    "k.key, k.resource, k.api_group, r.mod_revision, r.create_revision, r.version, \
-     r.deleted, r.kind, coalesce(r.namespace, k.namespace), coalesce(r.name, k.name), r.uid, \
-     r.owner_kind, r.owner_name, r.owner_uid, r.generate_name, r.spec_hash, r.creation_timestamp, \
-     r.deletion_timestamp, r.phase, r.node, r.desired, r.managers, r.observed_generation, r.finalizers, \
-     r.owner_refs, r.written_at, r.event_time, r.foreign_evidence, \
-     r.duplicates, r.semantic_sha256, r.generation, r.encoding, r.api_version, r.encryption, \
-     r.change_class, r.change_cause, r.changed_paths, r.changed_by, s.codec, s.fields, b.fields";
+static HISTORY_COLUMNS: LazyLock<String> = LazyLock::new(|| {
+    let facts: Vec<String> = ObjectFacts::COLUMNS.iter().map(|c| format!("r.{c}")).collect();
+    format!(
+        "k.key, k.resource, k.api_group, r.mod_revision, r.create_revision, r.version, \
+         r.deleted, r.kind, coalesce(r.namespace, k.namespace), coalesce(r.name, k.name), r.uid, {}, \
+         r.duplicates, r.semantic_sha256, r.generation, r.encoding, r.api_version, r.encryption, \
+         r.change_class, r.change_cause, r.changed_paths, r.changed_by, s.codec, s.fields, b.fields",
+        facts.join(", ")
+    )
+});
 
 /// One row of [`HISTORY_COLUMNS`] as a revision.
 fn object_revision(c: &mut Cursor, paths: &PathNames) -> Result<ObjectRevision, StoreError> {
@@ -104,27 +107,7 @@ fn object_revision(c: &mut Cursor, paths: &PathNames) -> Result<ObjectRevision, 
         namespace: c.opt_text("namespace")?,
         name: c.opt_text("name")?,
         uid: c.opt_text("uid")?,
-        facts: ObjectFacts {
-            owner_kind: c.opt_text("owner_kind")?,
-            owner_name: c.opt_text("owner_name")?,
-            owner_uid: c.opt_text("owner_uid")?,
-            generate_name: c.opt_text("generate_name")?,
-            spec_hash: c.opt_bytes("spec_hash")?,
-            creation_timestamp: c.opt_text("creation_timestamp")?,
-            deletion_timestamp: c.opt_text("deletion_timestamp")?,
-            phase: c.opt_text("phase")?,
-            node: c.opt_text("node")?,
-            desired: c.opt_int("desired")?,
-            managers: c.opt_text("managers")?,
-            observed_generation: c.opt_int("observed_generation")?,
-            finalizers: c.opt_text("finalizers")?,
-            owner_refs: c.opt_text("owner_refs")?,
-            written_at: c.opt_text("written_at")?,
-            // Kept as a mark of the clock (`clock_marks`), not per revision.
-            renew_time: None,
-            event_time: c.opt_text("event_time")?,
-            foreign: c.opt_text("foreign_evidence")?,
-        },
+        facts: ObjectFacts::read(c)?,
         duplicates: c.opt_text("duplicates")?,
         semantic_sha256: c.opt_bytes("semantic_sha256")?,
         generation: c.opt_int("generation")?,
@@ -172,10 +155,11 @@ impl<T: Sql + ?Sized> ChangeReads for T {
         self.each(
             "revisions",
             &format!(
-                "SELECT {HISTORY_COLUMNS} FROM revisions r JOIN keys k ON k.id = r.key_id \
+                "SELECT {} FROM revisions r JOIN keys k ON k.id = r.key_id \
                  LEFT JOIN semantic_values s ON s.hash = r.semantic_sha256 \
                  LEFT JOIN semantic_values b ON b.id = s.base \
-                 WHERE k.cluster_id = $1 ORDER BY k.key, r.mod_revision"
+                 WHERE k.cluster_id = $1 ORDER BY k.key, r.mod_revision",
+                *HISTORY_COLUMNS
             ),
             &[Cell::from(cluster)],
             &mut |row| {

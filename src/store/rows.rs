@@ -52,6 +52,36 @@ pub struct RevisionRow<'a> {
     pub hash_key: Option<&'a str>,
 }
 
+impl RevisionRow<'_> {
+    /// The columns a revision row fills besides its facts
+    /// ([`ObjectFacts::COLUMNS`]), in the order both backends bind them.
+    pub const COLUMNS: [&'static str; 23] = [
+        "key_id",
+        "mod_revision",
+        "create_revision",
+        "version",
+        "lease",
+        "deleted",
+        "value_size",
+        "value_sha256",
+        "value_hash",
+        "encoding",
+        "encryption",
+        "api_version",
+        "kind",
+        "namespace",
+        "name",
+        "uid",
+        "generation",
+        "decode_error",
+        "run_id",
+        "semantic_sha256",
+        "duplicates",
+        "hash_key",
+        "cluster_id",
+    ];
+}
+
 /// The row-level writes of one run.
 pub trait RevisionRows {
     /// Where the rows go, for errors that name it.

@@ -13,6 +13,7 @@
 use super::reader::Located;
 use super::tables::Cell;
 use super::{Scope, StoreError};
+use crate::canon::facts::FactRow;
 use crate::ingest::blob::Packed;
 use std::path::Path;
 
@@ -482,6 +483,23 @@ impl<'a> Cursor<'a> {
     /// Damage to `column` found past reading it.
     pub fn damage(&self, column: &str, problem: impl std::fmt::Display) -> StoreError {
         self.typed.damage(column, problem)
+    }
+}
+
+/// A revision row's stored facts, read as the rest of it is.
+impl FactRow for Cursor<'_> {
+    type Error = StoreError;
+
+    fn int(&mut self, column: &'static str) -> Result<Option<i64>, StoreError> {
+        self.opt_int(column)
+    }
+
+    fn text(&mut self, column: &'static str) -> Result<Option<String>, StoreError> {
+        self.opt_text(column)
+    }
+
+    fn bytes(&mut self, column: &'static str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.opt_bytes(column)
     }
 }
 

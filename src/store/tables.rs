@@ -3,8 +3,10 @@
 //! ([`RowFilter`]), the row-level access each backend gives ([`Tables`]),
 //! and the columns of each table copied, the same in both schemas.
 
+use super::rows::RevisionRow;
 use super::sql::{id_list, Sql};
 use super::StoreError;
+use crate::canon::facts::{ObjectFacts, STORED_FACTS};
 
 /// One column's value.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -178,6 +180,36 @@ impl<T: Sql + ?Sized> Tables for T {
     }
 }
 
+/// A revision's columns: what a run writes ([`RevisionRow::COLUMNS`], then
+/// its facts), and what classification and a vanished key's tombstone add.
+const REVISION_COLUMNS: [&str; RevisionRow::COLUMNS.len() + STORED_FACTS + 5] = joined(&[
+    &RevisionRow::COLUMNS,
+    &ObjectFacts::COLUMNS,
+    &[
+        "change_class",
+        "change_cause",
+        "changed_paths",
+        "changed_by",
+        "deleted_after",
+    ],
+]);
+
+/// `parts` one after another, as one list of `N` names.
+const fn joined<const N: usize>(parts: &[&[&'static str]]) -> [&'static str; N] {
+    let mut out = [""; N];
+    let (mut at, mut part) = (0, 0);
+    while part < parts.len() {
+        let mut i = 0;
+        while i < parts[part].len() {
+            out[at] = parts[part][i];
+            (at, i) = (at + 1, i + 1);
+        }
+        part += 1;
+    }
+    assert!(at == N, "the parts make N names");
+    out
+}
+
 /// The columns of every table, declared once (row ids aside): what a copy
 /// moves, and what both backends' migrations must give (the test
 /// `store_contract::every_table_holds_the_columns_declared_once`).
@@ -237,56 +269,7 @@ pub const COLUMNS: &[(&str, &[&str])] = &[
             "redacted",
         ],
     ),
-    (
-        "revisions",
-        &[
-            "key_id",
-            "mod_revision",
-            "create_revision",
-            "version",
-            "lease",
-            "deleted",
-            "value_size",
-            "value_sha256",
-            "value_hash",
-            "encoding",
-            "encryption",
-            "api_version",
-            "kind",
-            "namespace",
-            "name",
-            "uid",
-            "generation",
-            "decode_error",
-            "run_id",
-            "semantic_sha256",
-            "change_class",
-            "change_cause",
-            "changed_paths",
-            "owner_kind",
-            "owner_name",
-            "owner_uid",
-            "generate_name",
-            "spec_hash",
-            "creation_timestamp",
-            "deletion_timestamp",
-            "phase",
-            "node",
-            "desired",
-            "managers",
-            "duplicates",
-            "observed_generation",
-            "changed_by",
-            "finalizers",
-            "owner_refs",
-            "written_at",
-            "hash_key",
-            "event_time",
-            "cluster_id",
-            "deleted_after",
-            "foreign_evidence",
-        ],
-    ),
+    ("revisions", &REVISION_COLUMNS),
     (
         "history_gaps",
         &["run_id", "cluster_id", "from_revision", "to_revision"],

@@ -3,6 +3,7 @@
 //! 0/1.
 
 use super::Store;
+use crate::canon::facts::StoredFact;
 use crate::store::tables::Cell;
 use crate::store::{ClusterId, StoreError};
 use postgres::types::{to_sql_checked, IsNull, ToSql, Type};
@@ -20,6 +21,28 @@ impl ToSql for ClusterId {
 
     fn accepts(ty: &Type) -> bool {
         <i64 as ToSql>::accepts(ty)
+    }
+
+    to_sql_checked!();
+}
+
+/// A stored fact as a parameter of the type its kind is stored in.
+impl ToSql for StoredFact<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match (self, ty) {
+            (StoredFact::Int(n), &Type::INT8) => n.to_sql(ty, out),
+            (StoredFact::Text(t), &Type::TEXT) => t.to_sql(ty, out),
+            (StoredFact::Bytes(b), &Type::BYTEA) => b.to_sql(ty, out),
+            (fact, _) => Err(format!("a {:?} fact is not stored as {ty}", fact.kind()).into()),
+        }
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        [Type::INT8, Type::TEXT, Type::BYTEA].contains(ty)
     }
 
     to_sql_checked!();

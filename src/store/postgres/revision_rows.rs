@@ -6,7 +6,7 @@
 //! written before them.
 
 use super::Store;
-use crate::canon::facts::ObjectFacts;
+use crate::canon::facts::{FactType, ObjectFacts};
 use crate::canon::path::FieldPath;
 use crate::decode::key::ParsedKey;
 use crate::ingest::base::{Base, BaseBlob};
@@ -18,6 +18,7 @@ use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::{ToSql, Type};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::sync::LazyLock;
 
 /// Revisions held before they are copied in.
 const COPY_PAGE: usize = 5000;
@@ -25,15 +26,8 @@ const COPY_PAGE: usize = 5000;
 /// remembered is dropped and read again when needed (bounds memory).
 const KNOWN_KEYS: usize = 200_000;
 
-/// The columns a revision is copied into, in the order [`PendingRevision`]
-/// writes them.
-const COLUMNS: &str = "key_id, mod_revision, create_revision, version, lease, deleted, value_size, value_sha256, \
-     value_hash, encoding, encryption, api_version, kind, namespace, name, uid, generation, decode_error, run_id, \
-     semantic_sha256, owner_kind, owner_name, owner_uid, generate_name, spec_hash, creation_timestamp, \
-     deletion_timestamp, phase, node, desired, managers, duplicates, observed_generation, finalizers, owner_refs, \
-     written_at, hash_key, event_time, cluster_id, foreign_evidence";
-
-const TYPES: [Type; 40] = [
+/// The types of [`RevisionRow::COLUMNS`], in their order.
+const OWN_TYPES: [Type; RevisionRow::COLUMNS.len()] = [
     Type::INT8,
     Type::INT8,
     Type::INT8,
@@ -56,25 +50,33 @@ const TYPES: [Type; 40] = [
     Type::BYTEA,
     Type::TEXT,
     Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::BYTEA,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
     Type::INT8,
-    Type::TEXT,
-    Type::TEXT,
-    Type::INT8,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::INT8,
-    Type::TEXT,
 ];
+
+/// The column type a fact of `kind` is stored in.
+fn fact_type(kind: FactType) -> Type {
+    match kind {
+        FactType::Int => Type::INT8,
+        FactType::Text => Type::TEXT,
+        FactType::Bytes => Type::BYTEA,
+    }
+}
+
+/// How revisions are copied in: the statement, and each column's type, its
+/// own columns and then its facts'.
+static COPY_REVISIONS: LazyLock<(String, Vec<Type>)> = LazyLock::new(|| {
+    let facts = ObjectFacts::COLUMNS.iter().zip(ObjectFacts::stored_types());
+    let own = RevisionRow::COLUMNS.iter().zip(OWN_TYPES);
+    let columns: Vec<(&str, Type)> = own
+        .chain(facts.map(|(c, t)| (c, fact_type(t))))
+        .map(|(c, t)| (*c, t))
+        .collect();
+    let names: Vec<&str> = columns.iter().map(|(c, _)| *c).collect();
+    (
+        format!("COPY revisions ({}) FROM STDIN (FORMAT binary)", names.join(", ")),
+        columns.into_iter().map(|(_, t)| t).collect(),
+    )
+});
 
 /// A revision waiting for the next copy.
 struct PendingRevision {
@@ -97,9 +99,10 @@ struct PendingRevision {
 }
 
 impl PendingRevision {
-    fn values(&self) -> [&(dyn ToSql + Sync); 40] {
-        let (d, f) = (&self.described, &self.facts);
-        [
+    /// Writes the row, its values in the order of [`COPY_REVISIONS`].
+    fn write(&self, writer: &mut BinaryCopyInWriter) -> Result<(), postgres::Error> {
+        let d = &self.described;
+        let own: [&(dyn ToSql + Sync); RevisionRow::COLUMNS.len()] = [
             &self.key_id,
             &self.mod_revision,
             &self.create_revision,
@@ -120,27 +123,16 @@ impl PendingRevision {
             &d.error,
             &self.run,
             &self.semantic,
-            &f.owner_kind,
-            &f.owner_name,
-            &f.owner_uid,
-            &f.generate_name,
-            &f.spec_hash,
-            &f.creation_timestamp,
-            &f.deletion_timestamp,
-            &f.phase,
-            &f.node,
-            &f.desired,
-            &f.managers,
             &self.duplicates,
-            &f.observed_generation,
-            &f.finalizers,
-            &f.owner_refs,
-            &f.written_at,
             &self.hash_key,
-            &f.event_time,
             &self.cluster,
-            &f.foreign,
-        ]
+        ];
+        let facts = self.facts.stored();
+        let values: Vec<&(dyn ToSql + Sync)> = own
+            .into_iter()
+            .chain(facts.iter().map(|f| f as &(dyn ToSql + Sync)))
+            .collect();
+        writer.write(&values)
     }
 }
 
@@ -348,10 +340,10 @@ impl<'s> PgRows<'s> {
         }
         let pending = &self.pending;
         self.store.with_client(|client| {
-            let sink = client.copy_in(&format!("COPY revisions ({COLUMNS}) FROM STDIN (FORMAT binary)"))?;
-            let mut writer = BinaryCopyInWriter::new(sink, &TYPES);
+            let (statement, types) = &*COPY_REVISIONS;
+            let mut writer = BinaryCopyInWriter::new(client.copy_in(statement)?, types);
             for p in pending {
-                writer.write(&p.values())?;
+                p.write(&mut writer)?;
             }
             writer.finish()
         })?;

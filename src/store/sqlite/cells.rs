@@ -1,6 +1,7 @@
 //! SQLite's values as [`Cell`]s and back, for the statements written once
 //! over [`crate::store::sql::Sql`].
 
+use crate::canon::facts::StoredFact;
 use crate::store::tables::Cell;
 use crate::store::{ClusterId, StoreError};
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
@@ -35,5 +36,16 @@ pub(super) fn cell(path: &Path, table: &str, column: &str, value: ValueRef<'_>) 
 impl rusqlite::ToSql for ClusterId {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
         Ok(ToSqlOutput::from(self.0))
+    }
+}
+
+/// A stored fact as a statement's parameter.
+impl rusqlite::ToSql for StoredFact<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        match self {
+            StoredFact::Int(n) => n.to_sql(),
+            StoredFact::Text(t) => t.to_sql(),
+            StoredFact::Bytes(b) => b.to_sql(),
+        }
     }
 }

@@ -2,14 +2,31 @@
 //! `BEGIN IMMEDIATE` transaction a batch.
 
 use super::Store;
+use crate::canon::facts::ObjectFacts;
 use crate::canon::path::FieldPath;
 use crate::decode::key::ParsedKey;
 use crate::ingest::base::{Base, BaseBlob};
 use crate::store::rows::{ContentRow, RevisionRow, RevisionRows};
 use crate::store::ClusterId;
 use crate::store::StoreError;
-use rusqlite::{params, OptionalExtension};
+use rusqlite::{params, params_from_iter, OptionalExtension, ToSql};
 use std::path::Path;
+use std::sync::LazyLock;
+
+/// The statement that inserts a revision: its own columns, then its facts'.
+static INSERT_REVISION: LazyLock<String> = LazyLock::new(|| {
+    let columns: Vec<&str> = RevisionRow::COLUMNS
+        .iter()
+        .chain(&ObjectFacts::COLUMNS)
+        .copied()
+        .collect();
+    let slots: Vec<String> = (1..=columns.len()).map(|i| format!("?{i}")).collect();
+    format!(
+        "INSERT INTO revisions ({}) VALUES ({})",
+        columns.join(", "),
+        slots.join(", ")
+    )
+});
 
 /// The rows of one run, written through the store's connection.
 pub(in crate::store) struct SqliteRows<'s> {
@@ -193,62 +210,39 @@ impl RevisionRows for SqliteRows<'_> {
     }
 
     fn insert_revision(&mut self, row: &RevisionRow<'_>) -> Result<(), StoreError> {
-        let (r, d, f) = (row.record, row.described, row.facts);
+        let (r, d) = (row.record, row.described);
+        let (value_sha256, value_hash) = (row.value_hash.map(|h| h.0), row.value_hash.map(|h| h.1));
+        let own: [&dyn ToSql; RevisionRow::COLUMNS.len()] = [
+            &row.key_id,
+            &r.mod_revision,
+            &row.create_revision,
+            &r.version,
+            &r.lease,
+            &r.deleted,
+            &row.value_size,
+            &value_sha256,
+            &value_hash,
+            &d.encoding,
+            &d.encryption,
+            &d.api_version,
+            &d.kind,
+            &d.namespace,
+            &d.name,
+            &d.uid,
+            &d.generation,
+            &d.error,
+            &row.run.0,
+            &row.semantic_hash,
+            &row.duplicates,
+            &row.hash_key,
+            &row.cluster,
+        ];
+        let facts = row.facts.stored();
+        let values = own.into_iter().chain(facts.iter().map(|f| f as &dyn ToSql));
         self.store
             .conn
-            .prepare_cached(
-                "INSERT INTO revisions (key_id, mod_revision, create_revision, version, lease, deleted, value_size, value_sha256, \
-                 value_hash, encoding, encryption, api_version, kind, namespace, name, uid, generation, decode_error, run_id, \
-                 semantic_sha256, owner_kind, owner_name, owner_uid, generate_name, spec_hash, creation_timestamp, \
-                 deletion_timestamp, phase, node, desired, managers, duplicates, observed_generation, finalizers, owner_refs, written_at, \
-                 hash_key, event_time, cluster_id, foreign_evidence) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, \
-                 ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40)",
-            )
-            .and_then(|mut s| {
-                s.execute(params![
-                    row.key_id,
-                    r.mod_revision,
-                    row.create_revision,
-                    r.version,
-                    r.lease,
-                    r.deleted,
-                    row.value_size,
-                    row.value_hash.map(|h| h.0),
-                    row.value_hash.map(|h| h.1),
-                    d.encoding,
-                    d.encryption,
-                    d.api_version,
-                    d.kind,
-                    d.namespace,
-                    d.name,
-                    d.uid,
-                    d.generation,
-                    d.error,
-                    row.run.0,
-                    row.semantic_hash,
-                    f.owner_kind,
-                    f.owner_name,
-                    f.owner_uid,
-                    f.generate_name,
-                    f.spec_hash,
-                    f.creation_timestamp,
-                    f.deletion_timestamp,
-                    f.phase,
-                    f.node,
-                    f.desired,
-                    f.managers,
-                    row.duplicates,
-                    f.observed_generation,
-                    f.finalizers,
-                    f.owner_refs,
-                    f.written_at,
-                    row.hash_key,
-                    f.event_time,
-                    row.cluster,
-                    f.foreign,
-                ])
-            })
+            .prepare_cached(&INSERT_REVISION)
+            .and_then(|mut s| s.execute(params_from_iter(values)))
             .map_err(|e| self.sql(e))?;
         Ok(())
     }
