@@ -22,20 +22,9 @@ use std::path::{Path, PathBuf};
 /// The schema every table of ours is in.
 const SCHEMA: &str = "etcd_inspector";
 
-/// The migrations, applied in order: the version of a database this binary
-/// has upgraded is their count.
-const MIGRATIONS: &[&str] = &[
-    include_str!("../../../migrations/postgres/0001_schema.sql"),
-    include_str!("../../../migrations/postgres/0002_revisions_by_cluster.sql"),
-    include_str!("../../../migrations/postgres/0003_keys_by_object_after_resource.sql"),
-    include_str!("../../../migrations/postgres/0004_wal.sql"),
-    include_str!("../../../migrations/postgres/0005_inferred_deletes.sql"),
-    include_str!("../../../migrations/postgres/0006_redacted_forms.sql"),
-    include_str!("../../../migrations/postgres/0007_restores.sql"),
-    include_str!("../../../migrations/postgres/0008_foreign_evidence.sql"),
-    include_str!("../../../migrations/postgres/0009_audit_request_logs.sql"),
-    include_str!("../../../migrations/postgres/0010_run_kind_and_integer_times.sql"),
-];
+// The migrations, applied in order: the version of a database this binary
+// has upgraded is their count.
+include!(concat!(env!("OUT_DIR"), "/postgres_migrations.rs"));
 
 /// What every session of ours sets once our schema is there: our schema
 /// first on the search path, and no JIT (our aggregates run once each, and
@@ -360,7 +349,7 @@ impl Store {
                 })
             }
         };
-        let known = MIGRATIONS.len() as i64;
+        let known = MIGRATION_FILES.len() as i64;
         if found > known {
             return Err(StoreError::TooNew {
                 path: self.path.clone(),
@@ -419,7 +408,7 @@ impl Store {
             .query_one("SELECT coalesce(max(version), 0) FROM schema_version", &[])
             .map_err(&migrate_err)?
             .get(0);
-        for (at, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        for (at, (_, sql)) in MIGRATION_FILES.iter().enumerate().skip(found as usize) {
             tx.batch_execute(sql).map_err(&migrate_err)?;
             tx.execute(
                 "INSERT INTO schema_version (version) VALUES ($1)",

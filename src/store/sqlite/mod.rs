@@ -29,57 +29,21 @@ fn missing(path: &Path) -> StoreError {
     }
 }
 
-/// How many migrations [`migrations`] holds: the schema version (SQLite's
-/// `user_version`) of a database this binary has upgraded. A test checks
-/// that the two agree.
-const MIGRATION_COUNT: usize = 29;
+// `MIGRATION_FILES`: `migrations/*.sql` in the order applied.
+include!(concat!(env!("OUT_DIR"), "/sqlite_migrations.rs"));
 
-/// The migrations, applied in order when a database is opened.
+/// How many migrations there are: the schema version (SQLite's
+/// `user_version`) of a database this binary has upgraded.
+const MIGRATION_COUNT: usize = MIGRATION_FILES.len();
+
+/// The migrations, applied in order when a database is opened; the one
+/// that interns field paths rewrites the paths stored before it.
 fn migrations() -> Migrations<'static> {
-    Migrations::new(vec![
-        M::up(include_str!("../../../migrations/0001_runs_keys_revisions.sql")),
-        M::up(include_str!("../../../migrations/0002_file_runs.sql")),
-        M::up(include_str!(
-            "../../../migrations/0003_semantics_and_findings.sql"
-        )),
-        M::up(include_str!("../../../migrations/0004_object_facts.sql")),
-        M::up(include_str!(
-            "../../../migrations/0005_managers_and_generations.sql"
-        )),
-        M::up(include_str!("../../../migrations/0006_semantic_values_delta.sql")),
-        M::up(include_str!("../../../migrations/0007_scheduled_runs.sql")),
-        M::up(include_str!(
-            "../../../migrations/0008_server_version_and_coverage.sql"
-        )),
-        M::up(include_str!("../../../migrations/0009_encryption_policy.sql")),
-        M::up(include_str!("../../../migrations/0010_lifecycle_facts.sql")),
-        M::up(include_str!("../../../migrations/0011_fetched.sql")),
-        M::up(include_str!("../../../migrations/0012_salvage.sql")),
-        M::up(include_str!("../../../migrations/0013_run_schema.sql")),
-        M::up_with_hook(
-            include_str!("../../../migrations/0014_field_paths.sql"),
-            legacy_paths::rewrite,
-        ),
-        M::up(include_str!("../../../migrations/0015_hash_key_ids.sql")),
-        M::up(include_str!("../../../migrations/0016_findings_by_severity.sql")),
-        M::up(include_str!(
-            "../../../migrations/0017_semantic_values_by_base.sql"
-        )),
-        M::up(include_str!("../../../migrations/0018_run_members.sql")),
-        M::up(include_str!("../../../migrations/0019_audit_attribution.sql")),
-        M::up(include_str!("../../../migrations/0020_clock.sql")),
-        M::up(include_str!("../../../migrations/0021_cluster_names.sql")),
-        M::up(include_str!("../../../migrations/0022_revisions_by_cluster.sql")),
-        M::up(include_str!("../../../migrations/0023_wal.sql")),
-        M::up(include_str!("../../../migrations/0024_inferred_deletes.sql")),
-        M::up(include_str!("../../../migrations/0025_redacted_forms.sql")),
-        M::up(include_str!("../../../migrations/0026_restores.sql")),
-        M::up(include_str!("../../../migrations/0027_foreign_evidence.sql")),
-        M::up(include_str!("../../../migrations/0028_audit_request_logs.sql")),
-        M::up(include_str!(
-            "../../../migrations/0029_run_kind_and_integer_times.sql"
-        )),
-    ])
+    let step = |&(name, sql): &(&str, &'static str)| match name {
+        "0014_field_paths.sql" => M::up_with_hook(sql, legacy_paths::rewrite),
+        _ => M::up(sql),
+    };
+    Migrations::new(MIGRATION_FILES.iter().map(step).collect())
 }
 
 /// An open database.
