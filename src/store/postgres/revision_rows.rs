@@ -6,7 +6,7 @@
 //! written before them.
 
 use super::Store;
-use crate::canon::facts::{FactType, ObjectFacts};
+use crate::canon::facts::{FactType, ObjectFacts, STORED_FACTS};
 use crate::canon::path::FieldPath;
 use crate::decode::key::ParsedKey;
 use crate::ingest::base::{Base, BaseBlob};
@@ -128,10 +128,8 @@ impl PendingRevision {
             &self.cluster,
         ];
         let facts = self.facts.stored();
-        let values: Vec<&(dyn ToSql + Sync)> = own
-            .into_iter()
-            .chain(facts.iter().map(|f| f as &(dyn ToSql + Sync)))
-            .collect();
+        let values: [&(dyn ToSql + Sync); RevisionRow::COLUMNS.len() + STORED_FACTS] =
+            std::array::from_fn(|i| own.get(i).copied().unwrap_or_else(|| &facts[i - own.len()]));
         writer.write(&values)
     }
 }
