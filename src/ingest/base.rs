@@ -5,6 +5,7 @@
 //! database is decompressed only when a worker first needs it.
 
 use super::blob::{unpack, unpacked_size, ZSTD};
+use super::prepare::KeyId;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
@@ -78,7 +79,7 @@ impl Base {
 /// The bases of recently written keys, bounded in memory.
 #[derive(Default)]
 pub(crate) struct Bases {
-    by_key: HashMap<i64, Arc<Base>>,
+    by_key: HashMap<KeyId, Arc<Base>>,
     bytes: usize,
 }
 
@@ -87,8 +88,8 @@ impl Bases {
     /// `load` reads it.
     pub(crate) fn find<E>(
         &mut self,
-        key_id: i64,
-        load: impl FnOnce(i64) -> Result<Option<Base>, E>,
+        key_id: KeyId,
+        load: impl FnOnce(KeyId) -> Result<Option<Base>, E>,
     ) -> Result<Option<Arc<Base>>, E> {
         if let Some(base) = self.by_key.get(&key_id) {
             return Ok(Some(base.clone()));
@@ -97,12 +98,12 @@ impl Bases {
     }
 
     /// Whether the key's base is cached.
-    pub(crate) fn holds(&self, key_id: i64) -> bool {
+    pub(crate) fn holds(&self, key_id: KeyId) -> bool {
         self.by_key.contains_key(&key_id)
     }
 
     /// Makes `base` the key's base.
-    pub(crate) fn insert(&mut self, key_id: i64, base: Base) -> Arc<Base> {
+    pub(crate) fn insert(&mut self, key_id: KeyId, base: Base) -> Arc<Base> {
         self.bytes += base.size();
         if self.bytes > CACHE_BYTES {
             self.by_key.clear();

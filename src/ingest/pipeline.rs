@@ -4,7 +4,7 @@
 //! and writing the database.
 
 use super::base::Base;
-use super::prepare::{prepare, Dict, KeyInfo, PlainBlobs, Prepared};
+use super::prepare::{prepare, Dict, KeyId, KeyInfo, PlainBlobs, Prepared};
 use super::workers::Workers;
 use crate::canon::keyed_hash::ValueHasher;
 use crate::canon::semantic::FieldConfig;
@@ -28,7 +28,7 @@ fn prepare_chunk(
     hasher: &ValueHasher,
     decryptor: Option<&Decryptor>,
 ) -> Vec<Prepared> {
-    let mut full: Option<(i64, Arc<PlainBlobs>)> = None;
+    let mut full: Option<(KeyId, Arc<PlainBlobs>)> = None;
     let mut out = Vec::with_capacity(chunk.len());
     for (record, key, base) in chunk {
         let dict = match (base, &full) {

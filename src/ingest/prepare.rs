@@ -16,10 +16,15 @@ use crate::decrypt::Decryptor;
 use crate::source::Record;
 use std::sync::Arc;
 
+/// A key's row id in one database, as the store gave it: what the writer,
+/// a key's base and a revision row name the key by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct KeyId(pub i64);
+
 /// What the writer knows about a key before any of its values is decoded.
 #[derive(Clone, Debug)]
 pub(crate) struct KeyInfo {
-    pub id: i64,
+    pub id: KeyId,
     pub class: KeyClass,
     /// What its name says its objects are (`None`: a name outside the
     /// storage layout), shared by its revisions.
@@ -33,7 +38,7 @@ pub(crate) struct KeyInfo {
 impl KeyInfo {
     /// What the parsed key name tells; `id` is its row.
     pub(crate) fn new(
-        id: i64,
+        id: KeyId,
         parsed: Option<&ParsedKey>,
         decryptor: Option<&Decryptor>,
         kinds: &mut Kinds,

@@ -161,7 +161,7 @@ mod tests {
 
     fn key(newest: StoredRevision, before: Option<StoredRevision>) -> StoredKey {
         StoredKey {
-            key_id: 1,
+            key_id: crate::store::KeyId(1),
             key: b"/registry/configmaps/shop/web-config".to_vec(),
             newest,
             before,

@@ -19,7 +19,7 @@ use crate::source::filter::ResourceFilter;
 use crate::source::{Record, Sink};
 use crate::store::recorder::RunRecorder;
 use crate::store::ClusterId;
-use crate::store::{field_blob, ContentRow, RevisionRow, RevisionRows, RunId, StoreError};
+use crate::store::{field_blob, ContentRow, KeyId, RevisionRow, RevisionRows, RunId, StoreError};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -51,7 +51,7 @@ pub struct RevisionWriter<'s> {
     window: Vec<(Record, KeyInfo)>,
     /// `(key id, mod_revision)` of records pending or in flight, so a
     /// revision the source sends twice (state and history) is stored once.
-    pending_ids: HashSet<(i64, i64), FastHash>,
+    pending_ids: HashSet<(KeyId, i64), FastHash>,
     pipeline: Pipeline,
     /// Records since the open transaction began; 0 when none is open.
     in_batch: usize,
@@ -131,9 +131,15 @@ impl<'s> RevisionWriter<'s> {
         }
         let parsed = parse_key(&String::from_utf8_lossy(key), &self.prefix).ok();
         if parsed.as_ref().is_some_and(|p| !self.filter.records(p)) {
+            // Nothing of it is stored, so it has no row.
             let info = KeyInfo {
                 excluded: true,
-                ..KeyInfo::new(0, parsed.as_ref(), self.decryptor.as_deref(), &mut self.kinds)
+                ..KeyInfo::new(
+                    KeyId(0),
+                    parsed.as_ref(),
+                    self.decryptor.as_deref(),
+                    &mut self.kinds,
+                )
             };
             self.cache_key(key, info.clone());
             return Ok(info);
@@ -235,7 +241,7 @@ impl<'s> RevisionWriter<'s> {
     /// (`full`, stored with its chunk's others), becoming the key's base.
     fn store_semantic(
         &mut self,
-        key_id: i64,
+        key_id: KeyId,
         s: Semantic,
         chunk: &mut Option<ChunkBase>,
         full: Option<StoredFull>,
@@ -381,7 +387,7 @@ impl<'s> RevisionWriter<'s> {
         let mut window = std::mem::take(&mut self.window);
         // Records stored before (by an earlier run, or read twice) are
         // dropped: one question for the window.
-        let revisions: Vec<(i64, i64)> = window.iter().map(|(r, k)| (k.id, r.mod_revision)).collect();
+        let revisions: Vec<(KeyId, i64)> = window.iter().map(|(r, k)| (k.id, r.mod_revision)).collect();
         let mut stored = self.rows.stored_revisions(&revisions)?.into_iter();
         let pending_ids = &mut self.pending_ids;
         window.retain(|(r, k)| {
@@ -424,8 +430,8 @@ impl<'s> RevisionWriter<'s> {
     fn fetch_bases(
         &mut self,
         window: &[(Record, KeyInfo)],
-    ) -> Result<HashMap<i64, Option<Base>>, StoreError> {
-        let mut keys: Vec<i64> = window
+    ) -> Result<HashMap<KeyId, Option<Base>>, StoreError> {
+        let mut keys: Vec<KeyId> = window
             .iter()
             .filter(|(r, k)| !r.deleted && !self.bases.holds(k.id))
             .map(|(_, k)| k.id)
@@ -499,7 +505,7 @@ struct StoredFull {
 /// The revision a chunk stored in full last, which the revisions after it
 /// of the same key in the chunk are compressed against.
 struct ChunkBase {
-    key_id: i64,
+    key_id: KeyId,
     /// Its row and plain field blob, when this writer inserted it.
     stored: Option<(i64, Plain)>,
     plain: Arc<PlainBlobs>,

@@ -10,7 +10,7 @@ use super::clock::{interval, interval_columns};
 use super::reader::AuditReads;
 use super::sql::{one_row, Cursor, Sql};
 use super::tables::{columns, Cell};
-use super::{ClusterId, StoreError};
+use super::{ClusterId, KeyId, StoreError};
 use std::collections::HashSet;
 
 /// Requests written per transaction: a log of millions of events commits
@@ -193,7 +193,7 @@ fn join_all(
     )?;
     let mut unattributed = 0;
     for row in keys {
-        let key = requests.int(&row[0], "key_id")?;
+        let key = KeyId(requests.int(&row[0], "key_id")?);
         let found = join(&key_revisions(db, cluster, key)?, &key_requests(db, key)?);
         save_attribution(db, key, &found)?;
         unattributed += found.unattributed;
@@ -208,7 +208,7 @@ fn join_all(
 fn key_revisions(
     db: &(impl Sql + ?Sized),
     cluster: ClusterId,
-    key: i64,
+    key: KeyId,
 ) -> Result<Vec<KeyRevision>, StoreError> {
     let mut revisions = Vec::new();
     db.each(
@@ -219,7 +219,7 @@ fn key_revisions(
              FROM revisions r WHERE r.key_id = $1 AND r.deleted_after IS NULL ORDER BY r.mod_revision",
             interval_columns("$2", "r.mod_revision")
         ),
-        &[Cell::Int(key), Cell::from(cluster)],
+        &[Cell::from(key), Cell::from(cluster)],
         &mut |row| {
             let mut c = Cursor::new(db, "revisions", row);
             revisions.push(KeyRevision {
@@ -256,13 +256,13 @@ fn stage_time(c: &mut Cursor) -> Result<(jiff::Timestamp, String), StoreError> {
 }
 
 /// A key's staged requests in the order they were answered.
-fn key_requests(db: &(impl Sql + ?Sized), key: i64) -> Result<Vec<KeyRequest>, StoreError> {
+fn key_requests(db: &(impl Sql + ?Sized), key: KeyId) -> Result<Vec<KeyRequest>, StoreError> {
     let mut requests = Vec::new();
     db.each(
         "audit_requests",
         "SELECT id, verb, subresource, code, response_revision, precondition_revision, time \
          FROM audit_requests WHERE key_id = $1",
-        &[Cell::Int(key)],
+        &[Cell::from(key)],
         &mut |row| {
             let mut c = Cursor::new(db, "audit_requests", row);
             requests.push(KeyRequest {
@@ -283,7 +283,7 @@ fn key_requests(db: &(impl Sql + ?Sized), key: i64) -> Result<Vec<KeyRequest>, S
 
 /// What the join decided for one key: each request's outcome, and who
 /// wrote which revision.
-fn save_attribution(db: &(impl Sql + ?Sized), key: i64, found: &KeyAttribution) -> Result<(), StoreError> {
+fn save_attribution(db: &(impl Sql + ?Sized), key: KeyId, found: &KeyAttribution) -> Result<(), StoreError> {
     let outcomes: Vec<Cell> = found
         .outcomes
         .iter()
@@ -300,7 +300,7 @@ fn save_attribution(db: &(impl Sql + ?Sized), key: i64, found: &KeyAttribution) 
         .iter()
         .flat_map(|(revision, id, m)| {
             [
-                Cell::Int(key),
+                Cell::from(key),
                 Cell::Int(*revision),
                 Cell::Int(*id),
                 Cell::Text(m.as_str().to_string()),

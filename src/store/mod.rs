@@ -87,7 +87,7 @@ union! {
 }
 
 pub use open::{scratch_file, Store};
-pub use rows::{ContentRow, RevisionRow, RevisionRows};
+pub use rows::{ContentRow, KeyId, RevisionRow, RevisionRows};
 pub use run::{FileInfo, Gap, Previous, RunId, RunInfo, RunKind, RunStatus, RunTime, ServedBy, Shortfall};
 pub use scope::{ObjectFilter, Scope};
 pub use usage::{BusiestKey, LargestKey, ManagerUsage, NamespaceUsage, RequesterUsage, ResourceUsage, Usage};

@@ -3,15 +3,23 @@
 //! and commits. What to store, in which order and compressed against what
 //! is the writer's, prepared by the ingest stage; the backend only keeps it.
 
+use super::tables::Cell;
 use super::{RunId, StoreError};
 use crate::canon::facts::ObjectFacts;
 use crate::canon::path::FieldPath;
 use crate::decode::key::ParsedKey;
 use crate::ingest::base::Base;
+pub use crate::ingest::prepare::KeyId;
 use crate::ingest::revision::Described;
 use crate::source::Record;
 use crate::store::ClusterId;
 use std::path::Path;
+
+impl From<KeyId> for Cell {
+    fn from(id: KeyId) -> Cell {
+        Cell::Int(id.0)
+    }
+}
 
 /// A semantic content, stored once per hash.
 pub struct ContentRow<'a> {
@@ -31,7 +39,7 @@ pub struct ContentRow<'a> {
 
 /// One revision of a key.
 pub struct RevisionRow<'a> {
-    pub key_id: i64,
+    pub key_id: KeyId,
     /// The key's cluster.
     pub cluster: ClusterId,
     /// Its counters (the value is not kept).
@@ -101,18 +109,18 @@ pub trait RevisionRows {
         cluster: ClusterId,
         key: &[u8],
         names: Option<&ParsedKey>,
-    ) -> Result<i64, StoreError>;
+    ) -> Result<KeyId, StoreError>;
     /// The field path's row id, inserted when new.
     fn path_id(&mut self, path: &FieldPath) -> Result<i64, StoreError>;
     /// Which of `revisions` (key id, mod_revision) are stored: asked for a
     /// window of records at once, one round trip for a server backend.
-    fn stored_revisions(&mut self, revisions: &[(i64, i64)]) -> Result<Vec<bool>, StoreError>;
+    fn stored_revisions(&mut self, revisions: &[(KeyId, i64)]) -> Result<Vec<bool>, StoreError>;
     /// The generation of the key's newest stored revision before
     /// `mod_revision`.
-    fn generation_before(&mut self, key_id: i64, mod_revision: i64) -> Result<Option<i64>, StoreError>;
+    fn generation_before(&mut self, key_id: KeyId, mod_revision: i64) -> Result<Option<i64>, StoreError>;
     /// For each key, the base of its newest stored content: the content
     /// stored in full that it is compressed against, or itself.
-    fn latest_bases(&mut self, key_ids: &[i64]) -> Result<Vec<Option<Base>>, StoreError>;
+    fn latest_bases(&mut self, key_ids: &[KeyId]) -> Result<Vec<Option<Base>>, StoreError>;
     /// Inserts a content unless one with its hash is stored. Nothing is
     /// answered, so a backend may hold it until the batch commits or a
     /// read needs it.

@@ -7,7 +7,7 @@
 use super::recorder::VanishedWrites;
 use super::sql::{Cursor, Sql};
 use super::tables::Cell;
-use super::{RunId, StoreError};
+use super::{KeyId, RunId, StoreError};
 use crate::store::ClusterId;
 
 /// One stored revision's generation facts.
@@ -24,7 +24,7 @@ pub struct StoredRevision {
 /// (what the generation followed).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredKey {
-    pub key_id: i64,
+    pub key_id: KeyId,
     pub key: Vec<u8>,
     pub newest: StoredRevision,
     pub before: Option<StoredRevision>,
@@ -36,7 +36,7 @@ pub struct StoredKey {
 /// run that saw the object, or its last stored revision).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InferredDelete {
-    pub key_id: i64,
+    pub key_id: KeyId,
     pub create_revision: i64,
     pub mod_revision: i64,
     pub after: i64,
@@ -91,7 +91,7 @@ impl<T: Sql + ?Sized> VanishedWrites for T {
             &params,
             &mut |row| {
                 let mut c = Cursor::new(self, "revisions", row);
-                let (key_id, key) = (c.int("keys.id")?, c.bytes("keys.key")?);
+                let (key_id, key) = (KeyId(c.int("keys.id")?), c.bytes("keys.key")?);
                 let newest = StoredRevision {
                     mod_revision: c.int("mod_revision")?,
                     create_revision: c.int("create_revision")?,
@@ -146,7 +146,7 @@ impl<T: Sql + ?Sized> VanishedWrites for T {
             .iter()
             .flat_map(|d| {
                 [
-                    d.key_id,
+                    d.key_id.0,
                     d.mod_revision,
                     d.create_revision,
                     0,

@@ -11,7 +11,7 @@ use crate::canon::path::FieldPath;
 use crate::decode::key::ParsedKey;
 use crate::ingest::base::{Base, BaseBlob};
 use crate::ingest::revision::Described;
-use crate::store::rows::{ContentRow, RevisionRow, RevisionRows};
+use crate::store::rows::{ContentRow, KeyId, RevisionRow, RevisionRows};
 use crate::store::ClusterId;
 use crate::store::StoreError;
 use postgres::binary_copy::BinaryCopyInWriter;
@@ -416,7 +416,7 @@ impl RevisionRows for PgRows<'_> {
         cluster: ClusterId,
         key: &[u8],
         names: Option<&ParsedKey>,
-    ) -> Result<i64, StoreError> {
+    ) -> Result<KeyId, StoreError> {
         if self.fresh(cluster)? {
             let hash = {
                 use std::hash::{BuildHasher, BuildHasherDefault};
@@ -425,7 +425,7 @@ impl RevisionRows for PgRows<'_> {
             };
             let name = (cluster, key.to_vec());
             if let Some(k) = self.pending_keys.get(&name) {
-                return Ok(k.id);
+                return Ok(KeyId(k.id));
             }
             if self.inserted_keys.insert(hash) {
                 let id = self.next_key_id()?;
@@ -446,7 +446,7 @@ impl RevisionRows for PgRows<'_> {
                 if self.pending_keys.len() >= COPY_PAGE {
                     self.copy_keys()?;
                 }
-                return Ok(id);
+                return Ok(KeyId(id));
             }
             // Inserted before by this run (or a hash shared with one that
             // was): the database knows.
@@ -470,16 +470,17 @@ impl RevisionRows for PgRows<'_> {
                 self.known.clear();
             }
             self.known.insert(id, KnownKey::default());
-            return Ok(id);
+            return Ok(KeyId(id));
         }
-        Ok(self
+        let id = self
             .store
             .query_opt(
                 "SELECT id FROM keys WHERE cluster_id = $1 AND key = $2",
                 &[&cluster, &key],
             )?
             .expect("the key conflicted, so it is there")
-            .get(0))
+            .get(0);
+        Ok(KeyId(id))
     }
 
     fn path_id(&mut self, path: &FieldPath) -> Result<i64, StoreError> {
@@ -497,16 +498,21 @@ impl RevisionRows for PgRows<'_> {
             .get(0))
     }
 
-    fn stored_revisions(&mut self, revisions: &[(i64, i64)]) -> Result<Vec<bool>, StoreError> {
-        let keys: Vec<i64> = revisions.iter().map(|&(k, _)| k).collect();
+    fn stored_revisions(&mut self, revisions: &[(KeyId, i64)]) -> Result<Vec<bool>, StoreError> {
+        let keys: Vec<i64> = revisions.iter().map(|&(k, _)| k.0).collect();
         self.load_known(&keys)?;
         Ok(revisions
             .iter()
-            .map(|(k, r)| self.known.get(k).is_some_and(|known| known.revisions.contains(r)))
+            .map(|(k, r)| {
+                self.known
+                    .get(&k.0)
+                    .is_some_and(|known| known.revisions.contains(r))
+            })
             .collect())
     }
 
-    fn generation_before(&mut self, key_id: i64, mod_revision: i64) -> Result<Option<i64>, StoreError> {
+    fn generation_before(&mut self, key_id: KeyId, mod_revision: i64) -> Result<Option<i64>, StoreError> {
+        let key_id = key_id.0;
         self.load_known(&[key_id])?;
         if let Some((newest, generation)) = self.known.get(&key_id).and_then(|k| k.newest) {
             if newest < mod_revision {
@@ -524,11 +530,11 @@ impl RevisionRows for PgRows<'_> {
             .map(|r| r.get(0)))
     }
 
-    fn latest_bases(&mut self, key_ids: &[i64]) -> Result<Vec<Option<Base>>, StoreError> {
+    fn latest_bases(&mut self, key_ids: &[KeyId]) -> Result<Vec<Option<Base>>, StoreError> {
         // A key with no stored revision has none.
         let asked: Vec<i64> = key_ids
             .iter()
-            .copied()
+            .map(|k| k.0)
             .filter(|k| self.known.get(k).is_none_or(|known| known.newest.is_some()))
             .collect();
         if asked.is_empty() {
@@ -556,7 +562,7 @@ impl RevisionRows for PgRows<'_> {
                 (r.get(0), base)
             })
             .collect();
-        Ok(key_ids.iter().map(|k| bases.remove(k)).collect())
+        Ok(key_ids.iter().map(|k| bases.remove(&k.0)).collect())
     }
 
     fn insert_content(&mut self, c: &ContentRow<'_>) -> Result<(), StoreError> {
@@ -623,14 +629,14 @@ impl RevisionRows for PgRows<'_> {
     fn insert_revision(&mut self, row: &RevisionRow<'_>) -> Result<(), StoreError> {
         let r = row.record;
         // A key not remembered is read whole when next asked about.
-        if let Some(known) = self.known.get_mut(&row.key_id) {
+        if let Some(known) = self.known.get_mut(&row.key_id.0) {
             known.revisions.insert(r.mod_revision);
             if known.newest.is_none_or(|(newest, _)| newest < r.mod_revision) {
                 known.newest = Some((r.mod_revision, row.create_revision));
             }
         }
         self.pending.push(PendingRevision {
-            key_id: row.key_id,
+            key_id: row.key_id.0,
             cluster: row.cluster,
             mod_revision: r.mod_revision,
             create_revision: row.create_revision,

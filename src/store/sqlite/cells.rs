@@ -3,7 +3,7 @@
 
 use crate::canon::facts::StoredFact;
 use crate::store::tables::Cell;
-use crate::store::{ClusterId, StoreError};
+use crate::store::{ClusterId, KeyId, StoreError};
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use std::path::Path;
 
@@ -34,6 +34,13 @@ pub(super) fn cell(path: &Path, table: &str, column: &str, value: ValueRef<'_>) 
 
 /// A cluster's row id as a statement's parameter.
 impl rusqlite::ToSql for ClusterId {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::from(self.0))
+    }
+}
+
+/// A key's row id as a statement's parameter.
+impl rusqlite::ToSql for KeyId {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
         Ok(ToSqlOutput::from(self.0))
     }

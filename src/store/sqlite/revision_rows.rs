@@ -6,7 +6,7 @@ use crate::canon::facts::ObjectFacts;
 use crate::canon::path::FieldPath;
 use crate::decode::key::ParsedKey;
 use crate::ingest::base::{Base, BaseBlob};
-use crate::store::rows::{ContentRow, RevisionRow, RevisionRows};
+use crate::store::rows::{ContentRow, KeyId, RevisionRow, RevisionRows};
 use crate::store::ClusterId;
 use crate::store::StoreError;
 use rusqlite::{params, params_from_iter, OptionalExtension, ToSql};
@@ -39,7 +39,7 @@ impl SqliteRows<'_> {
     }
 
     /// The base of the key's newest stored content.
-    fn latest_base(&mut self, key_id: i64) -> Result<Option<Base>, StoreError> {
+    fn latest_base(&mut self, key_id: KeyId) -> Result<Option<Base>, StoreError> {
         self.store
             .conn
             .prepare_cached(
@@ -123,14 +123,14 @@ impl RevisionRows for SqliteRows<'_> {
         cluster: ClusterId,
         key: &[u8],
         names: Option<&ParsedKey>,
-    ) -> Result<i64, StoreError> {
+    ) -> Result<KeyId, StoreError> {
         let conn = &self.store.conn;
         let existing: Option<i64> = conn
             .prepare_cached("SELECT id FROM keys WHERE cluster_id = ?1 AND key = ?2")
             .and_then(|mut s| s.query_row(params![cluster, key], |r| r.get(0)).optional())
             .map_err(|e| self.sql(e))?;
         if let Some(id) = existing {
-            return Ok(id);
+            return Ok(KeyId(id));
         }
         conn.prepare_cached(
             "INSERT INTO keys (cluster_id, key, api_group, resource, namespace, name) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -146,7 +146,7 @@ impl RevisionRows for SqliteRows<'_> {
             ])
         })
         .map_err(|e| self.sql(e))?;
-        Ok(conn.last_insert_rowid())
+        Ok(KeyId(conn.last_insert_rowid()))
     }
 
     fn path_id(&mut self, path: &FieldPath) -> Result<i64, StoreError> {
@@ -170,7 +170,7 @@ impl RevisionRows for SqliteRows<'_> {
         Ok(())
     }
 
-    fn stored_revisions(&mut self, revisions: &[(i64, i64)]) -> Result<Vec<bool>, StoreError> {
+    fn stored_revisions(&mut self, revisions: &[(KeyId, i64)]) -> Result<Vec<bool>, StoreError> {
         let mut statement = self
             .store
             .conn
@@ -183,7 +183,7 @@ impl RevisionRows for SqliteRows<'_> {
             .map_err(|e| self.sql(e))
     }
 
-    fn generation_before(&mut self, key_id: i64, mod_revision: i64) -> Result<Option<i64>, StoreError> {
+    fn generation_before(&mut self, key_id: KeyId, mod_revision: i64) -> Result<Option<i64>, StoreError> {
         self.store
             .conn
             .prepare_cached(
@@ -197,7 +197,7 @@ impl RevisionRows for SqliteRows<'_> {
             .map_err(|e| self.sql(e))
     }
 
-    fn latest_bases(&mut self, key_ids: &[i64]) -> Result<Vec<Option<Base>>, StoreError> {
+    fn latest_bases(&mut self, key_ids: &[KeyId]) -> Result<Vec<Option<Base>>, StoreError> {
         key_ids.iter().map(|&id| self.latest_base(id)).collect()
     }
 
