@@ -9,7 +9,6 @@ mod clusters;
 pub mod connect;
 mod hash_key;
 mod revision_rows;
-mod settings;
 mod shortfall;
 mod sql;
 

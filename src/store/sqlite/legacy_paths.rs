@@ -12,14 +12,12 @@
 //! stays keyed.
 
 use crate::canon::path::{FieldPath, Segment};
+use crate::store::settings::LEGACY_SENSITIVE_PATHS;
 use rusqlite::{params, OptionalExtension, Transaction};
 use rusqlite_migration::{HookError, HookResult};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// The settings row holding the sensitive paths as the user gave them
-/// before this migration, so that repeating them is not a change.
-pub const LEGACY_SENSITIVE_PATHS: &str = "sensitive_paths_legacy";
 
 fn hook_error(what: impl std::fmt::Display) -> HookError {
     HookError::Hook(format!("rewriting stored field paths: {what}"))

@@ -6,7 +6,6 @@ mod cells;
 mod hash_key;
 mod legacy_paths;
 mod revision_rows;
-mod settings;
 mod shortfall;
 mod sql;
 
