@@ -5,24 +5,27 @@
 //! the backends. Backend types stay inside the backend's module; SQL both
 //! run is written once over `sql::Sql`, the dialect boundary.
 //!
-//! **A third backend** (sketch, sizes from the PostgreSQL one, 2,560 lines
-//! in 12 files):
+//! **A third backend** (sketch, sizes from the PostgreSQL one, 2,530 lines
+//! in 11 files):
 //! - `Sql` (statements, a row cursor, transactions, temporary tables,
 //!   multi-row inserts and updates, a cluster's lock, a dialect's few
-//!   words; about 210 lines plus 65 of value conversions). Given it, runs,
-//!   clusters, classification and the classified history, history, live
-//!   objects, names, the clock, vanished keys, findings, prune, copy's row
-//!   access, usage, the stats counts, shared revisions, unaudited creates,
-//!   audit staging and joining, and contents are the backend's already. A backend may give its own
-//!   bulk form of `insert_rows` and `update_rows` (PostgreSQL: binary
-//!   `COPY`, `unnest` arrays);
+//!   words; about 210 lines plus 105 of value conversions). Given it, runs,
+//!   clusters, settings, classification and the classified history,
+//!   history, live objects, names, the clock, vanished keys, findings,
+//!   prune, copy's row access, usage, the stats counts, shared revisions,
+//!   unaudited creates, audit staging and joining, and contents are the
+//!   backend's already. A backend may give its own bulk form of
+//!   `insert_rows` and `update_rows` (PostgreSQL: binary `COPY`, `unnest`
+//!   arrays);
 //! - connecting (931 lines here, with TLS, `.pgpass` and URI parameters),
-//!   the session, locks and migrations (`migrations/<name>/`; 467 lines);
-//! - the bulk paths: a run's `RevisionRows` (678: binary COPY here) and
-//!   the check of a run's history against its source (`HistoryChecks`, 39);
-//! - the topics still written per backend: settings and the hash key
-//!   (90), which could move above the boundary the way the others did,
-//!   leaving a backend its connection, its bulk paths and its dialect.
+//!   the session, locks and migrations (`migrations/<name>/`, listed by
+//!   `build.rs`; 455 lines);
+//! - the bulk paths: a run's `RevisionRows` (680: binary COPY here, its
+//!   columns from `RevisionRow::COLUMNS` and `ObjectFacts::COLUMNS`) and
+//!   the check of a run's history against its source (`HistoryChecks`, 40);
+//! - where the hash key's file is kept when none is named (55), the one
+//!   topic still per backend: SQLite keeps it beside the database and
+//!   moves an older schema's key out of it.
 
 /// Declares a trait that is the union of topic traits, with the blanket
 /// impl that gives it to every type (and trait object) having them all.
