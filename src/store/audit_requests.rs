@@ -4,18 +4,26 @@
 
 use super::audit::{
     AuditRecorder, AuditRequest, AuditStage, AuditedObject, AuditedRequest, ByObject, JoinKey, JoinSummary,
-    KeyAttribution, KeyRequest, KeyRevision, Outcome,
+    KeyRequest, KeyRevision, Outcome,
 };
 use super::clock::{interval, interval_columns};
 use super::reader::AuditReads;
-use super::sql::{one_row, Cursor, Sql};
+use super::sql::{id_list, one_row, Cursor, Sql};
 use super::tables::{columns, Cell};
 use super::{ClusterId, KeyId, StoreError};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Requests written per transaction: a log of millions of events commits
 /// as it goes.
 const STAGE_BATCH: usize = 20_000;
+
+/// Keys joined together: their revisions and requests are read with one
+/// statement each, and what the join decides written with one each.
+const JOINED_KEYS: usize = 256;
+
+/// Requests joined together at most, unless one key has more (bounds the
+/// memory a group of keys holds).
+const JOINED_REQUESTS: i64 = 20_000;
 
 /// Groups built-in resources are served from while stored under one of
 /// them (`events` under core for `events.k8s.io`, `deployments` under `apps`
@@ -188,41 +196,98 @@ fn join_all(
     let requests = db.typed("audit_requests");
     let keys = db.rows(
         "audit_requests",
-        "SELECT DISTINCT key_id FROM audit_requests WHERE cluster_id = $1 AND key_id IS NOT NULL ORDER BY key_id",
+        "SELECT key_id, count(*) FROM audit_requests WHERE cluster_id = $1 AND key_id IS NOT NULL \
+         GROUP BY key_id ORDER BY key_id",
         &at,
     )?;
-    let mut unattributed = 0;
+    let (mut unattributed, mut group, mut held) = (0, Vec::new(), 0);
     for row in keys {
-        let key = KeyId(requests.int(&row[0], "key_id")?);
-        let found = join(&key_revisions(db, cluster, key)?, &key_requests(db, key)?);
-        save_attribution(db, key, &found)?;
-        unattributed += found.unattributed;
+        let (key, n) = (
+            KeyId(requests.int(&row[0], "key_id")?),
+            requests.int(&row[1], "count")?,
+        );
+        if !group.is_empty() && (group.len() >= JOINED_KEYS || held + n > JOINED_REQUESTS) {
+            unattributed += join_keys(db, cluster, &group, join)?;
+            (group, held) = (Vec::new(), 0);
+        }
+        group.push(key);
+        held += n;
+    }
+    if !group.is_empty() {
+        unattributed += join_keys(db, cluster, &group, join)?;
     }
     let mut summary = join_summary(db, cluster)?;
     summary.unattributed_revisions = unattributed;
     Ok(summary)
 }
 
-/// A key's revisions in order, each with when the clock says it was
-/// written.
+/// Joins the requests of `keys` to their revisions, each key on its own,
+/// with one read of their revisions, one of their requests and one write
+/// of each result for them all: the revisions left unattributed.
+fn join_keys(
+    db: &(impl Sql + ?Sized),
+    cluster: ClusterId,
+    keys: &[KeyId],
+    join: &JoinKey<'_>,
+) -> Result<u64, StoreError> {
+    let ids = id_list(&keys.iter().map(|k| k.0).collect::<Vec<_>>());
+    let mut revisions = key_revisions(db, cluster, &ids)?;
+    let mut requests = key_requests(db, &ids)?;
+    let (mut outcomes, mut writers, mut unattributed) = (Vec::new(), Vec::new(), 0);
+    for &key in keys {
+        let found = join(
+            &revisions.remove(&key).unwrap_or_default(),
+            &requests.remove(&key).unwrap_or_default(),
+        );
+        for (id, o) in &found.outcomes {
+            outcomes.extend([Cell::Int(*id), Cell::Text(o.as_str().to_string())]);
+        }
+        for (revision, id, m) in &found.writers {
+            writers.extend([
+                Cell::from(key),
+                Cell::Int(*revision),
+                Cell::Int(*id),
+                Cell::Text(m.as_str().to_string()),
+            ]);
+        }
+        unattributed += found.unattributed;
+    }
+    db.update_rows(
+        "audit_requests",
+        &[("id", "bigint"), ("outcome", "text")],
+        1,
+        &outcomes,
+    )?;
+    db.insert_rows(
+        "revision_writers",
+        &["key_id", "mod_revision", "request_id", "match"],
+        &writers,
+    )?;
+    Ok(unattributed)
+}
+
+/// The revisions of the keys listed in `ids` ([`id_list`]), each key's in
+/// order, each with when the clock says it was written.
 fn key_revisions(
     db: &(impl Sql + ?Sized),
     cluster: ClusterId,
-    key: KeyId,
-) -> Result<Vec<KeyRevision>, StoreError> {
-    let mut revisions = Vec::new();
+    ids: &Cell,
+) -> Result<HashMap<KeyId, Vec<KeyRevision>>, StoreError> {
+    let mut revisions: HashMap<KeyId, Vec<KeyRevision>> = HashMap::new();
     db.each(
         "revisions",
         &format!(
-            "SELECT r.mod_revision, r.version, r.deleted, r.creation_timestamp, \
+            "SELECT r.key_id, r.mod_revision, r.version, r.deleted, r.creation_timestamp, \
              CASE WHEN r.deletion_timestamp IS NOT NULL AND coalesce(r.finalizers, '[]') = '[]' THEN 1 ELSE 0 END, {} \
-             FROM revisions r WHERE r.key_id = $1 AND r.deleted_after IS NULL ORDER BY r.mod_revision",
-            interval_columns("$2", "r.mod_revision")
+             FROM revisions r WHERE r.key_id IN {} AND r.deleted_after IS NULL ORDER BY r.key_id, r.mod_revision",
+            interval_columns("$2", "r.mod_revision"),
+            db.dialect().id_list
         ),
-        &[Cell::from(key), Cell::from(cluster)],
+        &[ids.clone(), Cell::from(cluster)],
         &mut |row| {
             let mut c = Cursor::new(db, "revisions", row);
-            revisions.push(KeyRevision {
+            let key = KeyId(c.int("key_id")?);
+            revisions.entry(key).or_default().push(KeyRevision {
                 mod_revision: c.int("mod_revision")?,
                 version: c.int("version")?,
                 deleted: c.flag("deleted")?,
@@ -255,17 +320,22 @@ fn stage_time(c: &mut Cursor) -> Result<(jiff::Timestamp, String), StoreError> {
     Ok((time, text))
 }
 
-/// A key's staged requests in the order they were answered.
-fn key_requests(db: &(impl Sql + ?Sized), key: KeyId) -> Result<Vec<KeyRequest>, StoreError> {
-    let mut requests = Vec::new();
+/// The staged requests of the keys listed in `ids` ([`id_list`]), each
+/// key's in the order they were answered.
+fn key_requests(db: &(impl Sql + ?Sized), ids: &Cell) -> Result<HashMap<KeyId, Vec<KeyRequest>>, StoreError> {
+    let mut requests: HashMap<KeyId, Vec<KeyRequest>> = HashMap::new();
     db.each(
         "audit_requests",
-        "SELECT id, verb, subresource, code, response_revision, precondition_revision, time \
-         FROM audit_requests WHERE key_id = $1",
-        &[Cell::from(key)],
+        &format!(
+            "SELECT key_id, id, verb, subresource, code, response_revision, precondition_revision, time \
+             FROM audit_requests WHERE key_id IN {}",
+            db.dialect().id_list
+        ),
+        std::slice::from_ref(ids),
         &mut |row| {
             let mut c = Cursor::new(db, "audit_requests", row);
-            requests.push(KeyRequest {
+            let key = KeyId(c.int("key_id")?);
+            requests.entry(key).or_default().push(KeyRequest {
                 id: c.int("id")?,
                 verb: c.text("verb")?,
                 subresource: c.opt_text("subresource")?,
@@ -277,41 +347,10 @@ fn key_requests(db: &(impl Sql + ?Sized), key: KeyId) -> Result<Vec<KeyRequest>,
             Ok(())
         },
     )?;
-    requests.sort_by_key(|r| (r.time, r.id));
+    for key in requests.values_mut() {
+        key.sort_by_key(|r| (r.time, r.id));
+    }
     Ok(requests)
-}
-
-/// What the join decided for one key: each request's outcome, and who
-/// wrote which revision.
-fn save_attribution(db: &(impl Sql + ?Sized), key: KeyId, found: &KeyAttribution) -> Result<(), StoreError> {
-    let outcomes: Vec<Cell> = found
-        .outcomes
-        .iter()
-        .flat_map(|(id, o)| [Cell::Int(*id), Cell::Text(o.as_str().to_string())])
-        .collect();
-    db.update_rows(
-        "audit_requests",
-        &[("id", "bigint"), ("outcome", "text")],
-        1,
-        &outcomes,
-    )?;
-    let writers: Vec<Cell> = found
-        .writers
-        .iter()
-        .flat_map(|(revision, id, m)| {
-            [
-                Cell::from(key),
-                Cell::Int(*revision),
-                Cell::Int(*id),
-                Cell::Text(m.as_str().to_string()),
-            ]
-        })
-        .collect();
-    db.insert_rows(
-        "revision_writers",
-        &["key_id", "mod_revision", "request_id", "match"],
-        &writers,
-    )
 }
 
 /// The counts of a join: requests by outcome, writers by match.

@@ -38,7 +38,9 @@ fn set_setting(db: &(impl Sql + ?Sized), name: &str, value: &[u8]) -> Result<(),
 /// The sensitive paths as an older schema spelled them, when it did.
 fn legacy_sensitive(db: &(impl Sql + ?Sized)) -> Result<Option<Vec<FieldPath>>, StoreError> {
     setting(db, LEGACY_SENSITIVE_PATHS)?
-        .map(|v| serde_json::from_slice(&v).map_err(|e| db.typed("settings").damage(LEGACY_SENSITIVE_PATHS, e)))
+        .map(|v| {
+            serde_json::from_slice(&v).map_err(|e| db.typed("settings").damage(LEGACY_SENSITIVE_PATHS, e))
+        })
         .transpose()
 }
 

@@ -18,7 +18,6 @@ use rusqlite_migration::{HookError, HookResult};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-
 fn hook_error(what: impl std::fmt::Display) -> HookError {
     HookError::Hook(format!("rewriting stored field paths: {what}"))
 }
