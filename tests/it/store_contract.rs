@@ -692,6 +692,49 @@ fn request(id: &str, verb: &str, code: u16, revision: Option<i64>, time: &str) -
     }
 }
 
+/// The join takes keys in groups (256 at a time): each key of every group,
+/// the last partial one too, is still joined to its own requests alone.
+#[test]
+fn an_audit_join_of_more_keys_than_a_group_attributes_each_key_alone() {
+    on_each_backend(|store| {
+        const KEYS: i64 = 600;
+        let key = |i: i64| format!("/registry/configmaps/shop/cm-{i:03}.config");
+        let (cluster, run, mut w) = begin(store, "contract-groups", 1, KEYS + 1);
+        for i in 0..KEYS {
+            w.record(put(&key(i), i + 2, i + 2, 1, "a=1")).unwrap();
+        }
+        w.flush().unwrap();
+        drop(w);
+        store.finish_run(run, RunStatus::Complete, 1, None).unwrap();
+
+        let mut stage = store.stage_audit(cluster).unwrap();
+        for i in 0..KEYS {
+            let time = format!("2026-12-06T10:{:02}:{:02}.000001Z", i / 60, i % 60);
+            let mut r = request(&format!("c-{i}"), "create", 201, Some(i + 2), &time);
+            r.name = Some(format!("cm-{i:03}.config"));
+            stage.push(&r).unwrap();
+        }
+        assert_eq!(stage.staged().unwrap(), KEYS as u64);
+        stage.finish().unwrap();
+        let join = |revisions: &[_], requests: &[_]| attribution::join(revisions, requests, None);
+        let joined = store.join_audit(cluster, &join).unwrap();
+        assert_eq!(
+            (joined.requests, joined.exact, joined.unmatched),
+            (KEYS as u64, KEYS as u64, 0),
+            "{joined:?}"
+        );
+        for i in 0..KEYS {
+            let writers: Vec<Option<String>> = store
+                .history(key(i).as_bytes(), Some(cluster))
+                .unwrap()
+                .into_iter()
+                .map(|r| r.written_by.map(|w| w.audit_id))
+                .collect();
+            assert_eq!(writers, [Some(format!("c-{i}"))], "key {i}");
+        }
+    });
+}
+
 #[test]
 fn audit_requests_stage_join_and_join_again_alike() {
     on_each_backend(|store| {
