@@ -5,7 +5,7 @@
 
 use super::tables::Cell;
 use super::{RunId, StoreError};
-use crate::canon::facts::ObjectFacts;
+use crate::canon::facts::{ObjectFacts, StoredFact};
 use crate::canon::path::FieldPath;
 use crate::decode::key::ParsedKey;
 use crate::ingest::base::Base;
@@ -19,6 +19,29 @@ impl From<KeyId> for Cell {
     fn from(id: KeyId) -> Cell {
         Cell::Int(id.0)
     }
+}
+
+impl From<StoredFact<'_>> for Cell {
+    fn from(fact: StoredFact<'_>) -> Cell {
+        match fact {
+            StoredFact::Int(n) => n.map_or(Cell::Null, Cell::Int),
+            StoredFact::Text(t) => t.map_or(Cell::Null, |t| Cell::Text(t.to_string())),
+            StoredFact::Bytes(b) => b.map_or(Cell::Null, |b| Cell::Bytes(b.to_vec())),
+        }
+    }
+}
+
+/// A value as a cell: NULL for `None`.
+fn text(value: Option<&str>) -> Cell {
+    value.map_or(Cell::Null, |t| Cell::Text(t.to_string()))
+}
+
+fn bytes(value: Option<&[u8]>) -> Cell {
+    value.map_or(Cell::Null, |b| Cell::Bytes(b.to_vec()))
+}
+
+fn int(value: Option<i64>) -> Cell {
+    value.map_or(Cell::Null, Cell::Int)
 }
 
 /// A semantic content, stored once per hash.
@@ -35,6 +58,34 @@ pub struct ContentRow<'a> {
     pub redacted: Option<&'a [u8]>,
     pub fields: &'a [u8],
     pub managed: Option<&'a [u8]>,
+}
+
+impl ContentRow<'_> {
+    /// The columns a content fills, in the order of [`Self::cells`].
+    pub const COLUMNS: [&'static str; 8] = [
+        "hash",
+        "keyed",
+        "codec",
+        "base",
+        "canonical",
+        "fields",
+        "managed",
+        "redacted",
+    ];
+
+    /// Its values, in the order of [`Self::COLUMNS`], appended to `out`.
+    pub fn cells(&self, out: &mut Vec<Cell>) {
+        out.extend([
+            Cell::Bytes(self.hash.to_vec()),
+            Cell::Int(self.keyed.into()),
+            Cell::Text(self.codec.to_string()),
+            int(self.base),
+            bytes(self.canonical),
+            Cell::Bytes(self.fields.to_vec()),
+            bytes(self.managed),
+            bytes(self.redacted),
+        ]);
+    }
 }
 
 /// One revision of a key.
@@ -88,6 +139,38 @@ impl RevisionRow<'_> {
         "hash_key",
         "cluster_id",
     ];
+
+    /// Its values, those of [`Self::COLUMNS`] and then its facts', appended
+    /// to `out`.
+    pub fn cells(&self, out: &mut Vec<Cell>) {
+        let (r, d) = (self.record, self.described);
+        out.extend([
+            self.key_id.into(),
+            Cell::Int(r.mod_revision),
+            Cell::Int(self.create_revision),
+            Cell::Int(r.version),
+            Cell::Int(r.lease),
+            Cell::Int(r.deleted.into()),
+            Cell::Int(self.value_size),
+            bytes(self.value_hash.map(|h| h.0)),
+            text(self.value_hash.map(|h| h.1)),
+            text(d.encoding.as_deref()),
+            text(d.encryption.as_deref()),
+            text(d.api_version.as_deref()),
+            text(d.kind.as_deref()),
+            text(d.namespace.as_deref()),
+            text(d.name.as_deref()),
+            text(d.uid.as_deref()),
+            int(d.generation),
+            text(d.error.as_deref()),
+            Cell::Int(self.run.0),
+            bytes(self.semantic_hash),
+            text(self.duplicates),
+            text(self.hash_key),
+            self.cluster.into(),
+        ]);
+        out.extend(self.facts.stored().map(Cell::from));
+    }
 }
 
 /// The row-level writes of one run.

@@ -55,16 +55,20 @@ pub struct Dialect {
     /// Serializes findings writers of cluster `$1` within a transaction,
     /// where the write transaction alone does not.
     pub findings_lock: Option<&'static str>,
+    /// `$1` ids for new keys, taken ahead of inserting them, where the
+    /// dialect has a sequence to take them from (so a run's new keys go in
+    /// by the bulk path, not one statement each).
+    pub new_key_ids: Option<&'static str>,
 }
 
 /// Rows one [`Sql::insert_rows`] statement inserts at most (within both
 /// backends' limits on parameters).
-const INSERTED_PER_STATEMENT: usize = 500;
+pub const INSERTED_PER_STATEMENT: usize = 500;
 
 /// `rows` rows of `width` parameters each, numbered from `$1`, for a
 /// `VALUES` list; with `types`, the first row's cast to them, which types
 /// the list's columns where no table does.
-fn values(width: usize, rows: usize, types: Option<&[&str]>) -> String {
+pub fn values(width: usize, rows: usize, types: Option<&[&str]>) -> String {
     let rows: Vec<String> = (0..rows)
         .map(|row| {
             let params: Vec<String> = (1..=width)
@@ -267,6 +271,13 @@ pub trait Sql: Located {
     /// The rows of a statement that answers few (any statement, a
     /// `RETURNING` one included).
     fn rows(&self, table: &str, sql: &str, params: &[Cell]) -> Result<Vec<Vec<Cell>>, StoreError>;
+
+    /// [`Sql::rows`] of a statement run often, prepared once per
+    /// connection where preparing costs a round trip (never one over a
+    /// temporary table, whose prepared form would outlive it).
+    fn rows_prepared(&self, table: &str, sql: &str, params: &[Cell]) -> Result<Vec<Vec<Cell>>, StoreError> {
+        self.rows(table, sql, params)
+    }
 }
 
 /// Cells read as what `table` holds: a cell of another type is damage

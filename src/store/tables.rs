@@ -3,7 +3,7 @@
 //! ([`RowFilter`]), the row-level access each backend gives ([`Tables`]),
 //! and the columns of each table copied, the same in both schemas.
 
-use super::rows::RevisionRow;
+use super::rows::{ContentRow, RevisionRow};
 use super::sql::{id_list, Sql};
 use super::StoreError;
 use crate::canon::facts::{ObjectFacts, STORED_FACTS};
@@ -256,19 +256,7 @@ pub const COLUMNS: &[(&str, &[&str])] = &[
         &["cluster_id", "key", "api_group", "resource", "namespace", "name"],
     ),
     ("field_paths", &["path"]),
-    (
-        "semantic_values",
-        &[
-            "hash",
-            "keyed",
-            "codec",
-            "base",
-            "canonical",
-            "fields",
-            "managed",
-            "redacted",
-        ],
-    ),
+    ("semantic_values", &ContentRow::COLUMNS),
     ("revisions", &REVISION_COLUMNS),
     (
         "history_gaps",

@@ -163,6 +163,68 @@ fn revisions_written_are_read_back_as_written() {
     });
 }
 
+/// The bytes of a hash shown as hex.
+fn unhex(hex: &str) -> Vec<u8> {
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// More rows than the writer holds before they go in (5,000), in a new
+/// cluster, then a run that repeats them all and adds to them: each
+/// revision is stored once, new keys of a cluster written before get rows,
+/// and a later content is read back through the base the first run stored.
+#[test]
+fn a_run_of_more_than_a_page_and_one_adding_to_it_store_each_revision_once() {
+    const KEYS: i64 = 6_000;
+    let key = |i: i64| format!("/registry/configmaps/shop/cm-{i}.config");
+    on_each_backend(|store| {
+        let (cluster, run, mut w) = begin(store, "contract-pages", 1, KEYS + 1);
+        for i in 0..KEYS {
+            w.record(put(&key(i), i + 2, i + 2, 1, "a=1")).unwrap();
+        }
+        w.flush().unwrap();
+        assert_eq!(w.added, KEYS);
+        drop(w);
+        store.finish_run(run, RunStatus::Complete, 2, None).unwrap();
+
+        let head = KEYS + 1 + KEYS / 10 + 10;
+        let (_, run, mut w) = begin(store, "contract-pages", 1, head);
+        for i in 0..KEYS {
+            w.record(put(&key(i), i + 2, i + 2, 1, "a=1")).unwrap();
+        }
+        let mut revision = KEYS + 1;
+        for i in (0..KEYS).step_by(10) {
+            revision += 1;
+            w.record(put(&key(i), revision, i + 2, 2, &format!("a=2,{i}")))
+                .unwrap();
+        }
+        for i in KEYS..KEYS + 10 {
+            revision += 1;
+            w.record(put(&key(i), revision, revision, 1, "a=1")).unwrap();
+        }
+        w.flush().unwrap();
+        assert_eq!(w.added, KEYS / 10 + 10, "only what the first run did not store");
+        drop(w);
+        store.finish_run(run, RunStatus::Complete, 2, None).unwrap();
+
+        for i in [0, 4_990, 5_990] {
+            let rows = store.history(key(i).as_bytes(), Some(cluster)).unwrap();
+            let seen: Vec<(i64, i64)> = rows.iter().map(|r| (r.mod_revision, r.create_revision)).collect();
+            assert_eq!(seen.len(), 2, "{}: {seen:?}", key(i));
+            assert_eq!(seen[0], (i + 2, i + 2));
+            let later = rows[1].semantic_sha256.as_deref().unwrap();
+            let object = store.canonical_value(&unhex(later)).unwrap().unwrap();
+            assert_eq!(object["data"]["app.properties"], format!("a=2,{i}"));
+        }
+        let newest = store.history(key(KEYS + 9).as_bytes(), Some(cluster)).unwrap();
+        assert_eq!(newest.iter().map(|r| r.mod_revision).collect::<Vec<_>>(), [head]);
+        let live = store.live_objects(cluster, head).count();
+        assert_eq!(live, (KEYS + 10) as usize);
+    });
+}
+
 #[test]
 fn limits_page_and_order_alike() {
     on_each_backend(|store| {

@@ -3,7 +3,6 @@
 //! 0/1.
 
 use super::Store;
-use crate::canon::facts::StoredFact;
 use crate::store::tables::Cell;
 use crate::store::{ClusterId, StoreError};
 use postgres::types::{to_sql_checked, IsNull, ToSql, Type};
@@ -21,28 +20,6 @@ impl ToSql for ClusterId {
 
     fn accepts(ty: &Type) -> bool {
         <i64 as ToSql>::accepts(ty)
-    }
-
-    to_sql_checked!();
-}
-
-/// A stored fact as a parameter of the type its kind is stored in.
-impl ToSql for StoredFact<'_> {
-    fn to_sql(
-        &self,
-        ty: &Type,
-        out: &mut bytes::BytesMut,
-    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
-        match (self, ty) {
-            (StoredFact::Int(n), &Type::INT8) => n.to_sql(ty, out),
-            (StoredFact::Text(t), &Type::TEXT) => t.to_sql(ty, out),
-            (StoredFact::Bytes(b), &Type::BYTEA) => b.to_sql(ty, out),
-            (fact, _) => Err(format!("a {:?} fact is not stored as {ty}", fact.kind()).into()),
-        }
-    }
-
-    fn accepts(ty: &Type) -> bool {
-        [Type::INT8, Type::TEXT, Type::BYTEA].contains(ty)
     }
 
     to_sql_checked!();
@@ -72,6 +49,17 @@ impl ToSql for Cell {
 }
 
 impl Store {
+    /// Each of `rows` (read from `table`) as cells.
+    pub(super) fn all_cells(&self, table: &str, rows: Vec<Row>) -> Result<Vec<Vec<Cell>>, StoreError> {
+        rows.iter()
+            .map(|row| {
+                let mut cells = Vec::new();
+                self.cells(table, row, &mut cells)?;
+                Ok(cells)
+            })
+            .collect()
+    }
+
     pub(super) fn cells(&self, table: &str, row: &Row, out: &mut Vec<Cell>) -> Result<(), StoreError> {
         out.clear();
         for (i, column) in row.columns().iter().enumerate() {

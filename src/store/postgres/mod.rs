@@ -8,7 +8,6 @@ mod cells;
 mod clusters;
 pub mod connect;
 mod hash_key;
-mod revision_rows;
 mod shortfall;
 mod sql;
 
@@ -167,21 +166,10 @@ impl Store {
         self.with_client(|c| c.query_opt(sql, params))
     }
 
-    /// [`Store::query_opt`] through a statement prepared once per
-    /// connection: one round trip instead of two, for the writer's
-    /// statements run once per key or content. Never for a statement on a
-    /// temporary table, whose prepared form outlives the table.
-    pub(in crate::store) fn query_opt_prepared(
-        &self,
-        sql: &str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Option<Row>, StoreError> {
-        let statement = self.statement(sql)?;
-        self.with_client(|c| c.query_opt(&statement, params))
-    }
-
-    /// [`Store::query`] through a statement prepared once per connection
-    /// (as [`Store::query_opt_prepared`]).
+    /// [`Store::query`] through a statement prepared once per connection:
+    /// one round trip instead of two, for statements run once per key or
+    /// content. Never for a statement on a temporary table, whose prepared
+    /// form outlives the table.
     pub(in crate::store) fn query_prepared(
         &self,
         sql: &str,

@@ -52,6 +52,9 @@ const POSTGRES: Dialect = Dialect {
     findings_lock: Some(
         "SELECT pg_advisory_xact_lock(hashtextextended('etcd_inspector.findings.' || $1::bigint, 0))",
     ),
+    new_key_ids: Some(
+        "SELECT nextval(pg_get_serial_sequence('keys', 'id')) FROM generate_series(1, $1::bigint) ORDER BY 1 DESC",
+    ),
 };
 
 impl Sql for Store {
@@ -133,14 +136,11 @@ impl Sql for Store {
     }
 
     fn rows(&self, table: &str, sql: &str, values: &[Cell]) -> Result<Vec<Vec<Cell>>, StoreError> {
-        self.query(sql, &params(values))?
-            .iter()
-            .map(|row| {
-                let mut cells = Vec::new();
-                self.cells(table, row, &mut cells)?;
-                Ok(cells)
-            })
-            .collect()
+        self.all_cells(table, self.query(sql, &params(values))?)
+    }
+
+    fn rows_prepared(&self, table: &str, sql: &str, values: &[Cell]) -> Result<Vec<Vec<Cell>>, StoreError> {
+        self.all_cells(table, self.query_prepared(sql, &params(values))?)
     }
 
     fn begin_transaction(&self) -> Result<(), StoreError> {

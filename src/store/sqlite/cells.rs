@@ -1,18 +1,20 @@
 //! SQLite's values as [`Cell`]s and back, for the statements written once
 //! over [`crate::store::sql::Sql`].
 
-use crate::canon::facts::StoredFact;
 use crate::store::tables::Cell;
 use crate::store::{ClusterId, KeyId, StoreError};
-use rusqlite::types::{ToSqlOutput, Value, ValueRef};
+use rusqlite::types::{ToSqlOutput, ValueRef};
 use std::path::Path;
 
-pub(super) fn to_value(cell: &Cell) -> Value {
-    match cell {
-        Cell::Null => Value::Null,
-        Cell::Int(n) => Value::Integer(*n),
-        Cell::Text(t) => Value::Text(t.clone()),
-        Cell::Bytes(b) => Value::Blob(b.clone()),
+/// A cell as a statement's parameter, borrowed.
+impl rusqlite::ToSql for Cell {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Borrowed(match self {
+            Cell::Null => ValueRef::Null,
+            Cell::Int(n) => ValueRef::Integer(*n),
+            Cell::Text(t) => ValueRef::Text(t.as_bytes()),
+            Cell::Bytes(b) => ValueRef::Blob(b),
+        }))
     }
 }
 
@@ -43,16 +45,5 @@ impl rusqlite::ToSql for ClusterId {
 impl rusqlite::ToSql for KeyId {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
         Ok(ToSqlOutput::from(self.0))
-    }
-}
-
-/// A stored fact as a statement's parameter.
-impl rusqlite::ToSql for StoredFact<'_> {
-    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        match self {
-            StoredFact::Int(n) => n.to_sql(),
-            StoredFact::Text(t) => t.to_sql(),
-            StoredFact::Bytes(b) => b.to_sql(),
-        }
     }
 }

@@ -5,12 +5,8 @@
 mod cells;
 mod hash_key;
 mod legacy_paths;
-mod revision_rows;
 mod shortfall;
 mod sql;
-
-#[cfg(test)]
-pub(in crate::store) use revision_rows::{test_record, test_run};
 
 use super::StoreError;
 use rusqlite::{Connection, OpenFlags};
@@ -296,6 +292,48 @@ impl crate::store::reader::Located for Store {
     fn location(&self) -> &Path {
         self.path()
     }
+}
+
+#[cfg(test)]
+use crate::source::Record;
+
+/// A test's record of `object` as JSON under `key`, in generation
+/// `create_revision`.
+#[cfg(test)]
+pub(in crate::store) fn test_record(
+    key: &str,
+    mod_revision: i64,
+    create_revision: i64,
+    object: &serde_json::Value,
+) -> Record {
+    Record {
+        key: key.as_bytes().to_vec(),
+        mod_revision,
+        create_revision,
+        version: mod_revision - create_revision + 1,
+        lease: 0,
+        value: serde_json::to_vec(object).unwrap(),
+        deleted: false,
+    }
+}
+
+/// A test's own run: every resource, the default field settings, a new
+/// hash key; the cluster's row id, the run and the field settings.
+#[cfg(test)]
+pub(in crate::store) fn test_run(
+    store: &Store,
+) -> (
+    crate::store::ClusterId,
+    crate::store::RunId,
+    crate::canon::semantic::FieldConfig,
+) {
+    let store: &dyn crate::store::RunRecorder = store;
+    store.load_hash_key(&Default::default()).unwrap();
+    let run = store
+        .begin_run(crate::store::RunKind::Live, "test", "/registry/", "")
+        .unwrap();
+    let (cluster, _) = store.cluster("test", None).unwrap();
+    (cluster, run, store.field_config(None, &[]).unwrap())
 }
 
 #[cfg(test)]

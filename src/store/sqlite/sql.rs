@@ -1,7 +1,7 @@
 //! [`Sql`] over SQLite: the shared statements run as written, their `$n`
 //! parameters read as SQLite's `?n`.
 
-use super::cells::{cell, to_value};
+use super::cells::cell;
 use super::Store;
 use crate::store::sql::{Dialect, Sql};
 use crate::store::tables::Cell;
@@ -46,6 +46,7 @@ const SQLITE: Dialect = Dialect {
     same: |a, b| format!("{a} IS {b}"),
     snapshot_reads: false,
     findings_lock: None,
+    new_key_ids: None,
 };
 
 /// `sql` with every `$n` parameter spelled `?n`.
@@ -59,6 +60,36 @@ fn numbered(sql: &str) -> String {
     out
 }
 
+impl Store {
+    /// Inserts `cells`, rows of `columns`, one prepared statement each
+    /// (ending in `conflict`): how many went in.
+    fn insert_each(
+        &self,
+        table: &str,
+        columns: &[&str],
+        conflict: &str,
+        cells: &[Cell],
+    ) -> Result<u64, StoreError> {
+        if cells.is_empty() {
+            return Ok(0);
+        }
+        let slots: Vec<String> = (1..=columns.len()).map(|i| format!("?{i}")).collect();
+        let sql = format!(
+            "INSERT INTO {table} ({}) VALUES ({}){conflict}",
+            columns.join(", "),
+            slots.join(", ")
+        );
+        let mut statement = self.conn.prepare_cached(&sql).map_err(|e| self.err(e))?;
+        let mut added = 0;
+        for row in cells.chunks(columns.len()) {
+            added += statement
+                .execute(rusqlite::params_from_iter(row))
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(added as u64)
+    }
+}
+
 impl Sql for Store {
     fn dialect(&self) -> &'static Dialect {
         &SQLITE
@@ -67,9 +98,25 @@ impl Sql for Store {
     fn execute(&self, sql: &str, params: &[Cell]) -> Result<u64, StoreError> {
         self.conn
             .prepare_cached(&numbered(sql))
-            .and_then(|mut s| s.execute(rusqlite::params_from_iter(params.iter().map(to_value))))
+            .and_then(|mut s| s.execute(rusqlite::params_from_iter(params)))
             .map(|n| n as u64)
             .map_err(|e| self.err(e))
+    }
+
+    /// SQLite's bulk path: one prepared statement, run for each row.
+    fn insert_rows(&self, table: &str, columns: &[&str], cells: &[Cell]) -> Result<(), StoreError> {
+        self.insert_each(table, columns, "", cells).map(drop)
+    }
+
+    fn insert_new_rows(
+        &self,
+        table: &str,
+        columns: &[&str],
+        unique: &[&str],
+        cells: &[Cell],
+    ) -> Result<u64, StoreError> {
+        let conflict = format!(" ON CONFLICT ({}) DO NOTHING", unique.join(", "));
+        self.insert_each(table, columns, &conflict, cells)
     }
 
     fn each(
@@ -82,9 +129,7 @@ impl Sql for Store {
         let err = |e| self.err(e);
         let mut stmt = self.conn.prepare_cached(&numbered(sql)).map_err(err)?;
         let names: Vec<String> = stmt.column_names().iter().map(|n| n.to_string()).collect();
-        let mut rows = stmt
-            .query(rusqlite::params_from_iter(params.iter().map(to_value)))
-            .map_err(err)?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(params)).map_err(err)?;
         let mut cells = Vec::with_capacity(names.len());
         while let Some(row) = rows.next().map_err(err)? {
             cells.clear();
