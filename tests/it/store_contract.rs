@@ -194,15 +194,31 @@ fn a_run_of_more_than_a_page_and_one_adding_to_it_store_each_revision_once() {
         for i in 0..KEYS {
             w.record(put(&key(i), i + 2, i + 2, 1, "a=1")).unwrap();
         }
+        // What etcd would say of each key at the head.
+        let mut live: Vec<LiveKey> = (0..KEYS)
+            .map(|i| LiveKey {
+                key: key(i).into_bytes(),
+                create_revision: i + 2,
+                mod_revision: i + 2,
+                version: 1,
+            })
+            .collect();
         let mut revision = KEYS + 1;
         for i in (0..KEYS).step_by(10) {
             revision += 1;
             w.record(put(&key(i), revision, i + 2, 2, &format!("a=2,{i}")))
                 .unwrap();
+            (live[i as usize].mod_revision, live[i as usize].version) = (revision, 2);
         }
         for i in KEYS..KEYS + 10 {
             revision += 1;
             w.record(put(&key(i), revision, revision, 1, "a=1")).unwrap();
+            live.push(LiveKey {
+                key: key(i).into_bytes(),
+                create_revision: revision,
+                mod_revision: revision,
+                version: 1,
+            });
         }
         w.flush().unwrap();
         assert_eq!(w.added, KEYS / 10 + 10, "only what the first run did not store");
@@ -220,8 +236,20 @@ fn a_run_of_more_than_a_page_and_one_adding_to_it_store_each_revision_once() {
         }
         let newest = store.history(key(KEYS + 9).as_bytes(), Some(cluster)).unwrap();
         assert_eq!(newest.iter().map(|r| r.mod_revision).collect::<Vec<_>>(), [head]);
-        let live = store.live_objects(cluster, head).count();
-        assert_eq!(live, (KEYS + 10) as usize);
+        assert_eq!(store.live_objects(cluster, head).count(), live.len());
+        // The completeness check, pages of keys at a time, finds all of it
+        // and then a revision missing from one key of the last page.
+        assert_eq!(
+            store.history_shortfall(cluster, 1, &live, &|_| true).unwrap(),
+            None
+        );
+        live[5_990].version = 3;
+        live[5_990].mod_revision = head + 1;
+        let short = store
+            .history_shortfall(cluster, 1, &live, &|_| true)
+            .unwrap()
+            .unwrap();
+        assert_eq!((short.keys, short.key, short.stored), (1, key(5_990), 2));
     });
 }
 
