@@ -10,7 +10,11 @@
 //! Only runs hash new values: every other command reads a database without
 //! its key.
 
+use super::recorder::HashKeyLoad;
+use super::sql::Sql;
+use super::StoreError;
 use crate::canon::keyed_hash::{HashKey, KEY_LEN};
+use std::cell::OnceCell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -79,25 +83,50 @@ pub enum KeyError {
     NotLoaded,
 }
 
-/// What [`load`] asks a backend.
-pub(super) trait KeyRecords {
-    /// The database, for messages.
-    fn location(&self) -> &Path;
+/// What [`load`] asks a backend besides its [`Sql`].
+pub(super) trait KeyRecords: Sql {
     /// The key file when none is named.
     fn default_file(&self) -> PathBuf;
-    /// The id of the key the newest run that recorded one hashed with.
-    fn newest_key_id(&self) -> Result<Option<String>, crate::store::StoreError>;
+    /// Where the loaded key is kept for this handle.
+    fn loaded_key(&self) -> &OnceCell<HashKey>;
     /// The key an older version kept in the database.
-    fn legacy_key(&self) -> Result<Option<HashKey>, crate::store::StoreError> {
+    fn legacy_key(&self) -> Result<Option<HashKey>, StoreError> {
         Ok(None)
     }
     /// Moves the legacy key out of the database for good.
-    fn drop_legacy_key(&self, _legacy: &HashKey) -> Result<(), crate::store::StoreError> {
+    fn drop_legacy_key(&self, _legacy: &HashKey) -> Result<(), StoreError> {
         Ok(())
     }
 }
 
-fn random_key(db: &dyn KeyRecords) -> Result<HashKey, crate::store::StoreError> {
+impl<T: KeyRecords + ?Sized> HashKeyLoad for T {
+    fn load_hash_key(&self, options: &HashKeyOptions) -> Result<Option<KeyNotice>, StoreError> {
+        let (key, notice) = load(self, options)?;
+        // A second load of one handle keeps the first key.
+        let _ = self.loaded_key().set(key);
+        Ok(notice)
+    }
+
+    fn hash_key(&self) -> Result<&HashKey, StoreError> {
+        self.loaded_key()
+            .get()
+            .ok_or(StoreError::Key(KeyError::NotLoaded))
+    }
+}
+
+/// The id of the key the newest run that recorded one hashed with.
+fn newest_key_id<T: Sql + ?Sized>(db: &T) -> Result<Option<String>, StoreError> {
+    let rows = db.rows(
+        "runs",
+        "SELECT hash_key FROM runs WHERE hash_key IS NOT NULL ORDER BY id DESC LIMIT 1",
+        &[],
+    )?;
+    rows.first()
+        .map(|row| db.typed("runs").text(&row[0], "hash_key"))
+        .transpose()
+}
+
+fn random_key<T: KeyRecords + ?Sized>(db: &T) -> Result<HashKey, StoreError> {
     HashKey::random().map_err(|e| crate::store::StoreError::Io {
         path: db.location().to_path_buf(),
         source: std::io::Error::other(format!("no randomness for the hash key: {e}")),
@@ -108,10 +137,10 @@ fn random_key(db: &dyn KeyRecords) -> Result<HashKey, crate::store::StoreError> 
 /// should hear of it. An older database's key moves out first: into the
 /// default file (or a named file already holding it), then its row is
 /// deleted and overwritten.
-pub(super) fn load(
-    db: &dyn KeyRecords,
+fn load<T: KeyRecords + ?Sized>(
+    db: &T,
     options: &HashKeyOptions,
-) -> Result<(HashKey, Option<KeyNotice>), crate::store::StoreError> {
+) -> Result<(HashKey, Option<KeyNotice>), StoreError> {
     let file = options.file.clone().unwrap_or_else(|| db.default_file());
     let named = options.file.is_some();
     let location = db.location().to_path_buf();
@@ -131,7 +160,7 @@ pub(super) fn load(
             file: file.clone(),
         });
     }
-    let expected = db.newest_key_id()?;
+    let expected = newest_key_id(db)?;
     let key = match (options.new, on_disk) {
         (true, Some(k)) if named => {
             if expected.as_deref() == Some(&k.id()) {

@@ -7,15 +7,11 @@
 
 use super::Store;
 use crate::canon::keyed_hash::HashKey;
-use crate::store::hash_key::{load, HashKeyOptions, KeyError, KeyNotice, KeyRecords};
-use crate::store::StoreError;
-use std::path::{Path, PathBuf};
+use crate::store::hash_key::KeyRecords;
+use std::cell::OnceCell;
+use std::path::PathBuf;
 
 impl KeyRecords for Store {
-    fn location(&self) -> &Path {
-        &self.path
-    }
-
     fn default_file(&self) -> PathBuf {
         let config = std::env::var_os("XDG_CONFIG_HOME")
             .filter(|d| !d.is_empty())
@@ -32,24 +28,7 @@ impl KeyRecords for Store {
         dir.join(format!("{}.key", self.server))
     }
 
-    fn newest_key_id(&self) -> Result<Option<String>, StoreError> {
-        Ok(self
-            .query_opt(
-                "SELECT hash_key FROM runs WHERE hash_key IS NOT NULL ORDER BY id DESC LIMIT 1",
-                &[],
-            )?
-            .map(|r| r.get(0)))
-    }
-}
-
-impl crate::store::recorder::HashKeyLoad for Store {
-    fn load_hash_key(&self, options: &HashKeyOptions) -> Result<Option<KeyNotice>, StoreError> {
-        let (key, notice) = load(self, options)?;
-        let _ = self.hash_key.set(key);
-        Ok(notice)
-    }
-
-    fn hash_key(&self) -> Result<&HashKey, StoreError> {
-        self.hash_key.get().ok_or(StoreError::Key(KeyError::NotLoaded))
+    fn loaded_key(&self) -> &OnceCell<HashKey> {
+        &self.hash_key
     }
 }

@@ -12,33 +12,21 @@
 
 use super::Store;
 use crate::canon::keyed_hash::{HashKey, KEY_LEN};
-use crate::store::hash_key::{beside, load, HashKeyOptions, KeyError, KeyNotice, KeyRecords};
+use crate::store::hash_key::{beside, KeyRecords};
 use crate::store::StoreError;
 use rusqlite::OptionalExtension;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The `settings` row where versions before the key file kept the key.
 const LEGACY_ROW: &str = "value_hmac_key";
 
 impl KeyRecords for Store {
-    fn location(&self) -> &Path {
-        &self.path
-    }
-
     fn default_file(&self) -> PathBuf {
         beside(&self.path)
     }
 
-    /// The id of the key the newest run that recorded one hashed with.
-    fn newest_key_id(&self) -> Result<Option<String>, StoreError> {
-        self.conn
-            .query_row(
-                "SELECT hash_key FROM runs WHERE hash_key IS NOT NULL ORDER BY id DESC LIMIT 1",
-                [],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(|e| self.err(e))
+    fn loaded_key(&self) -> &std::cell::OnceCell<HashKey> {
+        &self.hash_key
     }
 
     /// The key an older version kept in the database.
@@ -98,23 +86,10 @@ impl KeyRecords for Store {
     }
 }
 
-impl crate::store::recorder::HashKeyLoad for Store {
-    fn load_hash_key(&self, options: &HashKeyOptions) -> Result<Option<KeyNotice>, StoreError> {
-        let (key, notice) = load(self, options)?;
-        // A second load of one handle keeps the first key.
-        let _ = self.hash_key.set(key);
-        Ok(notice)
-    }
-
-    fn hash_key(&self) -> Result<&HashKey, StoreError> {
-        self.hash_key.get().ok_or(StoreError::Key(KeyError::NotLoaded))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::hash_key::read;
+    use crate::store::hash_key::{read, HashKeyOptions, KeyError, KeyNotice};
     use crate::store::recorder::HashKeyLoad;
     use crate::store::recorder::RunWrites;
     use std::path::{Path, PathBuf};
