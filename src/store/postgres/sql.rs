@@ -95,6 +95,39 @@ impl Sql for Store {
         Ok(())
     }
 
+    /// Through the bulk path: the rows are copied into a temporary table
+    /// of the columns (emptied before and after), then inserted from it.
+    fn insert_new_rows(
+        &self,
+        table: &str,
+        columns: &[&str],
+        unique: &[&str],
+        cells: &[Cell],
+    ) -> Result<u64, StoreError> {
+        if cells.is_empty() {
+            return Ok(0);
+        }
+        let (staged, columns_list) = (format!("staged_{table}"), columns.join(", "));
+        self.with_client(|c| {
+            c.batch_execute(&format!(
+                "CREATE TEMP TABLE IF NOT EXISTS {staged} AS SELECT {columns_list} FROM {table} LIMIT 0; \
+                 TRUNCATE {staged}"
+            ))
+        })?;
+        self.insert_rows(&staged, columns, cells)?;
+        let added = Store::execute(
+            self,
+            &format!(
+                "INSERT INTO {table} ({columns_list}) SELECT {columns_list} FROM {staged} \
+                 ON CONFLICT ({}) DO NOTHING",
+                unique.join(", ")
+            ),
+            &[],
+        )?;
+        self.with_client(|c| c.batch_execute(&format!("TRUNCATE {staged}")))?;
+        Ok(added)
+    }
+
     /// PostgreSQL's bulk path: one binary `COPY`, each value typed as its
     /// column is (which a statement selecting the columns tells).
     fn insert_rows(&self, table: &str, columns: &[&str], cells: &[Cell]) -> Result<(), StoreError> {
