@@ -96,7 +96,9 @@ impl Sql for Store {
     }
 
     /// Through the bulk path: the rows are copied into a temporary table
-    /// of the columns (emptied before and after), then inserted from it.
+    /// holding every column of `table` and a row number (emptied before
+    /// and after), then inserted from it in the order given, so the first
+    /// of two rows with one unique key is the one kept.
     fn insert_new_rows(
         &self,
         table: &str,
@@ -110,8 +112,9 @@ impl Sql for Store {
         let (staged, columns_list) = (format!("staged_{table}"), columns.join(", "));
         self.with_client(|c| {
             c.batch_execute(&format!(
-                "CREATE TEMP TABLE IF NOT EXISTS {staged} AS SELECT {columns_list} FROM {table} LIMIT 0; \
-                 TRUNCATE {staged}"
+                "CREATE TEMP TABLE IF NOT EXISTS {staged} AS SELECT * FROM {table} LIMIT 0; \
+                 ALTER TABLE {staged} ADD COLUMN IF NOT EXISTS staged_row bigint GENERATED ALWAYS AS IDENTITY; \
+                 TRUNCATE {staged} RESTART IDENTITY"
             ))
         })?;
         self.insert_rows(&staged, columns, cells)?;
@@ -119,7 +122,7 @@ impl Sql for Store {
             self,
             &format!(
                 "INSERT INTO {table} ({columns_list}) SELECT {columns_list} FROM {staged} \
-                 ON CONFLICT ({}) DO NOTHING",
+                 ORDER BY staged_row ON CONFLICT ({}) DO NOTHING",
                 unique.join(", ")
             ),
             &[],
