@@ -117,7 +117,7 @@ pub(super) fn read(
         },
     };
     if let Some(wal) = &wal {
-        if wal.push_past_db(&db, &info, prefix.as_bytes(), &mut sink)? == Read::Stopped {
+        if wal.push_past_db(db_head, prefix.as_bytes(), &mut sink)? == Read::Stopped {
             return Ok(None);
         }
     }

@@ -21,6 +21,10 @@ pub(super) struct WalHistory {
     options: wal::Options,
     /// Whether the db's cluster has one member.
     sole_member: bool,
+    /// For a log not placed, the db's state at its head, on which the
+    /// committed entries after its consistent index are applied again when
+    /// their writes are pushed (the db is not read a second time).
+    at_head: Option<Placer<'static>>,
     /// What the run took from it, recorded with the run.
     pub recovered: Recovered,
 }
@@ -88,6 +92,7 @@ impl WalHistory {
             ..Recovered::default()
         };
         let mut placer: Option<Placer<'_>> = None;
+        let mut at_head = None;
         let sole_member = info.members == 1;
         let mut committed = Committed { sole_member };
         while let Some(entry) = log.next_entry()? {
@@ -134,7 +139,11 @@ impl WalHistory {
                 continue;
             }
             let placer = placer.get_or_insert_with(|| match recovered.not_placed {
-                Some(_) => Placer::at_head(&facts, applied),
+                Some(_) => {
+                    let head = Placer::at_head(&facts, applied);
+                    at_head = Some(head.detached());
+                    head
+                }
                 None => Placer::new(&facts),
             });
             if past_db {
@@ -178,6 +187,7 @@ impl WalHistory {
         Ok(Some(WalHistory {
             options,
             sole_member,
+            at_head: at_head.filter(|_| recovered.past_db.is_some()),
             recovered,
         }))
     }
@@ -200,21 +210,15 @@ impl WalHistory {
     }
 
     /// For a log not placed, pushes the writes of its committed entries
-    /// after the db's consistent index, applied on the state `db` holds,
-    /// into `sink` (after the db's own records).
-    pub fn push_past_db(
-        &self,
-        db: &BoltDb,
-        info: &FileInfo,
-        prefix: &[u8],
-        sink: &mut Progress<'_, '_>,
-    ) -> Result<Read<()>> {
-        if self.starts().is_some() || self.recovered.past_db.is_none() {
-            return Ok(Read::Done(()));
+    /// after the db's consistent index, applied on the state the db holds
+    /// at `db_head`, into `sink` (after the db's own records).
+    pub fn push_past_db(&self, db_head: i64, prefix: &[u8], sink: &mut Progress<'_, '_>) -> Result<Read<()>> {
+        match &self.at_head {
+            Some(placer) if self.starts().is_none() => {
+                self.replay(placer.detached(), db_head + 1, prefix, sink)
+            }
+            _ => Ok(Read::Done(())),
         }
-        let facts = db_facts(db, info)?;
-        let placer = Placer::at_head(&facts, self.recovered.applied);
-        self.replay(placer, info.head() + 1, prefix, sink)
     }
 
     /// Reads the log again into `placer` (checked by the first pass),

@@ -208,6 +208,18 @@ impl<'f> Placer<'f> {
         }
     }
 
+    /// A copy of a placer that checks nothing ([`Placer::again`],
+    /// [`Placer::at_head`]), to apply the same entries again later.
+    pub fn detached(&self) -> Placer<'static> {
+        debug_assert!(self.facts.is_none(), "a checking placer is not copied");
+        Placer {
+            facts: None,
+            replay: self.replay.clone(),
+            found: HashSet::new(),
+            last: self.last,
+        }
+    }
+
     /// The index of the entry it applies next.
     pub fn expects(&self) -> u64 {
         self.last.map_or(1, |i| i + 1)
@@ -326,7 +338,7 @@ struct KeyState {
 }
 
 /// The store as the log leaves it, entry by entry.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Replay {
     keys: HashMap<Vec<u8>, KeyState>,
     /// Leases granted in the log; false once revoked.
