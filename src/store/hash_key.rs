@@ -144,6 +144,10 @@ fn load<T: KeyRecords + ?Sized>(
     let file = options.file.clone().unwrap_or_else(|| db.default_file());
     let named = options.file.is_some();
     let location = db.location().to_path_buf();
+    // The database first, then the file: a run records its key only after
+    // its file exists, so a key the database names is on disk by now,
+    // even when another first run (into the same server) made it since.
+    let expected = newest_key_id(db)?;
     let mut on_disk = read(&file)?;
     let mut notice = None;
     if let Some(legacy) = db.legacy_key()? {
@@ -160,7 +164,6 @@ fn load<T: KeyRecords + ?Sized>(
             file: file.clone(),
         });
     }
-    let expected = newest_key_id(db)?;
     let key = match (options.new, on_disk) {
         (true, Some(k)) if named => {
             if expected.as_deref() == Some(&k.id()) {
