@@ -14,7 +14,7 @@ use etcd_inspector::ingest::foreign::{KeyIdentity, Kinds};
 use etcd_inspector::ingest::open::KeyClass;
 use etcd_inspector::ingest::revision::ingest;
 use etcd_inspector::lifecycle::RevisionWriter;
-use etcd_inspector::source::{Record, Sink};
+use etcd_inspector::source::{Record, Revision, Sink};
 use etcd_inspector::store::Store;
 use serde_json::json;
 use std::hint::black_box;
@@ -91,8 +91,8 @@ fn benches(c: &mut Criterion) {
     let records: Vec<Record> = (0..1000)
         .map(|i| Record {
             key: format!("/registry/pods/team/app-{i}").into_bytes(),
-            mod_revision: i as i64 + 2,
-            create_revision: i as i64 + 2,
+            mod_revision: Revision(i as i64 + 2),
+            create_revision: Revision(i as i64 + 2),
             version: 1,
             lease: 0,
             value: encode_protobuf(&pod(i)).unwrap(),
@@ -154,8 +154,8 @@ fn fixture_pod(c: &mut Criterion) {
     let hasher = ValueHasher::new([7; 32]);
     let record = |value: &[u8]| Record {
         key: key.as_bytes().to_vec(),
-        mod_revision: 2,
-        create_revision: 2,
+        mod_revision: Revision(2),
+        create_revision: Revision(2),
         version: 1,
         lease: 0,
         value: value.to_vec(),

@@ -259,7 +259,7 @@ impl etcd_inspector::source::Sink for FloorRows {
                 "INSERT OR IGNORE INTO revisions (key, mod_revision, create_revision, version, deleted, value_sha256) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?
-            .execute(rusqlite::params![r.key, r.mod_revision, r.create_revision, r.version, r.deleted, hash])?;
+            .execute(rusqlite::params![r.key, r.mod_revision.0, r.create_revision.0, r.version, r.deleted, hash])?;
         self.in_batch += 1;
         if self.in_batch == 2000 {
             self.conn.execute_batch("COMMIT")?;

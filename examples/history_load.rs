@@ -13,7 +13,7 @@
 use anyhow::{Context, Result};
 use etcd_inspector::decode::encode::encode_protobuf;
 use etcd_inspector::lifecycle::RevisionWriter;
-use etcd_inspector::source::{Record, Sink};
+use etcd_inspector::source::{Record, Revision, Sink};
 use etcd_inspector::store::{RunFact, RunStatus, Store};
 use serde_json::json;
 
@@ -69,8 +69,8 @@ fn main() -> Result<()> {
             let ns = format!("ns-{}", k % 50);
             writer.record(Record {
                 key: format!("/registry/configmaps/{ns}/cm-{k}").into_bytes(),
-                mod_revision: revision,
-                create_revision: 2 + k,
+                mod_revision: Revision(revision),
+                create_revision: Revision(2 + k),
                 version: round + 1,
                 lease: 0,
                 value: config_map(&format!("cm-{k}"), &ns, &format!("uid-{k}"), &value)?,
@@ -82,8 +82,8 @@ fn main() -> Result<()> {
     revision += 1;
     writer.record(Record {
         key: b"/registry/configmaps/ns-0/last".to_vec(),
-        mod_revision: revision,
-        create_revision: revision,
+        mod_revision: Revision(revision),
+        create_revision: Revision(revision),
         version: 1,
         lease: 0,
         value: config_map("last", "ns-0", "uid-last", "0")?,

@@ -98,5 +98,5 @@ pub fn run(args: &GetArgs) -> Result<Status> {
             String::new()
         }
     )?;
-    show(&key, &kv.value, Some(&key), Some(kv.mod_revision), &args.view)
+    show(&key, &kv.value, Some(&key), Some(kv.mod_revision.0), &args.view)
 }

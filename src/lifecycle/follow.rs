@@ -10,7 +10,7 @@ use super::RevisionWriter;
 use super::{RecordOptions, Settings, Summary};
 use crate::source::etcd::{Connection, Etcd, Replay, Scope};
 use crate::source::filter::ResourceFilter;
-use crate::source::{Census, ReadError, Record, Sink};
+use crate::source::{Census, ReadError, Record, Revision, Sink};
 use crate::store::ClusterId;
 use crate::store::{Backend, RunFact};
 use crate::store::{RunId, Shortfall, StoreError};
@@ -139,8 +139,8 @@ impl Sink for Recorder<'_, '_> {
         Ok(self.writer.record(record)?)
     }
 
-    fn progress(&mut self, revision: i64) -> Result<bool, FollowError> {
-        self.through = self.through.max(revision);
+    fn progress(&mut self, revision: Revision) -> Result<bool, FollowError> {
+        self.through = self.through.max(revision.0);
         if self.last_commit.elapsed() >= self.commit_every {
             self.commit()?;
         }

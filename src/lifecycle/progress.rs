@@ -100,7 +100,7 @@ impl Sink for Progress<'_, '_> {
             match self.position {
                 Position::Revision(origin) => self
                     .bar
-                    .set_position((record.mod_revision - origin).max(0) as u64),
+                    .set_position((record.mod_revision.0 - origin).max(0) as u64),
                 Position::Records => self.bar.set_position(self.seen),
                 Position::Unknown => self.bar.set_message(format!(
                     "{} records read, {} new, at revision {}",

@@ -264,8 +264,8 @@ impl<'a> Merge<'a> {
             self.stored_only();
         }
         let held = Written {
-            mod_revision: k.mod_revision,
-            create_revision: k.create_revision,
+            mod_revision: k.mod_revision.0,
+            create_revision: k.create_revision.0,
         };
         let stored = match self.peek()? {
             Some(s) if s.key == k.key => {

@@ -10,6 +10,7 @@ use crate::source::bolt::BoltDb;
 use crate::source::db_file::{self, FileInfo};
 use crate::source::wal::revisions::{Facts, Placer};
 use crate::source::wal::{self, Recovered, Request, Summary, Wal};
+use crate::source::Revision;
 use crate::source::{Read, Sink};
 use anyhow::{anyhow, bail, Result};
 use indicatif::ProgressBar;
@@ -54,7 +55,7 @@ impl Committed {
 /// against.
 fn db_facts(db: &BoltDb, info: &FileInfo) -> Result<Facts> {
     let compacted = info.finished_compact.max(info.scheduled_compact).unwrap_or(0);
-    let mut facts = Facts::new(info.head(), compacted);
+    let mut facts = Facts::new(Revision(info.head()), Revision(compacted));
     let read = db_file::read_revisions(db, b"", 0, info.revisions, &mut facts);
     read.map_err(super::plan::read_error)?;
     facts.leases = db_file::lease_ids(db)?;
@@ -156,14 +157,14 @@ impl WalHistory {
                 recovered.compactions.push(c.revision);
             }
             let writes = placer.apply(&entry).map_err(|e| anyhow!("{where_}: {e}"))?;
-            let Some(r) = writes.first().map(|w| w.mod_revision) else {
+            let Some(r) = writes.first().map(|w| w.mod_revision.0) else {
                 continue;
             };
             recovered.writes += 1;
             if past_db {
                 let (first, _) = recovered.past_db.unwrap_or((r, r));
                 recovered.past_db = Some((first, r));
-            } else if r <= facts.compacted {
+            } else if r <= facts.compacted.0 {
                 let (first, _) = recovered.added.unwrap_or((r, r));
                 recovered.added = Some((first, r));
             }
@@ -250,7 +251,7 @@ impl WalHistory {
                 .apply(&entry)
                 .map_err(|e| anyhow!("{}: {e}", dir.display()))?;
             for w in writes {
-                if w.mod_revision >= from && db_file::in_scope(&w.key, prefix) && !sink.record(w)? {
+                if w.mod_revision.0 >= from && db_file::in_scope(&w.key, prefix) && !sink.record(w)? {
                     return Ok(Read::Stopped);
                 }
             }

@@ -16,7 +16,7 @@ use crate::ingest::foreign::Kinds;
 use crate::ingest::pipeline::{self, Chunk, Pipeline};
 use crate::ingest::prepare::{Against, KeyInfo, PlainBlobs, Prepared, Semantic};
 use crate::source::filter::ResourceFilter;
-use crate::source::{Record, Sink};
+use crate::source::{Record, Revision, Sink};
 use crate::store::recorder::RunRecorder;
 use crate::store::ClusterId;
 use crate::store::{field_blob, ContentRow, KeyId, RevisionRow, RevisionRows, RunId, StoreError};
@@ -161,7 +161,7 @@ impl<'s> RevisionWriter<'s> {
             _ => None,
         };
         if let Some(at) = renewed {
-            self.rows.insert_clock_mark(self.cluster, r.mod_revision, &at)?;
+            self.rows.insert_clock_mark(self.cluster, r.mod_revision.0, &at)?;
         }
         Ok(())
     }
@@ -326,12 +326,12 @@ impl<'s> RevisionWriter<'s> {
         let r = &p.record;
         // A tombstone read from a file carries only its key: it ends the
         // generation of the key's previous revision.
-        let create_revision = if r.deleted && r.create_revision == 0 {
+        let create_revision = if r.deleted && r.create_revision == Revision(0) {
             self.rows
-                .generation_before(p.key.id, r.mod_revision)?
+                .generation_before(p.key.id, r.mod_revision.0)?
                 .unwrap_or(0)
         } else {
-            r.create_revision
+            r.create_revision.0
         };
         self.rows.insert_revision(&RevisionRow {
             key_id: p.key.id,
@@ -348,7 +348,7 @@ impl<'s> RevisionWriter<'s> {
             hash_key: keyed.then_some(self.hash_key.as_str()),
         })?;
         if let Some(at) = &p.facts.renew_time {
-            self.rows.insert_clock_mark(self.cluster, r.mod_revision, at)?;
+            self.rows.insert_clock_mark(self.cluster, r.mod_revision.0, at)?;
         }
         self.added += 1;
         Ok(())
@@ -366,7 +366,7 @@ impl<'s> RevisionWriter<'s> {
         let mut base = None;
         for (prepared, full) in chunk.into_iter().zip(full) {
             self.pending_ids
-                .remove(&(prepared.key.id, prepared.record.mod_revision));
+                .remove(&(prepared.key.id, prepared.record.mod_revision.0));
             self.store_revision(prepared, &mut base, full)?;
         }
         Ok(())
@@ -387,13 +387,13 @@ impl<'s> RevisionWriter<'s> {
         let mut window = std::mem::take(&mut self.window);
         // Records stored before (by an earlier run, or read twice) are
         // dropped: one question for the window.
-        let revisions: Vec<(KeyId, i64)> = window.iter().map(|(r, k)| (k.id, r.mod_revision)).collect();
+        let revisions: Vec<(KeyId, i64)> = window.iter().map(|(r, k)| (k.id, r.mod_revision.0)).collect();
         let mut stored = self.rows.stored_revisions(&revisions)?.into_iter();
         let pending_ids = &mut self.pending_ids;
         window.retain(|(r, k)| {
             let stored = stored.next().unwrap_or(false);
             if stored {
-                pending_ids.remove(&(k.id, r.mod_revision));
+                pending_ids.remove(&(k.id, r.mod_revision.0));
             }
             !stored
         });
@@ -534,7 +534,7 @@ impl Sink for RevisionWriter<'_> {
             return Ok(true);
         }
         // Whether it is stored already is asked when the window is sent.
-        if self.pending_ids.insert((key.id, r.mod_revision)) {
+        if self.pending_ids.insert((key.id, r.mod_revision.0)) {
             // A source that reads by key (a data file) keeps each key's
             // revisions in one chunk.
             let key_ends = self.window.last().is_some_and(|(_, k)| k.id != key.id);

@@ -4,7 +4,7 @@
 
 use super::bolt::{BoltDb, BoltError, Bucket};
 use super::revision;
-use super::{LiveKey, Read, ReadError, Record, Sink};
+use super::{LiveKey, Read, ReadError, Record, Revision, Sink};
 use crate::decode::key::COMPACT_REV_KEY;
 use prost::Message;
 use sha1::Sha1;
@@ -323,8 +323,8 @@ pub fn live_keys_at(db: &BoltDb, prefix: &[u8], at: i64) -> Result<Vec<LiveKey>,
         if kv.key.starts_with(prefix) && !kv.key.is_empty() {
             let live = (!rev.tombstone).then(|| LiveKey {
                 key: kv.key.clone(),
-                create_revision: kv.create_revision,
-                mod_revision: rev.revision.main,
+                create_revision: Revision(kv.create_revision),
+                mod_revision: Revision(rev.revision.main),
                 version: kv.version,
             });
             newest.insert(kv.key, live);
@@ -469,8 +469,8 @@ fn record(main: i64, tombstone: bool, kv: KeyValue) -> Record {
     if tombstone {
         Record {
             key: kv.key,
-            mod_revision: main,
-            create_revision: 0,
+            mod_revision: Revision(main),
+            create_revision: Revision::default(),
             version: 0,
             lease: 0,
             value: Vec::new(),
@@ -479,8 +479,8 @@ fn record(main: i64, tombstone: bool, kv: KeyValue) -> Record {
     } else {
         Record {
             key: kv.key,
-            mod_revision: main,
-            create_revision: kv.create_revision,
+            mod_revision: Revision(main),
+            create_revision: Revision(kv.create_revision),
             version: kv.version,
             lease: kv.lease,
             value: kv.value,

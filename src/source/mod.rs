@@ -12,14 +12,16 @@ pub mod revision;
 pub mod server_version;
 pub mod wal;
 
+pub use revision::Revision;
+
 /// One revision of one key as etcd keeps it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
     pub key: Vec<u8>,
-    pub mod_revision: i64,
+    pub mod_revision: Revision,
     /// For a tombstone, the create_revision of the generation it ended (0
     /// when unknown).
-    pub create_revision: i64,
+    pub create_revision: Revision,
     /// 0 for a tombstone.
     pub version: i64,
     pub lease: i64,
@@ -33,8 +35,8 @@ pub struct Record {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LiveKey {
     pub key: Vec<u8>,
-    pub create_revision: i64,
-    pub mod_revision: i64,
+    pub create_revision: Revision,
+    pub mod_revision: Revision,
     /// Writes since `create_revision`, that one included.
     pub version: i64,
 }
@@ -50,8 +52,8 @@ pub struct Census {
 
 #[derive(Clone, Copy, Debug)]
 struct Counters {
-    create_revision: i64,
-    mod_revision: i64,
+    create_revision: Revision,
+    mod_revision: Revision,
     version: i64,
     deleted: bool,
 }
@@ -104,7 +106,7 @@ pub trait Sink {
 
     /// Every record up to `revision` has been pushed (a watch knows this
     /// from its responses and progress notifications).
-    fn progress(&mut self, _revision: i64) -> Result<bool, Self::Error> {
+    fn progress(&mut self, _revision: Revision) -> Result<bool, Self::Error> {
         Ok(true)
     }
 }
@@ -116,7 +118,7 @@ impl<S: Sink + ?Sized> Sink for &mut S {
         (**self).record(record)
     }
 
-    fn progress(&mut self, revision: i64) -> Result<bool, Self::Error> {
+    fn progress(&mut self, revision: Revision) -> Result<bool, Self::Error> {
         (**self).progress(revision)
     }
 }
@@ -150,13 +152,13 @@ pub enum ReadError<E: std::error::Error + 'static> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Census, Record};
+    use super::{Census, Record, Revision};
 
     fn record(key: &str, mod_revision: i64, version: i64, deleted: bool) -> Record {
         Record {
             key: key.as_bytes().to_vec(),
-            mod_revision,
-            create_revision: 2,
+            mod_revision: Revision(mod_revision),
+            create_revision: Revision(2),
             version,
             lease: 0,
             value: Vec::new(),
@@ -180,7 +182,7 @@ mod tests {
         let mut live: Vec<(String, i64, i64)> = census
             .into_live()
             .into_iter()
-            .map(|k| (String::from_utf8(k.key).unwrap(), k.mod_revision, k.version))
+            .map(|k| (String::from_utf8(k.key).unwrap(), k.mod_revision.0, k.version))
             .collect();
         live.sort();
         assert_eq!(live, [("a".into(), 3, 2), ("c".into(), 7, 1)]);

@@ -3,10 +3,30 @@
 //! optional `t` marking a tombstone (17 or 18 bytes). Keys sort by
 //! revision, so a scan replays history in commit order.
 
-/// A store-wide revision: `main` per write transaction, `sub` per change
-/// inside it.
+/// etcd's store-wide main revision: one per write transaction, what a
+/// key's `mod_revision` and `create_revision` and a response header's
+/// revision count in (0: none, or not known).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(transparent)]
+pub struct Revision(pub i64);
+
+impl Revision {
+    /// The revision after this one.
+    pub fn next(self) -> Revision {
+        Revision(self.0 + 1)
+    }
+}
+
+impl std::fmt::Display for Revision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A revision as bbolt keys hold it: `main` per write transaction, `sub`
+/// per change inside it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Revision {
+pub struct MainSub {
     pub main: i64,
     pub sub: i64,
 }
@@ -14,7 +34,7 @@ pub struct Revision {
 /// A bbolt `key` bucket key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RevisionKey {
-    pub revision: Revision,
+    pub revision: MainSub,
     pub tombstone: bool,
 }
 
@@ -32,7 +52,7 @@ pub fn parse(bytes: &[u8]) -> Option<RevisionKey> {
     let main = i64::from_be_bytes(bytes[..8].try_into().ok()?);
     let sub = i64::from_be_bytes(bytes[9..17].try_into().ok()?);
     Some(RevisionKey {
-        revision: Revision { main, sub },
+        revision: MainSub { main, sub },
         tombstone,
     })
 }
@@ -56,7 +76,7 @@ mod tests {
         assert_eq!(
             parse(&key(241828, 0, false)),
             Some(RevisionKey {
-                revision: Revision { main: 241828, sub: 0 },
+                revision: MainSub { main: 241828, sub: 0 },
                 tombstone: false
             })
         );

@@ -492,9 +492,9 @@ impl<T: Sql + ?Sized> RevisionRows for SqlRows<'_, T> {
         let r = row.record;
         // A key not remembered is read whole when next asked about.
         if let Some(known) = self.known.get_mut(&row.key_id) {
-            known.revisions.insert(r.mod_revision);
-            if known.newest.is_none_or(|(newest, _)| newest < r.mod_revision) {
-                known.newest = Some((r.mod_revision, row.create_revision));
+            known.revisions.insert(r.mod_revision.0);
+            if known.newest.is_none_or(|(newest, _)| newest < r.mod_revision.0) {
+                known.newest = Some((r.mod_revision.0, row.create_revision));
             }
         }
         row.cells(&mut self.revisions);
@@ -554,8 +554,8 @@ mod tests {
         for &(key, revision, phase) in revisions {
             let record = Record {
                 key: key.as_bytes().to_vec(),
-                mod_revision: revision,
-                create_revision: 2,
+                mod_revision: crate::source::Revision(revision),
+                create_revision: crate::source::Revision(2),
                 version: revision - 1,
                 lease: 0,
                 value: encode_protobuf(&pod(phase)).unwrap(),

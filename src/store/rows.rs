@@ -146,7 +146,7 @@ impl RevisionRow<'_> {
         let (r, d) = (self.record, self.described);
         out.extend([
             self.key_id.into(),
-            Cell::Int(r.mod_revision),
+            Cell::Int(r.mod_revision.0),
             Cell::Int(self.create_revision),
             Cell::Int(r.version),
             Cell::Int(r.lease),

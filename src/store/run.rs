@@ -166,11 +166,11 @@ impl Shortfall {
         let mut shortfall: Option<Shortfall> = None;
         let checked = live
             .iter()
-            .filter(|k| k.create_revision >= covered_from.max(1) && recorded(&k.key))
+            .filter(|k| k.create_revision.0 >= covered_from.max(1) && recorded(&k.key))
             .collect::<Vec<_>>();
         for page in checked.chunks(PAGE) {
             for (k, (count, newest)) in page.iter().zip(stored(page)?) {
-                if count == k.version && newest == Some(k.mod_revision) {
+                if count == k.version && newest == Some(k.mod_revision.0) {
                     continue;
                 }
                 match &mut shortfall {

@@ -10,7 +10,7 @@ use crate::util::postgres;
 use crate::util::undo_typed_runs;
 use etcd_inspector::analyze::attribution;
 use etcd_inspector::lifecycle::RevisionWriter;
-use etcd_inspector::source::{LiveKey, Record, Sink};
+use etcd_inspector::source::{LiveKey, Record, Revision, Sink};
 use etcd_inspector::store::audit::AuditRequest;
 use etcd_inspector::store::clock::ByClock;
 use etcd_inspector::store::cluster::ClusterName;
@@ -78,8 +78,8 @@ fn put(key: &str, mod_revision: i64, create_revision: i64, version: i64, entry: 
     let name = key.rsplit('/').next().unwrap();
     Record {
         key: key.as_bytes().to_vec(),
-        mod_revision,
-        create_revision,
+        mod_revision: Revision(mod_revision),
+        create_revision: Revision(create_revision),
         version,
         lease: 0,
         value: config_map(
@@ -95,8 +95,8 @@ fn put(key: &str, mod_revision: i64, create_revision: i64, version: i64, entry: 
 fn tombstone(key: &str, mod_revision: i64) -> Record {
     Record {
         key: key.as_bytes().to_vec(),
-        mod_revision,
-        create_revision: 0,
+        mod_revision: Revision(mod_revision),
+        create_revision: Revision(0),
         version: 0,
         lease: 0,
         value: Vec::new(),
@@ -198,8 +198,8 @@ fn a_run_of_more_than_a_page_and_one_adding_to_it_store_each_revision_once() {
         let mut live: Vec<LiveKey> = (0..KEYS)
             .map(|i| LiveKey {
                 key: key(i).into_bytes(),
-                create_revision: i + 2,
-                mod_revision: i + 2,
+                create_revision: Revision(i + 2),
+                mod_revision: Revision(i + 2),
                 version: 1,
             })
             .collect();
@@ -208,15 +208,15 @@ fn a_run_of_more_than_a_page_and_one_adding_to_it_store_each_revision_once() {
             revision += 1;
             w.record(put(&key(i), revision, i + 2, 2, &format!("a=2,{i}")))
                 .unwrap();
-            (live[i as usize].mod_revision, live[i as usize].version) = (revision, 2);
+            (live[i as usize].mod_revision, live[i as usize].version) = (Revision(revision), 2);
         }
         for i in KEYS..KEYS + 10 {
             revision += 1;
             w.record(put(&key(i), revision, revision, 1, "a=1")).unwrap();
             live.push(LiveKey {
                 key: key(i).into_bytes(),
-                create_revision: revision,
-                mod_revision: revision,
+                create_revision: Revision(revision),
+                mod_revision: Revision(revision),
                 version: 1,
             });
         }
@@ -244,7 +244,7 @@ fn a_run_of_more_than_a_page_and_one_adding_to_it_store_each_revision_once() {
             None
         );
         live[5_990].version = 3;
-        live[5_990].mod_revision = head + 1;
+        live[5_990].mod_revision = Revision(head + 1);
         let short = store
             .history_shortfall(cluster, 1, &live, &|_| true)
             .unwrap()
@@ -901,8 +901,8 @@ fn a_secret_is_kept_as_hashes_and_a_redacted_form_only() {
         let key = "/registry/secrets/shop/db.credentials";
         w.record(Record {
             key: key.as_bytes().to_vec(),
-            mod_revision: 2,
-            create_revision: 2,
+            mod_revision: Revision(2),
+            create_revision: Revision(2),
             version: 1,
             lease: 0,
             value: secret("shop", "db.credentials", "uid-s", PASSWORD),
@@ -948,8 +948,8 @@ fn the_completeness_checks_answer_alike() {
         drop(w);
         let live = |key: &str, create, modified, version| LiveKey {
             key: key.as_bytes().to_vec(),
-            create_revision: create,
-            mod_revision: modified,
+            create_revision: Revision(create),
+            mod_revision: Revision(modified),
             version,
         };
         let etcd = [live(API, 3, 5, 2), live(WEB, 2, 6, 3)];

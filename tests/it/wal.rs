@@ -12,6 +12,7 @@ use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
 use etcd_inspector::source::bolt::BoltDb;
 use etcd_inspector::source::db_file;
 use etcd_inspector::source::wal::{self, revisions, CompareTarget, Op, Request};
+use etcd_inspector::source::Revision;
 
 /// kube-apiserver's write: `If(mod_revision(key) == rev) Then(op) Else(get)`.
 fn optimistic(key: &str, rev: i64, then: TxnOp) -> Txn {
@@ -142,7 +143,10 @@ fn db_facts(db: &std::path::Path) -> (revisions::Facts, u64) {
     let mut records: Vec<etcd_inspector::source::Record> = Vec::new();
     db_file::read_revisions(&file, b"", 0, 0, &mut records).unwrap();
     records.sort_by_key(|r| r.mod_revision);
-    let mut facts = revisions::Facts::new(info.head(), info.finished_compact.unwrap_or(0));
+    let mut facts = revisions::Facts::new(
+        Revision(info.head()),
+        Revision(info.finished_compact.unwrap_or(0)),
+    );
     for r in &records {
         facts.add(r);
     }
@@ -169,7 +173,7 @@ fn place(entries: &[wal::Entry], facts: &revisions::Facts) -> Result<Vec<Option<
     let mut placer = revisions::Placer::new(facts);
     let mut placed = Vec::new();
     for e in entries {
-        placed.push(placer.apply(e)?.first().map(|w| w.mod_revision));
+        placed.push(placer.apply(e)?.first().map(|w| w.mod_revision.0));
     }
     placer.finish()?;
     Ok(placed)
@@ -181,7 +185,11 @@ pub(crate) fn place_member(etcd: &TestEtcd) -> usize {
     let (facts, entries, _) = member(etcd);
     let placed = place(&entries, &facts).unwrap();
     let writes = placed.iter().flatten().count();
-    assert_eq!(writes as i64, facts.revision - 1, "every revision after 1 placed");
+    assert_eq!(
+        writes as i64,
+        facts.revision.0 - 1,
+        "every revision after 1 placed"
+    );
     writes
 }
 
@@ -335,7 +343,7 @@ fn each_write_is_placed_at_the_revision_etcd_gave_it() {
     assert!(later.why.contains("raft snapshot"), "{later}");
     // Nor is a log against a db that does not match it.
     let (mut other, _) = db_facts(&etcd.db_file());
-    other.revision += 1;
+    other.revision = other.revision.next();
     let stopped = place(&entries, &other).expect_err("a db one revision ahead disagrees");
     assert!(stopped.why.contains("disagree"), "{stopped}");
 }

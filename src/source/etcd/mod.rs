@@ -140,8 +140,8 @@ impl Reading<'_> {
 pub struct KeyValue {
     pub key: Vec<u8>,
     pub value: Vec<u8>,
-    pub create_revision: i64,
-    pub mod_revision: i64,
+    pub create_revision: crate::source::Revision,
+    pub mod_revision: crate::source::Revision,
     pub version: i64,
     pub lease: i64,
 }
@@ -256,8 +256,8 @@ impl Etcd {
         Ok(resp.kvs().first().map(|kv| KeyValue {
             key: kv.key().to_vec(),
             value: kv.value().to_vec(),
-            create_revision: kv.create_revision(),
-            mod_revision: kv.mod_revision(),
+            create_revision: crate::source::Revision(kv.create_revision()),
+            mod_revision: crate::source::Revision(kv.mod_revision()),
             version: kv.version(),
             lease: kv.lease(),
         }))
@@ -337,8 +337,8 @@ fn record_of(kv: etcd_client::KeyValue) -> crate::source::Record {
     let (key, value) = kv.into_key_value();
     crate::source::Record {
         key,
-        mod_revision,
-        create_revision,
+        mod_revision: crate::source::Revision(mod_revision),
+        create_revision: crate::source::Revision(create_revision),
         version,
         lease,
         value,

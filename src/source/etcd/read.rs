@@ -229,8 +229,8 @@ impl Etcd {
     {
         self.each_key(scope.prefix, head, page, true, |kv| {
             each(LiveKey {
-                create_revision: kv.create_revision(),
-                mod_revision: kv.mod_revision(),
+                create_revision: crate::source::Revision(kv.create_revision()),
+                mod_revision: crate::source::Revision(kv.mod_revision()),
                 version: kv.version(),
                 key: kv.into_key_value().0,
             })

@@ -285,7 +285,10 @@ impl Etcd {
                     true => resp.header().map_or(0, |h| h.revision()),
                     false => *proven,
                 };
-                if !sink.progress(through.min(head)).map_err(ReadError::Sink)? {
+                if !sink
+                    .progress(crate::source::Revision(through.min(head)))
+                    .map_err(ReadError::Sink)?
+                {
                     return Ok(Stream::Ended(Replay::Stopped));
                 }
                 if ends_on_progress && through >= head {
@@ -299,7 +302,10 @@ impl Etcd {
             // A watch delivers revisions in order and never splits one
             // across responses: everything up to `newest` has arrived.
             *proven = (*proven).max(newest);
-            if !sink.progress(newest.min(head)).map_err(ReadError::Sink)? {
+            if !sink
+                .progress(crate::source::Revision(newest.min(head)))
+                .map_err(ReadError::Sink)?
+            {
                 return Ok(Stream::Ended(Replay::Stopped));
             }
             if newest >= head {
@@ -355,8 +361,8 @@ where
             etcd_client::EventType::Put => record_of(kv.clone()),
             etcd_client::EventType::Delete => crate::source::Record {
                 key: kv.key().to_vec(),
-                mod_revision: kv.mod_revision(),
-                create_revision: prev_create,
+                mod_revision: crate::source::Revision(kv.mod_revision()),
+                create_revision: crate::source::Revision(prev_create),
                 version: 0,
                 lease: 0,
                 value: Vec::new(),

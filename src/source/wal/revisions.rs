@@ -36,7 +36,7 @@
 //! them when it restarts.
 
 use super::{CompareTarget, Entry, Op, PutRequest, Request, RequestOp, TxnRequest};
-use crate::source::Record;
+use crate::source::{Record, Revision};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -57,15 +57,15 @@ pub fn digest(value: &[u8]) -> ValueDigest {
 #[derive(Debug, Default)]
 pub struct Facts {
     /// The revision after the entry it applied last.
-    pub revision: i64,
+    pub revision: Revision,
     /// Its compaction: revisions above it are whole.
-    pub compacted: i64,
+    pub compacted: Revision,
     keys: HashMap<Vec<u8>, KeyFacts>,
     /// The leases the db holds (its `lease` bucket), which a put may name.
     pub leases: Vec<i64>,
     /// Each revision above `compacted`: the sum of its writes' digests
     /// ([`write_digest`]), which does not depend on their order.
-    whole: BTreeMap<i64, u128>,
+    whole: BTreeMap<Revision, u128>,
 }
 
 /// One key as the db holds it.
@@ -83,7 +83,7 @@ struct KeyFacts {
 /// One write the db holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Fact {
-    revision: i64,
+    revision: Revision,
     /// `None` for a tombstone.
     value: Option<ValueDigest>,
 }
@@ -104,7 +104,7 @@ fn write_digest(key: &[u8], value: Option<ValueDigest>) -> u128 {
 impl Facts {
     /// Facts at `revision`, compacted at `compacted`, to fill with
     /// [`Facts::add`].
-    pub fn new(revision: i64, compacted: i64) -> Facts {
+    pub fn new(revision: Revision, compacted: Revision) -> Facts {
         Facts {
             revision,
             compacted,
@@ -179,7 +179,7 @@ impl<'f> Placer<'f> {
         Placer {
             facts: None,
             replay: Replay {
-                revision: 1,
+                revision: Revision(1),
                 ..Replay::default()
             },
             found: HashSet::new(),
@@ -330,8 +330,8 @@ impl<'f> Placer<'f> {
 /// A live key as the replay has it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct KeyState {
-    mod_revision: i64,
-    create_revision: i64,
+    mod_revision: Revision,
+    create_revision: Revision,
     version: i64,
     lease: i64,
     value: ValueDigest,
@@ -343,7 +343,7 @@ struct Replay {
     keys: HashMap<Vec<u8>, KeyState>,
     /// Leases granted in the log; false once revoked.
     leases: HashMap<i64, bool>,
-    revision: i64,
+    revision: Revision,
 }
 
 /// A change a request makes: a key's new state and value, `None` for a
@@ -378,7 +378,7 @@ impl Replay {
         if changes.is_empty() {
             return Ok(Vec::new());
         }
-        self.revision += 1;
+        self.revision = self.revision.next();
         let r = self.revision;
         let mut writes = Vec::with_capacity(changes.len());
         for (key, state) in changes {
@@ -400,7 +400,7 @@ impl Replay {
                     self.keys.insert(key, s);
                 }
                 None => {
-                    let ended = self.keys.remove(&key).map_or(0, |s| s.create_revision);
+                    let ended = self.keys.remove(&key).map_or(Revision(0), |s| s.create_revision);
                     writes.push(Record {
                         key,
                         mod_revision: r,
@@ -442,8 +442,8 @@ impl Replay {
                 ..s.clone()
             },
             None => KeyState {
-                mod_revision: 0,
-                create_revision: 0,
+                mod_revision: Revision(0),
+                create_revision: Revision(0),
                 version: 1,
                 lease: p.lease,
                 value: digest(&p.value),
@@ -520,8 +520,8 @@ fn compare(c: &super::Compare, state: Option<&KeyState>) -> Result<bool, String>
             ),
         ) => 0.cmp(v),
         (Some(s), Some(CompareTarget::Version(v))) => s.version.cmp(v),
-        (Some(s), Some(CompareTarget::CreateRevision(v))) => s.create_revision.cmp(v),
-        (Some(s), Some(CompareTarget::ModRevision(v))) => s.mod_revision.cmp(v),
+        (Some(s), Some(CompareTarget::CreateRevision(v))) => s.create_revision.0.cmp(v),
+        (Some(s), Some(CompareTarget::ModRevision(v))) => s.mod_revision.0.cmp(v),
         (Some(s), Some(CompareTarget::Lease(v))) => s.lease.cmp(v),
         (Some(s), Some(CompareTarget::Value(v))) => {
             return match c.result {

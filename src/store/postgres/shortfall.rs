@@ -20,8 +20,8 @@ impl crate::store::recorder::HistoryChecks for Store {
         // keys for each of the page's (10 s a page at 200,000 keys).
         Shortfall::of(covered_from, live, recorded, |page| {
             let keys: Vec<&[u8]> = page.iter().map(|k| k.key.as_slice()).collect();
-            let created: Vec<i64> = page.iter().map(|k| k.create_revision).collect();
-            let modified: Vec<i64> = page.iter().map(|k| k.mod_revision).collect();
+            let created: Vec<i64> = page.iter().map(|k| k.create_revision.0).collect();
+            let modified: Vec<i64> = page.iter().map(|k| k.mod_revision.0).collect();
             Ok(self
                 .query(
                     "SELECT count(r.key_id), max(r.mod_revision) \

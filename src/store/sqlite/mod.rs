@@ -308,8 +308,8 @@ pub(in crate::store) fn test_record(
 ) -> Record {
     Record {
         key: key.as_bytes().to_vec(),
-        mod_revision,
-        create_revision,
+        mod_revision: crate::source::Revision(mod_revision),
+        create_revision: crate::source::Revision(create_revision),
         version: mod_revision - create_revision + 1,
         lease: 0,
         value: serde_json::to_vec(object).unwrap(),

@@ -41,9 +41,10 @@ impl crate::store::recorder::HistoryChecks for Store {
         Shortfall::of(covered_from, live, recorded, |page| {
             page.iter()
                 .map(|k| {
-                    stmt.query_row(params![cluster, k.key, k.create_revision, k.mod_revision], |r| {
-                        Ok((r.get(0)?, r.get(1)?))
-                    })
+                    stmt.query_row(
+                        params![cluster, k.key, k.create_revision.0, k.mod_revision.0],
+                        |r| Ok((r.get(0)?, r.get(1)?)),
+                    )
                     .map_err(|e| self.err(e))
                 })
                 .collect()
