@@ -11,7 +11,7 @@ use super::{Settings, Summary};
 use crate::source::bolt::BoltDb;
 use crate::source::db_file;
 use crate::source::etcd::Etcd;
-use crate::source::{Census, Read};
+use crate::source::{Census, Read, Revision};
 use crate::store::{Backend, RunFact};
 use crate::store::{Gap, RunId};
 use anyhow::{bail, Context, Result};
@@ -69,7 +69,7 @@ pub(super) fn read(
         certain: file.cluster_id.is_some(),
     };
     // A placed log holds history from its first write on.
-    let starts = wal.as_ref().and_then(WalHistory::starts).unwrap_or(compact);
+    let starts = wal.as_ref().and_then(WalHistory::starts).map_or(compact, |r| r.0);
     let plan = Plan::new(store, &identity, starts, prefix, &settings.filter)?;
     let cluster = plan.cluster;
     store.record(run, plan.target(head, compact))?;
@@ -101,7 +101,7 @@ pub(super) fn read(
     if let Some(wal) = &wal {
         spinning(bar);
         bar.set_message(format!("reading the history {} adds", wal.recovered.dir));
-        if wal.push(plan.from, prefix.as_bytes(), &mut sink)? == Read::Stopped {
+        if wal.push(Revision(plan.from), prefix.as_bytes(), &mut sink)? == Read::Stopped {
             return Ok(None);
         }
     }

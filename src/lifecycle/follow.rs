@@ -56,9 +56,9 @@ struct Recorder<'w, 's> {
     /// The counters of every key written since the last commit.
     census: Census,
     /// Every revision up to this one has been pushed to the writer.
-    through: i64,
+    through: Revision,
     /// ... and up to this one is committed.
-    committed: i64,
+    committed: Revision,
     last_commit: Instant,
     commit_every: Duration,
     bar: ProgressBar,
@@ -118,10 +118,10 @@ impl Recorder<'_, '_> {
         }
         if self.through > self.committed {
             self.store
-                .record(self.run, RunFact::CompleteThrough(self.through))?;
+                .record(self.run, RunFact::CompleteThrough(self.through.0))?;
             self.committed = self.through;
         }
-        self.gauges.write(self.committed, false);
+        self.gauges.write(self.committed.0, false);
         self.last_commit = Instant::now();
         self.bar.set_message(format!(
             "following: {} revisions stored, everything through revision {}",
@@ -140,7 +140,7 @@ impl Sink for Recorder<'_, '_> {
     }
 
     fn progress(&mut self, revision: Revision) -> Result<bool, FollowError> {
-        self.through = self.through.max(revision.0);
+        self.through = self.through.max(revision);
         if self.last_commit.elapsed() >= self.commit_every {
             self.commit()?;
         }
@@ -236,8 +236,8 @@ pub(super) async fn follow(
                 prefix: &options.prefix,
                 filter: &settings.filter,
                 census: Census::default(),
-                through: summary.head,
-                committed: summary.head,
+                through: Revision(summary.head),
+                committed: Revision(summary.head),
                 last_commit: Instant::now(),
                 commit_every: follow.commit_every,
                 bar: bar.clone(),
@@ -250,7 +250,7 @@ pub(super) async fn follow(
             };
             // Whatever was received is complete: keep it.
             recorder.commit()?;
-            summary.head = recorder.committed;
+            summary.head = recorder.committed.0;
             ended
         };
         match ended {

@@ -9,7 +9,7 @@ use super::restore;
 use super::vanished::KeySet;
 use super::{RecordOptions, Settings, Summary};
 use crate::source::etcd::{Etcd, Pinned, Scope};
-use crate::source::{Census, Read};
+use crate::source::{Census, Read, Revision};
 use crate::store::RunId;
 use crate::store::{Backend, RunFact};
 use anyhow::Result;
@@ -141,7 +141,7 @@ async fn read_planned(
         (pinned.head - plan.from + 1).max(0) as u64,
         Unit::Revisions,
     );
-    sink.position = Position::Revision(plan.from);
+    sink.position = Position::Revision(Revision(plan.from));
     crate::stop::stage("replay");
     let Some(from) = replay_all(etcd, scope, plan.from, pinned.head, &mut sink, &mut gaps).await? else {
         return Ok(None);

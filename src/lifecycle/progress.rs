@@ -5,7 +5,7 @@
 
 use super::signal::stopping;
 use super::RevisionWriter;
-use crate::source::{Census, Record, Sink};
+use crate::source::{Census, Record, Revision, Sink};
 use crate::store::StoreError;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
@@ -80,7 +80,7 @@ pub(super) enum Position {
     /// Nothing: the end is unknown, the message counts records.
     Unknown,
     /// Revisions since this one, read in revision order.
-    Revision(i64),
+    Revision(Revision),
     /// Records read, in any order.
     Records,
 }
@@ -100,7 +100,7 @@ impl Sink for Progress<'_, '_> {
             match self.position {
                 Position::Revision(origin) => self
                     .bar
-                    .set_position((record.mod_revision.0 - origin).max(0) as u64),
+                    .set_position((record.mod_revision.0 - origin.0).max(0) as u64),
                 Position::Records => self.bar.set_position(self.seen),
                 Position::Unknown => self.bar.set_message(format!(
                     "{} records read, {} new, at revision {}",

@@ -194,8 +194,8 @@ impl WalHistory {
     }
 
     /// Where the log's history starts: revision 1 when it was placed.
-    pub fn starts(&self) -> Option<i64> {
-        self.recovered.not_placed.is_none().then_some(1)
+    pub fn starts(&self) -> Option<Revision> {
+        self.recovered.not_placed.is_none().then_some(Revision(1))
     }
 
     /// Pushes a placed log's writes under `prefix` from revision `from`
@@ -203,7 +203,7 @@ impl WalHistory {
     /// holds too, which the log gives more of (a delete's record names the
     /// generation it ended; the db's tombstone does not), and those of the
     /// committed entries after its consistent index.
-    pub fn push(&self, from: i64, prefix: &[u8], sink: &mut Progress<'_, '_>) -> Result<Read<()>> {
+    pub fn push(&self, from: Revision, prefix: &[u8], sink: &mut Progress<'_, '_>) -> Result<Read<()>> {
         match self.starts() {
             Some(_) => self.replay(Placer::again(), from, prefix, sink),
             None => Ok(Read::Done(())),
@@ -216,7 +216,7 @@ impl WalHistory {
     pub fn push_past_db(&self, db_head: i64, prefix: &[u8], sink: &mut Progress<'_, '_>) -> Result<Read<()>> {
         match &self.at_head {
             Some(placer) if self.starts().is_none() => {
-                self.replay(placer.detached(), db_head + 1, prefix, sink)
+                self.replay(placer.detached(), Revision(db_head).next(), prefix, sink)
             }
             _ => Ok(Read::Done(())),
         }
@@ -227,7 +227,7 @@ impl WalHistory {
     fn replay(
         &self,
         mut placer: Placer<'_>,
-        from: i64,
+        from: Revision,
         prefix: &[u8],
         sink: &mut Progress<'_, '_>,
     ) -> Result<Read<()>> {
@@ -251,7 +251,7 @@ impl WalHistory {
                 .apply(&entry)
                 .map_err(|e| anyhow!("{}: {e}", dir.display()))?;
             for w in writes {
-                if w.mod_revision.0 >= from && db_file::in_scope(&w.key, prefix) && !sink.record(w)? {
+                if w.mod_revision >= from && db_file::in_scope(&w.key, prefix) && !sink.record(w)? {
                     return Ok(Read::Stopped);
                 }
             }

@@ -51,7 +51,7 @@ pub struct RevisionWriter<'s> {
     window: Vec<(Record, KeyInfo)>,
     /// `(key id, mod_revision)` of records pending or in flight, so a
     /// revision the source sends twice (state and history) is stored once.
-    pending_ids: HashSet<(KeyId, i64), FastHash>,
+    pending_ids: HashSet<(KeyId, Revision), FastHash>,
     pipeline: Pipeline,
     /// Records since the open transaction began; 0 when none is open.
     in_batch: usize,
@@ -366,7 +366,7 @@ impl<'s> RevisionWriter<'s> {
         let mut base = None;
         for (prepared, full) in chunk.into_iter().zip(full) {
             self.pending_ids
-                .remove(&(prepared.key.id, prepared.record.mod_revision.0));
+                .remove(&(prepared.key.id, prepared.record.mod_revision));
             self.store_revision(prepared, &mut base, full)?;
         }
         Ok(())
@@ -393,7 +393,7 @@ impl<'s> RevisionWriter<'s> {
         window.retain(|(r, k)| {
             let stored = stored.next().unwrap_or(false);
             if stored {
-                pending_ids.remove(&(k.id, r.mod_revision.0));
+                pending_ids.remove(&(k.id, r.mod_revision));
             }
             !stored
         });
@@ -534,7 +534,7 @@ impl Sink for RevisionWriter<'_> {
             return Ok(true);
         }
         // Whether it is stored already is asked when the window is sent.
-        if self.pending_ids.insert((key.id, r.mod_revision.0)) {
+        if self.pending_ids.insert((key.id, r.mod_revision)) {
             // A source that reads by key (a data file) keeps each key's
             // revisions in one chunk.
             let key_ends = self.window.last().is_some_and(|(_, k)| k.id != key.id);
