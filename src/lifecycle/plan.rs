@@ -6,7 +6,7 @@ use super::vanished::{KeySet, Vanished};
 use super::RevisionWriter;
 use crate::source::etcd::{Etcd, Replay, Scope};
 use crate::source::filter::ResourceFilter;
-use crate::source::{LiveKey, ReadError};
+use crate::source::{LiveKey, ReadError, Revision};
 use crate::store::cluster::{Cluster, ClusterName};
 use crate::store::restore::ClusterChange;
 use crate::store::ClusterId;
@@ -235,8 +235,8 @@ impl Tail<'_> {
             let vanished = Vanished {
                 run: self.run,
                 cluster: self.cluster,
-                head: self.head,
-                covered_from: self.covered_from,
+                head: Revision(self.head),
+                covered_from: Revision(self.covered_from),
                 prefix: self.prefix,
                 filter,
                 present,

@@ -21,7 +21,7 @@ use crate::source::bolt::BoltDb;
 use crate::source::db_file;
 use crate::source::etcd::{Etcd, Scope};
 use crate::source::filter::ResourceFilter;
-use crate::source::{LiveKey, ReadError};
+use crate::source::{LiveKey, ReadError, Revision};
 use crate::store::restore::{Divergence, Restore, Written};
 use crate::store::vanished::StoredKey;
 use crate::store::ClusterId;
@@ -220,9 +220,13 @@ impl<'a> Merge<'a> {
                 return Ok(self.page.front());
             }
             let prefix = self.prefix.as_bytes();
-            let read = self
-                .store
-                .stored_keys(self.cluster, prefix, self.at, self.after.as_deref(), PAGE)?;
+            let read = self.store.stored_keys(
+                self.cluster,
+                prefix,
+                Revision(self.at),
+                self.after.as_deref(),
+                PAGE,
+            )?;
             self.more = read.len() == PAGE;
             self.after = read.last().map(|k| k.key.clone());
             self.page.extend(read);
@@ -264,8 +268,8 @@ impl<'a> Merge<'a> {
             self.stored_only();
         }
         let held = Written {
-            mod_revision: k.mod_revision.0,
-            create_revision: k.create_revision.0,
+            mod_revision: k.mod_revision,
+            create_revision: k.create_revision,
         };
         let stored = match self.peek()? {
             Some(s) if s.key == k.key => {

@@ -5,6 +5,7 @@
 //! the revision the delete came after (see [`crate::store::vanished`]).
 
 use crate::source::filter::ResourceFilter;
+use crate::source::Revision;
 use crate::store::vanished::{InferredDelete, RunHead, StoredKey, StoredRevision};
 use crate::store::ClusterId;
 use crate::store::{Backend, RunId};
@@ -38,9 +39,9 @@ const PAGE: usize = 1000;
 )]
 pub struct Unplaced {
     pub key: String,
-    pub stored: i64,
-    pub covered_from: i64,
-    pub head: i64,
+    pub stored: Revision,
+    pub covered_from: Revision,
+    pub head: Revision,
 }
 
 /// What a run compares: where its history is unbroken from, its head, the
@@ -48,8 +49,8 @@ pub struct Unplaced {
 pub(super) struct Vanished<'a> {
     pub run: RunId,
     pub cluster: ClusterId,
-    pub head: i64,
-    pub covered_from: i64,
+    pub head: Revision,
+    pub covered_from: Revision,
     pub prefix: &'a str,
     pub filter: &'a ResourceFilter,
     pub present: &'a KeySet<'a>,
@@ -99,24 +100,24 @@ impl Vanished<'_> {
 fn ended(
     key: &StoredKey,
     present: bool,
-    covered_from: i64,
-    head: i64,
-) -> Result<Option<(StoredRevision, i64)>, Unplaced> {
-    let unplaced = |stored: i64| Unplaced {
+    covered_from: Revision,
+    head: Revision,
+) -> Result<Option<(StoredRevision, Revision)>, Unplaced> {
+    let unplaced = |stored: Revision| Unplaced {
         key: String::from_utf8_lossy(&key.key).into_owned(),
         stored,
         covered_from,
         head,
     };
     let newest = key.newest;
-    if newest.deleted || covered_from > head + 1 {
+    if newest.deleted || covered_from > head.next() {
         return Ok(None);
     }
     if !present {
         // Gone: deleted after its last stored revision and before the
         // unbroken history began (which would hold the delete).
         return match newest.mod_revision < covered_from {
-            true => Ok(Some((newest, covered_from - 1))),
+            true => Ok(Some((newest, covered_from.prev()))),
             false => Err(unplaced(newest.mod_revision)),
         };
     }
@@ -127,7 +128,7 @@ fn ended(
             if before.mod_revision >= covered_from {
                 return Err(unplaced(before.mod_revision));
             }
-            let bound = newest.create_revision.min(covered_from) - 1;
+            let bound = newest.create_revision.min(covered_from).prev();
             Ok((bound > before.mod_revision).then_some((before, bound)))
         }
         _ => Ok(None),
@@ -137,7 +138,7 @@ fn ended(
 /// The revision a delete came after: the newest head, at most `bound`, of
 /// an earlier run that read `key` (which was then live at `stored`), or
 /// `stored` when none.
-fn last_seen(heads: &[RunHead], key: &[u8], stored: i64, bound: i64) -> i64 {
+fn last_seen(heads: &[RunHead], key: &[u8], stored: Revision, bound: Revision) -> Revision {
     heads
         .iter()
         .rev()
@@ -153,8 +154,8 @@ mod tests {
 
     fn revision(mod_revision: i64, create_revision: i64, deleted: bool) -> StoredRevision {
         StoredRevision {
-            mod_revision,
-            create_revision,
+            mod_revision: Revision(mod_revision),
+            create_revision: Revision(create_revision),
             deleted,
         }
     }
@@ -172,22 +173,37 @@ mod tests {
     fn a_key_gone_before_the_unbroken_history_was_deleted_before_it_began() {
         let k = key(revision(80, 70, false), None);
         assert_eq!(
-            ended(&k, false, 150, 200).unwrap(),
-            Some((revision(80, 70, false), 149))
+            ended(&k, false, Revision(150), Revision(200)).unwrap(),
+            Some((revision(80, 70, false), Revision(149)))
         );
         // Still there: nothing to infer.
-        assert_eq!(ended(&k, true, 150, 200).unwrap(), None);
+        assert_eq!(ended(&k, true, Revision(150), Revision(200)).unwrap(), None);
         // Already a tombstone: nothing either.
         assert_eq!(
-            ended(&key(revision(90, 70, true), None), false, 150, 200).unwrap(),
+            ended(
+                &key(revision(90, 70, true), None),
+                false,
+                Revision(150),
+                Revision(200)
+            )
+            .unwrap(),
             None
         );
     }
 
     #[test]
     fn a_key_gone_inside_the_unbroken_history_is_an_incomplete_history() {
-        let e = ended(&key(revision(160, 70, false), None), false, 150, 200).unwrap_err();
-        assert_eq!((e.stored, e.covered_from, e.head), (160, 150, 200));
+        let e = ended(
+            &key(revision(160, 70, false), None),
+            false,
+            Revision(150),
+            Revision(200),
+        )
+        .unwrap_err();
+        assert_eq!(
+            (e.stored, e.covered_from, e.head),
+            (Revision(160), Revision(150), Revision(200))
+        );
         assert!(
             e.to_string()
                 .starts_with("history incomplete: /registry/configmaps/shop/web-config"),
@@ -201,25 +217,25 @@ mod tests {
         // ended by 119.
         let k = key(revision(120, 120, false), Some(revision(80, 70, false)));
         assert_eq!(
-            ended(&k, true, 150, 200).unwrap(),
-            Some((revision(80, 70, false), 119))
+            ended(&k, true, Revision(150), Revision(200)).unwrap(),
+            Some((revision(80, 70, false), Revision(119)))
         );
         // Recreated at 170, inside the unbroken history, but the delete fell
         // before it began.
         let k = key(revision(180, 170, false), Some(revision(80, 70, false)));
         assert_eq!(
-            ended(&k, true, 150, 200).unwrap(),
-            Some((revision(80, 70, false), 149))
+            ended(&k, true, Revision(150), Revision(200)).unwrap(),
+            Some((revision(80, 70, false), Revision(149)))
         );
         // A stored delete before the new generation: nothing to infer.
         let k = key(revision(120, 120, false), Some(revision(100, 70, true)));
-        assert_eq!(ended(&k, true, 150, 200).unwrap(), None);
+        assert_eq!(ended(&k, true, Revision(150), Revision(200)).unwrap(), None);
         // The old generation stored live inside the unbroken history.
         assert!(ended(
             &key(revision(180, 170, false), Some(revision(160, 70, false))),
             true,
-            150,
-            200
+            Revision(150),
+            Revision(200)
         )
         .is_err());
     }
@@ -227,33 +243,36 @@ mod tests {
     #[test]
     fn a_run_that_read_nothing_new_infers_nothing() {
         let k = key(revision(80, 70, false), None);
-        assert_eq!(ended(&k, false, 300, 200).unwrap(), None);
+        assert_eq!(ended(&k, false, Revision(300), Revision(200)).unwrap(), None);
     }
 
     #[test]
     fn the_delete_came_after_the_last_head_that_saw_the_key() {
         let heads = [
             RunHead {
-                head: 90,
+                head: Revision(90),
                 prefix: b"/registry/".to_vec(),
             },
             RunHead {
-                head: 100,
+                head: Revision(100),
                 prefix: b"/registry/".to_vec(),
             },
             RunHead {
-                head: 110,
+                head: Revision(110),
                 prefix: b"/registry/secrets/".to_vec(),
             },
             RunHead {
-                head: 160,
+                head: Revision(160),
                 prefix: b"/registry/".to_vec(),
             },
         ];
         let key = b"/registry/configmaps/shop/web-config";
-        assert_eq!(last_seen(&heads, key, 80, 149), 100);
-        assert_eq!(last_seen(&heads, key, 95, 149), 100);
-        assert_eq!(last_seen(&heads, key, 105, 149), 105);
-        assert_eq!(last_seen(&[], key, 80, 149), 80);
+        assert_eq!(last_seen(&heads, key, Revision(80), Revision(149)), Revision(100));
+        assert_eq!(last_seen(&heads, key, Revision(95), Revision(149)), Revision(100));
+        assert_eq!(
+            last_seen(&heads, key, Revision(105), Revision(149)),
+            Revision(105)
+        );
+        assert_eq!(last_seen(&[], key, Revision(80), Revision(149)), Revision(80));
     }
 }

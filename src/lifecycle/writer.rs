@@ -161,7 +161,7 @@ impl<'s> RevisionWriter<'s> {
             _ => None,
         };
         if let Some(at) = renewed {
-            self.rows.insert_clock_mark(self.cluster, r.mod_revision.0, &at)?;
+            self.rows.insert_clock_mark(self.cluster, r.mod_revision, &at)?;
         }
         Ok(())
     }
@@ -328,10 +328,10 @@ impl<'s> RevisionWriter<'s> {
         // generation of the key's previous revision.
         let create_revision = if r.deleted && r.create_revision == Revision(0) {
             self.rows
-                .generation_before(p.key.id, r.mod_revision.0)?
-                .unwrap_or(0)
+                .generation_before(p.key.id, r.mod_revision)?
+                .unwrap_or_default()
         } else {
-            r.create_revision.0
+            r.create_revision
         };
         self.rows.insert_revision(&RevisionRow {
             key_id: p.key.id,
@@ -348,7 +348,7 @@ impl<'s> RevisionWriter<'s> {
             hash_key: keyed.then_some(self.hash_key.as_str()),
         })?;
         if let Some(at) = &p.facts.renew_time {
-            self.rows.insert_clock_mark(self.cluster, r.mod_revision.0, at)?;
+            self.rows.insert_clock_mark(self.cluster, r.mod_revision, at)?;
         }
         self.added += 1;
         Ok(())
@@ -387,7 +387,7 @@ impl<'s> RevisionWriter<'s> {
         let mut window = std::mem::take(&mut self.window);
         // Records stored before (by an earlier run, or read twice) are
         // dropped: one question for the window.
-        let revisions: Vec<(KeyId, i64)> = window.iter().map(|(r, k)| (k.id, r.mod_revision.0)).collect();
+        let revisions: Vec<(KeyId, Revision)> = window.iter().map(|(r, k)| (k.id, r.mod_revision)).collect();
         let mut stored = self.rows.stored_revisions(&revisions)?.into_iter();
         let pending_ids = &mut self.pending_ids;
         window.retain(|(r, k)| {

@@ -6,7 +6,9 @@
 /// etcd's store-wide main revision: one per write transaction, what a
 /// key's `mod_revision` and `create_revision` and a response header's
 /// revision count in (0: none, or not known).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(transparent)]
 pub struct Revision(pub i64);
 
@@ -14,6 +16,11 @@ impl Revision {
     /// The revision after this one.
     pub fn next(self) -> Revision {
         Revision(self.0 + 1)
+    }
+
+    /// The revision before this one.
+    pub fn prev(self) -> Revision {
+        Revision(self.0 - 1)
     }
 }
 

@@ -165,7 +165,7 @@ pub trait VanishedWrites {
         &self,
         cluster: ClusterId,
         prefix: &[u8],
-        head: i64,
+        head: crate::source::Revision,
         after: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<StoredKey>, StoreError>;

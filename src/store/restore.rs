@@ -7,6 +7,7 @@
 //! `(key, mod_revision)` of the restored timeline is ever mixed with one of
 //! the stored timeline.
 
+use crate::source::Revision;
 use serde::{Deserialize, Serialize};
 
 /// What a run saw of etcd against the earlier run whose history it would
@@ -63,8 +64,8 @@ pub struct Divergence {
 /// A key's newest write at some revision: its mod and create revisions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Written {
-    pub mod_revision: i64,
-    pub create_revision: i64,
+    pub mod_revision: Revision,
+    pub create_revision: Revision,
 }
 
 impl Restore {
@@ -166,8 +167,8 @@ mod tests {
             key: "/registry/a".into(),
             stored: None,
             etcd: Some(Written {
-                mod_revision: 330,
-                create_revision: 330,
+                mod_revision: Revision(330),
+                create_revision: Revision(330),
             }),
         });
         assert_eq!(r.brief(), "3 keys differ at 341");

@@ -16,6 +16,7 @@ use crate::canon::keyed_hash::HashKey;
 use crate::canon::path::FieldPath;
 use crate::decode::key::ParsedKey;
 use crate::ingest::base::{Base, BaseBlob};
+use crate::source::Revision;
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, BuildHasherDefault};
 use std::path::Path;
@@ -64,9 +65,9 @@ fn name_cells(names: Option<&ParsedKey>) -> [Cell; 4] {
 #[derive(Default)]
 struct KnownKey {
     /// Every stored revision of the key, when all are known.
-    revisions: HashSet<i64>,
+    revisions: HashSet<Revision>,
     /// The newest stored revision and its generation.
-    newest: Option<(i64, i64)>,
+    newest: Option<(Revision, Revision)>,
 }
 
 /// The rows of one run.
@@ -115,6 +116,11 @@ impl<'s, T: Sql + ?Sized> SqlRows<'s, T> {
     /// An integer `column` of `table` read back.
     fn int(&self, table: &str, cell: &Cell, column: &str) -> Result<i64, StoreError> {
         self.sql.typed(table).int(cell, column)
+    }
+
+    /// A revision `column` of `table` read back.
+    fn revision(&self, table: &str, cell: &Cell, column: &str) -> Result<Revision, StoreError> {
+        self.int(table, cell, column).map(Revision)
     }
 
     /// Puts the held keys, contents and revisions in.
@@ -263,8 +269,8 @@ impl<'s, T: Sql + ?Sized> SqlRows<'s, T> {
         }
         for row in rows {
             let key_id = KeyId(self.int("revisions", &row[0], "key_id")?);
-            let revision = self.int("revisions", &row[1], "mod_revision")?;
-            let generation = self.int("revisions", &row[2], "create_revision")?;
+            let revision = self.revision("revisions", &row[1], "mod_revision")?;
+            let generation = self.revision("revisions", &row[2], "create_revision")?;
             if let Some(k) = self.known.get_mut(&key_id) {
                 k.revisions.insert(revision);
                 k.newest = Some((revision, generation));
@@ -365,7 +371,7 @@ impl<T: Sql + ?Sized> RevisionRows for SqlRows<'_, T> {
         self.int("field_paths", &row[0], "id")
     }
 
-    fn stored_revisions(&mut self, revisions: &[(KeyId, i64)]) -> Result<Vec<bool>, StoreError> {
+    fn stored_revisions(&mut self, revisions: &[(KeyId, Revision)]) -> Result<Vec<bool>, StoreError> {
         let keys: Vec<KeyId> = revisions.iter().map(|&(k, _)| k).collect();
         self.load_known(&keys)?;
         Ok(revisions
@@ -374,7 +380,11 @@ impl<T: Sql + ?Sized> RevisionRows for SqlRows<'_, T> {
             .collect())
     }
 
-    fn generation_before(&mut self, key_id: KeyId, mod_revision: i64) -> Result<Option<i64>, StoreError> {
+    fn generation_before(
+        &mut self,
+        key_id: KeyId,
+        mod_revision: Revision,
+    ) -> Result<Option<Revision>, StoreError> {
         self.load_known(&[key_id])?;
         if let Some((newest, generation)) = self.known.get(&key_id).and_then(|k| k.newest) {
             if newest < mod_revision {
@@ -386,10 +396,10 @@ impl<T: Sql + ?Sized> RevisionRows for SqlRows<'_, T> {
             "revisions",
             "SELECT create_revision FROM revisions WHERE key_id = $1 AND mod_revision < $2 \
              ORDER BY mod_revision DESC LIMIT 1",
-            &[key_id.into(), Cell::Int(mod_revision)],
+            &[key_id.into(), mod_revision.into()],
         )?;
         rows.first()
-            .map(|row| self.int("revisions", &row[0], "create_revision"))
+            .map(|row| self.revision("revisions", &row[0], "create_revision"))
             .transpose()
     }
 
@@ -492,9 +502,9 @@ impl<T: Sql + ?Sized> RevisionRows for SqlRows<'_, T> {
         let r = row.record;
         // A key not remembered is read whole when next asked about.
         if let Some(known) = self.known.get_mut(&row.key_id) {
-            known.revisions.insert(r.mod_revision.0);
-            if known.newest.is_none_or(|(newest, _)| newest < r.mod_revision.0) {
-                known.newest = Some((r.mod_revision.0, row.create_revision));
+            known.revisions.insert(r.mod_revision);
+            if known.newest.is_none_or(|(newest, _)| newest < r.mod_revision) {
+                known.newest = Some((r.mod_revision, row.create_revision));
             }
         }
         row.cells(&mut self.revisions);
@@ -504,10 +514,15 @@ impl<T: Sql + ?Sized> RevisionRows for SqlRows<'_, T> {
         Ok(())
     }
 
-    fn insert_clock_mark(&mut self, cluster: ClusterId, revision: i64, at: &str) -> Result<(), StoreError> {
+    fn insert_clock_mark(
+        &mut self,
+        cluster: ClusterId,
+        revision: Revision,
+        at: &str,
+    ) -> Result<(), StoreError> {
         self.sql.execute(
             "INSERT INTO clock_marks (cluster_id, revision, at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-            &[cluster.into(), Cell::Int(revision), Cell::Text(at.to_string())],
+            &[cluster.into(), revision.into(), Cell::Text(at.to_string())],
         )?;
         Ok(())
     }

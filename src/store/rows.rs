@@ -11,7 +11,7 @@ use crate::decode::key::ParsedKey;
 use crate::ingest::base::Base;
 pub use crate::ingest::prepare::KeyId;
 use crate::ingest::revision::Described;
-use crate::source::Record;
+use crate::source::{Record, Revision};
 use crate::store::ClusterId;
 use std::path::Path;
 
@@ -97,7 +97,7 @@ pub struct RevisionRow<'a> {
     pub record: &'a Record,
     /// The generation it belongs to (a file's tombstone learns it from the
     /// revision before it).
-    pub create_revision: i64,
+    pub create_revision: Revision,
     pub value_size: i64,
     /// Hash of the raw value and its kind (`sha256`, `hmac-sha256`).
     pub value_hash: Option<(&'a [u8], &'a str)>,
@@ -146,8 +146,8 @@ impl RevisionRow<'_> {
         let (r, d) = (self.record, self.described);
         out.extend([
             self.key_id.into(),
-            Cell::Int(r.mod_revision.0),
-            Cell::Int(self.create_revision),
+            r.mod_revision.into(),
+            self.create_revision.into(),
             Cell::Int(r.version),
             Cell::Int(r.lease),
             Cell::Int(r.deleted.into()),
@@ -197,10 +197,14 @@ pub trait RevisionRows {
     fn path_id(&mut self, path: &FieldPath) -> Result<i64, StoreError>;
     /// Which of `revisions` (key id, mod_revision) are stored: asked for a
     /// window of records at once, one round trip for a server backend.
-    fn stored_revisions(&mut self, revisions: &[(KeyId, i64)]) -> Result<Vec<bool>, StoreError>;
+    fn stored_revisions(&mut self, revisions: &[(KeyId, Revision)]) -> Result<Vec<bool>, StoreError>;
     /// The generation of the key's newest stored revision before
     /// `mod_revision`.
-    fn generation_before(&mut self, key_id: KeyId, mod_revision: i64) -> Result<Option<i64>, StoreError>;
+    fn generation_before(
+        &mut self,
+        key_id: KeyId,
+        mod_revision: Revision,
+    ) -> Result<Option<Revision>, StoreError>;
     /// For each key, the base of its newest stored content: the content
     /// stored in full that it is compressed against, or itself.
     fn latest_bases(&mut self, key_ids: &[KeyId]) -> Result<Vec<Option<Base>>, StoreError>;
@@ -215,5 +219,10 @@ pub trait RevisionRows {
     fn insert_revision(&mut self, revision: &RevisionRow<'_>) -> Result<(), StoreError>;
     /// Keeps a time the cluster wrote at `revision` of `cluster` (a Lease
     /// renewal) as a mark of its clock; once however often it is read.
-    fn insert_clock_mark(&mut self, cluster: ClusterId, revision: i64, at: &str) -> Result<(), StoreError>;
+    fn insert_clock_mark(
+        &mut self,
+        cluster: ClusterId,
+        revision: Revision,
+        at: &str,
+    ) -> Result<(), StoreError>;
 }

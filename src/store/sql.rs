@@ -15,6 +15,7 @@ use super::tables::Cell;
 use super::{Scope, StoreError};
 use crate::canon::facts::FactRow;
 use crate::ingest::blob::Packed;
+use crate::source::Revision;
 use std::path::Path;
 
 /// How a dialect spells what the shared SQL leaves open.
@@ -422,6 +423,16 @@ impl<'a> Cursor<'a> {
     pub fn opt_int(&mut self, column: &str) -> Result<Option<i64>, StoreError> {
         let cell = self.next();
         self.typed.opt_int(&cell, column)
+    }
+
+    /// A revision, stored as its integer.
+    pub fn revision(&mut self, column: &str) -> Result<Revision, StoreError> {
+        self.int(column).map(Revision)
+    }
+
+    /// A revision or none.
+    pub fn opt_revision(&mut self, column: &str) -> Result<Option<Revision>, StoreError> {
+        Ok(self.opt_int(column)?.map(Revision))
     }
 
     pub fn opt_text(&mut self, column: &str) -> Result<Option<String>, StoreError> {

@@ -7,6 +7,7 @@ use super::rows::{ContentRow, RevisionRow};
 use super::sql::{id_list, Sql};
 use super::StoreError;
 use crate::canon::facts::{ObjectFacts, STORED_FACTS};
+use crate::source::Revision;
 
 /// One column's value.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -17,6 +18,13 @@ pub enum Cell {
     Int(i64),
     Text(String),
     Bytes(Vec<u8>),
+}
+
+/// A revision is stored as its integer.
+impl From<Revision> for Cell {
+    fn from(revision: Revision) -> Cell {
+        Cell::Int(revision.0)
+    }
 }
 
 impl Cell {

@@ -8,14 +8,15 @@ use super::recorder::VanishedWrites;
 use super::sql::{Cursor, Sql};
 use super::tables::Cell;
 use super::{KeyId, RunId, StoreError};
+use crate::source::Revision;
 use crate::store::ClusterId;
 
 /// One stored revision's generation facts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StoredRevision {
-    pub mod_revision: i64,
+    pub mod_revision: Revision,
     /// For a tombstone, the generation it ended.
-    pub create_revision: i64,
+    pub create_revision: Revision,
     pub deleted: bool,
 }
 
@@ -37,16 +38,16 @@ pub struct StoredKey {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InferredDelete {
     pub key_id: KeyId,
-    pub create_revision: i64,
-    pub mod_revision: i64,
-    pub after: i64,
+    pub create_revision: Revision,
+    pub mod_revision: Revision,
+    pub after: Revision,
 }
 
 /// The head of an earlier run and the prefix it read under: the run saw
 /// every key under the prefix as stored at its head.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunHead {
-    pub head: i64,
+    pub head: Revision,
     pub prefix: Vec<u8>,
 }
 
@@ -55,7 +56,7 @@ impl<T: Sql + ?Sized> VanishedWrites for T {
         &self,
         cluster: ClusterId,
         prefix: &[u8],
-        head: i64,
+        head: Revision,
         after: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<StoredKey>, StoreError> {
@@ -65,7 +66,7 @@ impl<T: Sql + ?Sized> VanishedWrites for T {
             Cell::from(cluster),
             Cell::Bytes(prefix.to_vec()),
             Cell::Bytes(end),
-            Cell::Int(head),
+            head.into(),
             Cell::Bytes(after.unwrap_or_default().to_vec()),
             Cell::Int(i64::try_from(limit).unwrap_or(i64::MAX)),
         ];
@@ -93,14 +94,14 @@ impl<T: Sql + ?Sized> VanishedWrites for T {
                 let mut c = Cursor::new(self, "revisions", row);
                 let (key_id, key) = (KeyId(c.int("keys.id")?), c.bytes("keys.key")?);
                 let newest = StoredRevision {
-                    mod_revision: c.int("mod_revision")?,
-                    create_revision: c.int("create_revision")?,
+                    mod_revision: c.revision("mod_revision")?,
+                    create_revision: c.revision("create_revision")?,
                     deleted: c.flag("deleted")?,
                 };
-                let before = match c.opt_int("mod_revision")? {
+                let before = match c.opt_revision("mod_revision")? {
                     Some(mod_revision) => Some(StoredRevision {
                         mod_revision,
-                        create_revision: c.int("create_revision")?,
+                        create_revision: c.revision("create_revision")?,
                         deleted: c.flag("deleted")?,
                     }),
                     None => None,
@@ -127,7 +128,7 @@ impl<T: Sql + ?Sized> VanishedWrites for T {
             &mut |row| {
                 let mut c = Cursor::new(self, "runs", row);
                 out.push(RunHead {
-                    head: c.int("head_revision")?,
+                    head: c.revision("head_revision")?,
                     prefix: c.text("prefix")?.into_bytes(),
                 });
                 Ok(())
@@ -146,18 +147,17 @@ impl<T: Sql + ?Sized> VanishedWrites for T {
             .iter()
             .flat_map(|d| {
                 [
-                    d.key_id.0,
-                    d.mod_revision,
-                    d.create_revision,
-                    0,
-                    0,
-                    1,
-                    0,
-                    run.0,
-                    cluster.0,
-                    d.after,
+                    d.key_id.into(),
+                    d.mod_revision.into(),
+                    d.create_revision.into(),
+                    Cell::Int(0),
+                    Cell::Int(0),
+                    Cell::Int(1),
+                    Cell::Int(0),
+                    Cell::Int(run.0),
+                    cluster.into(),
+                    d.after.into(),
                 ]
-                .map(Cell::Int)
             })
             .collect();
         self.atomically(&mut || {
