@@ -10,6 +10,7 @@
 //!   head H finished after every revision up to H; the earliest such time
 //!   at or after R bounds R from above.
 
+use crate::source::Revision;
 use crate::store::clock::{Anchor, AnchorSink, TIMESTAMP_SLACK};
 use crate::store::object::ObjectRevision;
 use crate::store::{RunTime, StoreError};
@@ -38,7 +39,7 @@ impl Clock {
         let mut clock = Clock::default();
         for run in runs.iter().filter(|r| r.kind.reads_etcd_now()) {
             if let Some(at) = run.finished_at {
-                clock.anchors.push((run.head, at));
+                clock.anchors.push((run.head.0, at));
             }
         }
         clock.observed = runs
@@ -135,7 +136,7 @@ pub fn anchors_of(history: &[ObjectRevision], out: &mut AnchorSink<'_>) -> Resul
         }
         if earliest.is_some() || latest.is_some() {
             out(Anchor {
-                revision: r.mod_revision,
+                revision: Revision(r.mod_revision),
                 earliest,
                 latest,
             })?;
@@ -158,7 +159,7 @@ pub fn run_anchors(runs: &[RunTime]) -> Vec<Anchor> {
             });
         }
         out.push(Anchor {
-            revision: run.head + 1,
+            revision: run.head.next(),
             earliest: Some(run.started_at),
             latest: None,
         });
@@ -184,7 +185,7 @@ mod tests {
     #[test]
     fn a_revision_was_written_by_the_earliest_anchor_after_it() {
         let runs = [RunTime {
-            head: 50,
+            head: Revision(50),
             started_at: "2026-12-01T10:00:00Z".parse().unwrap(),
             finished_at: Some("2026-12-01T10:00:05Z".parse().unwrap()),
             kind: crate::store::RunKind::Live,
@@ -220,7 +221,7 @@ mod tests {
         .unwrap();
         let at = |t: &str| Some(t.parse::<Timestamp>().unwrap());
         let anchor = |revision, earliest, latest| Anchor {
-            revision,
+            revision: Revision(revision),
             earliest,
             latest,
         };
@@ -237,7 +238,7 @@ mod tests {
     #[test]
     fn a_file_run_is_as_late_as_its_newest_object() {
         let runs = [RunTime {
-            head: 50,
+            head: Revision(50),
             started_at: "2030-01-01T00:00:00Z".parse().unwrap(),
             finished_at: Some("2030-01-01T00:00:01Z".parse().unwrap()),
             kind: crate::store::RunKind::File,

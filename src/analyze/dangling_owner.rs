@@ -166,7 +166,7 @@ mod tests {
 
     fn clock_with(objects_seen: &[&[ObjectRevision]], now: &str) -> Clock {
         let mut c = Clock::new(&[RunTime {
-            head: 1000,
+            head: crate::source::Revision(1000),
             started_at: now.parse().unwrap(),
             finished_at: Some(now.parse().unwrap()),
             kind: crate::store::RunKind::Live,

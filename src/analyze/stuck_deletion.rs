@@ -109,7 +109,7 @@ mod tests {
 
     fn clock(now: &str) -> Clock {
         let mut c = Clock::new(&[RunTime {
-            head: 100,
+            head: crate::source::Revision(100),
             started_at: now.parse().unwrap(),
             finished_at: Some(now.parse().unwrap()),
             kind: crate::store::RunKind::Live,

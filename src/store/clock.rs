@@ -6,6 +6,7 @@ use super::reader::{ClockReads, ClusterReads};
 use super::sql::{one_row, Cursor, Sql};
 use super::tables::Cell;
 use super::StoreError;
+use crate::source::Revision;
 use crate::store::ClusterId;
 use jiff::{SignedDuration, Timestamp};
 
@@ -16,18 +17,18 @@ pub enum ByClock {
     NoClock,
     /// Nothing bounds that side: any revision may have been written there.
     Unbounded,
-    Revision(i64),
+    Revision(Revision),
 }
 
 impl ByClock {
     /// From the anchor probe: the last revision written before the time
     /// (`after`), or the first written after it; the revision beside it is
     /// the answer.
-    pub(in crate::store) fn beside(anchor: Option<i64>, after: bool) -> ByClock {
+    pub(in crate::store) fn beside(anchor: Option<Revision>, after: bool) -> ByClock {
         match (anchor, after) {
             (None, _) => ByClock::Unbounded,
-            (Some(r), true) => ByClock::Revision(r + 1),
-            (Some(r), false) => ByClock::Revision(r - 1),
+            (Some(r), true) => ByClock::Revision(r.next()),
+            (Some(r), false) => ByClock::Revision(r.prev()),
         }
     }
 }
@@ -45,7 +46,7 @@ pub const TIMESTAMP_SLACK: SignedDuration = SignedDuration::from_secs(2);
 /// after it, for `earliest`, and before it, for `latest`) was written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Anchor {
-    pub revision: i64,
+    pub revision: Revision,
     /// Written no earlier than this.
     pub earliest: Option<Timestamp>,
     /// Written no later than this.
@@ -55,7 +56,7 @@ pub struct Anchor {
 impl Anchor {
     /// What a stored time says: a Lease renewal (`mark`) was sent at its
     /// time; a request attributed to the revision was answered after it.
-    pub(in crate::store) fn stored(revision: i64, at: Timestamp, mark: bool) -> Anchor {
+    pub(in crate::store) fn stored(revision: Revision, at: Timestamp, mark: bool) -> Anchor {
         match mark {
             true => Anchor {
                 revision,
@@ -166,7 +167,7 @@ fn add_anchors(db: &(impl Sql + ?Sized), anchors: &mut Vec<Anchor>) -> Result<()
     let micros = |t: Option<Timestamp>| t.map_or(Cell::Null, |t| Cell::Int(t.as_microsecond()));
     let cells: Vec<Cell> = anchors
         .drain(..)
-        .flat_map(|a| [Cell::Int(a.revision), micros(a.earliest), micros(a.latest)])
+        .flat_map(|a| [a.revision.into(), micros(a.earliest), micros(a.latest)])
         .collect();
     match cells.is_empty() {
         true => Ok(()),
@@ -190,7 +191,7 @@ fn stored_anchors(
         &[Cell::from(cluster)],
         &mut |row| {
             let mut c = Cursor::new(db, "clock_marks", row);
-            let (revision, at, mark) = (c.int("revision")?, c.text("at")?, c.flag("mark")?);
+            let (revision, at, mark) = (c.revision("revision")?, c.text("at")?, c.flag("mark")?);
             let Ok(t) = at.parse::<Timestamp>() else {
                 let column = if mark { "clock_marks.at" } else { "audit_requests.time" };
                 return Err(c.damage(column, format!("{at:?} is not an RFC 3339 time")));
@@ -303,7 +304,7 @@ impl<T: Sql + ClusterReads + ?Sized> ClockReads for T {
             if c.int("count")? == 0 {
                 return Ok(ByClock::NoClock);
             }
-            Ok(ByClock::beside(c.opt_int("revision")?, after))
+            Ok(ByClock::beside(c.opt_revision("revision")?, after))
         })
     }
 }

@@ -148,7 +148,7 @@ pub trait StatsReads {
         &self,
         cluster: Option<ClusterId>,
         time: jiff::Timestamp,
-    ) -> Result<Option<i64>, StoreError>;
+    ) -> Result<Option<crate::source::Revision>, StoreError>;
 
     /// Writes per change class.
     fn writes_by_class(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError>;

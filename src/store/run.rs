@@ -227,7 +227,7 @@ impl RunInfo {
 /// When a complete run read etcd.
 #[derive(Clone, Debug)]
 pub struct RunTime {
-    pub head: i64,
+    pub head: crate::source::Revision,
     pub started_at: Timestamp,
     pub finished_at: Option<Timestamp>,
     pub kind: RunKind,

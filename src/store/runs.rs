@@ -170,7 +170,7 @@ impl<T: Sql + ?Sized> RunReads for T {
             &mut |row| {
                 let mut c = Cursor::new(self, "runs", row);
                 out.push(RunTime {
-                    head: c.int("head_revision")?,
+                    head: c.revision("head_revision")?,
                     started_at: c.time("started_at")?,
                     finished_at: c.opt_time("finished_at")?,
                     kind: c.parsed("kind", RunKind::parse)?.ok_or_else(|| c.damage("kind", "NULL"))?,

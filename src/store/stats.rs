@@ -5,6 +5,7 @@ use super::reader::StatsReads;
 use super::sql::{one_row, scope_cells, Sql};
 use super::tables::Cell;
 use super::{Scope, StoreError};
+use crate::source::Revision;
 use crate::store::ClusterId;
 use jiff::Timestamp;
 
@@ -13,12 +14,12 @@ impl<T: Sql + ?Sized> StatsReads for T {
         &self,
         cluster: Option<ClusterId>,
         time: Timestamp,
-    ) -> Result<Option<i64>, StoreError> {
+    ) -> Result<Option<Revision>, StoreError> {
         let sql = "SELECT max(head_revision) FROM runs WHERE started_at <= $1 \
              AND status = 'complete' AND (CAST($2 AS bigint) IS NULL OR cluster_id = CAST($2 AS bigint))";
         let cluster = cluster.map_or(Cell::Null, Cell::from);
         one_row(self, "runs", sql, &[Cell::from(time), cluster], |c| {
-            c.opt_int("head_revision")
+            c.opt_revision("head_revision")
         })
     }
 

@@ -556,7 +556,7 @@ fn a_database_from_before_typed_run_columns_reads_the_same_after_its_upgrade() {
             .collect();
         assert_eq!(kinds, ["live", "file", "follow", "fetch-snapshot"]);
         assert_eq!(before.0[1]["members"][0]["member_id"], "8e9e05c52164694d");
-        assert_eq!(before.2, Some(1));
+        assert_eq!(before.2, Some(Revision(1)));
 
         undo_typed_runs(db);
         let store = Store::open_for_writing(db).unwrap();
@@ -742,7 +742,7 @@ fn classes_contents_and_run_heads_read_alike() {
             store
                 .revision_at_time(Some(cluster), "2999-01-01T00:00:00Z".parse().unwrap())
                 .unwrap(),
-            Some(5)
+            Some(Revision(5))
         );
         assert_eq!(
             store

@@ -124,10 +124,10 @@ pub fn revision_range(
         None => None,
         Some(Moment::Revision(r)) => Some(r),
         Some(Moment::Time(t)) => match store.revision_by_clock(cluster, t, false)? {
-            ByClock::Revision(r) => Some(r),
+            ByClock::Revision(r) => Some(r.0),
             ByClock::Unbounded => None,
             ByClock::NoClock => match store.revision_at_time(cluster, t)? {
-                Some(r) => Some(r),
+                Some(r) => Some(r.0),
                 None => bail!("--until {t}: no complete run started by then"),
             },
         },
@@ -144,9 +144,9 @@ fn first_at_or_after(
     t: jiff::Timestamp,
 ) -> Result<Option<i64>> {
     Ok(match store.revision_by_clock(cluster, t, true)? {
-        ByClock::Revision(r) => Some(r),
+        ByClock::Revision(r) => Some(r.0),
         ByClock::Unbounded => None,
-        ByClock::NoClock => store.revision_at_time(cluster, t)?.map(|r| r + 1),
+        ByClock::NoClock => store.revision_at_time(cluster, t)?.map(|r| r.next().0),
     })
 }
 
