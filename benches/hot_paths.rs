@@ -232,7 +232,7 @@ fn audit_read(c: &mut Criterion) {
         b.iter(|| {
             let mut revisions = 0i64;
             let summary = read(&inputs, |e| {
-                revisions += e.response_revision.unwrap_or(0);
+                revisions += e.response_revision.unwrap_or_default().0;
                 Ok(())
             })
             .unwrap();

@@ -2,6 +2,7 @@
 //! log recorded (never their bodies), what joining them to the stored
 //! revisions found, and what `history` shows of the writer.
 
+use crate::source::Revision;
 use crate::store::ClusterId;
 use crate::unknown::{find, UnknownName};
 use serde::Serialize;
@@ -26,8 +27,8 @@ pub struct AuditRequest {
     pub code: Option<u16>,
     /// The audit level the event was logged at (`Metadata`, ...).
     pub level: String,
-    pub response_revision: Option<i64>,
-    pub precondition_revision: Option<i64>,
+    pub response_revision: Option<Revision>,
+    pub precondition_revision: Option<Revision>,
     /// `stageTimestamp` exactly as the event wrote it.
     pub time: String,
     /// The audit log it was read from: its path, `-` for standard input.

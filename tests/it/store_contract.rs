@@ -775,7 +775,7 @@ fn request(id: &str, verb: &str, code: u16, revision: Option<i64>, time: &str) -
         source_ips: vec!["10.0.0.7".to_string()],
         code: Some(code),
         level: "RequestResponse".to_string(),
-        response_revision: revision,
+        response_revision: revision.map(Revision),
         precondition_revision: None,
         time: time.to_string(),
         log: "audit.log".to_string(),

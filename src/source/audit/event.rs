@@ -1,6 +1,7 @@
 //! The audit event as this crate keeps it: who did what to which object,
 //! when, and the revisions the event names. Bodies are never part of it.
 
+use crate::source::Revision;
 use crate::unknown::{find, UnknownName};
 use std::fmt;
 use std::str::FromStr;
@@ -25,9 +26,9 @@ pub struct AuditEvent {
     pub code: Option<u16>,
     /// metadata.resourceVersion of responseObject, parsed, when the response
     /// carries an object (never the body itself).
-    pub response_revision: Option<i64>,
+    pub response_revision: Option<Revision>,
     /// objectRef.resourceVersion (a PUT's precondition), parsed.
-    pub precondition_revision: Option<i64>,
+    pub precondition_revision: Option<Revision>,
     /// The stageTimestamp exactly as the event wrote it.
     pub stage_timestamp: String,
     /// `stage_timestamp`, parsed.

@@ -2,6 +2,7 @@
 //! write them.
 
 use super::{read, AuditError, AuditEvent, AuditInput, Level, ReadSummary, Stage};
+use crate::source::Revision;
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use serde_json::{json, Value};
@@ -108,7 +109,7 @@ fn log_backend_lines_give_every_field() {
     );
     assert_eq!(
         (e.code, e.response_revision, e.precondition_revision),
-        (Some(200), Some(42), Some(41))
+        (Some(200), Some(Revision(42)), Some(Revision(41)))
     );
     // The time as written, and parsed to the microsecond.
     assert_eq!(e.stage_timestamp, "2026-11-29T09:02:00.123456Z");
@@ -226,7 +227,7 @@ fn bodies_are_skipped_yet_the_response_revision_is_read() {
     let path = write(dir.path(), "audit.log", lines(&[e]).as_bytes());
     let (events, summary) = collect(&[path]);
     assert_eq!(summary.events, 1);
-    assert_eq!(events[0].response_revision, Some(9_000_000_001));
+    assert_eq!(events[0].response_revision, Some(Revision(9_000_000_001)));
 }
 
 #[test]
@@ -368,7 +369,7 @@ fn gke_log_entries_per_line_and_as_an_array() {
     );
     assert_eq!(
         (u.response_revision, u.precondition_revision),
-        (Some(42), Some(41))
+        (Some(Revision(42)), Some(Revision(41)))
     );
     assert_eq!(
         (u.user.as_str(), u.user_agent.as_deref()),
@@ -433,7 +434,7 @@ fn eks_cloudwatch_events_per_line_and_as_cli_output() {
     );
     let (events, summary) = collect(&[per_line, cli]);
     assert_eq!(ids(&events), ["e1", "e2", "e3", "e4"]);
-    assert_eq!(events[0].response_revision, Some(42));
+    assert_eq!(events[0].response_revision, Some(Revision(42)));
     assert_eq!(summary.by_stage, [1, 0, 3, 0]);
     assert_eq!(summary.malformed, 1);
     assert!(summary.first_malformed[0].contains("cw.jsonl:3: the CloudWatch message is not JSON"));

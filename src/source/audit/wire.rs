@@ -14,6 +14,7 @@
 
 use super::event::{AuditEvent, Level, ObjectRef, Origin, Stage};
 use super::gke;
+use crate::source::Revision;
 use serde::Deserialize;
 use std::borrow::Cow;
 
@@ -105,19 +106,19 @@ struct Metadata<'a> {
 
 impl Revisioned<'_> {
     /// `metadata.resourceVersion`, parsed; `None` when absent or empty.
-    pub(super) fn revision(&self, what: &str) -> Result<Option<i64>, String> {
+    pub(super) fn revision(&self, what: &str) -> Result<Option<Revision>, String> {
         let rv = self.metadata.as_ref().and_then(|m| m.resource_version.as_deref());
         revision(what, rv)
     }
 }
 
 /// A resourceVersion as etcd's revision; `None` when absent or empty.
-pub(super) fn revision(what: &str, rv: Option<&str>) -> Result<Option<i64>, String> {
+pub(super) fn revision(what: &str, rv: Option<&str>) -> Result<Option<Revision>, String> {
     match rv {
         None | Some("") => Ok(None),
         Some(s) => s
             .parse::<i64>()
-            .map(Some)
+            .map(|r| Some(Revision(r)))
             .map_err(|_| format!("{what} {s:?} is not a revision")),
     }
 }
