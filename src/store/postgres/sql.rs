@@ -96,9 +96,7 @@ impl Sql for Store {
     }
 
     /// Through the bulk path: the rows are copied into a temporary table
-    /// holding every column of `table` and a row number (emptied before
-    /// and after), then inserted from it in the order given, so the first
-    /// of two rows with one unique key is the one kept.
+    /// of the columns (emptied before and after), then inserted from it.
     fn insert_new_rows(
         &self,
         table: &str,
@@ -112,9 +110,8 @@ impl Sql for Store {
         let (staged, columns_list) = (format!("staged_{table}"), columns.join(", "));
         self.with_client(|c| {
             c.batch_execute(&format!(
-                "CREATE TEMP TABLE IF NOT EXISTS {staged} AS SELECT * FROM {table} LIMIT 0; \
-                 ALTER TABLE {staged} ADD COLUMN IF NOT EXISTS staged_row bigint GENERATED ALWAYS AS IDENTITY; \
-                 TRUNCATE {staged} RESTART IDENTITY"
+                "CREATE TEMP TABLE IF NOT EXISTS {staged} AS SELECT {columns_list} FROM {table} LIMIT 0; \
+                 TRUNCATE {staged}"
             ))
         })?;
         self.insert_rows(&staged, columns, cells)?;
@@ -122,7 +119,7 @@ impl Sql for Store {
             self,
             &format!(
                 "INSERT INTO {table} ({columns_list}) SELECT {columns_list} FROM {staged} \
-                 ORDER BY staged_row ON CONFLICT ({}) DO NOTHING",
+                 ON CONFLICT ({}) DO NOTHING",
                 unique.join(", ")
             ),
             &[],
