@@ -1107,3 +1107,280 @@ fn a_large_run_leaves_postgresql_planning_for_what_it_wrote() {
     assert_eq!(copied.revisions, 40);
     assert_eq!(planned(), 71.0, "what the copy added is what the planner counts");
 }
+
+/// What `analyze` reads of a cluster: its key histories (with classes),
+/// the diffs `history --diff` shows, the runs' times, the encryption
+/// policy and restores runs recorded, usage per resource and findings
+/// counted per detector.
+#[test]
+fn what_analyze_reads_reads_alike() {
+    on_each_backend(|store| {
+        let (cluster, run, mut w) = begin(store, "contract-n", 1, 5);
+        w.record(put(WEB, 2, 2, 1, "a=1")).unwrap();
+        w.record(put(API, 3, 3, 1, "b=1")).unwrap();
+        w.record(put(WEB, 4, 2, 2, "a=2")).unwrap();
+        w.record(tombstone(API, 5)).unwrap();
+        w.flush().unwrap();
+        drop(w);
+        let policy = etcd_inspector::decrypt::policy::Policy {
+            rules: vec![etcd_inspector::decrypt::policy::PolicyRule {
+                resources: vec!["secrets".into()],
+                write: "aescbc:key1".into(),
+                reads: Some(vec!["aescbc:key1".into(), "identity".into()]),
+            }],
+        };
+        store.record(run, RunFact::EncryptionPolicy(&policy)).unwrap();
+        let restore = etcd_inspector::store::restore::Restore {
+            previous_run: 7,
+            prefix: "/registry/".into(),
+            previous_head: 90,
+            previous_compact: Some(40),
+            head: 5,
+            compact: 0,
+            diverged: None,
+            etcd_cluster: None,
+        };
+        store.record(run, RunFact::Restored(&restore)).unwrap();
+        store.finish_run(run, RunStatus::Complete, 2, None).unwrap();
+        store.classify_pending(Some(cluster)).unwrap();
+
+        let mut histories = Vec::new();
+        store
+            .key_histories(cluster, &mut |h| {
+                histories.push(
+                    h.iter()
+                        .map(|r| (r.key.clone(), r.mod_revision, r.version, r.class))
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .unwrap();
+        use etcd_inspector::canon::change::ChangeClass::{Create, Delete, Spec};
+        assert_eq!(
+            histories,
+            [
+                vec![
+                    (API.to_string(), 3, 1, Some(Create)),
+                    (API.to_string(), 5, 0, Some(Delete))
+                ],
+                vec![
+                    (WEB.to_string(), 2, 1, Some(Create)),
+                    (WEB.to_string(), 4, 2, Some(Spec))
+                ],
+            ],
+            "key by key, oldest first"
+        );
+
+        let mut rows = store.history(WEB.as_bytes(), Some(cluster)).unwrap();
+        store.add_diffs(&mut rows).unwrap();
+        let changed: Vec<(String, String, String)> = rows[1]
+            .diff
+            .iter()
+            .flatten()
+            .map(|c| (c.path.to_string(), c.old.to_string(), c.new.to_string()))
+            .collect();
+        assert!(
+            changed.contains(&(
+                "data.app\\.properties".to_string(),
+                "\"a=1\"".to_string(),
+                "\"a=2\"".to_string()
+            )),
+            "{changed:?}"
+        );
+
+        let times = store.run_times(cluster).unwrap();
+        assert_eq!(times.len(), 1);
+        assert_eq!((times[0].head, times[0].kind), (Revision(5), RunKind::Live));
+        assert!(times[0].finished_at.is_some_and(|f| f >= times[0].started_at));
+        assert_eq!(store.encryption_policy(cluster).unwrap(), Some((policy, 5)));
+        assert_eq!(store.restores(cluster).unwrap(), [(run, restore)]);
+
+        let resources = store.resource_usage(&of_cluster(cluster)).unwrap();
+        let seen: Vec<(&str, i64, i64)> = resources
+            .iter()
+            .map(|r| (r.resource.as_str(), r.objects, r.revisions))
+            .collect();
+        assert_eq!(seen, [("configmaps", 1, 4)], "API deleted at the head");
+        assert_eq!(resources[0].writes.get("create"), Some(&2), "{resources:?}");
+
+        let mut writer = store.findings_writer(cluster, &["flapping", "orphans"]).unwrap();
+        writer.put(&finding("flapping", Severity::High, 1)).unwrap();
+        writer.put(&finding("flapping", Severity::Low, 2)).unwrap();
+        writer.put(&finding("orphans", Severity::Medium, 3)).unwrap();
+        writer.commit().unwrap();
+        let counts = |severity| {
+            let mut counts: Vec<(String, i64)> = store
+                .finding_counts(&of_cluster(cluster), severity)
+                .unwrap()
+                .into_iter()
+                .inspect(|c| assert_eq!(c.cluster, cluster))
+                .map(|c| (c.detector, c.count))
+                .collect();
+            counts.sort();
+            counts
+        };
+        assert_eq!(counts(None), [("flapping".into(), 2), ("orphans".into(), 1)]);
+        assert_eq!(
+            counts(Some(Severity::Medium)),
+            [("flapping".into(), 1), ("orphans".into(), 1)]
+        );
+    });
+}
+
+/// A revision two keys hold (a txn no apiserver sent) and a create no
+/// audited request explains, inside the span a log covered.
+#[test]
+fn shared_revisions_and_unaudited_creates_read_alike() {
+    const ODD: &str = "/registry/configmaps/shop/odd.config";
+    on_each_backend(|store| {
+        let (cluster, run, mut w) = begin(store, "contract-o", 1, 6);
+        w.record(put(WEB, 2, 2, 1, "a=1")).unwrap();
+        // One revision, two keys, both live: one txn wrote both.
+        w.record(put(API, 3, 3, 1, "b=1")).unwrap();
+        w.record(put(ODD, 3, 3, 1, "c=1")).unwrap();
+        w.record(put(WEB, 6, 2, 2, "a=2")).unwrap();
+        w.flush().unwrap();
+        drop(w);
+        store.finish_run(run, RunStatus::Complete, 3, None).unwrap();
+
+        let shared = store.shared_revisions(cluster, 10).unwrap();
+        assert_eq!(shared.total, 1);
+        let rows: Vec<(i64, Vec<&str>)> = shared
+            .listed
+            .iter()
+            .map(|s| (s.revision, s.rows.iter().map(|r| r.key.as_str()).collect()))
+            .collect();
+        assert_eq!(rows, [(3, vec![API, ODD])], "in key order");
+        assert_eq!(store.shared_revisions(cluster, 0).unwrap().listed.len(), 0);
+
+        // The log's requests wrote revisions 2 and 6: it covers 3, where
+        // API's create has its request and ODD's has none.
+        let mut stage = store.stage_audit(cluster).unwrap();
+        let mut api = request("b-2", "create", 201, Some(3), "2026-12-06T10:00:02.000001Z");
+        api.name = Some("api.config".into());
+        for r in [
+            request("b-1", "create", 201, Some(2), "2026-12-06T10:00:01.000001Z"),
+            api,
+            request("b-3", "update", 200, Some(6), "2026-12-06T10:00:03.000001Z"),
+        ] {
+            stage.push(&r).unwrap();
+        }
+        stage.finish().unwrap();
+        let join = |revisions: &[_], requests: &[_]| attribution::join(revisions, requests, None);
+        store.join_audit(cluster, &join).unwrap();
+        let mut unexplained = Vec::new();
+        store
+            .unaudited_creates(cluster, &mut |c| {
+                unexplained.push((c.key, c.revision, c.from, c.to))
+            })
+            .unwrap();
+        assert_eq!(unexplained, [(ODD.to_string(), 3, 2, 6)]);
+    });
+}
+
+/// A key an earlier run stored live that a later run no longer finds gets
+/// a tombstone the later run infers; prune's space is given back.
+#[test]
+fn stored_keys_run_heads_and_inferred_deletes_alike() {
+    on_each_backend(|store| {
+        let (cluster, first, mut w) = begin(store, "contract-p", 1, 6);
+        w.record(put(WEB, 2, 2, 1, "a=1")).unwrap();
+        w.record(put(API, 3, 3, 1, "b=1")).unwrap();
+        w.record(put(WEB, 4, 2, 2, "a=2")).unwrap();
+        w.record(tombstone(API, 5)).unwrap();
+        w.record(put(API, 6, 6, 1, "b=2")).unwrap();
+        w.flush().unwrap();
+        drop(w);
+        store.finish_run(first, RunStatus::Complete, 2, None).unwrap();
+        let (_, second, w) = begin(store, "contract-p", 20, 30);
+        drop(w);
+
+        let heads = store.run_heads(cluster, second).unwrap();
+        let heads: Vec<(Revision, &[u8])> = heads.iter().map(|h| (h.head, h.prefix.as_slice())).collect();
+        assert_eq!(heads, [(Revision(6), b"/registry/".as_slice())]);
+        let prefix = b"/registry/configmaps/";
+        let page = |head, after: Option<&[u8]>, limit| {
+            store
+                .stored_keys(cluster, prefix, Revision(head), after, limit)
+                .unwrap()
+        };
+        let all = page(6, None, 10);
+        let keys: Vec<&[u8]> = all.iter().map(|k| k.key.as_slice()).collect();
+        assert_eq!(keys, [API.as_bytes(), WEB.as_bytes()]);
+        let (api, web) = (&all[0], &all[1]);
+        let facts = |r: &etcd_inspector::store::vanished::StoredRevision| {
+            (r.mod_revision.0, r.create_revision.0, r.deleted)
+        };
+        assert_eq!(facts(&web.newest), (4, 2, false));
+        assert_eq!(web.before, None, "its generation is the key's first");
+        assert_eq!(facts(&api.newest), (6, 6, false));
+        assert_eq!(
+            api.before.as_ref().map(facts),
+            Some((5, 3, true)),
+            "the generation it followed"
+        );
+        // As an older head saw them, and a page after a key.
+        assert_eq!(facts(&page(4, None, 10)[0].newest), (3, 3, false));
+        let second_page = page(6, Some(API.as_bytes()), 1);
+        assert_eq!(second_page.len(), 1);
+        assert_eq!(second_page[0].key, WEB.as_bytes());
+        assert!(page(1, None, 10).is_empty(), "nothing stored by revision 1");
+
+        // WEB is gone by the later run's head: deleted at some revision
+        // after 4 and by 20.
+        let delete = etcd_inspector::store::vanished::InferredDelete {
+            key_id: web.key_id,
+            create_revision: Revision(2),
+            mod_revision: Revision(20),
+            after: Revision(4),
+        };
+        store.store_inferred_deletes(cluster, second, &[delete]).unwrap();
+        store.finish_run(second, RunStatus::Complete, 1, None).unwrap();
+        let rows = store.history(WEB.as_bytes(), Some(cluster)).unwrap();
+        let seen: Vec<(i64, bool)> = rows.iter().map(|r| (r.mod_revision, r.deleted)).collect();
+        assert_eq!(seen, [(2, false), (4, false), (20, true)]);
+        let newest = store
+            .stored_keys(cluster, prefix, Revision(30), None, 10)
+            .unwrap();
+        assert!(newest[1].newest.deleted, "{newest:?}");
+
+        store.prune(None, Some(1)).unwrap();
+        store.vacuum().unwrap();
+        assert_eq!(store.runs().unwrap().len(), 1);
+    });
+}
+
+/// The clock `analyze` rebuilds from anchors places a time between the
+/// revisions that bound it.
+#[test]
+fn the_clock_rebuilt_from_anchors_places_times_alike() {
+    use etcd_inspector::store::clock::Anchor;
+    on_each_backend(|store| {
+        let (cluster, run, mut w) = begin(store, "contract-q", 1, 30);
+        for revision in [10, 20, 30] {
+            w.record(put(WEB, revision, 10, revision / 10, "a=1")).unwrap();
+        }
+        w.flush().unwrap();
+        drop(w);
+        store.finish_run(run, RunStatus::Complete, 1, None).unwrap();
+        let at = |s: &str| -> jiff::Timestamp { s.parse().unwrap() };
+        let left_out = store
+            .rebuild_clock(cluster, &mut |sink| {
+                for (revision, time) in [(10, "2026-12-06T10:00:00Z"), (20, "2026-12-06T11:00:00Z")] {
+                    sink(Anchor {
+                        revision: Revision(revision),
+                        earliest: Some(at(time)),
+                        latest: Some(at(time)),
+                    })?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(left_out, 0);
+        let by = |time, after| store.revision_by_clock(Some(cluster), at(time), after).unwrap();
+        assert_eq!(by("2026-12-06T10:30:00Z", true), ByClock::Revision(Revision(11)));
+        assert_eq!(by("2026-12-06T10:30:00Z", false), ByClock::Revision(Revision(19)));
+        // Nothing bounds what came before the first anchor.
+        assert_eq!(by("2026-12-06T09:00:00Z", false), ByClock::Revision(Revision(9)));
+        assert_eq!(by("2026-12-06T09:00:00Z", true), ByClock::Unbounded);
+    });
+}
