@@ -96,7 +96,11 @@ impl Sql for Store {
     }
 
     /// Through the bulk path: the rows are copied into a temporary table
-    /// of the columns (emptied before and after), then inserted from it.
+    /// shaped as `table` (emptied before and after; one per table and
+    /// connection, whichever columns a caller gives), then inserted from
+    /// it. Two rows of one batch with the same unique key are the same row
+    /// (a content's hash, an audit id deduplicated before the batch), so
+    /// which of them goes in does not matter.
     fn insert_new_rows(
         &self,
         table: &str,
@@ -110,7 +114,7 @@ impl Sql for Store {
         let (staged, columns_list) = (format!("staged_{table}"), columns.join(", "));
         self.with_client(|c| {
             c.batch_execute(&format!(
-                "CREATE TEMP TABLE IF NOT EXISTS {staged} AS SELECT {columns_list} FROM {table} LIMIT 0; \
+                "CREATE TEMP TABLE IF NOT EXISTS {staged} AS SELECT * FROM {table} LIMIT 0; \
                  TRUNCATE {staged}"
             ))
         })?;
