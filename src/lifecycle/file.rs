@@ -105,9 +105,10 @@ pub(super) fn read(
             return Ok(None);
         }
     }
-    // A placed log gave every write the db holds, each checked against it:
-    // the db's records need no second reading.
-    let placed = wal.as_ref().is_some_and(|w| w.starts().is_some());
+    // A log placed from entry 1 gave every write the db holds, each checked
+    // against it: the db's records need no second reading. One placed
+    // after a raft snapshot did not give those before it.
+    let placed = wal.as_ref().is_some_and(WalHistory::whole);
     crate::stop::stage("read");
     let damage = match placed {
         true => db_file::Damage::default(),

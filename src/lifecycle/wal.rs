@@ -8,7 +8,7 @@ use super::progress::Progress;
 use super::signal::stopping;
 use crate::source::bolt::BoltDb;
 use crate::source::db_file::{self, FileInfo};
-use crate::source::wal::revisions::{Facts, Placer};
+use crate::source::wal::revisions::{place, Facts, Placer, Start, Steps};
 use crate::source::wal::{self, Recovered, Request, Summary, Wal};
 use crate::source::Revision;
 use crate::source::{Read, Sink};
@@ -26,6 +26,9 @@ pub(super) struct WalHistory {
     /// committed entries after its consistent index are applied again when
     /// their writes are pushed (the db is not read a second time).
     at_head: Option<Placer<'static>>,
+    /// For a log placed that starts after a raft snapshot, where it was
+    /// found to start, to apply it again from there.
+    purged: Option<(Revision, Placer<'static>)>,
     /// What the run took from it, recorded with the run.
     pub recovered: Recovered,
 }
@@ -64,11 +67,13 @@ fn db_facts(db: &BoltDb, info: &FileInfo) -> Result<Facts> {
 
 impl WalHistory {
     /// Reads the db's writes and places the log in `dir` against them.
-    /// A log that does not start at entry 1 is not placed below the db's
-    /// consistent index, and says why in [`Recovered::not_placed`]; a log
-    /// and a db that disagree fail. The committed entries after the
-    /// consistent index are placed on the db's state either way. `None`
-    /// when a signal stopped the read.
+    /// A log that does not start at entry 1 (etcd removed its first
+    /// segments after a raft snapshot) is placed where [`place`] finds one
+    /// start that fits, from the first entry every start that fits agrees
+    /// on; else it is not placed below the db's consistent index, and says
+    /// why in [`Recovered::not_placed`]. A log and a db that disagree fail.
+    /// The committed entries after the consistent index are placed on the
+    /// db's state either way. `None` when a signal stopped the read.
     pub fn check(
         db: &BoltDb,
         info: &FileInfo,
@@ -76,7 +81,6 @@ impl WalHistory {
         salvage: bool,
         bar: &ProgressBar,
     ) -> Result<Option<WalHistory>> {
-        let where_ = dir.display();
         let Some(applied) = info.consistent_index else {
             bail!(
                 "{}: no consistent index in its meta bucket, so which WAL entries it applied is unknown",
@@ -86,26 +90,70 @@ impl WalHistory {
         bar.set_message(format!("reading every write {} holds", db.path().display()));
         let facts = db_facts(db, info)?;
         let options = wal::Options { salvage };
+        let read = |start| Self::read(&facts, info, applied, dir, options, start, bar);
+        let Some((mut history, steps)) = read(None)? else {
+            return Ok(None);
+        };
+        if let Some(steps) = steps {
+            bar.set_message(format!("finding where {} starts", dir.display()));
+            let placed = match place(&facts, &steps) {
+                Ok(start) => read(Some(&start)).map_err(|e| format!("the start found does not hold: {e:#}")),
+                Err(why) => Err(why),
+            };
+            match placed {
+                Ok(Some((placed, _))) => history = placed,
+                Ok(None) => return Ok(None),
+                Err(why) => {
+                    history.recovered.not_placed = Some(format!(
+                        "it starts after a raft snapshot, and {why}: history starts at the db's compaction"
+                    ))
+                }
+            }
+        }
+        if history.recovered.not_placed.is_some() || history.recovered.uncommitted > 0 {
+            tracing::warn!("{}: {}", dir.display(), history.recovered.describe());
+        }
+        Ok(Some(history))
+    }
+
+    /// One read of the log against the db's `facts`, from entry 1 or from
+    /// where a log that starts after a raft snapshot was found to `start`;
+    /// with the steps to search for that start when it was not given and
+    /// the log needs one.
+    fn read(
+        facts: &Facts,
+        info: &FileInfo,
+        applied: u64,
+        dir: &Path,
+        options: wal::Options,
+        start: Option<&Start>,
+        bar: &ProgressBar,
+    ) -> Result<Option<(WalHistory, Option<Steps>)>> {
+        let where_ = dir.display();
         let mut log = Wal::open(dir, options)?;
         let mut recovered = Recovered {
             dir: where_.to_string(),
             applied,
+            skipped: start.map_or(0, |s| s.skipped),
             ..Recovered::default()
         };
         let mut placer: Option<Placer<'_>> = None;
         let mut at_head = None;
+        let mut purged = None;
+        let mut steps: Option<Steps> = None;
         let sole_member = info.members == 1;
         let mut committed = Committed { sole_member };
         while let Some(entry) = log.next_entry()? {
             if stopping() {
                 return Ok(None);
             }
-            if recovered.first.is_none() && entry.index != 1 {
+            if recovered.first.is_none() && entry.index != 1 && start.is_none() {
                 recovered.not_placed = Some(
                     "it starts after a raft snapshot, and placing a log that does not start at entry 1 \
                      is not supported yet: history starts at the db's compaction"
                         .into(),
                 );
+                steps = Some(Steps::new(entry.index));
             }
             recovered.first.get_or_insert((entry.index, entry.term));
             let past_db = entry.index > applied;
@@ -116,12 +164,18 @@ impl WalHistory {
                     continue;
                 }
             } else if recovered.not_placed.is_some() {
+                if let Some(steps) = &mut steps {
+                    steps.push(&entry);
+                }
+                continue;
+            } else if start.is_some_and(|s| entry.index < s.first) {
+                // Where more than one start fits.
                 continue;
             }
             let expects = match &placer {
                 Some(p) => Some(p.expects()),
                 None if past_db && recovered.not_placed.is_some() => Some(applied + 1),
-                None => None,
+                None => start.map(|s| s.first),
             };
             if let Some(expects) = expects.filter(|&e| e != entry.index) {
                 // Entries lost in damage --salvage skipped.
@@ -137,15 +191,21 @@ impl WalHistory {
                 (recovered.writes, recovered.added) = (0, None);
                 recovered.compactions.clear();
                 placer = None;
+                steps = None;
                 continue;
             }
-            let placer = placer.get_or_insert_with(|| match recovered.not_placed {
-                Some(_) => {
-                    let head = Placer::at_head(&facts, applied);
+            let placer = placer.get_or_insert_with(|| match (start, &recovered.not_placed) {
+                (_, Some(_)) => {
+                    let head = Placer::at_head(facts, applied);
                     at_head = Some(head.detached());
                     head
                 }
-                None => Placer::new(&facts),
+                (Some(start), None) => {
+                    let from = Placer::purged(facts, start);
+                    purged = Some((start.revision.next(), from.detached()));
+                    from
+                }
+                (None, None) => Placer::new(facts),
             });
             if past_db {
                 placer.finish().map_err(|e| anyhow!("{where_}: {e}"))?;
@@ -181,21 +241,31 @@ impl WalHistory {
         }
         if let Some(placer) = &mut placer {
             placer.finish().map_err(|e| anyhow!("{where_}: {e}"))?;
+            recovered.counters_unknown = placer.counters_unknown();
         }
-        if recovered.not_placed.is_some() || recovered.uncommitted > 0 {
-            tracing::warn!("{where_}: {}", recovered.describe());
-        }
-        Ok(Some(WalHistory {
+        let history = WalHistory {
             options,
             sole_member,
             at_head: at_head.filter(|_| recovered.past_db.is_some()),
+            purged: purged.filter(|_| recovered.not_placed.is_none()),
             recovered,
-        }))
+        };
+        Ok(Some((history, steps)))
     }
 
-    /// Where the log's history starts: revision 1 when it was placed.
+    /// Where the log's history starts when it was placed: revision 1, or
+    /// for a log that starts after a raft snapshot, where it was found to.
     pub fn starts(&self) -> Option<Revision> {
-        self.recovered.not_placed.is_none().then_some(Revision(1))
+        match &self.purged {
+            Some((from, _)) => Some(*from),
+            None => self.recovered.not_placed.is_none().then_some(Revision(1)),
+        }
+    }
+
+    /// Whether the log was placed from entry 1: it then gives every write
+    /// the db holds.
+    pub fn whole(&self) -> bool {
+        self.recovered.not_placed.is_none() && self.purged.is_none()
     }
 
     /// Pushes a placed log's writes under `prefix` from revision `from`
@@ -204,9 +274,10 @@ impl WalHistory {
     /// generation it ended; the db's tombstone does not), and those of the
     /// committed entries after its consistent index.
     pub fn push(&self, from: Revision, prefix: &[u8], sink: &mut Progress<'_, '_>) -> Result<Read<()>> {
-        match self.starts() {
-            Some(_) => self.replay(Placer::again(), from, prefix, sink),
-            None => Ok(Read::Done(())),
+        match (&self.purged, self.starts()) {
+            (Some((_, placer)), _) => self.replay(placer.detached(), from, prefix, sink),
+            (None, Some(_)) => self.replay(Placer::again(), from, prefix, sink),
+            (None, None) => Ok(Read::Done(())),
         }
     }
 
@@ -241,6 +312,10 @@ impl WalHistory {
         while let Some(entry) = log.next_entry()? {
             let past_db = entry.index > applied;
             if (past_db && !committed.covers(&entry)) || (!past_db && !placed) {
+                continue;
+            }
+            if entry.index < placer.expects() && !past_db {
+                // Before where a log after a raft snapshot was placed from.
                 continue;
             }
             if past_db && entry.index != placer.expects() {

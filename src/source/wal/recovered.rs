@@ -40,6 +40,13 @@ pub struct Recovered {
     /// Writes whose revision the log alone cannot decide (an interval, not
     /// a revision): none while the log starts at entry 1.
     pub undecided: u64,
+    /// For a log that starts after a raft snapshot: the entries at its
+    /// start left unplaced, because more than one start fits them.
+    pub skipped: u64,
+    /// Writes of generations begun before such a log and ended in it
+    /// before the db's compaction, whose version and create revision no
+    /// file holds: not stored (their deletes are).
+    pub counters_unknown: u64,
     /// Where a torn end cut the read, as the reader says it.
     pub cut: Option<String>,
     /// Damage skipped with `--salvage`, as the reader says it.
@@ -63,6 +70,18 @@ impl Recovered {
             }
             (None, None) => format!("db + WAL from {from}; the WAL adds nothing the db lacks"),
         };
+        if self.skipped > 0 {
+            said.push_str(&format!(
+                "; its first {} entries not placed (more than one start fits them)",
+                self.skipped
+            ));
+        }
+        if self.counters_unknown > 0 {
+            said.push_str(&format!(
+                "; {} writes to objects created before it not stored (their versions are in no file)",
+                self.counters_unknown
+            ));
+        }
         if let Some((first, last)) = self.past_db {
             said.push_str(&format!(
                 "; revisions {first}-{last} from entries after the db's consistent index {}",

@@ -25,7 +25,10 @@
 //! A log that starts later (the member took a raft snapshot and removed
 //! older segments) starts from a state neither it nor the db holds: the
 //! revision it started under, and the keys it touches before writing
-//! them. Placing it is not done yet, and says so.
+//! them. [`place`] searches for them backward from the db's head
+//! (`purged.rs`); [`Placer::purged`] then replays the log forward from
+//! what it found, each txn taking the branch the search decided, through
+//! the same checks.
 //!
 //! Entries after the db's consistent index (a member's files copied while
 //! it ran: the db is written every 100 ms, the log at every entry) start
@@ -34,6 +37,10 @@
 //! covers are applied on that state ([`Placer::at_head`], or the same
 //! replay continued past [`Placer::finish`]), exactly, as etcd applies
 //! them when it restarts.
+
+mod purged;
+
+pub use purged::{place, Start, Steps};
 
 use super::{CompareTarget, Entry, Op, PutRequest, Request, RequestOp, TxnRequest};
 use crate::source::{Record, Revision};
@@ -72,8 +79,9 @@ pub struct Facts {
 #[derive(Clone, Debug, Default)]
 struct KeyFacts {
     /// Its write at or below the compaction (etcd keeps each key's newest
-    /// there, unless a tombstone).
+    /// there, unless a tombstone), and its state after it.
     kept: Option<Fact>,
+    kept_state: Option<KeyState>,
     /// Its newest write.
     newest: Option<Fact>,
     /// Its state after that write, unless a delete.
@@ -126,18 +134,20 @@ impl Facts {
             self.keys.insert(r.key.clone(), KeyFacts::default());
         }
         let held = self.keys.get_mut(r.key.as_slice()).expect("inserted above");
+        let state = fact.value.map(|value| KeyState {
+            mod_revision: r.mod_revision,
+            create_revision: r.create_revision,
+            version: r.version,
+            lease: r.lease,
+            value,
+        });
         if r.mod_revision <= self.compacted {
             held.kept = Some(fact);
+            held.kept_state = state.clone();
         }
         if held.newest.is_none_or(|n| n.revision < r.mod_revision) {
             held.newest = Some(fact);
-            held.head = fact.value.map(|value| KeyState {
-                mod_revision: r.mod_revision,
-                create_revision: r.create_revision,
-                version: r.version,
-                lease: r.lease,
-                value,
-            });
+            held.head = state;
         }
     }
 }
@@ -154,6 +164,13 @@ pub struct Placer<'f> {
     found: HashSet<&'f [u8]>,
     /// The index of the entry applied last.
     last: Option<u64>,
+    /// For a log that starts after a raft snapshot, each txn's branch from
+    /// its first entry on, as [`place`] decided them.
+    branches: Option<(u64, Vec<bool>)>,
+    counters_unknown: u64,
+    /// The revision the log starts after: the db's writes up to it are
+    /// not the log's to give.
+    after: Revision,
 }
 
 /// Why a log cannot be placed: the entry (its index) and what.
@@ -184,6 +201,9 @@ impl<'f> Placer<'f> {
             },
             found: HashSet::new(),
             last: None,
+            branches: None,
+            counters_unknown: 0,
+            after: Revision(0),
         }
     }
 
@@ -205,18 +225,54 @@ impl<'f> Placer<'f> {
             },
             found: HashSet::new(),
             last: Some(applied),
+            branches: None,
+            counters_unknown: 0,
+            after: Revision(0),
         }
     }
 
-    /// A copy of a placer that checks nothing ([`Placer::again`],
-    /// [`Placer::at_head`]), to apply the same entries again later.
+    /// A placer checking against `facts` a log that starts after a raft
+    /// snapshot, from where [`place`] found it starts: the keys the log
+    /// writes as they were then, every other key as the db holds it at its
+    /// head (the log does not change it).
+    pub fn purged(facts: &'f Facts, start: &Start) -> Placer<'f> {
+        let mut keys: HashMap<Vec<u8>, KeyState> = facts
+            .keys
+            .iter()
+            .filter_map(|(k, held)| Some((k.clone(), held.head.clone()?)))
+            .collect();
+        for (key, state) in &start.keys {
+            match state {
+                Some(s) => keys.insert(key.clone(), s.clone()),
+                None => keys.remove(key),
+            };
+        }
+        Placer {
+            facts: Some(facts),
+            replay: Replay {
+                keys,
+                leases: start.leases.iter().map(|&id| (id, true)).collect(),
+                revision: start.revision,
+            },
+            found: HashSet::new(),
+            last: Some(start.first - 1),
+            branches: Some((start.first, start.branches.clone())),
+            counters_unknown: 0,
+            after: start.revision,
+        }
+    }
+
+    /// A copy of a placer as it stands that checks nothing, to apply the
+    /// same entries again later.
     pub fn detached(&self) -> Placer<'static> {
-        debug_assert!(self.facts.is_none(), "a checking placer is not copied");
         Placer {
             facts: None,
             replay: self.replay.clone(),
             found: HashSet::new(),
             last: self.last,
+            branches: self.branches.clone(),
+            counters_unknown: 0,
+            after: self.after,
         }
     }
 
@@ -228,8 +284,30 @@ impl<'f> Placer<'f> {
     /// Applies the next entry; the writes it made as a `follow` run records
     /// them (one revision, one record per key; a delete's record carries the
     /// create revision of the generation it ended), empty when it wrote
-    /// nothing.
+    /// nothing. The writes of a generation a log after a raft snapshot
+    /// cannot give the counters of are left out and counted
+    /// ([`Placer::counters_unknown`]); the delete that ends it is given,
+    /// naming no generation (as a db file's tombstone).
     pub fn apply(&mut self, entry: &Entry) -> Result<Vec<Record>, Unplaced> {
+        let mut writes = self.apply_checked(entry)?;
+        let before = writes.len();
+        writes.retain(|w| w.deleted || w.create_revision != purged::UNKNOWN_GENERATION);
+        self.counters_unknown += (before - writes.len()) as u64;
+        for w in writes
+            .iter_mut()
+            .filter(|w| w.create_revision == purged::UNKNOWN_GENERATION)
+        {
+            w.create_revision = Revision(0);
+        }
+        Ok(writes)
+    }
+
+    /// The writes [`Placer::apply`] left out, their counters unknown.
+    pub fn counters_unknown(&self) -> u64 {
+        self.counters_unknown
+    }
+
+    fn apply_checked(&mut self, entry: &Entry) -> Result<Vec<Record>, Unplaced> {
         let fail = |why: String| Unplaced {
             index: entry.index,
             why,
@@ -244,7 +322,11 @@ impl<'f> Placer<'f> {
             }));
         }
         self.last = Some(entry.index);
-        let writes = self.replay.apply(&entry.request).map_err(fail)?;
+        let branch = self.branches.as_ref().and_then(|(first, branches)| {
+            let at = entry.index.checked_sub(*first)?;
+            branches.get(usize::try_from(at).ok()?).copied()
+        });
+        let writes = self.replay.apply(&entry.request, branch).map_err(fail)?;
         let Some(first) = writes.first() else {
             return Ok(writes);
         };
@@ -301,7 +383,11 @@ impl<'f> Placer<'f> {
             )));
         }
         for (key, held) in &facts.keys {
-            if let Some(kept) = held.kept.filter(|_| !found.contains(key.as_slice())) {
+            let before_log = |f: &Fact| f.revision <= self.after;
+            if let Some(kept) = held
+                .kept
+                .filter(|f| !found.contains(key.as_slice()) && !before_log(f))
+            {
                 return Err(fail(format!(
                     "the log does not write {} at revision {}",
                     name(key),
@@ -352,13 +438,14 @@ type Change = (Vec<u8>, Option<(KeyState, Vec<u8>)>);
 
 impl Replay {
     /// Applies one request; the writes it made, at one revision. `Err`
-    /// names a request this replay cannot follow.
-    fn apply(&mut self, request: &Request) -> Result<Vec<Record>, String> {
+    /// names a request this replay cannot follow. A txn takes `branch`
+    /// where given (its compares held or not) rather than comparing.
+    fn apply(&mut self, request: &Request, branch: Option<bool>) -> Result<Vec<Record>, String> {
         let mut changes = Vec::new();
         match request {
             Request::Put(p) => self.put(p, &mut changes)?,
             Request::DeleteRange(d) => self.delete(&d.key, &d.range_end, &mut changes),
-            Request::Txn(t) => self.txn(t, &mut changes)?,
+            Request::Txn(t) => self.txn(t, branch, &mut changes)?,
             Request::LeaseGrant(g) => {
                 self.leases.insert(g.id, true);
             }
@@ -478,14 +565,15 @@ impl Replay {
         }
     }
 
-    fn txn(&self, t: &TxnRequest, changes: &mut Vec<Change>) -> Result<(), String> {
+    fn txn(&self, t: &TxnRequest, branch: Option<bool>, changes: &mut Vec<Change>) -> Result<(), String> {
         let mut holds = true;
-        for c in &t.compare {
+        for c in t.compare.iter().filter(|_| branch.is_none()) {
             if !c.range_end.is_empty() {
                 return Err("a txn comparing a key range".into());
             }
             holds &= compare(c, self.keys.get(&c.key))?;
         }
+        let holds = branch.unwrap_or(holds);
         let ops = match holds {
             true => &t.success,
             false => &t.failure,
@@ -499,7 +587,7 @@ impl Replay {
                 Some(Op::Put(p)) => self.put(p, changes)?,
                 Some(Op::DeleteRange(d)) => self.delete(&d.key, &d.range_end, changes),
                 Some(Op::Range(_)) | None => {}
-                Some(Op::Txn(t)) => self.txn(t, changes)?,
+                Some(Op::Txn(t)) => self.txn(t, None, changes)?,
             }
         }
         Ok(())
