@@ -1,7 +1,7 @@
 //! Change classes in the database: the classification pass, and the
 //! classified history detectors read, written once over [`Sql`].
 
-use super::classify::{classify_history, Classified, Revision};
+use super::classify::{classify_history, Classified, PassRevision};
 use super::field_blob::PathNames;
 use super::object::ObjectRevision;
 use super::reader::ChangeReads;
@@ -197,7 +197,7 @@ const PASS_COLUMNS: &str =
      CASE WHEN r.change_class IS NULL THEN 1 ELSE 0 END, s.codec, s.managed, b.managed";
 
 /// One row of [`PASS_COLUMNS`]: its key and the revision.
-fn pass_revision(c: &mut Cursor, paths: &PathNames) -> Result<(i64, Revision), StoreError> {
+fn pass_revision(c: &mut Cursor, paths: &PathNames) -> Result<(i64, PassRevision), StoreError> {
     let key = c.int("key_id")?;
     let mod_revision = c.int("mod_revision")?;
     let create_revision = c.int("create_revision")?;
@@ -226,7 +226,7 @@ fn pass_revision(c: &mut Cursor, paths: &PathNames) -> Result<(i64, Revision), S
     let managed = c.packed("semantic_values.managed")?;
     Ok((
         key,
-        Revision {
+        PassRevision {
             mod_revision,
             create_revision,
             facts,
@@ -282,9 +282,9 @@ fn classify_keys(
 ) -> Result<(), StoreError> {
     let snapshot = db.dialect().snapshot_reads;
     let mut written = Vec::new();
-    let mut history: Vec<Revision> = Vec::new();
+    let mut history: Vec<PassRevision> = Vec::new();
     let mut key = None;
-    let mut classify = |key: Option<i64>, history: &mut Vec<Revision>, written: &mut Vec<Cell>| {
+    let mut classify = |key: Option<i64>, history: &mut Vec<PassRevision>, written: &mut Vec<Cell>| {
         let Some(key) = key else { return Ok(()) };
         stats.rows_read += history.len() as i64;
         stats.classified += classify_history(

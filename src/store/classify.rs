@@ -16,7 +16,7 @@ pub struct ClassifyStats {
 }
 
 /// One revision as the classification pass sees it.
-pub(super) struct Revision {
+pub(super) struct PassRevision {
     pub mod_revision: i64,
     pub create_revision: i64,
     pub facts: Facts,
@@ -26,7 +26,7 @@ pub(super) struct Revision {
     pub managed: Packed,
 }
 
-impl Revision {
+impl PassRevision {
     /// Its managedFields entries; none when the content has no
     /// managedFields.
     fn entries(&self, damaged: &dyn Fn(std::io::Error) -> StoreError) -> Result<Vec<Entry>, StoreError> {
@@ -52,12 +52,12 @@ pub(super) struct Classified {
 /// each to `write`; the number written. `damaged` names a stored
 /// managedFields blob that does not read.
 pub(super) fn classify_history(
-    rows: &[Revision],
+    rows: &[PassRevision],
     damaged: &dyn Fn(std::io::Error) -> StoreError,
     write: &mut dyn FnMut(Classified) -> Result<(), StoreError>,
 ) -> Result<i64, StoreError> {
     let mut written = 0;
-    let mut prev: Option<&Revision> = None;
+    let mut prev: Option<&PassRevision> = None;
     for row in rows {
         if row.pending {
             let same_generation = prev.filter(|p| p.create_revision == row.create_revision);
@@ -95,10 +95,10 @@ mod tests {
 
     /// A revision of a key generation created at `create`, whose `spec`
     /// hashes to `spec`, written by `manager`'s managedFields entry.
-    fn revision(mod_revision: i64, create: i64, pending: bool, spec: u8, manager: &str) -> Revision {
+    fn revision(mod_revision: i64, create: i64, pending: bool, spec: u8, manager: &str) -> PassRevision {
         let managed = serde_json::json!([{"manager": manager, "operation": "Update", "apiVersion": "v1",
             "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]);
-        Revision {
+        PassRevision {
             mod_revision,
             create_revision: create,
             facts: Facts {
