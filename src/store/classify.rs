@@ -4,6 +4,7 @@
 use crate::canon::change::{classify, Facts};
 use crate::canon::managed::{attribute, entries, Entry};
 use crate::ingest::blob::Packed;
+use crate::source::Revision;
 use crate::store::StoreError;
 
 /// What a classification pass did.
@@ -17,8 +18,8 @@ pub struct ClassifyStats {
 
 /// One revision as the classification pass sees it.
 pub(super) struct PassRevision {
-    pub mod_revision: i64,
-    pub create_revision: i64,
+    pub mod_revision: Revision,
+    pub create_revision: Revision,
     pub facts: Facts,
     /// Whether it has no change class yet.
     pub pending: bool,
@@ -40,7 +41,7 @@ impl PassRevision {
 /// What the pass stores for one revision: its change class and cause, and
 /// (as JSON) its changed paths and the field managers behind them.
 pub(super) struct Classified {
-    pub mod_revision: i64,
+    pub mod_revision: Revision,
     pub class: &'static str,
     pub cause: Option<&'static str>,
     pub changed_paths: Option<String>,
@@ -99,8 +100,8 @@ mod tests {
         let managed = serde_json::json!([{"manager": manager, "operation": "Update", "apiVersion": "v1",
             "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]);
         PassRevision {
-            mod_revision,
-            create_revision: create,
+            mod_revision: Revision(mod_revision),
+            create_revision: Revision(create),
             facts: Facts {
                 version: mod_revision - create + 1,
                 value_hash: Some(vec![mod_revision as u8]),
@@ -139,14 +140,14 @@ mod tests {
             written,
             [
                 (
-                    3,
+                    Revision(3),
                     "spec",
                     None,
                     Some(r#"["spec"]"#.into()),
                     Some(r#"{"spec":["b"]}"#.into())
                 ),
-                (4, "encoding-only", Some("serialization"), None, None),
-                (5, "create", None, None, None),
+                (Revision(4), "encoding-only", Some("serialization"), None, None),
+                (Revision(5), "create", None, None, None),
             ]
         );
     }
