@@ -49,7 +49,7 @@ mod etcd;
 use anyhow::{Context, Result};
 use etcd_inspector::decode::encode::encode_protobuf;
 use etcd_inspector::source::bolt::BoltDb;
-use etcd_inspector::source::{db_file, Record};
+use etcd_inspector::source::{db_file, Record, Revision};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -283,7 +283,8 @@ fn floor_run(file: &Path, db: &Path) -> Result<f64> {
          version INTEGER, deleted INTEGER, value_sha256 BLOB, PRIMARY KEY (key, mod_revision)) WITHOUT ROWID",
     )?;
     let mut rows = FloorRows { conn, in_batch: 0 };
-    db_file::read_revisions(&bolt, b"/registry/", 0, 0, &mut rows).map_err(|e| anyhow::anyhow!("{e}"))?;
+    db_file::read_revisions(&bolt, b"/registry/", Revision(0), 0, &mut rows)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     if rows.in_batch > 0 {
         rows.conn.execute_batch("COMMIT")?;
     }
@@ -309,7 +310,8 @@ fn stage_run(file: &Path, rounds: usize) -> Result<()> {
     use etcd_inspector::ingest::revision::ingest;
     let bolt = BoltDb::open(file)?;
     let mut records: Vec<Record> = Vec::new();
-    db_file::read_revisions(&bolt, b"/registry/", 0, 0, &mut records).map_err(|e| anyhow::anyhow!("{e}"))?;
+    db_file::read_revisions(&bolt, b"/registry/", Revision(0), 0, &mut records)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     records.sort_by(|a, b| (&a.key, a.mod_revision).cmp(&(&b.key, b.mod_revision)));
     let config = FieldConfig {
         depth: 2,
@@ -355,7 +357,8 @@ fn write_audit_log(file: &Path, log: &Path) -> Result<usize> {
     use std::io::Write;
     let bolt = BoltDb::open(file)?;
     let mut records: Vec<Record> = Vec::new();
-    db_file::read_revisions(&bolt, b"/registry/", 0, 0, &mut records).map_err(|e| anyhow::anyhow!("{e}"))?;
+    db_file::read_revisions(&bolt, b"/registry/", Revision(0), 0, &mut records)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut out = std::io::BufWriter::new(std::fs::File::create(log)?);
     let mut events = 0;
     for (n, r) in records.iter().enumerate() {
@@ -615,7 +618,8 @@ fn main() -> Result<()> {
         let t = Instant::now();
         let bolt = BoltDb::open(&file)?;
         let mut sink: Vec<Record> = Vec::new();
-        db_file::read_revisions(&bolt, b"/registry/", 0, 0, &mut sink).map_err(|e| anyhow::anyhow!("{e}"))?;
+        db_file::read_revisions(&bolt, b"/registry/", Revision(0), 0, &mut sink)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         drop(sink);
         plain_file.push(t.elapsed().as_secs_f64());
     }

@@ -11,6 +11,7 @@
 //! (100,000 by default).
 
 use anyhow::{Context, Result};
+use etcd_inspector::source::Revision;
 use etcd_inspector::store::finding::{Finding, FindingQuery, Severity};
 use etcd_inspector::store::{ObjectFilter, Scope, Store};
 use std::time::Instant;
@@ -23,7 +24,7 @@ fn findings(n: i64) -> impl Iterator<Item = Finding> {
         detector: DETECTORS[i as usize % DETECTORS.len()],
         severity: Severity::ALL[i as usize % Severity::ALL.len()],
         keys: vec![format!("/registry/configmaps/ns-{}/cm-{i}", i % 50)],
-        revisions: vec![2 + i, 3 + i],
+        revisions: vec![Revision(2 + i), Revision(3 + i)],
         summary: format!("configmap ns-{}/cm-{i} changed back and forth", i % 50),
         details: serde_json::json!({"field": ["data", "app.properties"], "changes": i % 7}),
     })

@@ -44,9 +44,9 @@ fn main() -> Result<()> {
     let (cluster, _) = store.cluster("synthetic-cluster", None)?;
     let target = RunFact::Target {
         cluster,
-        head: total + 2,
-        compact: 0,
-        history_from: 1,
+        head: Revision(total + 2),
+        compact: Revision(0),
+        history_from: Revision(1),
     };
     store.record(run, target)?;
     let fields = store.field_config(None, &[])?;

@@ -1,6 +1,7 @@
 //! Command-line definitions (clap). No logic lives here.
 
 use crate::moment::Moment;
+use crate::source::Revision;
 use crate::store::cluster::ClusterName;
 use crate::store::finding::Severity;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
@@ -196,7 +197,7 @@ pub struct TargetArgs {
 pub struct WhenArgs {
     /// As stored at revision N: its newest stored revision at or before N.
     #[arg(long, value_name = "N")]
-    pub rev: Option<i64>,
+    pub rev: Option<Revision>,
     /// As stored at TIME (RFC 3339 as the tables print it, in UTC or with
     /// an offset; `2026-12-05 00:22:52` in UTC; or ago: `2h`; or `rev:N`):
     /// its newest revision the cluster's clock says was certainly written
@@ -250,10 +251,10 @@ pub struct DiffArgs {
     pub run_b: Option<i64>,
     /// Compare at this revision instead of RUN_A's head.
     #[arg(long, value_name = "REV")]
-    pub rev_a: Option<i64>,
+    pub rev_a: Option<Revision>,
     /// Compare at this revision instead of RUN_B's head.
     #[arg(long, value_name = "REV")]
-    pub rev_b: Option<i64>,
+    pub rev_b: Option<Revision>,
     /// How the result is printed: table, wide, json, yaml, name (each
     /// differing object as `kubectl get -o name` names it,
     /// `deployment.apps/web`), or jsonpath=TEMPLATE (kubectl's template,
@@ -878,8 +879,8 @@ pub struct GetArgs {
     #[command(flatten)]
     pub target: TargetArgs,
     /// Read the key as of this revision instead of the current one.
-    #[arg(long, default_value_t = 0)]
-    pub rev: i64,
+    #[arg(long, default_value_t = Revision(0))]
+    pub rev: Revision,
     #[command(flatten)]
     pub etcd: EtcdArgs,
     #[command(flatten)]

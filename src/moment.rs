@@ -6,6 +6,7 @@
 //! `1d`, as `--stuck-after` takes). Parsed when the arguments are, so a bad
 //! one is a usage error before anything runs.
 
+use crate::source::Revision;
 use jiff::civil::DateTime;
 use jiff::tz::TimeZone;
 use jiff::{SignedDuration, Timestamp};
@@ -13,7 +14,7 @@ use jiff::{SignedDuration, Timestamp};
 /// A revision, or a time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Moment {
-    Revision(i64),
+    Revision(Revision),
     Time(Timestamp),
 }
 
@@ -82,7 +83,7 @@ mod tests {
         assert_eq!(at("2h"), Some("2026-12-05T10:00:00Z".into()));
         assert_eq!(at("1d"), Some("2026-12-04T12:00:00Z".into()));
         assert_eq!(at("garbage"), None);
-        assert_eq!("rev:12".parse::<Moment>(), Ok(Moment::Revision(12)));
+        assert_eq!("rev:12".parse::<Moment>(), Ok(Moment::Revision(Revision(12))));
         let bad = "rev:x".parse::<Moment>().unwrap_err();
         assert!(bad.contains("revision number"), "{bad}");
         let bad = "garbage".parse::<Moment>().unwrap_err();

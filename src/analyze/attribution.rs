@@ -471,10 +471,11 @@ fn timed_out_writes(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::Revision;
 
     fn rev(mod_revision: i64, version: i64) -> KeyRevision {
         KeyRevision {
-            mod_revision,
+            mod_revision: Revision(mod_revision),
             version,
             deleted: version == 0,
             creation_timestamp: (version == 1).then(|| "2026-11-29T09:00:00Z".into()),
@@ -489,7 +490,7 @@ mod tests {
             verb: verb.into(),
             subresource: None,
             code: Some(code),
-            response_revision: response,
+            response_revision: response.map(Revision),
             precondition_revision: None,
             time: "2026-11-29T09:00:00.5Z".parse::<Timestamp>().unwrap() + SignedDuration::from_secs(secs),
         }
@@ -510,7 +511,10 @@ mod tests {
             req(5, "get", 200, 4, None),
         ];
         let a = join(&revs, &reqs, later());
-        assert_eq!(a.writers, vec![(5, 1, Match::Exact), (9, 2, Match::Exact)]);
+        assert_eq!(
+            a.writers,
+            vec![(Revision(5), 1, Match::Exact), (Revision(9), 2, Match::Exact)]
+        );
         assert_eq!(
             a.outcomes,
             vec![
@@ -537,7 +541,11 @@ mod tests {
         let a = join(&revs, &reqs, later());
         assert_eq!(
             a.writers,
-            vec![(5, 1, Match::Exact), (7, 2, Match::Exact), (8, 2, Match::Exact)]
+            vec![
+                (Revision(5), 1, Match::Exact),
+                (Revision(7), 2, Match::Exact),
+                (Revision(8), 2, Match::Exact)
+            ]
         );
         // Another delete that could have marked it (a person's, with a
         // grace period, before the kubelet's): the mark is not given to
@@ -547,23 +555,31 @@ mod tests {
         let a = join(&revs, &rival, later());
         assert_eq!(
             a.writers,
-            vec![(5, 1, Match::Exact), (7, 3, Match::ByOrder), (8, 2, Match::Exact)]
+            vec![
+                (Revision(5), 1, Match::Exact),
+                (Revision(7), 3, Match::ByOrder),
+                (Revision(8), 2, Match::Exact)
+            ]
         );
         // An open request before the last attributed revision is no rival.
         let mut earlier = vec![req(4, "patch", 200, 0, None)];
         earlier.extend_from_slice(&reqs);
         let a = join(&revs, &earlier, later());
-        assert!(a.writers.contains(&(7, 2, Match::Exact)), "{:?}", a.writers);
+        assert!(
+            a.writers.contains(&(Revision(7), 2, Match::Exact)),
+            "{:?}",
+            a.writers
+        );
         // Not marked for deletion: some other write.
         let plain = [rev(5, 1), rev(7, 2), rev(8, 0)];
         let a = join(&plain, &reqs, later());
-        assert!(!a.writers.iter().any(|w| w.0 == 7), "{:?}", a.writers);
+        assert!(!a.writers.iter().any(|w| w.0 == Revision(7)), "{:?}", a.writers);
     }
 
     #[test]
     fn a_put_answered_with_its_precondition_wrote_nothing() {
         let mut r = req(1, "update", 200, 1, Some(5));
-        r.precondition_revision = Some(5);
+        r.precondition_revision = Some(Revision(5));
         let a = join(&[rev(5, 1)], &[r], later());
         assert_eq!(a.outcomes, vec![(1, Outcome::NoOp)]);
         assert!(a.writers.is_empty());
@@ -588,10 +604,10 @@ mod tests {
         assert_eq!(
             a.writers,
             vec![
-                (5, 1, Match::ByOrder),
-                (9, 2, Match::ByOrder),
-                (12, 3, Match::ByOrder),
-                (15, 4, Match::ByOrder)
+                (Revision(5), 1, Match::ByOrder),
+                (Revision(9), 2, Match::ByOrder),
+                (Revision(12), 3, Match::ByOrder),
+                (Revision(15), 4, Match::ByOrder)
             ]
         );
     }
@@ -607,7 +623,7 @@ mod tests {
             req(4, "update", 200, 3, None),
         ];
         let a = join(&revs, &reqs, later());
-        assert_eq!(a.writers, vec![(5, 1, Match::ByOrder)]);
+        assert_eq!(a.writers, vec![(Revision(5), 1, Match::ByOrder)]);
         assert!(a.outcomes[1..].iter().all(|(_, o)| *o == Outcome::Ambiguous));
         assert_eq!(a.unattributed, 2);
     }
@@ -618,7 +634,7 @@ mod tests {
         let reqs = [req(1, "create", 201, 0, None), req(2, "update", 200, 1, None)];
         let read = Some(reqs[1].time - SignedDuration::from_millis(1));
         let a = join(&revs, &reqs, read);
-        assert_eq!(a.writers, vec![(5, 1, Match::ByOrder)]);
+        assert_eq!(a.writers, vec![(Revision(5), 1, Match::ByOrder)]);
         assert_eq!(a.outcomes[1], (2, Outcome::Ambiguous));
     }
 
@@ -640,7 +656,7 @@ mod tests {
     fn a_precondition_that_does_not_follow_breaks_the_pairing() {
         let revs = [rev(5, 1), rev(9, 2)];
         let mut update = req(2, "update", 200, 1, None);
-        update.precondition_revision = Some(7);
+        update.precondition_revision = Some(Revision(7));
         let a = join(&revs, &[req(1, "create", 201, 0, None), update], later());
         assert_eq!(a.outcomes[1], (2, Outcome::Ambiguous));
     }
@@ -657,7 +673,11 @@ mod tests {
         let a = join(&revs, &reqs, later());
         assert_eq!(
             a.writers,
-            vec![(5, 1, Match::Exact), (9, 2, Match::Exact), (10, 2, Match::Exact)]
+            vec![
+                (Revision(5), 1, Match::Exact),
+                (Revision(9), 2, Match::Exact),
+                (Revision(10), 2, Match::Exact)
+            ]
         );
         // At Metadata level, by order, the same.
         let reqs = [req(1, "create", 201, 0, None), req(2, "update", 200, 1, None)];
@@ -665,9 +685,9 @@ mod tests {
         assert_eq!(
             a.writers,
             vec![
-                (5, 1, Match::ByOrder),
-                (9, 2, Match::ByOrder),
-                (10, 2, Match::ByOrder)
+                (Revision(5), 1, Match::ByOrder),
+                (Revision(9), 2, Match::ByOrder),
+                (Revision(10), 2, Match::ByOrder)
             ]
         );
     }
@@ -685,7 +705,7 @@ mod tests {
             req(3, "update", 200, 2, None),
         ];
         let a = join(&revs, &reqs, later());
-        assert_eq!(a.writers, vec![(5, 1, Match::ByOrder)]);
+        assert_eq!(a.writers, vec![(Revision(5), 1, Match::ByOrder)]);
     }
 
     #[test]
@@ -695,7 +715,7 @@ mod tests {
         let mut created = rev(5, 1);
         created.written.earliest = Some("2026-11-29T09:00:02Z".parse().unwrap());
         let a = join(&[created], &[req(1, "create", 201, 5, None)], later());
-        assert_eq!(a.writers, vec![(5, 1, Match::ByOrder)]);
+        assert_eq!(a.writers, vec![(Revision(5), 1, Match::ByOrder)]);
         // Not one answered before the write.
         let mut late = rev(5, 1);
         late.written.earliest = Some("2026-11-29T09:00:06Z".parse().unwrap());
@@ -719,9 +739,9 @@ mod tests {
         assert_eq!(
             a.writers,
             vec![
-                (454, 2, Match::Exact),
-                (456, 1, Match::ByOrder),
-                (457, 3, Match::Exact)
+                (Revision(454), 2, Match::Exact),
+                (Revision(456), 1, Match::ByOrder),
+                (Revision(457), 3, Match::Exact)
             ]
         );
         assert_eq!(a.unattributed, 0);
@@ -729,11 +749,11 @@ mod tests {
         let mut rival = reqs.to_vec();
         rival.insert(1, req(4, "update", 200, 0, None));
         let a = join(&revs, &rival, later());
-        assert!(!a.writers.iter().any(|w| w.0 == 456), "{:?}", a.writers);
+        assert!(!a.writers.iter().any(|w| w.0 == Revision(456)), "{:?}", a.writers);
         assert_eq!(a.unattributed, 1);
         // Nor when the history was read before it was answered.
         let a = join(&revs, &reqs, Some(reqs[0].time));
-        assert!(!a.writers.iter().any(|w| w.0 == 456), "{:?}", a.writers);
+        assert!(!a.writers.iter().any(|w| w.0 == Revision(456)), "{:?}", a.writers);
     }
 
     #[test]
@@ -741,13 +761,13 @@ mod tests {
         // The client gave up (the scheduler restarting) while its Event's
         // create went on: answered 504, stored all the same.
         let a = join(&[rev(5, 1)], &[req(1, "create", 504, 0, None)], later());
-        assert_eq!(a.writers, vec![(5, 1, Match::ByOrder)]);
+        assert_eq!(a.writers, vec![(Revision(5), 1, Match::ByOrder)]);
         assert_eq!(a.outcomes, vec![(1, Outcome::Wrote)]);
         // Written after the answer (within the request timeout): still its.
         let mut after = rev(5, 1);
         after.written.earliest = Some("2026-11-29T09:00:20Z".parse().unwrap());
         let a = join(&[after], &[req(1, "create", 504, 0, None)], later());
-        assert_eq!(a.writers, vec![(5, 1, Match::ByOrder)]);
+        assert_eq!(a.writers, vec![(Revision(5), 1, Match::ByOrder)]);
         // One that wrote nothing stays failed.
         let a = join(
             &[rev(5, 1)],
@@ -774,7 +794,7 @@ mod tests {
         long_after.written.earliest = Some("2026-11-29T09:05:00Z".parse().unwrap());
         let reqs = [req(1, "create", 201, 0, Some(5)), req(2, "update", 504, 1, None)];
         let a = join(&[rev(5, 1), long_after], &reqs, later());
-        assert_eq!(a.writers, vec![(5, 1, Match::Exact)]);
+        assert_eq!(a.writers, vec![(Revision(5), 1, Match::Exact)]);
     }
 
     #[test]

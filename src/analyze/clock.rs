@@ -20,7 +20,7 @@ use jiff::Timestamp;
 #[derive(Debug, Default)]
 pub struct Clock {
     /// (revision, time it was written by), any order until [`Clock::finish`].
-    anchors: Vec<(i64, Timestamp)>,
+    anchors: Vec<(Revision, Timestamp)>,
     /// The newest time seen in objects.
     newest: Option<Timestamp>,
     /// The newest run's start, unless it read a file.
@@ -39,7 +39,7 @@ impl Clock {
         let mut clock = Clock::default();
         for run in runs.iter().filter(|r| r.kind.reads_etcd_now()) {
             if let Some(at) = run.finished_at {
-                clock.anchors.push((run.head.0, at));
+                clock.anchors.push((run.head, at));
             }
         }
         clock.observed = runs
@@ -81,7 +81,7 @@ impl Clock {
     }
 
     /// A time by which `revision` had been written, when the history holds one.
-    pub fn written_by(&self, revision: i64) -> Option<Timestamp> {
+    pub fn written_by(&self, revision: Revision) -> Option<Timestamp> {
         debug_assert!(self.finished, "Clock::finish first");
         let i = self.anchors.partition_point(|(r, _)| *r < revision);
         self.anchors.get(i).map(|(_, at)| *at)
@@ -136,7 +136,7 @@ pub fn anchors_of(history: &[ObjectRevision], out: &mut AnchorSink<'_>) -> Resul
         }
         if earliest.is_some() || latest.is_some() {
             out(Anchor {
-                revision: Revision(r.mod_revision),
+                revision: r.mod_revision,
                 earliest,
                 latest,
             })?;
@@ -173,8 +173,8 @@ mod tests {
 
     fn created(revision: i64, at: &str) -> ObjectRevision {
         let mut r = ObjectRevision {
-            mod_revision: revision,
-            create_revision: revision,
+            mod_revision: Revision(revision),
+            create_revision: Revision(revision),
             ..Default::default()
         };
         r.facts.creation_timestamp = Some(at.into());
@@ -195,10 +195,10 @@ mod tests {
         clock.observe(&[created(20, "2026-12-01T08:00:00Z")]);
         clock.finish();
         let at = |t: &str| t.parse::<Timestamp>().unwrap();
-        assert_eq!(clock.written_by(5), Some(at("2026-12-01T08:00:00Z")));
-        assert_eq!(clock.written_by(15), Some(at("2026-12-01T08:00:00Z")));
-        assert_eq!(clock.written_by(21), Some(at("2026-12-01T10:00:05Z")));
-        assert_eq!(clock.written_by(51), None);
+        assert_eq!(clock.written_by(Revision(5)), Some(at("2026-12-01T08:00:00Z")));
+        assert_eq!(clock.written_by(Revision(15)), Some(at("2026-12-01T08:00:00Z")));
+        assert_eq!(clock.written_by(Revision(21)), Some(at("2026-12-01T10:00:05Z")));
+        assert_eq!(clock.written_by(Revision(51)), None);
         assert_eq!(clock.now(), Some(at("2026-12-01T10:00:00Z")));
     }
 
@@ -206,9 +206,9 @@ mod tests {
     fn a_managed_time_bounds_a_write_from_above_only_where_it_set_it() {
         let create = created(10, "2026-12-01T09:00:00Z");
         let mut same_time = create.clone();
-        same_time.mod_revision = 11;
+        same_time.mod_revision = Revision(11);
         let mut newer = create.clone();
-        newer.mod_revision = 12;
+        newer.mod_revision = Revision(12);
         newer.facts.written_at = Some("2026-12-01T09:05:00Z".into());
         newer.facts.deletion_timestamp = Some("2026-12-01T09:05:01Z".into());
         let mut anchors = Vec::new();
@@ -247,6 +247,6 @@ mod tests {
         clock.observe(&[created(10, "2026-12-01T09:00:00Z")]);
         clock.finish();
         assert_eq!(clock.now(), Some("2026-12-01T09:00:00Z".parse().unwrap()));
-        assert_eq!(clock.written_by(11), None, "a file run is no anchor");
+        assert_eq!(clock.written_by(Revision(11)), None, "a file run is no anchor");
     }
 }

@@ -14,6 +14,7 @@
 
 use super::detector::{Findings, Registration};
 use super::clock::Clock;
+use crate::source::Revision;
 use crate::duration::human;
 use super::objects::{Generation, Live, Objects, OwnerRef};
 use crate::store::finding::{Finding, Severity};
@@ -27,11 +28,11 @@ pub const DETECTOR: Registration = Registration::at_head(NAME, Severity::Medium,
 /// How an ownerReference fails to find its owner.
 enum Dangling<'a> {
     /// The owner with that UID was deleted at this revision.
-    Deleted(i64),
+    Deleted(Revision),
     /// The name now holds another object (another UID).
     Replaced {
         by: Generation<'a>,
-        old_deleted: Option<i64>,
+        old_deleted: Option<Revision>,
     },
     /// No object with that UID or name is stored.
     Missing,
@@ -61,7 +62,7 @@ pub fn detect(objects: &Objects, clock: &Clock, grace: Duration, findings: &mut 
 }
 
 /// How `owner` dangles for `g`, and the revision since when.
-fn dangling<'a>(objects: &'a Objects, g: Generation, owner: &OwnerRef) -> Option<(Dangling<'a>, i64)> {
+fn dangling<'a>(objects: &'a Objects, g: Generation, owner: &OwnerRef) -> Option<(Dangling<'a>, Revision)> {
     let candidates = objects.candidates(owner, g.namespace());
     let same = candidates
         .iter()
@@ -85,7 +86,7 @@ fn dangling<'a>(objects: &'a Objects, g: Generation, owner: &OwnerRef) -> Option
     if candidates.is_empty() && !objects.knows_kind(owner.group(), owner.kind()) {
         return None;
     }
-    let gone = candidates.iter().filter_map(|c| c.deleted()).max().unwrap_or(0);
+    let gone = candidates.iter().filter_map(|c| c.deleted()).max().unwrap_or_default();
     Some((Dangling::Missing, owner.since().max(gone)))
 }
 

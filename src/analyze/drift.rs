@@ -5,6 +5,7 @@
 use crate::canon::change::deepest_paths;
 use crate::canon::managed::{attribute, entries};
 use crate::canon::path::{FieldPath, MANAGED_FIELDS};
+use crate::source::Revision;
 use crate::store::{FieldChange, LiveIter, LiveObject, ObjectFilter, StoreError};
 use serde::Serialize;
 use serde_json::Value;
@@ -47,8 +48,8 @@ pub struct ObjectDrift {
     pub name: Option<String>,
     pub uid_a: Option<String>,
     pub uid_b: Option<String>,
-    pub revision_a: Option<i64>,
-    pub revision_b: Option<i64>,
+    pub revision_a: Option<Revision>,
+    pub revision_b: Option<Revision>,
     /// For changed objects: each changed field.
     pub fields: Vec<FieldChange>,
     /// Who wrote the object as it is at B (a removed object has none),

@@ -3,6 +3,7 @@
 //! name), with the revision where each first appeared and how the list grew.
 
 use super::detector::{Detector, Findings, KeyInput, Reads, Make, Registration};
+use crate::source::Revision;
 use crate::canon::duplicates::{list_sizes, Duplicate};
 use crate::canon::path::FieldPath;
 use crate::store::finding::{Finding, Severity};
@@ -48,9 +49,9 @@ impl Detector for Repeats {
 /// repeats that does not parse is an error naming it.
 pub fn detect(
     history: &[ObjectRevision],
-    sizes: &BTreeMap<i64, BTreeMap<FieldPath, usize>>,
+    sizes: &BTreeMap<Revision, BTreeMap<FieldPath, usize>>,
 ) -> Result<Option<Finding>, String> {
-    let mut first_seen: BTreeMap<(FieldPath, String), (i64, usize)> = BTreeMap::new();
+    let mut first_seen: BTreeMap<(FieldPath, String), (Revision, usize)> = BTreeMap::new();
     let mut last_with: Option<&ObjectRevision> = None;
     for r in history {
         let Some(json) = &r.duplicates else { continue };
@@ -75,10 +76,10 @@ pub fn detect(
         Severity::Low
     };
     let paths: Vec<&FieldPath> = first_seen.keys().map(|(p, _)| p).collect();
-    let growth: BTreeMap<&FieldPath, Vec<(i64, usize)>> = paths
+    let growth: BTreeMap<&FieldPath, Vec<(Revision, usize)>> = paths
         .iter()
         .map(|p| {
-            let mut steps: Vec<(i64, usize)> = Vec::new();
+            let mut steps: Vec<(Revision, usize)> = Vec::new();
             for (rev, s) in sizes {
                 if let Some(&n) = s.get(*p) {
                     if steps.last().is_none_or(|(_, prev)| *prev != n) {
@@ -144,8 +145,8 @@ mod tests {
     fn reports_the_first_revision_and_the_growth() {
         let rev = |n: i64, dups: Option<&str>| ObjectRevision {
             key: "/registry/deployments/ns/web".into(),
-            mod_revision: n,
-            create_revision: 2,
+            mod_revision: Revision(n),
+            create_revision: Revision(2),
             kind: Some("Deployment".into()),
             namespace: Some("ns".into()),
             name: Some("web".into()),
@@ -155,12 +156,12 @@ mod tests {
         let dup = r#"[{"path":"metadata.ownerReferences","entry":"uid a","count":2}]"#;
         let history = [rev(2, None), rev(5, Some(dup)), rev(6, Some(dup))];
         let sizes = BTreeMap::from([
-            (2, BTreeMap::from([("metadata.ownerReferences".parse().unwrap(), 1)])),
-            (5, BTreeMap::from([("metadata.ownerReferences".parse().unwrap(), 2)])),
-            (6, BTreeMap::from([("metadata.ownerReferences".parse().unwrap(), 2)])),
+            (Revision(2), BTreeMap::from([("metadata.ownerReferences".parse().unwrap(), 1)])),
+            (Revision(5), BTreeMap::from([("metadata.ownerReferences".parse().unwrap(), 2)])),
+            (Revision(6), BTreeMap::from([("metadata.ownerReferences".parse().unwrap(), 2)])),
         ]);
         let f = detect(&history, &sizes).unwrap().unwrap();
-        assert_eq!((f.severity, f.revisions.clone()), (Severity::Medium, vec![5]));
+        assert_eq!((f.severity, f.revisions.clone()), (Severity::Medium, vec![Revision(5)]));
         assert_eq!(
             f.summary,
             "Deployment ns/web has repeated list entries (metadata.ownerReferences: uid a ×2 since revision 5); metadata.ownerReferences grew 1@2 → 2@5"
@@ -172,7 +173,7 @@ mod tests {
     fn a_stored_list_that_does_not_parse_is_named_not_skipped() {
         let r = ObjectRevision {
             key: "/registry/pods/ns/p".into(),
-            mod_revision: 7,
+            mod_revision: Revision(7),
             duplicates: Some("[{\"path\": \"data..x\"}]".into()),
             ..Default::default()
         };

@@ -12,6 +12,7 @@
 //! encryption key counts as one of its re-encodes.
 
 use super::detector::{Detector, Findings, KeyInput, Make, Reads, Registration, Whole};
+use crate::source::Revision;
 use crate::canon::change::{ChangeCause, ChangeClass};
 use crate::canon::path::MANAGED_FIELDS;
 use crate::decrypt::label::IDENTITY;
@@ -48,7 +49,7 @@ struct Rewrite {
     count: usize,
     objects: Vec<String>,
     keys: Vec<String>,
-    revisions: (i64, i64),
+    revisions: (Revision, Revision),
 }
 
 impl Detector for EncodingOnly {
@@ -255,18 +256,18 @@ mod tests {
             kind: Some("Secret".into()),
             namespace: Some("shop".into()),
             name: Some(name.into()),
-            create_revision: 10,
+            create_revision: Revision(10),
             ..Default::default()
         };
         vec![
             ObjectRevision {
-                mod_revision: 10,
+                mod_revision: Revision(10),
                 class: Some(ChangeClass::Create),
                 encryption: Some("aescbc:key1".into()),
                 ..base.clone()
             },
             ObjectRevision {
-                mod_revision: at,
+                mod_revision: Revision(at),
                 class: Some(ChangeClass::MetadataOnly),
                 encryption: Some("aescbc:key2".into()),
                 changed_paths: vec![FieldPath::parse(MANAGED_FIELDS).unwrap()],
@@ -281,7 +282,7 @@ mod tests {
         let ((resource, cause, change), r) = once_reencoded(&history).unwrap();
         assert_eq!(
             (resource.as_str(), cause, change.as_str(), r.mod_revision),
-            ("secrets", "encryption", "aescbc:key1 → aescbc:key2", 20)
+            ("secrets", "encryption", "aescbc:key1 → aescbc:key2", Revision(20))
         );
         // A real content change along with the new key is not a rewrite.
         let mut edited = rotated("b", 20);
@@ -299,13 +300,13 @@ mod tests {
             ..Default::default()
         };
         let old = ObjectRevision {
-            mod_revision: 20,
+            mod_revision: Revision(20),
             class: Some(ChangeClass::Create),
             api_version: Some("apps/v1beta2".into()),
             ..base.clone()
         };
         let new = ObjectRevision {
-            mod_revision: 30,
+            mod_revision: Revision(30),
             class: Some(ChangeClass::EncodingOnly),
             cause: Some(ChangeCause::StorageVersion),
             api_version: Some("apps/v1".into()),

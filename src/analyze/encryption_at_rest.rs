@@ -9,6 +9,7 @@
 //! the newest run with `--encryption-config` recorded, at its head.
 
 use super::detector::{Detector, Findings, KeyInput, Reads, Make, Registration, Whole};
+use crate::source::Revision;
 use crate::decode::key::COMPACT_REV_KEY;
 use crate::decrypt::label::IDENTITY;
 use crate::decrypt::policy::Policy;
@@ -56,7 +57,7 @@ struct Stale {
     object: String,
     namespace: Option<String>,
     name: Option<String>,
-    revision: i64,
+    revision: Revision,
 }
 
 /// What sets a group of stale objects apart.
@@ -76,12 +77,12 @@ struct Group {
 /// under their resource's write key.
 pub struct Audit {
     policy: Policy,
-    head: i64,
+    head: Revision,
     groups: BTreeMap<Group, Vec<Stale>>,
 }
 
 impl Audit {
-    pub fn new(policy: Policy, head: i64) -> Audit {
+    pub fn new(policy: Policy, head: Revision) -> Audit {
         Audit {
             policy,
             head,
@@ -249,8 +250,8 @@ mod tests {
             key: format!("/registry/{resource}/shop/{name}"),
             group: Some(group.into()),
             resource: Some(resource.into()),
-            mod_revision: revision,
-            create_revision: revision,
+            mod_revision: Revision(revision),
+            create_revision: Revision(revision),
             kind: Some("Secret".into()),
             namespace: Some("shop".into()),
             name: Some(name.into()),
@@ -261,7 +262,7 @@ mod tests {
 
     fn audit(histories: &[Vec<ObjectRevision>], head: i64) -> Vec<Finding> {
         let policy = policy();
-        let mut audit = Audit::new(policy, head);
+        let mut audit = Audit::new(policy, Revision(head));
         histories.iter().for_each(|h| audit.push(h));
         audit.into_findings()
     }

@@ -13,6 +13,7 @@
 //! lag and never reported, since only creates are judged.
 
 use super::detector::{Detector, Findings, KeyInput, Reads, Make, Registration, Whole};
+use crate::source::Revision;
 use crate::store::StoreError;
 use crate::hex::hex;
 use crate::store::finding::{Finding, Severity};
@@ -98,7 +99,7 @@ impl Detector for Siblings {
 /// per generation (another whenever one of these changes), which each of
 /// its events refers to, so that texts are not kept once per event.
 struct Identity {
-    create_revision: i64,
+    create_revision: Revision,
     key: Span,
     name: Option<Span>,
     uid: Option<Span>,
@@ -120,7 +121,7 @@ struct Identity {
 /// liveness or desired count of every owned object until the sweep, so it
 /// is small: 64 bytes.
 struct Event {
-    mod_revision: i64,
+    mod_revision: Revision,
     desired: Option<i64>,
     identity: u32,
     /// The spec hash, hex (shared with the key's previous event when equal).
@@ -558,8 +559,8 @@ mod tests {
                 desired: Some(desired),
                 ..Default::default()
             },
-            mod_revision: n,
-            create_revision: n,
+            mod_revision: Revision(n),
+            create_revision: Revision(n),
             ..Default::default()
         }
     }
@@ -581,8 +582,8 @@ mod tests {
                 creation_timestamp: Some("2026-11-29T08:00:00Z".into()),
                 ..Default::default()
             },
-            mod_revision: n,
-            create_revision: n,
+            mod_revision: Revision(n),
+            create_revision: Revision(n),
             ..Default::default()
         }
     }
@@ -601,7 +602,7 @@ mod tests {
             pod("b", 3, "Job", "job"),
         ]);
         assert_eq!(f.len(), 1);
-        assert_eq!(f[0].revisions, vec![3]);
+        assert_eq!(f[0].revisions, vec![Revision(3)]);
         assert!(
             f[0].summary.contains("already had 1 of 1 live (a)"),
             "{}",
@@ -615,7 +616,7 @@ mod tests {
         revs.extend((0..25).map(|i| pod(&format!("p{i:02}"), 2 + i, "ReplicaSet", "rs")));
         let f = run(&revs);
         assert_eq!(f.len(), 24, "every pod after the first is excess");
-        let last = f.iter().find(|f| f.revisions == vec![26]).expect("the last pod's finding");
+        let last = f.iter().find(|f| f.revisions == vec![Revision(26)]).expect("the last pod's finding");
         assert_eq!(last.keys.len(), 1 + SIBLINGS_SHOWN);
         assert!(last.summary.contains("already had 24 of 1 live"), "{}", last.summary);
         assert!(last.summary.ends_with(" and 14 more)"), "{}", last.summary);
@@ -633,14 +634,14 @@ mod tests {
             pod("c", 4, "ReplicaSet", "rs"),
         ];
         revs.push(ObjectRevision {
-            mod_revision: 5,
-            create_revision: 1,
+            mod_revision: Revision(5),
+            create_revision: Revision(1),
             ..rs(2, 5)
         });
         revs.push(ObjectRevision {
             key: "/registry/pods/ns/c".into(),
-            mod_revision: 8,
-            create_revision: 4,
+            mod_revision: Revision(8),
+            create_revision: Revision(4),
             deleted: true,
             ..Default::default()
         });
@@ -654,10 +655,10 @@ mod tests {
         assert_eq!(std::mem::size_of::<Event>(), 64);
         let created = pod("a.v1", 2, "Job", "job");
         let mut failed = pod("a.v1", 3, "Job", "job");
-        failed.create_revision = 2;
+        failed.create_revision = Revision(2);
         failed.facts.phase = Some("Failed".into());
         let mut terminating = ObjectRevision {
-            mod_revision: 4,
+            mod_revision: Revision(4),
             ..failed.clone()
         };
         terminating.facts.deletion_timestamp = Some("2026-11-29T08:01:00Z".into());
@@ -680,7 +681,7 @@ mod tests {
     fn terminating_and_finished_pods_do_not_count() {
         let mut failed = pod("a", 3, "Job", "job");
         failed.facts.phase = Some("Failed".into());
-        failed.create_revision = 2;
+        failed.create_revision = Revision(2);
         let revs = [
             owner("job", "Job", 1, 1),
             pod("a", 2, "Job", "job"),

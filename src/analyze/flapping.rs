@@ -8,6 +8,7 @@
 //! counters going 3 → 4 → 3 during a rollout are its job, not a fight.
 
 use super::detector::{Detector, Findings, KeyInput, Reads, Make, Registration};
+use crate::source::Revision;
 use crate::canon::path::{FieldPath, MANAGED_FIELDS};
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
@@ -85,7 +86,7 @@ pub fn detect(
     value_at: &mut dyn FnMut(&ObjectRevision, &FieldPath) -> Option<Value>,
 ) -> Vec<Finding> {
     let mut findings = Vec::new();
-    let mut generations: BTreeMap<i64, Vec<&ObjectRevision>> = BTreeMap::new();
+    let mut generations: BTreeMap<Revision, Vec<&ObjectRevision>> = BTreeMap::new();
     for r in history.iter().filter(|r| !r.deleted && !r.fields.is_empty()) {
         generations.entry(r.create_revision).or_default().push(r);
     }
@@ -262,8 +263,8 @@ mod tests {
     fn rev(n: i64, replicas: u8, by: &str) -> ObjectRevision {
         ObjectRevision {
             key: "/registry/deployments/ns/web".into(),
-            mod_revision: n,
-            create_revision: 1,
+            mod_revision: Revision(n),
+            create_revision: Revision(1),
             kind: Some("Deployment".into()),
             namespace: Some("ns".into()),
             name: Some("web".into()),
@@ -296,8 +297,8 @@ mod tests {
         let up = [rev(1, 1, "a"), rev(2, 2, "a"), rev(3, 3, "a")];
         assert!(detect(&up, DEFAULT_MIN_RETURNS, &[], &mut values).is_empty());
         let gap = Gap {
-            from_revision: 2,
-            to_revision: 2,
+            from_revision: Revision(2),
+            to_revision: Revision(2),
         };
         let partial = detect(&flips, DEFAULT_MIN_RETURNS, &[gap], &mut values);
         assert!(

@@ -36,6 +36,7 @@
 //! covers.
 
 use super::detector::{Detector, Findings, KeyInput, Make, Reads, Registration};
+use crate::source::Revision;
 use crate::decode::key::stored_kinds;
 use crate::decode::names::CRDS;
 use crate::ingest::foreign::Evidence;
@@ -85,7 +86,7 @@ struct ForeignWrites {
 #[derive(Default)]
 struct Unaudited {
     /// Key → (revision, index in `logs`, the log's span).
-    by_key: BTreeMap<String, Vec<(i64, usize, i64, i64)>>,
+    by_key: BTreeMap<String, Vec<(Revision, usize, Revision, Revision)>>,
     logs: Vec<String>,
 }
 
@@ -105,7 +106,7 @@ impl Unaudited {
     }
 
     /// The `unaudited` evidence of `key` at `revision`, if it has it.
-    fn evidence(&self, key: &str, revision: i64) -> Option<Evidence> {
+    fn evidence(&self, key: &str, revision: Revision) -> Option<Evidence> {
         let creates = self.by_key.get(key)?;
         let &(_, log, from, to) = creates.iter().find(|c| c.0 == revision)?;
         Some(Evidence {
@@ -286,8 +287,8 @@ mod tests {
             key: key.into(),
             group: Some(group.into()),
             resource: Some(resource.into()),
-            mod_revision: rev,
-            create_revision: 1,
+            mod_revision: Revision(rev),
+            create_revision: Revision(1),
             encoding: Some(encoding.into()),
             kind: Some("RoleBinding".into()),
             namespace: Some("ns".into()),
@@ -318,7 +319,7 @@ mod tests {
         let found = detect(&[first, second], |_| Vec::new()).unwrap();
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].severity, Severity::High);
-        assert_eq!(found[0].revisions, vec![1]);
+        assert_eq!(found[0].revisions, vec![Revision(1)]);
         assert_eq!(
             found[0].summary,
             "RoleBinding ns/rb at revision 1 was not written by kube-apiserver (resource-version): the value holds metadata.resourceVersion \"7\""

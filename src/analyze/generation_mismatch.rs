@@ -11,6 +11,7 @@
 //! finding.
 
 use super::detector::Registration;
+use crate::source::Revision;
 use crate::canon::path::FieldPath;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
@@ -89,7 +90,7 @@ fn is_binding(prev: &ObjectRevision, cur: &ObjectRevision) -> bool {
 fn finding(
     history: &[ObjectRevision],
     events: Vec<serde_json::Value>,
-    revisions: Vec<i64>,
+    revisions: Vec<Revision>,
     stale_status: bool,
     last: &serde_json::Value,
 ) -> Option<Finding> {
@@ -138,8 +139,8 @@ mod tests {
     fn rev(n: i64, generation: i64, observed: i64, spec_changed: bool) -> ObjectRevision {
         ObjectRevision {
             key: "/registry/deployments/ns/web".into(),
-            mod_revision: n,
-            create_revision: 1,
+            mod_revision: Revision(n),
+            create_revision: Revision(1),
             kind: Some("Deployment".into()),
             namespace: Some("ns".into()),
             name: Some("web".into()),
@@ -168,8 +169,8 @@ mod tests {
             key: "/registry/pods/ns/web-1".into(),
             resource: Some("pods".into()),
             group: Some(String::new()),
-            mod_revision: n,
-            create_revision: 1,
+            mod_revision: Revision(n),
+            create_revision: Revision(1),
             kind: Some("Pod".into()),
             namespace: Some("ns".into()),
             name: Some("web-1".into()),

@@ -25,6 +25,7 @@
 //! `lifecycle::vanished`).
 
 use super::detector::{Detector, Findings, KeyInput, Make, Reads, Registration, Whole};
+use crate::source::Revision;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
 use crate::store::shared_revision::{SharedRevision, SharedRevisions};
@@ -91,7 +92,7 @@ pub fn per_key(history: &[ObjectRevision]) -> Option<Finding> {
     }
     let first = breaks.first()?;
     let key = first.rows[0].key.clone();
-    let mut revisions: Vec<i64> = breaks
+    let mut revisions: Vec<Revision> = breaks
         .iter()
         .flat_map(|b| b.rows.iter().map(|r| r.mod_revision))
         .collect();
@@ -246,8 +247,8 @@ mod tests {
     fn live(m: i64, c: i64, v: i64) -> ObjectRevision {
         ObjectRevision {
             key: "/registry/configmaps/shop/app".into(),
-            mod_revision: m,
-            create_revision: c,
+            mod_revision: Revision(m),
+            create_revision: Revision(c),
             version: v,
             ..Default::default()
         }
@@ -296,7 +297,7 @@ mod tests {
             "/registry/configmaps/shop/app: a generation that goes on past its tombstone at @10 (delete) then @12 (created @5, version 3)"
         );
         let f = per_key(&[live(5, 5, 2), live(7, 5, 2)]).unwrap();
-        assert_eq!(f.revisions, vec![5, 7]);
+        assert_eq!(f.revisions, vec![Revision(5), Revision(7)]);
         assert!(f.summary.ends_with("(and 1 more break)"));
         assert_eq!(f.details["breaks"][1]["rows"][1]["version"], 2);
     }
@@ -304,7 +305,7 @@ mod tests {
     fn row(key: &str, deleted: bool) -> SharedRow {
         SharedRow {
             key: key.into(),
-            create_revision: 3,
+            create_revision: Revision(3),
             version: if deleted { 0 } else { 1 },
             deleted,
         }
@@ -314,7 +315,7 @@ mod tests {
     fn shared_revisions_are_listed_then_counted() {
         let found = SharedRevisions {
             listed: vec![SharedRevision {
-                revision: 40,
+                revision: Revision(40),
                 rows: vec![
                     row("/registry/a", false),
                     row("/registry/b", true),
@@ -331,7 +332,7 @@ mod tests {
             "revision 40 wrote 4 keys in one txn, which kube-apiserver never sends: /registry/a written, /registry/b deleted, /registry/c written, 1 more"
         );
         assert_eq!(f[0].keys.len(), 4);
-        assert_eq!(f[0].revisions, vec![40]);
+        assert_eq!(f[0].revisions, vec![Revision(40)]);
         assert_eq!(
             f[1].summary,
             "2 more revisions after 40 are each held by more than one key (not listed one by one)"

@@ -15,6 +15,7 @@
 
 use super::arena::{Chunked, Span, Texts};
 use super::names::{Interner, Name};
+use crate::source::Revision;
 use crate::store::object::ObjectRevision;
 use hashbrown::HashTable;
 use serde::Deserialize;
@@ -30,8 +31,8 @@ struct Stored {
     namespace: Option<Name>,
     name: Option<Span>,
     uid: Option<Span>,
-    created: i64,
-    deleted: Option<i64>,
+    created: Revision,
+    deleted: Option<Revision>,
     /// Index into `Objects::live` when live at the newest stored revision.
     live: Option<u32>,
 }
@@ -57,7 +58,7 @@ impl Stored {
 
 /// What is held of a live object.
 struct StoredLive {
-    revision: i64,
+    revision: Revision,
     deletion_timestamp: Option<Span>,
     /// Its range in `Objects::finalizers`.
     finalizers: (u32, u32),
@@ -71,7 +72,7 @@ struct StoredOwner {
     name: Span,
     uid: Span,
     controller: bool,
-    since: i64,
+    since: Revision,
 }
 
 struct StoredFinalizer {
@@ -172,12 +173,12 @@ impl<'a> Generation<'a> {
     }
 
     /// Its create revision (or first stored revision).
-    pub fn created(&self) -> i64 {
+    pub fn created(&self) -> Revision {
         self.stored.created
     }
 
     /// The revision of its tombstone, if it was deleted.
-    pub fn deleted(&self) -> Option<i64> {
+    pub fn deleted(&self) -> Option<Revision> {
         self.stored.deleted
     }
 
@@ -225,7 +226,7 @@ pub struct Live<'a> {
 
 impl<'a> Live<'a> {
     /// Its newest revision.
-    pub fn revision(&self) -> i64 {
+    pub fn revision(&self) -> Revision {
         self.stored.revision
     }
 
@@ -302,7 +303,7 @@ impl<'a> OwnerRef<'a> {
     }
 
     /// The revision since which the object has carried it without a break.
-    pub fn since(&self) -> i64 {
+    pub fn since(&self) -> Revision {
         self.stored.since
     }
 
@@ -370,7 +371,7 @@ impl Objects {
             namespace: self.names.option(content.namespace.as_deref()),
             name: content.name.as_deref().map(|n| self.texts.push(n)),
             uid: content.uid.as_deref().map(|u| self.texts.push(u)),
-            created: rows[0].create_revision.max(0),
+            created: rows[0].create_revision.max(Revision(0)),
             deleted: last.deleted.then_some(last.mod_revision),
             live,
         };
@@ -561,8 +562,8 @@ pub(crate) mod tests {
             key: format!("/registry/{}/{ns}/{name}", kind.to_lowercase()),
             group: Some(String::new()),
             resource: Some(kind.to_lowercase()),
-            mod_revision: revision,
-            create_revision: created,
+            mod_revision: Revision(revision),
+            create_revision: Revision(created),
             kind: Some(kind.into()),
             namespace: (!ns.is_empty()).then(|| ns.to_string()),
             name: Some(name.into()),
@@ -582,7 +583,7 @@ pub(crate) mod tests {
 
     pub(crate) fn tombstone(of: &ObjectRevision, revision: i64) -> ObjectRevision {
         ObjectRevision {
-            mod_revision: revision,
+            mod_revision: Revision(revision),
             deleted: true,
             kind: None,
             uid: None,
@@ -614,19 +615,19 @@ pub(crate) mod tests {
         objects.push(&[p1, p2, p3]).unwrap();
         let generations: Vec<Generation> = objects.generations().collect();
         assert_eq!(generations.len(), 3);
-        assert_eq!(generations[0].deleted(), Some(3));
+        assert_eq!(generations[0].deleted(), Some(Revision(3)));
         assert!(generations[0].live().is_none());
         assert!(generations[1].live().is_some());
         let (_, pod) = objects.live().find(|(g, _)| g.kind() == Some("Pod")).unwrap();
         let owners: Vec<OwnerRef> = pod.owners().collect();
         assert_eq!(owners.len(), 1);
-        assert_eq!(owners[0].since(), 6);
+        assert_eq!(owners[0].since(), Revision(6));
         let found = objects.candidates(&owners[0], Some("shop"));
         assert_eq!(found.len(), 2, "both generations of shop/a");
         assert_eq!(found[0].uid(), Some("u1"), "oldest first");
-        assert_eq!(objects.by_uid("u2").unwrap().created(), 4);
-        assert_eq!(objects.by_uid("u1").unwrap().deleted(), Some(3));
-        assert_eq!(pod.revision(), 7);
+        assert_eq!(objects.by_uid("u2").unwrap().created(), Revision(4));
+        assert_eq!(objects.by_uid("u1").unwrap().deleted(), Some(Revision(3)));
+        assert_eq!(pod.revision(), Revision(7));
         assert!(objects.knows_kind("", "ConfigMap"));
         assert!(!objects.knows_kind("apps", "ReplicaSet"));
     }

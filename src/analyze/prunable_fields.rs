@@ -19,6 +19,7 @@
 //! (`spec.labels.app\.kubernetes\.io/name`).
 
 use super::detector::{Detector, Findings, KeyInput, Reads, Make, Registration};
+use crate::source::Revision;
 use crate::canon::path::{FieldPath, Segment};
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
@@ -236,7 +237,7 @@ impl Crd {
 }
 
 /// A CRD's stored revisions: (mod_revision, the CRD or None once deleted), oldest first.
-type Timeline = Vec<(i64, Option<Crd>)>;
+type Timeline = Vec<(Revision, Option<Crd>)>;
 
 /// Every stored CRD revision of a cluster, by the resource it defines.
 #[derive(Clone, Debug, Default)]
@@ -248,7 +249,7 @@ pub struct Schemas {
 impl Schemas {
     /// From the CRD revisions: (mod_revision, content JSON or None for a
     /// deletion), per CRD key, oldest first.
-    pub fn new(crds: Vec<Vec<(i64, Option<Value>)>>) -> Schemas {
+    pub fn new(crds: Vec<Vec<(Revision, Option<Value>)>>) -> Schemas {
         let mut by_resource: BTreeMap<(String, String), Timeline> = BTreeMap::new();
         for revisions in crds {
             // A CRD's name is `<plural>.<group>`, so a key defines one resource.
@@ -275,7 +276,7 @@ impl Schemas {
 
     /// The CRD for `resource` in `group` as it was at `revision`, with the
     /// revision that stored it.
-    fn at(&self, group: &str, resource: &str, revision: i64) -> Option<(i64, &Crd)> {
+    fn at(&self, group: &str, resource: &str, revision: Revision) -> Option<(Revision, &Crd)> {
         let entries = self.by_resource.get(&(group.to_string(), resource.to_string()))?;
         let n = entries.partition_point(|(r, _)| *r <= revision);
         let (stored, crd) = entries.get(n.checked_sub(1)?)?;
@@ -288,7 +289,7 @@ struct Judged<'a> {
     revision: &'a ObjectRevision,
     crd: String,
     /// The revision that stored the CRD it was judged against.
-    crd_revision: i64,
+    crd_revision: Revision,
     version: String,
     paths: BTreeSet<FieldPath>,
 }
@@ -296,7 +297,7 @@ struct Judged<'a> {
 /// Judges `r` against the CRD as it was at revision `at`.
 fn judge<'a>(
     r: &'a ObjectRevision,
-    at: i64,
+    at: Revision,
     group: &str,
     resource: &str,
     schemas: &Schemas,
@@ -331,8 +332,8 @@ fn list(paths: &[String]) -> String {
 }
 
 /// `spec.a was dropped at revision 7; spec.b, spec.c were dropped at revision 9`.
-fn dropped(pruned: &[(String, i64, i64)]) -> String {
-    let mut by_revision: BTreeMap<i64, Vec<String>> = BTreeMap::new();
+fn dropped(pruned: &[(String, Revision, Revision)]) -> String {
+    let mut by_revision: BTreeMap<Revision, Vec<String>> = BTreeMap::new();
     for (path, _, gone_at) in pruned {
         by_revision.entry(*gone_at).or_default().push(path.clone());
     }
@@ -385,7 +386,7 @@ pub fn detect(
     if !schemas.defines(group, resource) {
         return None;
     }
-    let mut pruned: Vec<(String, i64, i64)> = Vec::new();
+    let mut pruned: Vec<(String, Revision, Revision)> = Vec::new();
     let mut last: Option<Judged> = None;
     for r in history
         .iter()
@@ -394,7 +395,7 @@ pub fn detect(
         // The object as it is now, against the CRD as it is now (or, with
         // no CRD stored now, as it was at the revision).
         let now = std::ptr::eq(r, latest)
-            .then(|| judge(r, i64::MAX, group, resource, schemas, content))
+            .then(|| judge(r, Revision(i64::MAX), group, resource, schemas, content))
             .flatten();
         let Some((judged, object)) = now.or_else(|| judge(r, r.mod_revision, group, resource, schemas, content)) else {
             continue;
@@ -446,7 +447,7 @@ pub fn detect(
             vec![latest.mod_revision],
         )
     } else {
-        let revisions: BTreeSet<i64> = pruned.iter().flat_map(|(_, had, gone)| [*had, *gone]).collect();
+        let revisions: BTreeSet<Revision> = pruned.iter().flat_map(|(_, had, gone)| [*had, *gone]).collect();
         (
             Severity::Low,
             format!(
@@ -660,8 +661,8 @@ mod tests {
             key: "/registry/example.com/widgets/shop/w1".into(),
             resource: Some("widgets".into()),
             group: Some("example.com".into()),
-            mod_revision: n,
-            create_revision: created,
+            mod_revision: Revision(n),
+            create_revision: Revision(created),
             kind: Some("Widget".into()),
             namespace: Some("shop".into()),
             name: Some("w1".into()),
@@ -671,12 +672,12 @@ mod tests {
     }
 
     fn run(history: &[ObjectRevision], schemas: &Schemas, contents: &[(i64, Value)]) -> Option<Finding> {
-        let contents: BTreeMap<i64, Value> = contents.iter().cloned().collect();
+        let contents: BTreeMap<Revision, Value> = contents.iter().map(|(n, v)| (Revision(*n), v.clone())).collect();
         detect(history, schemas, &mut |r| contents.get(&r.mod_revision).cloned())
     }
 
     fn one_crd(crd: Value) -> Schemas {
-        Schemas::new(vec![vec![(1, Some(crd))]])
+        Schemas::new(vec![vec![(Revision(1), Some(crd))]])
     }
 
     #[test]
@@ -693,7 +694,7 @@ mod tests {
             )],
         )
         .unwrap();
-        assert_eq!((f.severity, f.revisions.clone()), (Severity::Medium, vec![10]));
+        assert_eq!((f.severity, f.revisions.clone()), (Severity::Medium, vec![Revision(10)]));
         assert_eq!(
             f.summary,
             "Widget shop/w1 (example.com/v1) stores fields its CRD widgets.example.com does not declare: spec.colour, spec.ports[0].protocl; the next write through the API drops them silently"
@@ -786,9 +787,9 @@ mod tests {
         let loose = json!({"type": "object", "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}});
         // Loose until revision 20, strict from then on, deleted at 40.
         let schemas = Schemas::new(vec![vec![
-            (5, Some(crd_v1(&[("v1", loose)]))),
-            (20, Some(crd_v1(&[("v1", strict)]))),
-            (40, None),
+            (Revision(5), Some(crd_v1(&[("v1", loose)]))),
+            (Revision(20), Some(crd_v1(&[("v1", strict)]))),
+            (Revision(40), None),
         ]]);
         let object = widget(json!({"size": 1, "colour": "red"}));
         assert!(run(&[cr(10, 10, "example.com/v1")], &schemas, &[(10, object.clone())]).is_none());
@@ -802,8 +803,8 @@ mod tests {
         // Written while the CRD was loose, never written again: the next
         // write is pruned by today's schema.
         let still = Schemas::new(vec![vec![
-            (5, Some(crd_v1(&[("v1", json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}))]))),
-            (20, Some(crd_v1(&[("v1", json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}))]))),
+            (Revision(5), Some(crd_v1(&[("v1", json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}))]))),
+            (Revision(20), Some(crd_v1(&[("v1", json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}))]))),
         ]]);
         let f = run(&[cr(10, 10, "example.com/v1")], &still, &[(10, object.clone())]).unwrap();
         assert_eq!((f.severity, f.details["paths"].clone()), (Severity::Medium, json!(["spec.colour"])));
@@ -832,7 +833,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(f.severity, Severity::Low);
-        assert_eq!(f.revisions, [10, 12]);
+        assert_eq!(f.revisions, [Revision(10), Revision(12)]);
         assert_eq!(
             f.summary,
             "Widget shop/w1 (example.com/v1): spec.colour was dropped at revision 12 (it was not in the schema of its CRD widgets.example.com)"
@@ -864,13 +865,13 @@ mod tests {
         let with_colour = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {"colour": {"type": "string"}}}}});
         let schemas = Schemas::new(vec![vec![
             (
-                1,
+                Revision(1),
                 Some(crd_v1(&[(
                     "v1",
                     json!({"type": "object", "properties": {"spec": {"type": "object"}}}),
                 )])),
             ),
-            (11, Some(crd_v1(&[("v1", with_colour)]))),
+            (Revision(11), Some(crd_v1(&[("v1", with_colour)]))),
         ]]);
         assert!(run(
             &history[..2],

@@ -8,6 +8,7 @@
 //! pointing at the owner's own finding.
 
 use super::detector::Registration;
+use crate::source::Revision;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::{seconds_between, ObjectRevision};
 
@@ -19,7 +20,7 @@ pub const DETECTOR: Registration = Registration::per_key(NAME, Severity::Medium,
 /// One delete + create of the key.
 struct Recreate<'a> {
     old: &'a ObjectRevision,
-    deleted_at: Option<i64>,
+    deleted_at: Option<Revision>,
     new: &'a ObjectRevision,
 }
 
@@ -138,7 +139,7 @@ pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
             })
         })
         .collect();
-    let mut revisions: Vec<i64> = events
+    let mut revisions: Vec<Revision> = events
         .iter()
         .flat_map(|e| e.deleted_at.into_iter().chain([e.new.create_revision]))
         .collect();
@@ -164,8 +165,8 @@ mod tests {
     fn rev(n: i64, create: i64, uid: &str, spec: u8) -> ObjectRevision {
         ObjectRevision {
             key: "/registry/pods/ns/p".into(),
-            mod_revision: n,
-            create_revision: create,
+            mod_revision: Revision(n),
+            create_revision: Revision(create),
             kind: Some("Pod".into()),
             namespace: Some("ns".into()),
             name: Some("p".into()),
@@ -181,8 +182,8 @@ mod tests {
     fn tomb(n: i64, create: i64) -> ObjectRevision {
         ObjectRevision {
             key: "/registry/pods/ns/p".into(),
-            mod_revision: n,
-            create_revision: create,
+            mod_revision: Revision(n),
+            create_revision: Revision(create),
             deleted: true,
             ..Default::default()
         }
@@ -197,7 +198,7 @@ mod tests {
     fn same_spec_recreates_rank_higher_and_more_so_when_repeated() {
         let once = detect(&[rev(2, 2, "a", 1), tomb(5, 2), rev(7, 7, "b", 1)]).unwrap();
         assert_eq!(once.severity, Severity::Medium);
-        assert_eq!(once.revisions, vec![5, 7]);
+        assert_eq!(once.revisions, vec![Revision(5), Revision(7)]);
         assert_eq!(once.summary, "Pod ns/p deleted and recreated (uid a → b; deleted at revision 5, recreated at revision 7, 2 revisions later; same spec)");
         let twice = detect(&[
             rev(2, 2, "a", 1),

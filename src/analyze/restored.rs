@@ -99,15 +99,16 @@ fn finding(found: &[(RunId, &Restore)]) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::Revision;
 
     fn restore(previous_run: i64, head: i64) -> Restore {
         Restore {
             previous_run,
             prefix: "/registry/".into(),
-            previous_head: 341,
-            previous_compact: Some(0),
-            head,
-            compact: 0,
+            previous_head: Revision(341),
+            previous_compact: Some(Revision(0)),
+            head: Revision(head),
+            compact: Revision(0),
             diverged: None,
             etcd_cluster: None,
         }
@@ -123,7 +124,7 @@ mod tests {
         ]);
         assert_eq!(found.len(), 2);
         assert_eq!(found[0].severity, Severity::High);
-        assert_eq!(found[0].revisions, vec![325, 341]);
+        assert_eq!(found[0].revisions, vec![Revision(325), Revision(341)]);
         assert_eq!(found[0].keys, vec!["/registry/"]);
         assert_eq!(
             found[0].summary,

@@ -4,6 +4,7 @@
 //! check, or the apiserver rewriting a stale encrypted value).
 
 use super::detector::Registration;
+use crate::source::Revision;
 use crate::canon::change::ChangeClass;
 use crate::store::finding::{Finding, Severity};
 use crate::store::object::ObjectRevision;
@@ -20,10 +21,10 @@ pub fn detect(history: &[ObjectRevision]) -> Option<Finding> {
         .filter(|r| r.class == Some(ChangeClass::Rewrite))
         .collect();
     let first = rewrites.first()?;
-    let revisions: Vec<i64> = rewrites.iter().map(|r| r.mod_revision).collect();
+    let revisions: Vec<Revision> = rewrites.iter().map(|r| r.mod_revision).collect();
     let n = revisions.len();
     let severity = if n >= 10 { Severity::Medium } else { Severity::Low };
-    let shown: Vec<String> = revisions.iter().take(8).map(i64::to_string).collect();
+    let shown: Vec<String> = revisions.iter().take(8).map(Revision::to_string).collect();
     let more = if n > 8 {
         format!(", … {} more", n - 8)
     } else {
@@ -62,7 +63,7 @@ mod tests {
     fn rev(n: i64, class: &str) -> ObjectRevision {
         ObjectRevision {
             key: "/registry/configmaps/shop/c".into(),
-            mod_revision: n,
+            mod_revision: Revision(n),
             class: Some(ChangeClass::parse(class).unwrap()),
             kind: Some("ConfigMap".into()),
             namespace: Some("shop".into()),
@@ -81,7 +82,7 @@ mod tests {
             rev(4, "rewrite"),
         ])
         .unwrap();
-        assert_eq!((f.severity, f.revisions.clone()), (Severity::Low, vec![2, 4]));
+        assert_eq!((f.severity, f.revisions.clone()), (Severity::Low, vec![Revision(2), Revision(4)]));
         assert_eq!(
             f.summary,
             "ConfigMap shop/c written 2 times with byte-identical content (revisions 2, 4)"

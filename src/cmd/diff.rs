@@ -9,6 +9,7 @@ use crate::canon::path::FieldPath;
 use crate::cli::{DiffArgs, ListFormat};
 use crate::report::escape::terminal;
 use crate::report::json_array::JsonArray;
+use crate::source::Revision;
 use crate::store::cluster;
 use crate::store::{ClusterId, LiveObject, Looked, RunId, Store, ValueReader};
 use anyhow::{bail, Result};
@@ -17,7 +18,11 @@ use std::io::Write;
 use std::path::Path;
 
 /// The cluster and revision one side of the diff is taken at.
-fn side(store: &Store, run: Option<i64>, rev: Option<i64>) -> Result<(Option<ClusterId>, Option<i64>)> {
+fn side(
+    store: &Store,
+    run: Option<i64>,
+    rev: Option<Revision>,
+) -> Result<(Option<ClusterId>, Option<Revision>)> {
     match run {
         Some(run) => match store.run_head(RunId(run))? {
             Some((cluster, head)) => Ok((Some(cluster), Some(rev.unwrap_or(head)))),
@@ -31,7 +36,7 @@ fn side(store: &Store, run: Option<i64>, rev: Option<i64>) -> Result<(Option<Clu
 }
 
 pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
-    let side_given = |run: Option<i64>, rev: Option<i64>| run.is_some() || rev.is_some();
+    let side_given = |run: Option<i64>, rev: Option<Revision>| run.is_some() || rev.is_some();
     if !side_given(args.run_a, args.rev_a) || !side_given(args.run_b, args.rev_b) {
         return Err(UsageError(
             "give two runs (diff RUN_A RUN_B) or two revisions (--rev-a N --rev-b M)".into(),
@@ -175,7 +180,13 @@ pub fn run(db: &Path, args: &DiffArgs) -> Result<Status> {
 
 /// How `key`, removed between revisions `a` and `b`, left when compaction
 /// hid its delete (see [`crate::report::left::left`]).
-fn hidden_delete(store: &Store, key: &str, cluster: ClusterId, a: i64, b: i64) -> Result<Option<String>> {
+fn hidden_delete(
+    store: &Store,
+    key: &str,
+    cluster: ClusterId,
+    a: Revision,
+    b: Revision,
+) -> Result<Option<String>> {
     let rows = store.history(key.as_bytes(), Some(cluster))?;
     Ok(rows
         .iter()
@@ -242,11 +253,11 @@ fn object_lines(out: &mut dyn Write, o: &ObjectDrift, left: Option<&str>) -> Res
 /// absent or deleted object is empty, as `diff -N` shows it). The header
 /// names both revisions; `resourceVersion`, which always differs, is left
 /// out.
-fn unified(store: &Store, key: &str, cluster: ClusterId, rev_a: i64, rev_b: i64) -> Result<Status> {
+fn unified(store: &Store, key: &str, cluster: ClusterId, rev_a: Revision, rev_b: Revision) -> Result<Status> {
     let rows = store.history(key.as_bytes(), Some(cluster))?;
     let mut name = key.to_string();
     let mut noted = false;
-    let mut side = |rev: i64| -> Result<String> {
+    let mut side = |rev: Revision| -> Result<String> {
         let current = current_at(&rows, Some(rev));
         // Where a delete compaction hid happened, or may already have, say so.
         let hidden = current.filter(|r| r.deleted_after.is_some()).or_else(|| {

@@ -7,7 +7,7 @@ use crate::decode::key::{key_of, parse_key};
 use crate::decode::names::{parse_object, Catalog, NameError, ObjectSpec, CRDS};
 use crate::ingest::open::{open, KeyClass, Opened};
 use crate::source::etcd::Etcd;
-use crate::source::Record;
+use crate::source::{Record, Revision};
 use anyhow::{bail, Context, Result};
 use std::io::Write;
 
@@ -79,7 +79,7 @@ pub fn run(args: &GetArgs) -> Result<Status> {
         anyhow::Ok((key?, got?))
     })?;
     let Some(kv) = kv else {
-        let at = if args.rev > 0 {
+        let at = if args.rev > Revision(0) {
             format!(" at revision {}", args.rev)
         } else {
             String::new()
@@ -98,5 +98,5 @@ pub fn run(args: &GetArgs) -> Result<Status> {
             String::new()
         }
     )?;
-    show(&key, &kv.value, Some(&key), Some(kv.mod_revision.0), &args.view)
+    show(&key, &kv.value, Some(&key), Some(kv.mod_revision), &args.view)
 }

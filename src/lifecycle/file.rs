@@ -51,7 +51,7 @@ pub(super) fn read(
         .map(str::to_string)
         .or(info.cluster_id.clone())
         .unwrap_or_else(|| format!("file:{}", &info.sha256[..16]));
-    let compact = info.finished_compact.unwrap_or(0);
+    let compact = info.finished_compact.unwrap_or_default();
     let wal = match file.wal {
         Some(dir) => match WalHistory::check(&db, &info, dir, file.salvage, bar)? {
             Some(wal) => Some(wal),
@@ -69,7 +69,7 @@ pub(super) fn read(
         certain: file.cluster_id.is_some(),
     };
     // A placed log holds history from its first write on.
-    let starts = wal.as_ref().and_then(WalHistory::starts).map_or(compact, |r| r.0);
+    let starts = wal.as_ref().and_then(WalHistory::starts).unwrap_or(compact);
     let plan = Plan::new(store, &identity, starts, prefix, &settings.filter)?;
     let cluster = plan.cluster;
     store.record(run, plan.target(head, compact))?;
@@ -101,7 +101,7 @@ pub(super) fn read(
     if let Some(wal) = &wal {
         spinning(bar);
         bar.set_message(format!("reading the history {} adds", wal.recovered.dir));
-        if wal.push(Revision(plan.from), prefix.as_bytes(), &mut sink)? == Read::Stopped {
+        if wal.push(plan.from, prefix.as_bytes(), &mut sink)? == Read::Stopped {
             return Ok(None);
         }
     }
@@ -141,18 +141,18 @@ pub(super) fn read(
             to_revision,
         }))
         .collect();
-    let after_damage = damage.ranges.iter().map(|r| r.1 + 1).max().unwrap_or(0);
+    let after_damage = damage.ranges.iter().map(|r| r.1.next()).max().unwrap_or_default();
     let covered_from = plan.covered_from(plan.from).max(after_damage);
     // A run that does not continue the previous one tells which stored keys
     // are gone by what the file holds live: what it read, and what it holds
     // from before that.
     let read_from = match placed {
         true => plan.from,
-        false => plan.previous.map_or(0, |p| p.head + 1),
+        false => plan.previous.map_or(Revision(0), |p| p.head.next()),
     };
     let earlier = match plan.continuous() || (file.salvage && plan.previous.is_some()) {
         true => None,
-        false if read_from <= info.first_revision.unwrap_or(0) => Some(Vec::new()),
+        false if read_from <= info.first_revision.unwrap_or_default() => Some(Vec::new()),
         false => Some(db_file::live_keys_before(&db, prefix.as_bytes(), read_from)?),
     };
     let held = earlier.as_ref().map(|earlier| {
@@ -198,11 +198,11 @@ fn read_db(
     bar: &ProgressBar,
 ) -> Result<Option<db_file::Damage>> {
     let (path, head) = (file.path, info.head());
-    let read_from = plan.previous.map_or(0, |p| p.head + 1);
-    let first = info.first_revision.unwrap_or(0).max(read_from);
+    let read_from = plan.previous.map_or(Revision(0), |p| p.head.next());
+    let first = info.first_revision.unwrap_or_default().max(read_from);
     // Read in key order: the bar counts records, of all the file holds on a
     // first read, else of the revision range.
-    let total = match read_from <= info.first_revision.unwrap_or(0) {
+    let total = match read_from <= info.first_revision.unwrap_or_default() {
         true => info.revisions,
         false => (head - first + 1).max(0) as u64,
     };

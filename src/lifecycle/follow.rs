@@ -50,7 +50,7 @@ struct Recorder<'w, 's> {
     run: RunId,
     cluster: ClusterId,
     /// The stored history is unbroken from this revision.
-    covered_from: i64,
+    covered_from: Revision,
     prefix: &'w str,
     filter: &'w ResourceFilter,
     /// The counters of every key written since the last commit.
@@ -76,7 +76,7 @@ struct Gauges {
 }
 
 impl Gauges {
-    fn write(&self, complete_through: i64, stalled: bool) {
+    fn write(&self, complete_through: Revision, stalled: bool) {
         self.health
             .set(&self.cluster, &self.name, complete_through, stalled);
         let Some(path) = &self.path else { return };
@@ -118,10 +118,10 @@ impl Recorder<'_, '_> {
         }
         if self.through > self.committed {
             self.store
-                .record(self.run, RunFact::CompleteThrough(self.through.0))?;
+                .record(self.run, RunFact::CompleteThrough(self.through))?;
             self.committed = self.through;
         }
-        self.gauges.write(self.committed.0, false);
+        self.gauges.write(self.committed, false);
         self.last_commit = Instant::now();
         self.bar.set_message(format!(
             "following: {} revisions stored, everything through revision {}",
@@ -236,21 +236,21 @@ pub(super) async fn follow(
                 prefix: &options.prefix,
                 filter: &settings.filter,
                 census: Census::default(),
-                through: Revision(summary.head),
-                committed: Revision(summary.head),
+                through: summary.head,
+                committed: summary.head,
                 last_commit: Instant::now(),
                 commit_every: follow.commit_every,
                 bar: bar.clone(),
             };
-            let from = summary.head + 1;
+            let from = summary.head.next();
             let ended = tokio::select! {
-                r = etcd.replay(scope, from, i64::MAX, &mut recorder) => Ended::Watch(r),
+                r = etcd.replay(scope, from, Revision(i64::MAX), &mut recorder) => Ended::Watch(r),
                 _ = signalled.notified() => Ended::Signal,
                 _ = sleep_until(deadline) => Ended::Deadline,
             };
             // Whatever was received is complete: keep it.
             recorder.commit()?;
-            summary.head = recorder.committed.0;
+            summary.head = recorder.committed;
             ended
         };
         match ended {

@@ -19,7 +19,7 @@ use indicatif::ProgressBar;
 /// revision and where the run's history starts.
 pub(super) struct Planned {
     pub pinned: Pinned,
-    pub compact: i64,
+    pub compact: Revision,
     pub plan: Plan,
 }
 
@@ -141,7 +141,7 @@ async fn read_planned(
         (pinned.head - plan.from + 1).max(0) as u64,
         Unit::Revisions,
     );
-    sink.position = Position::Revision(Revision(plan.from));
+    sink.position = Position::Revision(plan.from);
     crate::stop::stage("replay");
     let Some(from) = replay_all(etcd, scope, plan.from, pinned.head, &mut sink, &mut gaps).await? else {
         return Ok(None);

@@ -31,6 +31,7 @@ use crate::canon::semantic::FieldConfig;
 use crate::decrypt::Decryptor;
 use crate::source::etcd::Connection;
 use crate::source::filter::ResourceFilter;
+use crate::source::Revision;
 use crate::store::cluster::ClusterName;
 use crate::store::hash_key::HashKeyOptions;
 use crate::store::ClusterId;
@@ -114,11 +115,11 @@ pub struct Summary {
     pub cluster: ClusterId,
     /// Keys under the prefix at the head.
     pub keys: i64,
-    pub head: i64,
-    pub history_from: i64,
+    pub head: Revision,
+    pub history_from: Revision,
     pub gaps: Vec<Gap>,
     /// From where the stored history is unbroken up to `head`.
-    pub covered_from: i64,
+    pub covered_from: Revision,
 }
 
 /// How this run records: fixed per database (fields) and per run (filter,

@@ -32,7 +32,7 @@ where
 pub(super) struct Plan {
     pub cluster: ClusterId,
     pub previous: Option<Previous>,
-    pub from: i64,
+    pub from: Revision,
     pub gaps: Vec<Gap>,
     /// The named cluster's etcd cluster id when it was another: the run
     /// reads a different etcd than the one its cluster's history is of.
@@ -59,7 +59,7 @@ impl Plan {
     pub fn new(
         store: &dyn Backend,
         identity: &Identity<'_>,
-        compact: i64,
+        compact: Revision,
         prefix: &str,
         filter: &ResourceFilter,
     ) -> Result<Plan> {
@@ -69,7 +69,7 @@ impl Plan {
             return Ok(Plan {
                 cluster: named.row,
                 previous: Some(previous),
-                from: previous.head + 1,
+                from: previous.head.next(),
                 gaps: Vec::new(),
                 etcd_cluster: Some(ClusterChange {
                     from: named.etcd_cluster_id,
@@ -84,15 +84,15 @@ impl Plan {
         let previous = store.previous_head(cluster, prefix, &filter, &everything)?;
         let mut gaps = Vec::new();
         let from = match previous {
-            Some(p) if compact > p.head + 1 => {
+            Some(p) if compact > p.head.next() => {
                 gaps.push(Gap {
-                    from_revision: p.head + 1,
-                    to_revision: compact - 1,
+                    from_revision: p.head.next(),
+                    to_revision: compact.prev(),
                 });
                 compact
             }
-            Some(p) => p.head + 1,
-            None => compact.max(1),
+            Some(p) => p.head.next(),
+            None => compact.max(Revision(1)),
         };
         Ok(Plan {
             cluster,
@@ -105,7 +105,7 @@ impl Plan {
 
     /// What the run pinned, to record with it: its cluster, the `head` it
     /// reads to, etcd's `compact` revision and where this plan starts.
-    pub fn target(&self, head: i64, compact: i64) -> RunFact<'static> {
+    pub fn target(&self, head: Revision, compact: Revision) -> RunFact<'static> {
         RunFact::Target {
             cluster: self.cluster,
             head,
@@ -122,7 +122,7 @@ impl Plan {
 
     /// From where the stored history is unbroken once this run replayed
     /// from `history_from` (later than planned if compaction overtook it).
-    pub fn covered_from(&self, history_from: i64) -> i64 {
+    pub fn covered_from(&self, history_from: Revision) -> Revision {
         match self.previous {
             Some(p) if self.gaps.is_empty() && history_from == self.from => p.covered_from,
             _ => history_from,
@@ -162,11 +162,11 @@ fn replaced(
 pub(super) async fn replay_all(
     etcd: &Etcd,
     scope: Scope<'_>,
-    mut from: i64,
-    head: i64,
+    mut from: Revision,
+    head: Revision,
     sink: &mut Progress<'_, '_>,
     gaps: &mut Vec<Gap>,
-) -> Result<Option<i64>> {
+) -> Result<Option<Revision>> {
     loop {
         match etcd.replay(scope, from, head, sink).await.map_err(read_error)? {
             Replay::Complete => return Ok(Some(from)),
@@ -178,7 +178,7 @@ pub(super) async fn replay_all(
                 if retained_from > missing_from {
                     gaps.push(Gap {
                         from_revision: missing_from,
-                        to_revision: retained_from - 1,
+                        to_revision: retained_from.prev(),
                     });
                 }
                 from = retained_from;
@@ -196,9 +196,9 @@ pub(super) async fn replay_all(
 pub(super) struct Tail<'a> {
     pub run: RunId,
     pub cluster: ClusterId,
-    pub head: i64,
+    pub head: Revision,
     pub gaps: &'a [Gap],
-    pub covered_from: i64,
+    pub covered_from: Revision,
     pub live: &'a [LiveKey],
     pub prefix: &'a str,
     /// Which keys the source holds live at the head, when the run's history
@@ -235,8 +235,8 @@ impl Tail<'_> {
             let vanished = Vanished {
                 run: self.run,
                 cluster: self.cluster,
-                head: Revision(self.head),
-                covered_from: Revision(self.covered_from),
+                head: self.head,
+                covered_from: self.covered_from,
                 prefix: self.prefix,
                 filter,
                 present,

@@ -62,7 +62,7 @@ enum Check {
     Keys(Previous),
 }
 
-fn check(plan: &Plan, prefix: &str, head: i64, compact: i64) -> Check {
+fn check(plan: &Plan, prefix: &str, head: Revision, compact: Revision) -> Check {
     let Some(p) = plan.previous else {
         return Check::Nothing;
     };
@@ -85,7 +85,13 @@ fn check(plan: &Plan, prefix: &str, head: i64, compact: i64) -> Check {
     Check::Keys(p)
 }
 
-fn restore(p: &Previous, prefix: &str, head: i64, compact: i64, diverged: Option<Divergence>) -> Restore {
+fn restore(
+    p: &Previous,
+    prefix: &str,
+    head: Revision,
+    compact: Revision,
+    diverged: Option<Divergence>,
+) -> Restore {
     Restore {
         previous_run: p.run.0,
         prefix: prefix.to_string(),
@@ -111,7 +117,7 @@ pub(super) async fn check_live(
     store: &dyn Backend,
     etcd: &Etcd,
     plan: &Plan,
-    (head, compact): (i64, i64),
+    (head, compact): (Revision, Revision),
     (prefix, filter): (&str, &ResourceFilter),
     page: i64,
 ) -> Result<Option<Restore>> {
@@ -145,8 +151,8 @@ pub(super) fn check_file(
     store: &dyn Backend,
     db: &BoltDb,
     plan: &Plan,
-    (head, compact): (i64, i64),
-    db_head: i64,
+    (head, compact): (Revision, Revision),
+    db_head: Revision,
     (prefix, filter): (&str, &ResourceFilter),
     salvage: bool,
 ) -> Result<Option<Restore>> {
@@ -178,7 +184,7 @@ struct Merge<'a> {
     cluster: ClusterId,
     prefix: &'a str,
     filter: &'a ResourceFilter,
-    at: i64,
+    at: Revision,
     page: VecDeque<StoredKey>,
     /// The last stored key read, and whether there are more.
     after: Option<Vec<u8>>,
@@ -192,7 +198,7 @@ impl<'a> Merge<'a> {
         cluster: ClusterId,
         prefix: &'a str,
         filter: &'a ResourceFilter,
-        at: i64,
+        at: Revision,
     ) -> Self {
         Merge {
             store,
@@ -220,13 +226,9 @@ impl<'a> Merge<'a> {
                 return Ok(self.page.front());
             }
             let prefix = self.prefix.as_bytes();
-            let read = self.store.stored_keys(
-                self.cluster,
-                prefix,
-                Revision(self.at),
-                self.after.as_deref(),
-                PAGE,
-            )?;
+            let read = self
+                .store
+                .stored_keys(self.cluster, prefix, self.at, self.after.as_deref(), PAGE)?;
             self.more = read.len() == PAGE;
             self.after = read.last().map(|k| k.key.clone());
             self.page.extend(read);

@@ -4,6 +4,7 @@
 //! Deployment's scrapes and probes.
 
 use crate::report::metrics::{render_following, Following};
+use crate::source::Revision;
 use anyhow::{Context, Result};
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
@@ -25,7 +26,7 @@ struct State {
     /// etcd's cluster id and the cluster's name, once the first read found
     /// them.
     cluster: Option<(String, String)>,
-    complete_through: i64,
+    complete_through: Revision,
     /// Since when no member delivers the watch.
     stalled_since: Option<Instant>,
 }
@@ -45,7 +46,7 @@ impl Health {
     /// Follow stored everything through `complete_through` of `cluster`
     /// (etcd's id) named `name`, and records (`stalled` false) or waits for
     /// a member (true).
-    pub(super) fn set(&self, cluster: &str, name: &str, complete_through: i64, stalled: bool) {
+    pub(super) fn set(&self, cluster: &str, name: &str, complete_through: Revision, stalled: bool) {
         let mut s = self.state();
         s.cluster = Some((cluster.to_string(), name.to_string()));
         s.complete_through = complete_through;

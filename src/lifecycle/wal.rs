@@ -57,9 +57,12 @@ impl Committed {
 /// Every write the db holds, its leases and its counters, to place a log
 /// against.
 fn db_facts(db: &BoltDb, info: &FileInfo) -> Result<Facts> {
-    let compacted = info.finished_compact.max(info.scheduled_compact).unwrap_or(0);
-    let mut facts = Facts::new(Revision(info.head()), Revision(compacted));
-    let read = db_file::read_revisions(db, b"", 0, info.revisions, &mut facts);
+    let compacted = info
+        .finished_compact
+        .max(info.scheduled_compact)
+        .unwrap_or_default();
+    let mut facts = Facts::new(info.head(), compacted);
+    let read = db_file::read_revisions(db, b"", Revision(0), info.revisions, &mut facts);
     read.map_err(super::plan::read_error)?;
     facts.leases = db_file::lease_ids(db)?;
     Ok(facts)
@@ -214,17 +217,17 @@ impl WalHistory {
                 bar.set_message(format!("placing the WAL's writes: entry {}", entry.index));
             }
             if let Request::Compaction(c) = &entry.request {
-                recovered.compactions.push(c.revision);
+                recovered.compactions.push(Revision(c.revision));
             }
             let writes = placer.apply(&entry).map_err(|e| anyhow!("{where_}: {e}"))?;
-            let Some(r) = writes.first().map(|w| w.mod_revision.0) else {
+            let Some(r) = writes.first().map(|w| w.mod_revision) else {
                 continue;
             };
             recovered.writes += 1;
             if past_db {
                 let (first, _) = recovered.past_db.unwrap_or((r, r));
                 recovered.past_db = Some((first, r));
-            } else if r <= facts.compacted.0 {
+            } else if r <= facts.compacted {
                 let (first, _) = recovered.added.unwrap_or((r, r));
                 recovered.added = Some((first, r));
             }
@@ -284,10 +287,15 @@ impl WalHistory {
     /// For a log not placed, pushes the writes of its committed entries
     /// after the db's consistent index, applied on the state the db holds
     /// at `db_head`, into `sink` (after the db's own records).
-    pub fn push_past_db(&self, db_head: i64, prefix: &[u8], sink: &mut Progress<'_, '_>) -> Result<Read<()>> {
+    pub fn push_past_db(
+        &self,
+        db_head: Revision,
+        prefix: &[u8],
+        sink: &mut Progress<'_, '_>,
+    ) -> Result<Read<()>> {
         match &self.at_head {
             Some(placer) if self.starts().is_none() => {
-                self.replay(placer.detached(), Revision(db_head).next(), prefix, sink)
+                self.replay(placer.detached(), db_head.next(), prefix, sink)
             }
             _ => Ok(Read::Done(())),
         }

@@ -20,13 +20,14 @@ pub fn left(row: &HistoryRow) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::Revision;
 
     #[test]
     fn names_the_bounds_and_the_runs() {
         let row = HistoryRow {
-            mod_revision: 149,
+            mod_revision: Revision(149),
             deleted: true,
-            deleted_after: Some(100),
+            deleted_after: Some(Revision(100)),
             last_seen_run: Some(1),
             run_id: 2,
             ..Default::default()

@@ -5,6 +5,7 @@ use super::escape::{markdown_code, markdown_code_cell, markdown_text as text};
 use super::{short, ReportData};
 use crate::canon::path::MANAGED_FIELDS;
 use crate::human_time::{exact, stored};
+use crate::source::Revision;
 use std::fmt::Write;
 
 /// A field's value for a table cell: inline code, `(absent)` when the field
@@ -145,7 +146,7 @@ fn body(s: &mut String, r: &ReportData, h: &str) {
     .unwrap();
     for g in &r.groups {
         for f in &g.sample {
-            let revs: Vec<String> = f.revisions.iter().map(i64::to_string).collect();
+            let revs: Vec<String> = f.revisions.iter().map(Revision::to_string).collect();
             writeln!(
                 s,
                 "| {} | {} | {} | {} |",

@@ -4,6 +4,7 @@
 //! severity.
 
 use super::escape::prometheus_label as label;
+use crate::source::Revision;
 use crate::store::{RunInfo, RunStatus, StoreError, StoredFinding};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -68,7 +69,7 @@ pub fn render(
         (
             "run_head_revision",
             "etcd revision the last run read up to.",
-            run.head_revision.unwrap_or(0) as f64,
+            run.head_revision.unwrap_or_default().0 as f64,
         ),
         (
             "run_history_gap_revisions",
@@ -116,7 +117,7 @@ pub struct Following<'a> {
     /// The cluster's name (its id when it has none).
     pub name: &'a str,
     /// Everything up to this revision is stored.
-    pub complete_through: i64,
+    pub complete_through: Revision,
     /// No member delivers the watch: the run waits for one.
     pub stalled: bool,
 }
@@ -135,7 +136,7 @@ pub fn render_following(f: &Following<'_>) -> String {
         (
             "follow_complete_through_revision",
             "etcd revision up to which follow has stored everything.",
-            f.complete_through,
+            f.complete_through.0,
         ),
         (
             "follow_updated_timestamp_seconds",

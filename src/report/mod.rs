@@ -16,6 +16,7 @@ pub mod text;
 pub mod when;
 
 use crate::decode::key::qualified;
+use crate::source::Revision;
 use crate::store::finding::Severity;
 use crate::store::{FindingQuery, HistoryReader, HistoryRow, RunInfo, Scope, StoreError, StoredFinding};
 use serde::Serialize;
@@ -192,8 +193,8 @@ pub struct Group {
     /// the head: one cause, said once.
     pub every_object: bool,
     pub count: usize,
-    pub first_revision: Option<i64>,
-    pub last_revision: Option<i64>,
+    pub first_revision: Option<Revision>,
+    pub last_revision: Option<Revision>,
     /// The first findings, with their evidence (empty for groups past
     /// [`GROUPS_SHOWN`]).
     pub sample: Vec<StoredFinding>,
@@ -231,7 +232,7 @@ pub struct Timeline {
     pub omitted: usize,
     /// Revision → how the object left there, for deletes compaction hid
     /// (see [`left::left`]).
-    pub left: std::collections::BTreeMap<i64, String>,
+    pub left: std::collections::BTreeMap<Revision, String>,
 }
 
 /// Everything a report shows but the full list of findings, which
@@ -243,8 +244,8 @@ pub struct ReportData {
     /// The cluster the report is about (its name, or etcd's cluster id);
     /// `None` for a database that holds none.
     pub cluster: Option<String>,
-    pub from_revision: Option<i64>,
-    pub to_revision: Option<i64>,
+    pub from_revision: Option<Revision>,
+    pub to_revision: Option<Revision>,
     pub runs: Vec<RunInfo>,
     pub summary: Summary,
     /// Every finding, grouped; most severe and largest first.
@@ -252,7 +253,7 @@ pub struct ReportData {
     pub timelines: Vec<Timeline>,
 }
 
-fn in_range(rev: i64, scope: &Scope) -> bool {
+fn in_range(rev: Revision, scope: &Scope) -> bool {
     scope.from_revision.is_none_or(|f| rev >= f) && scope.to_revision.is_none_or(|t| rev <= t)
 }
 
@@ -371,7 +372,7 @@ fn hash_of(name: &str) -> u64 {
     h.finish()
 }
 
-fn min_some(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+fn min_some(a: Option<Revision>, b: Option<Revision>) -> Option<Revision> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -384,7 +385,7 @@ fn min_some(a: Option<i64>, b: Option<i64>) -> Option<i64> {
 fn timeline(
     store: &dyn HistoryReader,
     key: &str,
-    named: &HashSet<i64>,
+    named: &HashSet<Revision>,
     scope: &Scope,
 ) -> Result<Timeline, StoreError> {
     let mut rows = store.history(key.as_bytes(), scope.objects.cluster)?;
@@ -436,7 +437,7 @@ pub fn build(store: &dyn HistoryReader, filter: &Filter) -> Result<ReportData, S
         .into_iter()
         .filter(|r| chosen.is_none_or(|c| r.cluster_id.as_deref() == Some(c.etcd_cluster_id.as_str())))
         .filter(|r| {
-            let head = r.head_revision.unwrap_or(0);
+            let head = r.head_revision.unwrap_or_default();
             let start = r.history_from.unwrap_or(head);
             scope.from_revision.is_none_or(|f| head >= f) && scope.to_revision.is_none_or(|t| start <= t)
         })
@@ -512,7 +513,7 @@ pub fn build(store: &dyn HistoryReader, filter: &Filter) -> Result<ReportData, S
     for g in groups.iter_mut().skip(GROUPS_SHOWN) {
         g.sample.clear();
     }
-    let mut named: BTreeMap<&str, HashSet<i64>> = BTreeMap::new();
+    let mut named: BTreeMap<&str, HashSet<Revision>> = BTreeMap::new();
     for f in groups.iter().flat_map(|g| &g.sample) {
         if let Some(key) = f.keys.first() {
             named.entry(key).or_default().extend(&f.revisions);

@@ -42,11 +42,11 @@ pub struct FileInfo {
     /// That entry's raft term (`meta` bucket, `term`, written since etcd
     /// 3.5; `server/storage/schema/cindex.go`).
     pub consistent_term: Option<u64>,
-    pub finished_compact: Option<i64>,
-    pub scheduled_compact: Option<i64>,
+    pub finished_compact: Option<Revision>,
+    pub scheduled_compact: Option<Revision>,
     /// Lowest and highest main revision in the `key` bucket.
-    pub first_revision: Option<i64>,
-    pub last_revision: Option<i64>,
+    pub first_revision: Option<Revision>,
+    pub last_revision: Option<Revision>,
     /// Entries in the `key` bucket.
     pub revisions: u64,
     /// etcd's cluster id as the server computes it from its members, hex.
@@ -58,12 +58,12 @@ pub struct FileInfo {
 impl FileInfo {
     /// The revision the file's store was at: the highest of its newest key
     /// revision and its compaction marks.
-    pub fn head(&self) -> i64 {
+    pub fn head(&self) -> Revision {
         [self.last_revision, self.finished_compact, self.scheduled_compact]
             .into_iter()
             .flatten()
             .max()
-            .unwrap_or(0)
+            .unwrap_or_default()
     }
 }
 
@@ -126,8 +126,12 @@ fn inspect_buckets(db: &BoltDb, salvage: bool) -> Result<FileInfo, BoltError> {
             b"term" if v.len() == 8 => {
                 info.consistent_term = Some(u64::from_be_bytes(v.try_into().expect("8 bytes")))
             }
-            b"finishedCompactRev" => info.finished_compact = revision::parse(v).map(|r| r.revision.main),
-            b"scheduledCompactRev" => info.scheduled_compact = revision::parse(v).map(|r| r.revision.main),
+            b"finishedCompactRev" => {
+                info.finished_compact = revision::parse(v).map(|r| Revision(r.revision.main))
+            }
+            b"scheduledCompactRev" => {
+                info.scheduled_compact = revision::parse(v).map(|r| Revision(r.revision.main))
+            }
             _ => {}
         })?;
     }
@@ -135,14 +139,9 @@ fn inspect_buckets(db: &BoltDb, salvage: bool) -> Result<FileInfo, BoltError> {
     let mut walked = 0i64;
     entries(db, keys, salvage, &mut |k, _| {
         if let Some(r) = revision::parse(k) {
-            info.first_revision = Some(
-                info.first_revision
-                    .map_or(r.revision.main, |f| f.min(r.revision.main)),
-            );
-            info.last_revision = Some(
-                info.last_revision
-                    .map_or(r.revision.main, |l| l.max(r.revision.main)),
-            );
+            let main = Revision(r.revision.main);
+            info.first_revision = Some(info.first_revision.map_or(main, |f| f.min(main)));
+            info.last_revision = Some(info.last_revision.map_or(main, |l| l.max(main)));
         }
         walked += 1;
         if walked % RELEASE_EVERY == 0 {
@@ -211,7 +210,7 @@ const ORDER_WINDOW: usize = 500_000;
 pub fn read_revisions<S: Sink>(
     db: &BoltDb,
     prefix: &[u8],
-    from: i64,
+    from: Revision,
     entries: u64,
     sink: &mut S,
 ) -> Result<Read<i64>, ReadError<S::Error>>
@@ -229,7 +228,7 @@ where
                 "{path}: key bucket entry {k:02x?} is not a revision"
             )));
         };
-        if rev.revision.main < from || v.is_empty() {
+        if Revision(rev.revision.main) < from || v.is_empty() {
             return Ok(ControlFlow::Continue(()));
         }
         // What the quick read cannot place (a group field, say), prost
@@ -293,8 +292,8 @@ pub fn lease_ids(db: &BoltDb) -> Result<Vec<i64>, BoltError> {
 /// The keys under `prefix` whose newest entry before revision `before` is
 /// not a tombstone: what the file holds live from history a run does not
 /// read again.
-pub fn live_keys_before(db: &BoltDb, prefix: &[u8], before: i64) -> Result<Vec<Vec<u8>>, BoltError> {
-    Ok(live_keys_at(db, prefix, before - 1)?
+pub fn live_keys_before(db: &BoltDb, prefix: &[u8], before: Revision) -> Result<Vec<Vec<u8>>, BoltError> {
+    Ok(live_keys_at(db, prefix, before.prev())?
         .into_iter()
         .map(|k| k.key)
         .collect())
@@ -303,7 +302,7 @@ pub fn live_keys_before(db: &BoltDb, prefix: &[u8], before: i64) -> Result<Vec<V
 /// The keys under `prefix` live at revision `at`, with their counters, in
 /// key order: the state the file gives at `at` (etcd's at `at` when the
 /// file's compaction revision is at or below it).
-pub fn live_keys_at(db: &BoltDb, prefix: &[u8], at: i64) -> Result<Vec<LiveKey>, BoltError> {
+pub fn live_keys_at(db: &BoltDb, prefix: &[u8], at: Revision) -> Result<Vec<LiveKey>, BoltError> {
     let path = db.path().display().to_string();
     let keys = db.top_bucket("key")?;
     let mut newest: std::collections::HashMap<Vec<u8>, Option<LiveKey>> = std::collections::HashMap::new();
@@ -313,7 +312,7 @@ pub fn live_keys_at(db: &BoltDb, prefix: &[u8], at: i64) -> Result<Vec<LiveKey>,
                 "{path}: key bucket entry {k:02x?} is not a revision"
             )));
         };
-        if rev.revision.main > at {
+        if Revision(rev.revision.main) > at {
             return Ok(ControlFlow::Break(()));
         }
         if v.is_empty() {
@@ -500,7 +499,7 @@ pub struct Damage {
     /// Revisions recovered from leaf pages the broken tree no longer reached.
     pub records_recovered: u64,
     /// Main revision ranges (inclusive) that may have lost revisions.
-    pub ranges: Vec<(i64, i64)>,
+    pub ranges: Vec<(Revision, Revision)>,
 }
 
 impl Damage {
@@ -552,7 +551,7 @@ fn accepted(k: &[u8], v: &[u8]) -> Option<(revision::RevisionKey, KeyValue)> {
 pub fn salvage_revisions<S: Sink>(
     db: &BoltDb,
     prefix: &[u8],
-    from: i64,
+    from: Revision,
     sink: &mut S,
 ) -> Result<(Read<i64>, Damage), ReadError<S::Error>>
 where
@@ -607,7 +606,9 @@ where
         damage
             .pages_unreadable
             .push(format!("page {}: {}", u.page, u.problem));
-        damage.ranges.push((from_rev, to_rev.max(from_rev)));
+        damage
+            .ranges
+            .push((Revision(from_rev), Revision(to_rev.max(from_rev))));
     }
     // Leaves the tree no longer reaches may hold what the damaged ranges lost.
     if !damage.ranges.is_empty() {
@@ -617,7 +618,7 @@ where
                 damage
                     .ranges
                     .iter()
-                    .any(|(lo, hi)| (*lo..=*hi).contains(&r.revision.main))
+                    .any(|(lo, hi)| (*lo..=*hi).contains(&Revision(r.revision.main)))
             });
             if hit {
                 orphans.push((k, v));
@@ -632,9 +633,9 @@ where
     for at in &conflicts {
         found.remove(at);
         damage.records_skipped += 1;
-        damage.ranges.push((at.0, at.0));
+        damage.ranges.push((Revision(at.0), Revision(at.0)));
     }
-    let newest = found.keys().next_back().map_or(0, |r| r.0);
+    let newest = found.keys().next_back().map_or(Revision(0), |r| Revision(r.0));
     for range in &mut damage.ranges {
         range.1 = range.1.min(newest.max(range.0));
     }
@@ -642,7 +643,7 @@ where
     damage.ranges.dedup();
     let mut pushed = 0;
     for ((main, _), (k, v)) in found {
-        if main < from {
+        if Revision(main) < from {
             continue;
         }
         let (rev, kv) = accepted(k, v).expect("accepted before");

@@ -24,6 +24,25 @@ impl Revision {
     }
 }
 
+/// A revision as a number in text, as flags give one.
+impl std::str::FromStr for Revision {
+    type Err = std::num::ParseIntError;
+
+    fn from_str(text: &str) -> Result<Revision, Self::Err> {
+        text.parse().map(Revision)
+    }
+}
+
+/// How far one revision is past another: a count of revisions, not a
+/// revision.
+impl std::ops::Sub for Revision {
+    type Output = i64;
+
+    fn sub(self, earlier: Revision) -> i64 {
+        self.0 - earlier.0
+    }
+}
+
 impl std::fmt::Display for Revision {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.0.fmt(f)

@@ -110,15 +110,15 @@ pub struct KeyRequest {
     pub verb: String,
     pub subresource: Option<String>,
     pub code: Option<u16>,
-    pub response_revision: Option<i64>,
-    pub precondition_revision: Option<i64>,
+    pub response_revision: Option<Revision>,
+    pub precondition_revision: Option<Revision>,
     pub time: jiff::Timestamp,
 }
 
 /// A stored revision of one key, as the join reads it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyRevision {
-    pub mod_revision: i64,
+    pub mod_revision: Revision,
     pub version: i64,
     pub deleted: bool,
     /// The object's creationTimestamp, when stored.
@@ -136,7 +136,7 @@ pub struct KeyAttribution {
     /// (request id, outcome) for every request of the key.
     pub outcomes: Vec<(i64, Outcome)>,
     /// (mod_revision, request id, match) for every attributed revision.
-    pub writers: Vec<(i64, i64, Match)>,
+    pub writers: Vec<(Revision, i64, Match)>,
     /// Revisions between known writes that requests could have written,
     /// left unattributed because the order could not tell which.
     pub unattributed: u64,
@@ -250,7 +250,7 @@ pub struct AuditedRequest {
     /// `stageTimestamp` as the event wrote it.
     pub time_text: String,
     /// The (first) revision it wrote, when attributed.
-    pub revision: Option<i64>,
+    pub revision: Option<Revision>,
 }
 
 /// Gathers rows ordered by object into each object's requests, in the

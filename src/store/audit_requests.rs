@@ -245,7 +245,7 @@ fn join_keys(
         for (revision, id, m) in &found.writers {
             writers.extend([
                 Cell::from(key),
-                Cell::Int(*revision),
+                Cell::from(*revision),
                 Cell::Int(*id),
                 Cell::Text(m.as_str().to_string()),
             ]);
@@ -288,7 +288,7 @@ fn key_revisions(
             let mut c = Cursor::new(db, "revisions", row);
             let key = KeyId(c.int("key_id")?);
             revisions.entry(key).or_default().push(KeyRevision {
-                mod_revision: c.int("mod_revision")?,
+                mod_revision: c.revision("mod_revision")?,
                 version: c.int("version")?,
                 deleted: c.flag("deleted")?,
                 creation_timestamp: c.opt_text("creation_timestamp")?,
@@ -340,8 +340,8 @@ fn key_requests(db: &(impl Sql + ?Sized), ids: &Cell) -> Result<HashMap<KeyId, V
                 verb: c.text("verb")?,
                 subresource: c.opt_text("subresource")?,
                 code: code(&mut c)?,
-                response_revision: c.opt_int("response_revision")?,
-                precondition_revision: c.opt_int("precondition_revision")?,
+                response_revision: c.opt_revision("response_revision")?,
+                precondition_revision: c.opt_revision("precondition_revision")?,
                 time: stage_time(&mut c)?.0,
             });
             Ok(())
@@ -430,7 +430,7 @@ impl<T: Sql + ?Sized> AuditReads for T {
                     outcome,
                     time,
                     time_text,
-                    revision: c.opt_int("revision_writers.mod_revision")?,
+                    revision: c.opt_revision("revision_writers.mod_revision")?,
                 };
                 objects.push(object, request);
                 Ok(())

@@ -1,7 +1,7 @@
 //! Change classes in the database: the classification pass, and the
 //! classified history detectors read, written once over [`Sql`].
 
-use super::classify::{classify_history, Classified, Revision};
+use super::classify::{classify_history, Classified, PassRevision};
 use super::field_blob::PathNames;
 use super::object::ObjectRevision;
 use super::reader::ChangeReads;
@@ -99,8 +99,8 @@ fn object_revision(c: &mut Cursor, paths: &PathNames) -> Result<ObjectRevision, 
         key: c.lossy("key")?,
         resource: c.opt_text("resource")?,
         group: c.opt_text("api_group")?,
-        mod_revision: c.int("mod_revision")?,
-        create_revision: c.int("create_revision")?,
+        mod_revision: c.revision("mod_revision")?,
+        create_revision: c.revision("create_revision")?,
         version: c.int("version")?,
         deleted: c.flag("deleted")?,
         kind: c.opt_text("kind")?,
@@ -136,8 +136,8 @@ impl<T: Sql + ?Sized> ChangeReads for T {
             &mut |row| {
                 let mut c = Cursor::new(self, "history_gaps", row);
                 out.push(Gap {
-                    from_revision: c.int("from_revision")?,
-                    to_revision: c.int("to_revision")?,
+                    from_revision: c.revision("from_revision")?,
+                    to_revision: c.revision("to_revision")?,
                 });
                 Ok(())
             },
@@ -197,10 +197,10 @@ const PASS_COLUMNS: &str =
      CASE WHEN r.change_class IS NULL THEN 1 ELSE 0 END, s.codec, s.managed, b.managed";
 
 /// One row of [`PASS_COLUMNS`]: its key and the revision.
-fn pass_revision(c: &mut Cursor, paths: &PathNames) -> Result<(i64, Revision), StoreError> {
+fn pass_revision(c: &mut Cursor, paths: &PathNames) -> Result<(i64, PassRevision), StoreError> {
     let key = c.int("key_id")?;
-    let mod_revision = c.int("mod_revision")?;
-    let create_revision = c.int("create_revision")?;
+    let mod_revision = c.revision("mod_revision")?;
+    let create_revision = c.revision("create_revision")?;
     let version = c.int("version")?;
     let deleted = c.flag("deleted")?;
     let value_hash = c.opt_bytes("value_sha256")?;
@@ -226,7 +226,7 @@ fn pass_revision(c: &mut Cursor, paths: &PathNames) -> Result<(i64, Revision), S
     let managed = c.packed("semantic_values.managed")?;
     Ok((
         key,
-        Revision {
+        PassRevision {
             mod_revision,
             create_revision,
             facts,
@@ -282,9 +282,9 @@ fn classify_keys(
 ) -> Result<(), StoreError> {
     let snapshot = db.dialect().snapshot_reads;
     let mut written = Vec::new();
-    let mut history: Vec<Revision> = Vec::new();
+    let mut history: Vec<PassRevision> = Vec::new();
     let mut key = None;
-    let mut classify = |key: Option<i64>, history: &mut Vec<Revision>, written: &mut Vec<Cell>| {
+    let mut classify = |key: Option<i64>, history: &mut Vec<PassRevision>, written: &mut Vec<Cell>| {
         let Some(key) = key else { return Ok(()) };
         stats.rows_read += history.len() as i64;
         stats.classified += classify_history(
@@ -293,7 +293,7 @@ fn classify_keys(
             &mut |c: Classified| {
                 written.extend([
                     Cell::Int(key),
-                    Cell::Int(c.mod_revision),
+                    c.mod_revision.into(),
                     Cell::Text(c.class.to_string()),
                     c.cause.map_or(Cell::Null, |c| Cell::Text(c.to_string())),
                     c.changed_paths.map_or(Cell::Null, Cell::Text),
@@ -376,7 +376,7 @@ fn write_classes(db: &(impl Sql + ?Sized), cells: &[Cell]) -> Result<(), StoreEr
 #[cfg(test)]
 mod tests {
     use crate::canon::change::ChangeClass;
-    use crate::source::Sink;
+    use crate::source::{Revision, Sink};
     use crate::store::finding::{Finding, Severity, StoredFinding};
     use crate::store::reader::ChangeReads;
     use crate::store::reader::FindingReads;
@@ -411,7 +411,7 @@ mod tests {
             detector: "rewrite",
             severity: Severity::High,
             keys: vec!["/registry/configmaps/shop/c".into()],
-            revisions: vec![3],
+            revisions: vec![Revision(3)],
             summary: "s".into(),
             details: serde_json::json!({}),
         };

@@ -4,6 +4,7 @@
 use crate::canon::change::{classify, Facts};
 use crate::canon::managed::{attribute, entries, Entry};
 use crate::ingest::blob::Packed;
+use crate::source::Revision;
 use crate::store::StoreError;
 
 /// What a classification pass did.
@@ -16,9 +17,9 @@ pub struct ClassifyStats {
 }
 
 /// One revision as the classification pass sees it.
-pub(super) struct Revision {
-    pub mod_revision: i64,
-    pub create_revision: i64,
+pub(super) struct PassRevision {
+    pub mod_revision: Revision,
+    pub create_revision: Revision,
     pub facts: Facts,
     /// Whether it has no change class yet.
     pub pending: bool,
@@ -26,7 +27,7 @@ pub(super) struct Revision {
     pub managed: Packed,
 }
 
-impl Revision {
+impl PassRevision {
     /// Its managedFields entries; none when the content has no
     /// managedFields.
     fn entries(&self, damaged: &dyn Fn(std::io::Error) -> StoreError) -> Result<Vec<Entry>, StoreError> {
@@ -40,7 +41,7 @@ impl Revision {
 /// What the pass stores for one revision: its change class and cause, and
 /// (as JSON) its changed paths and the field managers behind them.
 pub(super) struct Classified {
-    pub mod_revision: i64,
+    pub mod_revision: Revision,
     pub class: &'static str,
     pub cause: Option<&'static str>,
     pub changed_paths: Option<String>,
@@ -52,12 +53,12 @@ pub(super) struct Classified {
 /// each to `write`; the number written. `damaged` names a stored
 /// managedFields blob that does not read.
 pub(super) fn classify_history(
-    rows: &[Revision],
+    rows: &[PassRevision],
     damaged: &dyn Fn(std::io::Error) -> StoreError,
     write: &mut dyn FnMut(Classified) -> Result<(), StoreError>,
 ) -> Result<i64, StoreError> {
     let mut written = 0;
-    let mut prev: Option<&Revision> = None;
+    let mut prev: Option<&PassRevision> = None;
     for row in rows {
         if row.pending {
             let same_generation = prev.filter(|p| p.create_revision == row.create_revision);
@@ -95,12 +96,12 @@ mod tests {
 
     /// A revision of a key generation created at `create`, whose `spec`
     /// hashes to `spec`, written by `manager`'s managedFields entry.
-    fn revision(mod_revision: i64, create: i64, pending: bool, spec: u8, manager: &str) -> Revision {
+    fn revision(mod_revision: i64, create: i64, pending: bool, spec: u8, manager: &str) -> PassRevision {
         let managed = serde_json::json!([{"manager": manager, "operation": "Update", "apiVersion": "v1",
             "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]);
-        Revision {
-            mod_revision,
-            create_revision: create,
+        PassRevision {
+            mod_revision: Revision(mod_revision),
+            create_revision: Revision(create),
             facts: Facts {
                 version: mod_revision - create + 1,
                 value_hash: Some(vec![mod_revision as u8]),
@@ -139,14 +140,14 @@ mod tests {
             written,
             [
                 (
-                    3,
+                    Revision(3),
                     "spec",
                     None,
                     Some(r#"["spec"]"#.into()),
                     Some(r#"{"spec":["b"]}"#.into())
                 ),
-                (4, "encoding-only", Some("serialization"), None, None),
-                (5, "create", None, None, None),
+                (Revision(4), "encoding-only", Some("serialization"), None, None),
+                (Revision(5), "create", None, None, None),
             ]
         );
     }

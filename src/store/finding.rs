@@ -1,5 +1,6 @@
 //! A finding: what a detector reports, with the evidence a user needs.
 
+use crate::source::Revision;
 use crate::store::ClusterId;
 use crate::unknown::{find, UnknownName};
 use serde::{Deserialize, Serialize};
@@ -49,7 +50,7 @@ pub struct Finding {
     /// The etcd keys involved.
     pub keys: Vec<String>,
     /// The revisions that are the evidence.
-    pub revisions: Vec<i64>,
+    pub revisions: Vec<Revision>,
     /// One line a person reads first.
     pub summary: String,
     /// Everything else, for reports and programs.
@@ -67,14 +68,14 @@ pub struct StoredFinding {
     pub detector: String,
     pub severity: Severity,
     pub keys: Vec<String>,
-    pub revisions: Vec<i64>,
+    pub revisions: Vec<Revision>,
     pub summary: String,
     pub details: serde_json::Value,
     pub analyzed_at: jiff::Timestamp,
     /// Who wrote the revisions it names (of its first key), once
     /// `attribute` knows: revision → writer.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub written_by: std::collections::BTreeMap<i64, super::audit::WrittenBy>,
+    pub written_by: std::collections::BTreeMap<Revision, super::audit::WrittenBy>,
 }
 
 /// Which stored findings to read: those naming at least one key the object
@@ -213,7 +214,7 @@ fn said(severity: &str, summary: &str, details: &str) -> [u8; 32] {
 /// The JSON columns of a stored finding, read back.
 pub(in crate::store) struct StoredJson {
     pub keys: Vec<String>,
-    pub revisions: Vec<i64>,
+    pub revisions: Vec<Revision>,
     pub details: serde_json::Value,
 }
 

@@ -15,6 +15,7 @@ use super::recorder::FindingWrites;
 use super::sql::{first_row, id_list, one_row, Cursor, Sql};
 use super::tables::Cell;
 use super::{ObjectFilter, Scope, StoreError};
+use crate::source::Revision;
 use crate::store::ClusterId;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -282,9 +283,9 @@ impl<T: Sql + ?Sized> Pages<'_, T> {
 
     /// Who wrote the revisions of each finding's first key that it names.
     fn attach_writers(&self, found: &mut Found) -> Result<(), StoreError> {
-        let revisions: Vec<i64> = found.iter().flat_map(|(_, f)| f.revisions.clone()).collect();
+        let revisions: Vec<Revision> = found.iter().flat_map(|(_, f)| f.revisions.clone()).collect();
         let [clusters, keys] = Self::key_params(found, |f| f.keys.get(..1).unwrap_or_default());
-        let mut writers: HashMap<(ClusterId, String, i64), WrittenBy> = HashMap::new();
+        let mut writers: HashMap<(ClusterId, String, Revision), WrittenBy> = HashMap::new();
         let items = self.db.dialect().json_items;
         self.db.each(
             "revision_writers",
@@ -305,7 +306,7 @@ impl<T: Sql + ?Sized> Pages<'_, T> {
                 let at = (
                     ClusterId(c.int("keys.cluster_id")?),
                     c.lossy("keys.key")?,
-                    c.int("mod_revision")?,
+                    c.revision("mod_revision")?,
                 );
                 if let Some(w) = written_by(&mut c)? {
                     writers.insert(at, w);
@@ -502,7 +503,7 @@ mod tests {
             detector,
             severity,
             keys: vec![format!("/registry/configmaps/{ns}/c")],
-            revisions: vec![n],
+            revisions: vec![Revision(n)],
             summary: format!("finding {n}"),
             details: serde_json::json!({"n": n}),
         }
@@ -644,8 +645,8 @@ mod tests {
         ];
         for (wanted, from, to, namespace, key_prefix, severity) in cases {
             let scope = Scope {
-                from_revision: from,
-                to_revision: to,
+                from_revision: from.map(Revision),
+                to_revision: to.map(Revision),
                 objects: ObjectFilter {
                     cluster: wanted,
                     namespace,
@@ -666,7 +667,9 @@ mod tests {
                 severity,
             };
             for f in read(&store, &query) {
-                let in_range = |r: &i64| from.is_none_or(|f| *r >= f) && to.is_none_or(|t| *r <= t);
+                let in_range = |r: &Revision| {
+                    from.is_none_or(|f| *r >= Revision(f)) && to.is_none_or(|t| *r <= Revision(t))
+                };
                 if f.revisions.is_empty() || f.revisions.iter().any(in_range) {
                     let row = if f.cluster_id == "other" { other } else { cluster };
                     *expected.entry((row, f.detector)).or_default() += 1;

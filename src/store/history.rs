@@ -6,6 +6,7 @@ use super::sql::{first_row, Cursor, Sql};
 use super::tables::Cell;
 use super::StoreError;
 use crate::canon::path::FieldPath;
+use crate::source::Revision;
 use crate::store::ClusterId;
 use serde::Serialize;
 
@@ -16,8 +17,8 @@ pub struct HistoryRow {
     pub cluster: String,
     /// etcd's cluster id (hex).
     pub cluster_id: String,
-    pub mod_revision: i64,
-    pub create_revision: i64,
+    pub mod_revision: Revision,
+    pub create_revision: Revision,
     pub version: i64,
     pub deleted: bool,
     pub lease: i64,
@@ -60,7 +61,7 @@ pub struct HistoryRow {
     /// compaction removed unread): the revision the delete came after; it
     /// came at or before `mod_revision`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub deleted_after: Option<i64>,
+    pub deleted_after: Option<Revision>,
     /// ... and the run that last saw the object live there, unless pruned
     /// (`run_id` is the run that found it gone).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -215,8 +216,8 @@ impl<T: Sql + ClusterReads + ?Sized> HistoryReads for T {
                     written_between: [None, None],
                     cluster: labels.get(&cluster_row).cloned().unwrap_or_default(),
                     cluster_id: c.text("clusters.etcd_cluster_id")?,
-                    mod_revision: c.int("mod_revision")?,
-                    create_revision: c.int("create_revision")?,
+                    mod_revision: c.revision("mod_revision")?,
+                    create_revision: c.revision("create_revision")?,
                     version: c.int("version")?,
                     deleted: c.flag("deleted")?,
                     lease: c.int("lease")?,
@@ -240,7 +241,7 @@ impl<T: Sql + ClusterReads + ?Sized> HistoryReads for T {
                     changed_by: c.json("changed_by")?,
                     written_by_apiserver: apiserver_writer(key),
                     written_by: written_by(&mut c)?,
-                    deleted_after: c.opt_int("deleted_after")?,
+                    deleted_after: c.opt_revision("deleted_after")?,
                     last_seen_run: c.opt_int("runs.id")?,
                     diff: None,
                 };

@@ -9,6 +9,7 @@ use super::reader::LiveReads;
 use super::sql::{first_row, Cursor, Sql};
 use super::tables::Cell;
 use super::{RunId, StoreError};
+use crate::source::Revision;
 use crate::store::ClusterId;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -21,7 +22,7 @@ pub struct LiveObject {
     pub name: Option<String>,
     pub kind: Option<String>,
     pub uid: Option<String>,
-    pub mod_revision: i64,
+    pub mod_revision: Revision,
     pub semantic_sha256: Option<Vec<u8>>,
     /// Field path → value hash.
     pub fields: BTreeMap<crate::canon::path::FieldPath, [u8; crate::canon::semantic::FIELD_HASH_LEN]>,
@@ -43,7 +44,7 @@ const PAGE: i64 = 256;
 struct LivePages<'s, T: ?Sized> {
     db: &'s T,
     cluster: ClusterId,
-    revision: i64,
+    revision: Revision,
     paths: PathNames,
     /// The key the next page starts after (empty: from the first).
     after: Vec<u8>,
@@ -78,7 +79,7 @@ impl<T: Sql + ?Sized> PageSource for LivePages<'_, T> {
                 Cell::from(self.cluster),
                 Cell::Bytes(std::mem::take(&mut self.after)),
                 Cell::Int(PAGE),
-                Cell::Int(self.revision),
+                self.revision.into(),
             ];
             let mut keys = 0;
             db.each("revisions", &sql, &params, &mut |row| {
@@ -87,7 +88,7 @@ impl<T: Sql + ?Sized> PageSource for LivePages<'_, T> {
                 let key = c.bytes("keys.key")?;
                 let (resource, namespace) = (c.opt_text("keys.resource")?, c.opt_text("namespace")?);
                 let (name, kind, uid) = (c.opt_text("name")?, c.opt_text("kind")?, c.opt_text("uid")?);
-                let mod_revision = c.opt_int("mod_revision")?;
+                let mod_revision = c.opt_revision("mod_revision")?;
                 let semantic_sha256 = c.opt_bytes("semantic_sha256")?;
                 let fields = c.packed("semantic_values.fields")?;
                 let managed = c.packed("semantic_values.managed")?;
@@ -123,7 +124,7 @@ impl<T: Sql + ?Sized> PageSource for LivePages<'_, T> {
 }
 
 impl<T: Sql + ?Sized> LiveReads for T {
-    fn run_head(&self, run: RunId) -> Result<Option<(ClusterId, i64)>, StoreError> {
+    fn run_head(&self, run: RunId) -> Result<Option<(ClusterId, Revision)>, StoreError> {
         let head = first_row(
             self,
             "runs",
@@ -132,13 +133,13 @@ impl<T: Sql + ?Sized> LiveReads for T {
             |c| {
                 Ok(c.opt_int("cluster_id")?
                     .map(ClusterId)
-                    .zip(c.opt_int("head_revision")?))
+                    .zip(c.opt_revision("head_revision")?))
             },
         )?;
         Ok(head.flatten())
     }
 
-    fn live_objects(&self, cluster: ClusterId, revision: i64) -> LiveIter<'_> {
+    fn live_objects(&self, cluster: ClusterId, revision: Revision) -> LiveIter<'_> {
         let paths = match path_names(self) {
             Ok(paths) => paths,
             Err(e) => return Box::new(std::iter::once(Err(e))),
@@ -194,9 +195,9 @@ mod tests {
         }
         w.flush().unwrap();
         drop(w);
-        let live = |at: i64| -> Vec<(String, i64)> {
+        let live = |at: i64| -> Vec<(String, Revision)> {
             store
-                .live_objects(cluster, at)
+                .live_objects(cluster, Revision(at))
                 .map(|o| o.map(|o| (o.key, o.mod_revision)))
                 .collect::<Result<_, _>>()
                 .unwrap()
@@ -206,11 +207,11 @@ mod tests {
         assert!(at_middle
             .iter()
             .enumerate()
-            .all(|(i, (k, r))| *k == key(i as i64) && *r == 2 + i as i64));
+            .all(|(i, (k, r))| *k == key(i as i64) && *r == Revision(2 + i as i64)));
         let at_end = live(revision);
-        let expected: Vec<(String, i64)> = (0..keys)
+        let expected: Vec<(String, Revision)> = (0..keys)
             .filter(|i| i % 3 != 0)
-            .map(|i| (key(i), middle + 1 + i))
+            .map(|i| (key(i), Revision(middle + 1 + i)))
             .collect();
         assert_eq!(at_end, expected);
         assert!(live(1).is_empty());

@@ -4,6 +4,7 @@ use crate::canon::change::{ChangeCause, ChangeClass};
 use crate::canon::facts::ObjectFacts;
 use crate::canon::path::FieldPath;
 use crate::canon::semantic::FIELD_HASH_LEN;
+use crate::source::Revision;
 use std::collections::BTreeMap;
 
 /// A revision of one key, with its object's facts (empty for tombstones).
@@ -13,8 +14,8 @@ pub struct ObjectRevision {
     pub resource: Option<String>,
     /// The resource's API group ("" for the core group).
     pub group: Option<String>,
-    pub mod_revision: i64,
-    pub create_revision: i64,
+    pub mod_revision: Revision,
+    pub create_revision: Revision,
     /// etcd's count of writes to the key since its create (1 for the
     /// create; 0 for a tombstone).
     pub version: i64,

@@ -11,6 +11,7 @@
 use crate::canon::path::FieldPath;
 use crate::canon::semantic::FIELD_HASH_LEN;
 use crate::decrypt::policy::Policy;
+use crate::source::Revision;
 use crate::store::audit::{AuditedObject, AuditedRequest};
 use crate::store::cluster::Cluster;
 use crate::store::finding::{FindingCount, Severity};
@@ -53,7 +54,7 @@ pub trait RunReads {
 
     /// The encryption policy the newest run with an encryption config
     /// recorded, and that run's head revision.
-    fn encryption_policy(&self, cluster: ClusterId) -> Result<Option<(Policy, i64)>, StoreError>;
+    fn encryption_policy(&self, cluster: ClusterId) -> Result<Option<(Policy, Revision)>, StoreError>;
 }
 
 /// A cluster's stored history key by key, the gaps in it, and the cluster a run read.
@@ -133,11 +134,11 @@ pub trait ContentReads {
 /// The objects live at a revision.
 pub trait LiveReads {
     /// The cluster and head revision of a run.
-    fn run_head(&self, run: RunId) -> Result<Option<(ClusterId, i64)>, StoreError>;
+    fn run_head(&self, run: RunId) -> Result<Option<(ClusterId, Revision)>, StoreError>;
 
     /// The objects live in `cluster` at `revision`, in key order, as they
     /// are read.
-    fn live_objects(&self, cluster: ClusterId, revision: i64) -> LiveIter<'_>;
+    fn live_objects(&self, cluster: ClusterId, revision: Revision) -> LiveIter<'_>;
 }
 
 /// Counts of writes, and the revision a time names.
@@ -148,7 +149,7 @@ pub trait StatsReads {
         &self,
         cluster: Option<ClusterId>,
         time: jiff::Timestamp,
-    ) -> Result<Option<crate::source::Revision>, StoreError>;
+    ) -> Result<Option<Revision>, StoreError>;
 
     /// Writes per change class.
     fn writes_by_class(&self, scope: &Scope) -> Result<Vec<(String, i64)>, StoreError>;

@@ -18,7 +18,7 @@ use crate::canon::semantic::FieldConfig;
 use crate::decrypt::policy::Policy;
 use crate::source::db_file::Damage;
 use crate::source::wal::Recovered;
-use crate::source::LiveKey;
+use crate::source::{LiveKey, Revision};
 use crate::store::ClusterId;
 
 /// Something a run learns about itself as it goes, recorded with it.
@@ -41,22 +41,22 @@ pub enum RunFact<'a> {
     /// set before).
     Target {
         cluster: ClusterId,
-        head: i64,
-        compact: i64,
-        history_from: i64,
+        head: Revision,
+        compact: Revision,
+        history_from: Revision,
     },
     /// The data file a file run reads.
     File {
         size: u64,
         sha256: &'a str,
-        first: Option<i64>,
-        last: Option<i64>,
+        first: Option<Revision>,
+        last: Option<Revision>,
     },
     /// From which revision the run's stored history is unbroken.
-    Coverage(i64),
+    Coverage(Revision),
     /// Everything up to this revision is stored (the run's head moves
     /// there too): how far a `follow` run got.
-    CompleteThrough(i64),
+    CompleteThrough(Revision),
     /// Revisions of `cluster` the run found lost to compaction.
     Gap { cluster: ClusterId, gap: Gap },
     /// etcd was restored or rewound since the run the run would continue.
@@ -110,7 +110,7 @@ pub trait RunWrites {
 
     /// Keys under `prefix` whose newest stored revision at or before `head`
     /// is not a tombstone.
-    fn live_keys(&self, cluster: ClusterId, prefix: &[u8], head: i64) -> Result<i64, StoreError>;
+    fn live_keys(&self, cluster: ClusterId, prefix: &[u8], head: Revision) -> Result<i64, StoreError>;
 }
 
 /// A run's stored history checked against its source, a page of keys
@@ -123,7 +123,7 @@ pub trait HistoryChecks {
     fn history_shortfall(
         &self,
         cluster: ClusterId,
-        covered_from: i64,
+        covered_from: Revision,
         live: &[LiveKey],
         recorded: &dyn Fn(&[u8]) -> bool,
     ) -> Result<Option<Shortfall>, StoreError>;
@@ -165,7 +165,7 @@ pub trait VanishedWrites {
         &self,
         cluster: ClusterId,
         prefix: &[u8],
-        head: crate::source::Revision,
+        head: Revision,
         after: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<StoredKey>, StoreError>;

@@ -20,13 +20,13 @@ pub struct Restore {
     /// The prefix both runs read.
     pub prefix: String,
     /// Everything up to this revision was stored by it.
-    pub previous_head: i64,
+    pub previous_head: Revision,
     /// The compaction revision it saw (`None` for runs from before it was
     /// recorded).
-    pub previous_compact: Option<i64>,
+    pub previous_compact: Option<Revision>,
     /// etcd's head and compaction revisions as this run saw them.
-    pub head: i64,
-    pub compact: i64,
+    pub head: Revision,
+    pub compact: Revision,
     /// Keys whose newest write at a revision both hold differs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diverged: Option<Divergence>,
@@ -51,7 +51,7 @@ pub struct ClusterChange {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Divergence {
     /// The revision compared: the earlier run's head.
-    pub at: i64,
+    pub at: Revision,
     /// How many keys differ.
     pub keys: u64,
     /// The first of them in key order, with its newest write on each side
@@ -147,10 +147,10 @@ mod tests {
         Restore {
             previous_run: 2,
             prefix: "/registry/".into(),
-            previous_head: 341,
-            previous_compact: Some(300),
-            head,
-            compact,
+            previous_head: Revision(341),
+            previous_compact: Some(Revision(300)),
+            head: Revision(head),
+            compact: Revision(compact),
             diverged: None,
             etcd_cluster: None,
         }
@@ -162,7 +162,7 @@ mod tests {
         assert_eq!(restore(400, 120).brief(), "compacted 300 → 120");
         let mut r = restore(400, 300);
         r.diverged = Some(Divergence {
-            at: 341,
+            at: Revision(341),
             keys: 3,
             key: "/registry/a".into(),
             stored: None,

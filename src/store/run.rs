@@ -4,6 +4,7 @@
 use crate::decrypt::policy::Policy;
 use crate::source::db_file::Damage;
 use crate::source::wal::Recovered;
+use crate::source::Revision;
 use crate::unknown::{find, UnknownName};
 use jiff::Timestamp;
 use serde::Serialize;
@@ -94,8 +95,8 @@ impl RunKind {
 /// Revisions lost to compaction between two runs, inclusive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Gap {
-    pub from_revision: i64,
-    pub to_revision: i64,
+    pub from_revision: Revision,
+    pub to_revision: Revision,
 }
 
 impl std::fmt::Display for Gap {
@@ -132,11 +133,11 @@ pub struct Previous {
     /// Which run it is.
     pub run: RunId,
     /// The compaction revision it saw, if recorded.
-    pub compact: Option<i64>,
+    pub compact: Option<Revision>,
     /// Everything up to this revision is stored.
-    pub head: i64,
+    pub head: Revision,
     /// ... and everything from this one on.
-    pub covered_from: i64,
+    pub covered_from: Revision,
 }
 
 /// Keys whose stored history disagrees with etcd's counters.
@@ -157,20 +158,20 @@ impl Shortfall {
     /// revisions of its generation up to its mod_revision and gives the
     /// newest (a page at a time: one round trip for a server backend).
     pub(super) fn of<'k, E>(
-        covered_from: i64,
+        covered_from: Revision,
         live: &'k [crate::source::LiveKey],
         recorded: &dyn Fn(&[u8]) -> bool,
-        mut stored: impl FnMut(&[&'k crate::source::LiveKey]) -> Result<Vec<(i64, Option<i64>)>, E>,
+        mut stored: impl FnMut(&[&'k crate::source::LiveKey]) -> Result<Vec<(i64, Option<Revision>)>, E>,
     ) -> Result<Option<Shortfall>, E> {
         const PAGE: usize = 1000;
         let mut shortfall: Option<Shortfall> = None;
         let checked = live
             .iter()
-            .filter(|k| k.create_revision.0 >= covered_from.max(1) && recorded(&k.key))
+            .filter(|k| k.create_revision >= covered_from.max(Revision(1)) && recorded(&k.key))
             .collect::<Vec<_>>();
         for page in checked.chunks(PAGE) {
             for (k, (count, newest)) in page.iter().zip(stored(page)?) {
-                if count == k.version && newest == Some(k.mod_revision.0) {
+                if count == k.version && newest == Some(k.mod_revision) {
                     continue;
                 }
                 match &mut shortfall {
@@ -227,7 +228,7 @@ impl RunInfo {
 /// When a complete run read etcd.
 #[derive(Clone, Debug)]
 pub struct RunTime {
-    pub head: crate::source::Revision,
+    pub head: Revision,
     pub started_at: Timestamp,
     pub finished_at: Option<Timestamp>,
     pub kind: RunKind,
@@ -249,9 +250,9 @@ pub struct RunInfo {
     pub prefix: String,
     pub started_at: Timestamp,
     pub finished_at: Option<Timestamp>,
-    pub head_revision: Option<i64>,
-    pub compact_revision: Option<i64>,
-    pub history_from: Option<i64>,
+    pub head_revision: Option<Revision>,
+    pub compact_revision: Option<Revision>,
+    pub history_from: Option<Revision>,
     pub keys_seen: i64,
     pub revisions_added: i64,
     pub gaps: Vec<Gap>,
@@ -295,6 +296,6 @@ pub struct RunInfo {
 pub struct FileInfo {
     pub size: i64,
     pub sha256: String,
-    pub first_revision: Option<i64>,
-    pub last_revision: Option<i64>,
+    pub first_revision: Option<Revision>,
+    pub last_revision: Option<Revision>,
 }

@@ -9,6 +9,7 @@ use super::sql::{first_row, one_row, Cursor, Sql};
 use super::tables::Cell;
 use super::{FileInfo, Gap, Previous, RunId, RunInfo, RunKind, RunStatus, RunTime, ServedBy, StoreError};
 use crate::decrypt::policy::Policy;
+use crate::source::Revision;
 use crate::store::ClusterId;
 use jiff::Timestamp;
 
@@ -37,14 +38,17 @@ fn run_info(c: &mut Cursor) -> Result<RunInfo, StoreError> {
     let kind = kind.ok_or_else(|| c.damage("kind", "NULL"))?;
     let (source, prefix, started_at) = (c.text("source")?, c.text("prefix")?, c.time("started_at")?);
     let finished_at = c.opt_time("finished_at")?;
-    let (head_revision, compact_revision) = (c.opt_int("head_revision")?, c.opt_int("compact_revision")?);
-    let history_from = c.opt_int("history_from")?;
+    let (head_revision, compact_revision) = (
+        c.opt_revision("head_revision")?,
+        c.opt_revision("compact_revision")?,
+    );
+    let history_from = c.opt_revision("history_from")?;
     let (keys_seen, revisions_added) = (c.int("keys_seen")?, c.int("revisions_added")?);
     let (error, tool_version) = (c.opt_text("error")?, c.text("tool_version")?);
     let (size, sha256) = (c.opt_int("file_size")?, c.opt_text("file_sha256")?);
     let (first_revision, last_revision) = (
-        c.opt_int("file_first_revision")?,
-        c.opt_int("file_last_revision")?,
+        c.opt_revision("file_first_revision")?,
+        c.opt_revision("file_last_revision")?,
     );
     let etcd_version = c.opt_text("etcd_version")?;
     let encryption = run_json(c, "encryption_policy")?;
@@ -151,8 +155,8 @@ impl<T: Sql + ?Sized> RunReads for T {
             "SELECT run_id, from_revision, to_revision FROM history_gaps ORDER BY from_revision",
             |c| {
                 Ok(Gap {
-                    from_revision: c.int("from_revision")?,
-                    to_revision: c.int("to_revision")?,
+                    from_revision: c.revision("from_revision")?,
+                    to_revision: c.revision("to_revision")?,
                 })
             },
             |info, gap| info.gaps.push(gap),
@@ -199,7 +203,7 @@ impl<T: Sql + ?Sized> RunReads for T {
         Ok(restores)
     }
 
-    fn encryption_policy(&self, cluster: ClusterId) -> Result<Option<(Policy, i64)>, StoreError> {
+    fn encryption_policy(&self, cluster: ClusterId) -> Result<Option<(Policy, Revision)>, StoreError> {
         let policy = first_row(
             self,
             "runs",
@@ -207,7 +211,7 @@ impl<T: Sql + ?Sized> RunReads for T {
              WHERE cluster_id = $1 AND status = 'complete' AND encryption_policy IS NOT NULL \
              AND head_revision IS NOT NULL ORDER BY id DESC LIMIT 1",
             &[Cell::from(cluster)],
-            |c| Ok(run_json(c, "encryption_policy")?.zip(Some(c.int("head_revision")?))),
+            |c| Ok(run_json(c, "encryption_policy")?.zip(Some(c.revision("head_revision")?))),
         )?;
         Ok(policy.flatten())
     }
@@ -240,7 +244,7 @@ fn fact_statement(fact: RunFact<'_>) -> (&'static str, Vec<Cell>) {
         } => (
             "UPDATE runs SET cluster_id = $2, head_revision = $3, compact_revision = $4, \
              history_from = coalesce(history_from, $5) WHERE id = $1",
-            vec![Cell::from(cluster), Cell::Int(head), Cell::Int(compact), Cell::Int(history_from)],
+            vec![Cell::from(cluster), head.into(), compact.into(), history_from.into()],
         ),
         RunFact::File {
             size,
@@ -253,18 +257,18 @@ fn fact_statement(fact: RunFact<'_>) -> (&'static str, Vec<Cell>) {
             vec![
                 Cell::Int(i64::try_from(size).unwrap_or(i64::MAX)),
                 text(sha256),
-                first.map_or(Cell::Null, Cell::Int),
-                last.map_or(Cell::Null, Cell::Int),
+                first.map_or(Cell::Null, Cell::from),
+                last.map_or(Cell::Null, Cell::from),
             ],
         ),
-        RunFact::Coverage(from) => ("UPDATE runs SET covered_from = $2 WHERE id = $1", vec![Cell::Int(from)]),
+        RunFact::Coverage(from) => ("UPDATE runs SET covered_from = $2 WHERE id = $1", vec![from.into()]),
         RunFact::CompleteThrough(revision) => (
             "UPDATE runs SET complete_through = $2, head_revision = $2 WHERE id = $1",
-            vec![Cell::Int(revision)],
+            vec![revision.into()],
         ),
         RunFact::Gap { cluster, gap } => (
             "INSERT INTO history_gaps (run_id, cluster_id, from_revision, to_revision) VALUES ($1, $2, $3, $4)",
-            vec![Cell::from(cluster), Cell::Int(gap.from_revision), Cell::Int(gap.to_revision)],
+            vec![Cell::from(cluster), gap.from_revision.into(), gap.to_revision.into()],
         ),
         // Connecting again to the member that serves is no move.
         RunFact::Served(by) => (
@@ -372,16 +376,16 @@ impl<T: Sql + HashKeyLoad + ?Sized> RunWrites for T {
             ],
             |c| {
                 Ok(Previous {
-                    head: c.int("complete_through")?,
-                    covered_from: c.int("covered_from")?,
+                    head: c.revision("complete_through")?,
+                    covered_from: c.revision("covered_from")?,
                     run: RunId(c.int("id")?),
-                    compact: c.opt_int("compact_revision")?,
+                    compact: c.opt_revision("compact_revision")?,
                 })
             },
         )
     }
 
-    fn live_keys(&self, cluster: ClusterId, prefix: &[u8], head: i64) -> Result<i64, StoreError> {
+    fn live_keys(&self, cluster: ClusterId, prefix: &[u8], head: Revision) -> Result<i64, StoreError> {
         let mut end = prefix.to_vec();
         end.push(0xff);
         one_row(
@@ -394,7 +398,7 @@ impl<T: Sql + HashKeyLoad + ?Sized> RunWrites for T {
                 Cell::from(cluster),
                 Cell::Bytes(prefix.to_vec()),
                 Cell::Bytes(end),
-                Cell::Int(head),
+                head.into(),
             ],
             |c| c.int("count"),
         )

@@ -1,6 +1,7 @@
 //! Which objects and revisions a reading command looks at.
 
 use super::ClusterId;
+use crate::source::Revision;
 
 /// Which objects a command looks at (`--cluster`, `--namespace`,
 /// `--resource`, `--key-prefix`, `--object`): the one object filter
@@ -42,7 +43,7 @@ impl ObjectFilter {
 /// Which revisions an aggregate counts: a revision range and the objects.
 #[derive(Clone, Debug, Default)]
 pub struct Scope {
-    pub from_revision: Option<i64>,
-    pub to_revision: Option<i64>,
+    pub from_revision: Option<Revision>,
+    pub to_revision: Option<Revision>,
     pub objects: ObjectFilter,
 }

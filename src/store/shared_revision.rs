@@ -8,13 +8,14 @@ use super::reader::SharedRevisionReads;
 use super::sql::{one_row, Cursor, Sql};
 use super::tables::Cell;
 use super::StoreError;
+use crate::source::Revision;
 use crate::store::ClusterId;
 
 /// One stored key's row at a shared revision.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SharedRow {
     pub key: String,
-    pub create_revision: i64,
+    pub create_revision: Revision,
     pub version: i64,
     pub deleted: bool,
 }
@@ -23,7 +24,7 @@ pub struct SharedRow {
 /// delete are stored, with the rows (in key order) that hold it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SharedRevision {
-    pub revision: i64,
+    pub revision: Revision,
     pub rows: Vec<SharedRow>,
 }
 
@@ -36,7 +37,7 @@ pub struct SharedRevisions {
 }
 
 /// Groups rows read in revision order into [`SharedRevision`]s.
-fn group(rows: impl IntoIterator<Item = (i64, SharedRow)>) -> Vec<SharedRevision> {
+fn group(rows: impl IntoIterator<Item = (Revision, SharedRow)>) -> Vec<SharedRevision> {
     let mut out: Vec<SharedRevision> = Vec::new();
     for (revision, row) in rows {
         match out.last_mut() {
@@ -85,10 +86,10 @@ impl<T: Sql + ?Sized> SharedRevisionReads for T {
             &mut |row| {
                 let mut c = Cursor::new(self, "revisions", row);
                 rows.push((
-                    c.int("mod_revision")?,
+                    c.revision("mod_revision")?,
                     SharedRow {
                         key: c.lossy("key")?,
-                        create_revision: c.int("create_revision")?,
+                        create_revision: c.revision("create_revision")?,
                         version: c.int("version")?,
                         deleted: c.flag("deleted")?,
                     },

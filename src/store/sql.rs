@@ -108,12 +108,11 @@ pub fn update_from(table: &str, columns: &[(&str, &str)], keys: usize, from: &st
 /// The values [`Dialect::scope`] binds, in order: the revision range, then
 /// the object filter's namespace, resource, key prefix, cluster and key.
 pub fn scope_cells(scope: &Scope) -> [Cell; 7] {
-    let int = |v: Option<i64>| v.map_or(Cell::Null, Cell::Int);
     let text = |v: &Option<String>| v.clone().map_or(Cell::Null, Cell::Text);
     let o = &scope.objects;
     [
-        int(scope.from_revision),
-        int(scope.to_revision),
+        scope.from_revision.map_or(Cell::Null, Cell::from),
+        scope.to_revision.map_or(Cell::Null, Cell::from),
         text(&o.namespace),
         text(&o.resource),
         text(&o.key_prefix),

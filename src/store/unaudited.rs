@@ -34,18 +34,19 @@ use super::reader::UnauditedReads;
 use super::sql::{Cursor, Sql};
 use super::tables::Cell;
 use super::StoreError;
+use crate::source::Revision;
 use crate::store::ClusterId;
 
 /// A create the audit logs do not explain, in a span a log covered.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnauditedCreate {
     pub key: String,
-    pub revision: i64,
+    pub revision: Revision,
     /// The log that covered it, and the revisions its joined requests
     /// wrote first and last.
     pub log: String,
-    pub from: i64,
-    pub to: i64,
+    pub from: Revision,
+    pub to: Revision,
 }
 
 /// The query (`$1` is the cluster's row).
@@ -101,7 +102,7 @@ ORDER BY r.mod_revision, k.key, c.log";
 /// key), each create once, under the first log that covered it.
 pub(crate) struct Once<'v> {
     visit: &'v mut dyn FnMut(UnauditedCreate),
-    last: Option<(i64, String)>,
+    last: Option<(Revision, String)>,
 }
 
 impl<'v> Once<'v> {
@@ -137,10 +138,10 @@ impl<T: Sql + ?Sized> UnauditedReads for T {
                 let mut c = Cursor::new(self, "revisions", row);
                 once.push(UnauditedCreate {
                     key: c.lossy("key")?,
-                    revision: c.int("mod_revision")?,
+                    revision: c.revision("mod_revision")?,
                     log: c.text("log")?,
-                    from: c.int("mod_revision")?,
-                    to: c.int("mod_revision")?,
+                    from: c.revision("mod_revision")?,
+                    to: c.revision("mod_revision")?,
                 });
                 Ok(())
             },

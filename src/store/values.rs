@@ -6,6 +6,7 @@ use super::reader::{ContentReads, HistoryReads};
 use super::sql::{Cursor, Sql};
 use super::tables::Cell;
 use crate::canon::path::FieldPath;
+use crate::source::Revision;
 use crate::store::ClusterId;
 use crate::store::{AnalysisReads, StoreError};
 use serde_json::Value;
@@ -84,7 +85,7 @@ impl<'s> ValueReader<'s> {
 }
 
 /// One key's revisions, oldest first: mod_revision and content.
-pub type Contents = Vec<(i64, Option<Value>)>;
+pub type Contents = Vec<(Revision, Option<Value>)>;
 
 impl<T: Sql + HistoryReads + ?Sized> ContentReads for T {
     fn contents_of(
@@ -106,7 +107,7 @@ impl<T: Sql + HistoryReads + ?Sized> ContentReads for T {
             ],
             &mut |row| {
                 let mut c = Cursor::new(self, "revisions", row);
-                let (key, revision) = (c.int("key_id")?, c.int("mod_revision")?);
+                let (key, revision) = (c.int("key_id")?, c.revision("mod_revision")?);
                 let content = match c.opt_bytes("semantic_sha256")? {
                     Some(h) => self.canonical_value(&h)?,
                     None => None,

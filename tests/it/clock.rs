@@ -183,7 +183,7 @@ fn contradicting_anchors_are_left_out_and_counted() {
         stderr(&analyzed)
     );
     for (key, row) in every_revision(&db) {
-        let rev = row.mod_revision;
+        let rev = row.mod_revision.0;
         let [from, to] = row
             .written_between
             .clone()

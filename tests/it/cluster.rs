@@ -35,7 +35,7 @@ fn assert_stored_equals_written(db: &Path, cluster: &TestCluster) {
     let mut stored: Vec<(String, i64, bool)> = every_revision(db)
         .into_iter()
         .filter(|(k, _)| k.starts_with(PREFIX))
-        .map(|(k, r)| (k, r.mod_revision, r.deleted))
+        .map(|(k, r)| (k, r.mod_revision.0, r.deleted))
         .collect();
     stored.sort();
     let mut unique = stored.clone();

@@ -14,6 +14,7 @@ use crate::util::real_scenario::{self, SHOP};
 use crate::util::test_plane::TestPlane;
 use crate::util::*;
 use etcd_inspector::decode::encode::encode_protobuf;
+use etcd_inspector::source::Revision;
 use etcd_inspector::store::audit::Match;
 use jiff::Timestamp;
 use serde_json::Value;
@@ -337,15 +338,15 @@ fn audit_events(log: &Path) -> BTreeMap<String, Written> {
 /// inferred for deletes compaction hid, which no request wrote as such.
 /// Returns each attributed revision's write window, [received, answered]
 /// (unbounded above for a request answered 504).
-fn check_attribution(db: &Path, log: &Path) -> BTreeMap<(String, i64), (Timestamp, Timestamp)> {
+fn check_attribution(db: &Path, log: &Path) -> BTreeMap<(String, Revision), (Timestamp, Timestamp)> {
     let events = audit_events(log);
     let rows = every_revision(db);
-    let mut heads: Vec<i64> = runs(db)
+    let mut heads: Vec<Revision> = runs(db)
         .iter()
-        .filter_map(|r| r["head_revision"].as_i64())
+        .filter_map(|r| r["head_revision"].as_i64().map(Revision))
         .collect();
     heads.sort_unstable();
-    let settled = heads.iter().rev().nth(1).copied().unwrap_or(0);
+    let settled = heads.iter().rev().nth(1).copied().unwrap_or_default();
     let mut truth = BTreeMap::new();
     let (mut wrong, mut unexplained, mut exact, mut two_step, mut open) = (Vec::new(), Vec::new(), 0, 0, 0);
     let (mut after_gap, mut hidden) = (0, 0);
@@ -390,10 +391,10 @@ fn check_attribution(db: &Path, log: &Path) -> BTreeMap<(String, i64), (Timestam
         let marks_tombstone = event.verb == "delete"
             && rows
                 .get(i + 1)
-                .is_some_and(|(k, next)| k == key && next.deleted && next.mod_revision == rv);
+                .is_some_and(|(k, next)| k == key && next.deleted && next.mod_revision == Revision(rv));
         if marks_tombstone {
             two_step += 1;
-        } else if rv != row.mod_revision {
+        } else if Revision(rv) != row.mod_revision {
             wrong.push(format!(
                 "{key}@{} joined exactly to {} answered with {rv}",
                 row.mod_revision, w.audit_id
@@ -470,7 +471,7 @@ fn explain(
 /// Checks the clock of a history read without any audit log: no interval
 /// runs backwards, and each revision's interval meets the window in which
 /// the audit log says it was written.
-fn check_clock(db: &Path, truth: &BTreeMap<(String, i64), (Timestamp, Timestamp)>) {
+fn check_clock(db: &Path, truth: &BTreeMap<(String, Revision), (Timestamp, Timestamp)>) {
     let (mut checked, mut wrong) = (0, Vec::new());
     for (key, row) in every_revision(db) {
         let [from, to] = row

@@ -14,7 +14,7 @@ type Stored = (String, i64, bool, Option<String>);
 fn contents(db: &Path) -> Vec<Stored> {
     every_revision(db)
         .into_iter()
-        .map(|(key, r)| (key, r.mod_revision, r.deleted, r.value_sha256))
+        .map(|(key, r)| (key, r.mod_revision.0, r.deleted, r.value_sha256))
         .collect()
 }
 

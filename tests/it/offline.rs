@@ -9,7 +9,7 @@ use crate::util::{
 };
 use etcd_inspector::decode::encode::encode_protobuf;
 use etcd_inspector::source::bolt::BoltDb;
-use etcd_inspector::source::{db_file, Record};
+use etcd_inspector::source::{db_file, Record, Revision};
 use sha2::Digest;
 use std::path::Path;
 
@@ -331,10 +331,12 @@ fn read_all(path: &Path, salvage: bool) -> Result<usize, String> {
             let mut records: Vec<Record> = Vec::new();
             if salvage {
                 db_file::inspect_salvaging(&db).map_err(|e| e.to_string())?;
-                db_file::salvage_revisions(&db, b"/", 0, &mut records).map_err(|e| e.to_string())?;
+                db_file::salvage_revisions(&db, b"/", Revision(0), &mut records)
+                    .map_err(|e| e.to_string())?;
             } else {
                 db_file::inspect(&db).map_err(|e| e.to_string())?;
-                db_file::read_revisions(&db, b"/", 0, 0, &mut records).map_err(|e| e.to_string())?;
+                db_file::read_revisions(&db, b"/", Revision(0), 0, &mut records)
+                    .map_err(|e| e.to_string())?;
             }
             Ok(records.len())
         })();

@@ -13,7 +13,7 @@ use std::path::Path;
 fn stored(db: &Path) -> BTreeMap<(String, i64), Option<String>> {
     every_revision(db)
         .into_iter()
-        .map(|(key, r)| ((key, r.mod_revision), r.value_sha256))
+        .map(|(key, r)| ((key, r.mod_revision.0), r.value_sha256))
         .collect()
 }
 

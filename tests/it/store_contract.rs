@@ -64,9 +64,9 @@ fn begin<'s>(
     let (cluster, _) = store.cluster(name, None).unwrap();
     let target = RunFact::Target {
         cluster,
-        head,
-        compact: 0,
-        history_from,
+        head: Revision(head),
+        compact: Revision(0),
+        history_from: Revision(history_from),
     };
     store.record(run, target).unwrap();
     let fields = store.field_config(None, &[]).unwrap();
@@ -137,7 +137,7 @@ fn revisions_written_are_read_back_as_written() {
         let rows = store.history(WEB.as_bytes(), Some(cluster)).unwrap();
         let seen: Vec<(i64, i64, bool)> = rows
             .iter()
-            .map(|r| (r.mod_revision, r.create_revision, r.deleted))
+            .map(|r| (r.mod_revision.0, r.create_revision.0, r.deleted))
             .collect();
         // A file's tombstone learns its generation from the revision before.
         assert_eq!(seen, [(2, 2, false), (4, 2, false), (5, 2, true), (6, 6, false)]);
@@ -150,16 +150,16 @@ fn revisions_written_are_read_back_as_written() {
         assert_eq!(runs[0].cluster.as_deref(), Some("contract-a"));
 
         let live: Vec<(String, i64)> = store
-            .live_objects(cluster, 6)
-            .map(|o| o.map(|o| (o.key, o.mod_revision)))
+            .live_objects(cluster, Revision(6))
+            .map(|o| o.map(|o| (o.key, o.mod_revision.0)))
             .collect::<Result<_, _>>()
             .unwrap();
         assert_eq!(live, [(API.to_string(), 3), (WEB.to_string(), 6)]);
-        let before_delete: Vec<i64> = store
-            .live_objects(cluster, 4)
+        let before_delete: Vec<Revision> = store
+            .live_objects(cluster, Revision(4))
             .map(|o| o.unwrap().mod_revision)
             .collect();
-        assert_eq!(before_delete, [3, 4]);
+        assert_eq!(before_delete, [Revision(3), Revision(4)]);
     });
 }
 
@@ -227,7 +227,10 @@ fn a_run_of_more_than_a_page_and_one_adding_to_it_store_each_revision_once() {
 
         for i in [0, 4_990, 5_990] {
             let rows = store.history(key(i).as_bytes(), Some(cluster)).unwrap();
-            let seen: Vec<(i64, i64)> = rows.iter().map(|r| (r.mod_revision, r.create_revision)).collect();
+            let seen: Vec<(i64, i64)> = rows
+                .iter()
+                .map(|r| (r.mod_revision.0, r.create_revision.0))
+                .collect();
             assert_eq!(seen.len(), 2, "{}: {seen:?}", key(i));
             assert_eq!(seen[0], (i + 2, i + 2));
             let later = rows[1].semantic_sha256.as_deref().unwrap();
@@ -235,18 +238,23 @@ fn a_run_of_more_than_a_page_and_one_adding_to_it_store_each_revision_once() {
             assert_eq!(object["data"]["app.properties"], format!("a=2,{i}"));
         }
         let newest = store.history(key(KEYS + 9).as_bytes(), Some(cluster)).unwrap();
-        assert_eq!(newest.iter().map(|r| r.mod_revision).collect::<Vec<_>>(), [head]);
-        assert_eq!(store.live_objects(cluster, head).count(), live.len());
+        assert_eq!(
+            newest.iter().map(|r| r.mod_revision).collect::<Vec<_>>(),
+            [Revision(head)]
+        );
+        assert_eq!(store.live_objects(cluster, Revision(head)).count(), live.len());
         // The completeness check, pages of keys at a time, finds all of it
         // and then a revision missing from one key of the last page.
         assert_eq!(
-            store.history_shortfall(cluster, 1, &live, &|_| true).unwrap(),
+            store
+                .history_shortfall(cluster, Revision(1), &live, &|_| true)
+                .unwrap(),
             None
         );
         live[5_990].version = 3;
         live[5_990].mod_revision = Revision(head + 1);
         let short = store
-            .history_shortfall(cluster, 1, &live, &|_| true)
+            .history_shortfall(cluster, Revision(1), &live, &|_| true)
             .unwrap()
             .unwrap();
         assert_eq!((short.keys, short.key, short.stored), (1, key(5_990), 2));
@@ -328,7 +336,7 @@ fn finding(detector: &'static str, severity: Severity, n: usize) -> Finding {
         detector,
         severity,
         keys: vec![format!("/registry/configmaps/shop/cm-{n:04}.properties")],
-        revisions: vec![n as i64 + 2],
+        revisions: vec![Revision(n as i64 + 2)],
         summary: format!("finding {n}"),
         details: serde_json::json!({ "n": n }),
     }
@@ -432,13 +440,17 @@ fn prune_keeps_the_newest_run_and_what_it_reads() {
         );
         let runs: Vec<RunId> = store.runs().unwrap().iter().map(|r| r.id).collect();
         assert_eq!(runs, [second]);
-        let left: Vec<i64> = store
+        let left: Vec<Revision> = store
             .history(WEB.as_bytes(), Some(cluster))
             .unwrap()
             .iter()
             .map(|r| r.mod_revision)
             .collect();
-        assert_eq!(left, [3, 4], "the state before the kept run, and its revision");
+        assert_eq!(
+            left,
+            [Revision(3), Revision(4)],
+            "the state before the kept run, and its revision"
+        );
     });
 }
 
@@ -576,8 +588,8 @@ fn gaps_and_cluster_names_read_back() {
         let (cluster, run, w) = begin(store, "contract-g", 1, 90);
         drop(w);
         let gap = Gap {
-            from_revision: 10,
-            to_revision: 40,
+            from_revision: Revision(10),
+            to_revision: Revision(40),
         };
         store.record(run, RunFact::Gap { cluster, gap }).unwrap();
         store.finish_run(run, RunStatus::Complete, 0, None).unwrap();
@@ -722,7 +734,7 @@ fn classes_contents_and_run_heads_read_alike() {
                 key.iter()
                     .map(|(rev, v)| {
                         let entry = v.as_ref().map(|v| v["data"]["app.properties"].to_string());
-                        (*rev, entry)
+                        (rev.0, entry)
                     })
                     .collect()
             })
@@ -737,7 +749,7 @@ fn classes_contents_and_run_heads_read_alike() {
             "{values:?}"
         );
         assert_eq!(store.run_cluster(run).unwrap(), Some(cluster));
-        assert_eq!(store.run_head(run).unwrap(), Some((cluster, 5)));
+        assert_eq!(store.run_head(run).unwrap(), Some((cluster, Revision(5))));
         assert_eq!(
             store
                 .revision_at_time(Some(cluster), "2999-01-01T00:00:00Z".parse().unwrap())
@@ -869,7 +881,7 @@ fn audit_requests_stage_join_and_join_again_alike() {
             .history(WEB.as_bytes(), Some(cluster))
             .unwrap()
             .into_iter()
-            .map(|r| (r.mod_revision, r.written_by.map(|w| w.audit_id)))
+            .map(|r| (r.mod_revision.0, r.written_by.map(|w| w.audit_id)))
             .collect();
         assert_eq!(
             writers,
@@ -954,7 +966,7 @@ fn the_completeness_checks_answer_alike() {
         };
         let etcd = [live(API, 3, 5, 2), live(WEB, 2, 6, 3)];
         let short = store
-            .history_shortfall(cluster, 1, &etcd, &|_| true)
+            .history_shortfall(cluster, Revision(1), &etcd, &|_| true)
             .unwrap()
             .expect("API lacks a revision");
         assert_eq!(
@@ -963,23 +975,30 @@ fn the_completeness_checks_answer_alike() {
         );
         assert_eq!(
             store
-                .history_shortfall(cluster, 1, &etcd, &|k| k != API.as_bytes())
+                .history_shortfall(cluster, Revision(1), &etcd, &|k| k != API.as_bytes())
                 .unwrap(),
             None,
             "a key the run does not record is not checked"
         );
         assert_eq!(
-            store.history_shortfall(cluster, 4, &etcd, &|_| true).unwrap(),
+            store
+                .history_shortfall(cluster, Revision(4), &etcd, &|_| true)
+                .unwrap(),
             None,
             "nor one created before the history the run covers"
         );
-        assert_eq!(store.live_keys(cluster, b"/registry/configmaps/", 6).unwrap(), 2);
+        assert_eq!(
+            store
+                .live_keys(cluster, b"/registry/configmaps/", Revision(6))
+                .unwrap(),
+            2
+        );
         store.finish_run(run, RunStatus::Complete, 2, None).unwrap();
         let previous = store
             .previous_head(cluster, "/registry/", "", "everything")
             .unwrap()
             .expect("a complete run");
-        assert_eq!((previous.run, previous.head), (run, 6));
+        assert_eq!((previous.run, previous.head), (run, Revision(6)));
         assert_eq!(
             store.previous_head(cluster, "/other/", "", "everything").unwrap(),
             None
@@ -1133,10 +1152,10 @@ fn what_analyze_reads_reads_alike() {
         let restore = etcd_inspector::store::restore::Restore {
             previous_run: 7,
             prefix: "/registry/".into(),
-            previous_head: 90,
-            previous_compact: Some(40),
-            head: 5,
-            compact: 0,
+            previous_head: Revision(90),
+            previous_compact: Some(Revision(40)),
+            head: Revision(5),
+            compact: Revision(0),
             diverged: None,
             etcd_cluster: None,
         };
@@ -1149,7 +1168,7 @@ fn what_analyze_reads_reads_alike() {
             .key_histories(cluster, &mut |h| {
                 histories.push(
                     h.iter()
-                        .map(|r| (r.key.clone(), r.mod_revision, r.version, r.class))
+                        .map(|r| (r.key.clone(), r.mod_revision.0, r.version, r.class))
                         .collect::<Vec<_>>(),
                 )
             })
@@ -1191,7 +1210,10 @@ fn what_analyze_reads_reads_alike() {
         assert_eq!(times.len(), 1);
         assert_eq!((times[0].head, times[0].kind), (Revision(5), RunKind::Live));
         assert!(times[0].finished_at.is_some_and(|f| f >= times[0].started_at));
-        assert_eq!(store.encryption_policy(cluster).unwrap(), Some((policy, 5)));
+        assert_eq!(
+            store.encryption_policy(cluster).unwrap(),
+            Some((policy, Revision(5)))
+        );
         assert_eq!(store.restores(cluster).unwrap(), [(run, restore)]);
 
         let resources = store.resource_usage(&of_cluster(cluster)).unwrap();
@@ -1244,12 +1266,12 @@ fn shared_revisions_and_unaudited_creates_read_alike() {
 
         let shared = store.shared_revisions(cluster, 10).unwrap();
         assert_eq!(shared.total, 1);
-        let rows: Vec<(i64, Vec<&str>)> = shared
+        let rows: Vec<(Revision, Vec<&str>)> = shared
             .listed
             .iter()
             .map(|s| (s.revision, s.rows.iter().map(|r| r.key.as_str()).collect()))
             .collect();
-        assert_eq!(rows, [(3, vec![API, ODD])], "in key order");
+        assert_eq!(rows, [(Revision(3), vec![API, ODD])], "in key order");
         assert_eq!(store.shared_revisions(cluster, 0).unwrap().listed.len(), 0);
 
         // The log's requests wrote revisions 2 and 6: it covers 3, where
@@ -1270,7 +1292,7 @@ fn shared_revisions_and_unaudited_creates_read_alike() {
         let mut unexplained = Vec::new();
         store
             .unaudited_creates(cluster, &mut |c| {
-                unexplained.push((c.key, c.revision, c.from, c.to))
+                unexplained.push((c.key, c.revision.0, c.from.0, c.to.0))
             })
             .unwrap();
         assert_eq!(unexplained, [(ODD.to_string(), 3, 2, 6)]);
@@ -1336,7 +1358,7 @@ fn stored_keys_run_heads_and_inferred_deletes_alike() {
         store.store_inferred_deletes(cluster, second, &[delete]).unwrap();
         store.finish_run(second, RunStatus::Complete, 1, None).unwrap();
         let rows = store.history(WEB.as_bytes(), Some(cluster)).unwrap();
-        let seen: Vec<(i64, bool)> = rows.iter().map(|r| (r.mod_revision, r.deleted)).collect();
+        let seen: Vec<(i64, bool)> = rows.iter().map(|r| (r.mod_revision.0, r.deleted)).collect();
         assert_eq!(seen, [(2, false), (4, false), (20, true)]);
         let newest = store
             .stored_keys(cluster, prefix, Revision(30), None, 10)

@@ -141,12 +141,9 @@ fn db_facts(db: &std::path::Path) -> (revisions::Facts, u64) {
     let file = BoltDb::open(db).unwrap();
     let info = db_file::inspect(&file).unwrap();
     let mut records: Vec<etcd_inspector::source::Record> = Vec::new();
-    db_file::read_revisions(&file, b"", 0, 0, &mut records).unwrap();
+    db_file::read_revisions(&file, b"", Revision(0), 0, &mut records).unwrap();
     records.sort_by_key(|r| r.mod_revision);
-    let mut facts = revisions::Facts::new(
-        Revision(info.head()),
-        Revision(info.finished_compact.unwrap_or(0)),
-    );
+    let mut facts = revisions::Facts::new(info.head(), info.finished_compact.unwrap_or_default());
     for r in &records {
         facts.add(r);
     }

@@ -18,6 +18,7 @@ use crate::moment::Moment;
 use crate::report::escape;
 use crate::source::audit::AuditInput;
 use crate::source::filter::ResourceFilter;
+use crate::source::Revision;
 use crate::store::clock::ByClock;
 use crate::store::cluster::{self, Cluster};
 use crate::store::finding::Severity;
@@ -114,7 +115,7 @@ pub fn revision_range(
     store: &dyn HistoryReader,
     range: &RangeArgs,
     cluster: Option<ClusterId>,
-) -> Result<(Option<i64>, Option<i64>)> {
+) -> Result<(Option<Revision>, Option<Revision>)> {
     let from = match range.since {
         None => None,
         Some(Moment::Revision(r)) => Some(r),
@@ -124,10 +125,10 @@ pub fn revision_range(
         None => None,
         Some(Moment::Revision(r)) => Some(r),
         Some(Moment::Time(t)) => match store.revision_by_clock(cluster, t, false)? {
-            ByClock::Revision(r) => Some(r.0),
+            ByClock::Revision(r) => Some(r),
             ByClock::Unbounded => None,
             ByClock::NoClock => match store.revision_at_time(cluster, t)? {
-                Some(r) => Some(r.0),
+                Some(r) => Some(r),
                 None => bail!("--until {t}: no complete run started by then"),
             },
         },
@@ -142,11 +143,11 @@ fn first_at_or_after(
     store: &dyn HistoryReader,
     cluster: Option<ClusterId>,
     t: jiff::Timestamp,
-) -> Result<Option<i64>> {
+) -> Result<Option<Revision>> {
     Ok(match store.revision_by_clock(cluster, t, true)? {
-        ByClock::Revision(r) => Some(r.0),
+        ByClock::Revision(r) => Some(r),
         ByClock::Unbounded => None,
-        ByClock::NoClock => store.revision_at_time(cluster, t)?.map(|r| r.next().0),
+        ByClock::NoClock => store.revision_at_time(cluster, t)?.map(Revision::next),
     })
 }
 
@@ -158,11 +159,11 @@ pub fn revision_before(
     cluster: Option<ClusterId>,
     moment: Moment,
     flag: &str,
-) -> Result<i64> {
+) -> Result<Revision> {
     match moment {
         Moment::Revision(r) => Ok(r),
         Moment::Time(t) => match first_at_or_after(store, cluster, t)? {
-            Some(first) => Ok(first - 1),
+            Some(first) => Ok(first.prev()),
             None => bail!("{flag} {t}: no stored revision is known to have been written by then"),
         },
     }
@@ -311,7 +312,7 @@ pub fn show(
     label: &str,
     value: &[u8],
     key: Option<&str>,
-    mod_revision: Option<i64>,
+    mod_revision: Option<Revision>,
     view: &ViewArgs,
 ) -> Result<Status> {
     let args = view;
@@ -345,7 +346,7 @@ pub fn show(
     let etcd_key = key.unwrap_or_default().as_bytes();
     match open(&class, etcd_key, value, decryptor.as_deref()) {
         Opened::CompactRevision(text) => {
-            let rev: i64 = text
+            let rev: Revision = text
                 .trim()
                 .parse()
                 .with_context(|| format!("{label}: compact_rev_key value {text:?} is not a revision"))?;

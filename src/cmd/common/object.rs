@@ -9,6 +9,7 @@ use crate::canon::redact::placeholder_paths;
 use crate::cli::{ListFormat, ObjectArgs, TargetArgs, WhenArgs};
 use crate::decode::names::{parse_object, Catalog, NameError, ObjectRef, ObjectSpec, CRDS};
 use crate::hex::unhex;
+use crate::source::Revision;
 use crate::store::ClusterId;
 use crate::store::{HistoryRow, ObjectFilter, RunId, Store};
 use anyhow::{bail, Result};
@@ -135,7 +136,7 @@ pub fn object_filter(store: &Store, args: &ObjectArgs, cluster: Option<ClusterId
 
 /// The revision `--rev`, `--at` (by `cluster`'s clock) or `--run` names;
 /// `None`: the newest.
-pub fn revision_of(store: &Store, cluster: Option<ClusterId>, when: &WhenArgs) -> Result<Option<i64>> {
+pub fn revision_of(store: &Store, cluster: Option<ClusterId>, when: &WhenArgs) -> Result<Option<Revision>> {
     Ok(match (when.rev, &when.at, when.run) {
         (Some(rev), ..) => Some(rev),
         (_, Some(time), _) => Some(revision_before(&**store, cluster, *time, "--at")?),
@@ -152,7 +153,7 @@ pub fn revision_of(store: &Store, cluster: Option<ClusterId>, when: &WhenArgs) -
 
 /// Of one key's stored revisions, oldest first, the one current at
 /// `revision`: the newest at or before it (`None`: the newest of all).
-pub fn current_at(rows: &[HistoryRow], revision: Option<i64>) -> Option<&HistoryRow> {
+pub fn current_at(rows: &[HistoryRow], revision: Option<Revision>) -> Option<&HistoryRow> {
     rows.iter()
         .rev()
         .find(|r| revision.is_none_or(|at| r.mod_revision <= at))
@@ -165,7 +166,7 @@ pub fn revision_at(
     store: &Store,
     key: &str,
     cluster: Option<ClusterId>,
-    revision: Option<i64>,
+    revision: Option<Revision>,
 ) -> Result<HistoryRow> {
     let rows = store.history(key.as_bytes(), cluster)?;
     let Some(first) = rows.first() else {
@@ -238,7 +239,8 @@ pub fn stored_object(
         );
     };
     let api_version = row.api_version.as_deref().unwrap_or_default();
-    let served = |form| object_of(form, api_version, row.mod_revision, managed_fields);
+    // canon is a leaf stage, below source's Revision: it takes the number.
+    let served = |form| object_of(form, api_version, row.mod_revision.0, managed_fields);
     if let Some(form) = store.canonical_value(&hash)? {
         return Ok(StoredObject {
             object: served(form),
@@ -258,7 +260,7 @@ pub fn stored_object(
         name: row.name.as_deref(),
         uid: row.uid.as_deref(),
         generation: row.generation,
-        mod_revision: row.mod_revision,
+        mod_revision: row.mod_revision.0,
     };
     Ok(StoredObject {
         object: redacted_object(&described, &store.semantic_fields(&hash)?),

@@ -18,6 +18,7 @@ pub use read::Pinned;
 pub use replay::{Replay, Scope};
 
 use crate::source::server_version::ServerVersion;
+use crate::source::Revision;
 use etcd_client::{Certificate, ConnectOptions, GetOptions, Identity, TlsOptions};
 use members::Member;
 use std::path::PathBuf;
@@ -140,8 +141,8 @@ impl Reading<'_> {
 pub struct KeyValue {
     pub key: Vec<u8>,
     pub value: Vec<u8>,
-    pub create_revision: crate::source::Revision,
-    pub mod_revision: crate::source::Revision,
+    pub create_revision: Revision,
+    pub mod_revision: Revision,
     pub version: i64,
     pub lease: i64,
 }
@@ -243,21 +244,21 @@ impl Connection {
 
 impl Etcd {
     /// Reads one key, at `revision` when given (0 = current).
-    pub async fn get(&self, key: &[u8], revision: i64) -> Result<Option<KeyValue>, EtcdError> {
+    pub async fn get(&self, key: &[u8], revision: Revision) -> Result<Option<KeyValue>, EtcdError> {
         let resp = self
             .call(Reading::Key(key), |client| async move {
                 client
                     .kv_client()
                     .max_decoding_message_size(MAX_RESPONSE_BYTES)
-                    .get(key, Some(GetOptions::new().with_revision(revision)))
+                    .get(key, Some(GetOptions::new().with_revision(revision.0)))
                     .await
             })
             .await?;
         Ok(resp.kvs().first().map(|kv| KeyValue {
             key: kv.key().to_vec(),
             value: kv.value().to_vec(),
-            create_revision: crate::source::Revision(kv.create_revision()),
-            mod_revision: crate::source::Revision(kv.mod_revision()),
+            create_revision: Revision(kv.create_revision()),
+            mod_revision: Revision(kv.mod_revision()),
             version: kv.version(),
             lease: kv.lease(),
         }))
@@ -337,8 +338,8 @@ fn record_of(kv: etcd_client::KeyValue) -> crate::source::Record {
     let (key, value) = kv.into_key_value();
     crate::source::Record {
         key,
-        mod_revision: crate::source::Revision(mod_revision),
-        create_revision: crate::source::Revision(create_revision),
+        mod_revision: Revision(mod_revision),
+        create_revision: Revision(create_revision),
         version,
         lease,
         value,

@@ -6,7 +6,7 @@ use super::replay::Scope;
 use super::{is_compacted, is_denied, record_of, Etcd, EtcdError, Reading, MAX_RESPONSE_BYTES};
 use crate::decode::key::COMPACT_REV_KEY;
 use crate::source::server_version::ServerVersion;
-use crate::source::{LiveKey, Read, ReadError};
+use crate::source::{LiveKey, Read, ReadError, Revision};
 use etcd_client::GetOptions;
 
 /// What the server holds, pinned at the start of a run.
@@ -15,7 +15,7 @@ pub struct Pinned {
     /// etcd's cluster id, hex.
     pub cluster_id: String,
     /// The revision the run reads the state at.
-    pub head: i64,
+    pub head: Revision,
 }
 
 /// The first key after every key starting with `prefix`.
@@ -46,19 +46,19 @@ impl Etcd {
             .ok_or_else(|| self.failure("response without a header".into()))?;
         Ok(Pinned {
             cluster_id: format!("{:x}", header.cluster_id()),
-            head: header.revision(),
+            head: Revision(header.revision()),
         })
     }
 
     /// Whether a read of `key` at `revision` is still possible (etcd
     /// refuses reads below its compaction revision).
-    async fn readable_at(&self, key: &[u8], revision: i64) -> Result<bool, EtcdError> {
+    async fn readable_at(&self, key: &[u8], revision: Revision) -> Result<bool, EtcdError> {
         self.call(Reading::Key(key), |client| async move {
             let read = client
                 .kv_client()
                 .get(
                     key,
-                    Some(GetOptions::new().with_revision(revision).with_count_only()),
+                    Some(GetOptions::new().with_revision(revision.0).with_count_only()),
                 )
                 .await;
             match read {
@@ -75,13 +75,13 @@ impl Etcd {
     /// a read below the compaction revision fails, one at or above it
     /// succeeds. About log2(head) cheap requests, none of which waits on
     /// the server's goodwill.
-    pub async fn compaction_revision(&self, scope: Scope<'_>, head: i64) -> Result<i64, EtcdError> {
-        if self.readable_at(scope.prefix, 1).await? {
-            return Ok(0);
+    pub async fn compaction_revision(&self, scope: Scope<'_>, head: Revision) -> Result<Revision, EtcdError> {
+        if self.readable_at(scope.prefix, Revision(1)).await? {
+            return Ok(Revision(0));
         }
-        let (mut unreadable, mut readable) = (1, head.max(1));
+        let (mut unreadable, mut readable) = (Revision(1), head.max(Revision(1)));
         while readable - unreadable > 1 {
-            let mid = unreadable + (readable - unreadable) / 2;
+            let mid = Revision(unreadable.0 + (readable - unreadable) / 2);
             if self.readable_at(scope.prefix, mid).await? {
                 readable = mid;
             } else {
@@ -97,7 +97,7 @@ impl Etcd {
     async fn each_key<E>(
         &self,
         prefix: &[u8],
-        head: i64,
+        head: Revision,
         page: i64,
         keys_only: bool,
         mut each: impl FnMut(etcd_client::KeyValue) -> Result<bool, E>,
@@ -135,7 +135,7 @@ impl Etcd {
                 options(
                     GetOptions::new()
                         .with_range(end.clone())
-                        .with_revision(head)
+                        .with_revision(head.0)
                         .with_limit(page),
                 ),
             )
@@ -158,7 +158,7 @@ impl Etcd {
         let mut resp = get(
             false,
             COMPACT_REV_KEY.as_bytes().to_vec(),
-            options(GetOptions::new().with_revision(head)),
+            options(GetOptions::new().with_revision(head.0)),
         )
         .await?;
         for item in resp.take_kvs() {
@@ -175,7 +175,7 @@ impl Etcd {
     pub async fn read_state<S>(
         &self,
         prefix: &[u8],
-        head: i64,
+        head: Revision,
         page: i64,
         sink: &mut S,
     ) -> Result<Read<i64>, ReadError<S::Error>>
@@ -197,7 +197,12 @@ impl Etcd {
     }
 
     /// The counters of every live key in `scope` at `head`, without values.
-    pub async fn live_keys(&self, scope: Scope<'_>, head: i64, page: i64) -> Result<Vec<LiveKey>, EtcdError> {
+    pub async fn live_keys(
+        &self,
+        scope: Scope<'_>,
+        head: Revision,
+        page: i64,
+    ) -> Result<Vec<LiveKey>, EtcdError> {
         let mut live = Vec::new();
         self.each_live_key(scope, head, page, |k| {
             live.push(k);
@@ -220,7 +225,7 @@ impl Etcd {
     pub async fn each_live_key<E>(
         &self,
         scope: Scope<'_>,
-        head: i64,
+        head: Revision,
         page: i64,
         mut each: impl FnMut(LiveKey) -> Result<bool, E>,
     ) -> Result<Read<()>, ReadError<E>>
@@ -229,8 +234,8 @@ impl Etcd {
     {
         self.each_key(scope.prefix, head, page, true, |kv| {
             each(LiveKey {
-                create_revision: crate::source::Revision(kv.create_revision()),
-                mod_revision: crate::source::Revision(kv.mod_revision()),
+                create_revision: Revision(kv.create_revision()),
+                mod_revision: Revision(kv.mod_revision()),
                 version: kv.version(),
                 key: kv.into_key_value().0,
             })
@@ -242,10 +247,10 @@ impl Etcd {
     /// `head`. Only a tombstone can be missing: compaction at exactly `head`
     /// dropped it on etcd up to 3.4.33 and 3.5.15. Any doubt answers yes:
     /// the watch then decides.
-    pub(super) async fn event_retained_at(&self, head: i64) -> Result<bool, EtcdError> {
+    pub(super) async fn event_retained_at(&self, head: Revision) -> Result<bool, EtcdError> {
         // A new etcd is at revision 1 with nothing written: the first write
         // is revision 2. (Reading at revision 0 below would mean "now".)
-        if head <= 1 {
+        if head <= Revision(1) {
             return Ok(false);
         }
         let written_at_head = self
@@ -257,8 +262,8 @@ impl Etcd {
                         Some(
                             GetOptions::new()
                                 .with_all_keys()
-                                .with_revision(head)
-                                .with_min_mod_revision(head)
+                                .with_revision(head.0)
+                                .with_min_mod_revision(head.0)
                                 .with_keys_only(),
                         ),
                     )
@@ -275,7 +280,7 @@ impl Etcd {
         }
         // Only deletes at `head`; their tombstones stay unless compacted at
         // exactly `head`.
-        match self.readable_at(&[0], head - 1).await {
+        match self.readable_at(&[0], head.prev()).await {
             Ok(true) => return Ok(true),
             Ok(false) => {}
             Err(_) => return Ok(true),

@@ -8,6 +8,7 @@ use super::{reason, Etcd, EtcdError, MAX_RESPONSE_BYTES};
 use crate::decode::key::COMPACT_REV_KEY;
 use crate::source::server_version::ServerVersion;
 use crate::source::ReadError;
+use crate::source::Revision;
 use std::time::Duration;
 
 /// What a replay records: every key under the prefix, and
@@ -32,7 +33,10 @@ pub enum Replay {
     /// Compaction overtook the replay: revisions from `missing_from` (the
     /// first not delivered) were compacted; history is retained from
     /// `retained_from` on.
-    Compacted { missing_from: i64, retained_from: i64 },
+    Compacted {
+        missing_from: Revision,
+        retained_from: Revision,
+    },
     /// The sink asked to stop.
     Stopped,
 }
@@ -65,14 +69,14 @@ impl Etcd {
     /// may not watch every key fall back to watching `scope` alone, ended by
     /// a progress notification, which only etcd 3.4.25, 3.5.8 and later
     /// send after the events they cover; older servers are refused then.
-    /// With `head = i64::MAX` it follows until the stream fails, reporting
+    /// With `head = Revision(i64::MAX)` it follows until the stream fails, reporting
     /// through [`Sink::progress`](crate::source::Sink::progress) how far
     /// everything has arrived.
     pub async fn replay<S>(
         &self,
         scope: Scope<'_>,
-        from: i64,
-        head: i64,
+        from: Revision,
+        head: Revision,
         sink: &mut S,
     ) -> Result<Replay, ReadError<S::Error>>
     where
@@ -127,8 +131,8 @@ impl Etcd {
         &self,
         watched: Watched<'_>,
         scope: Scope<'_>,
-        from: i64,
-        head: i64,
+        from: Revision,
+        head: Revision,
         sink: &mut S,
     ) -> Result<Replay, ReadError<S::Error>>
     where
@@ -136,7 +140,7 @@ impl Etcd {
         S::Error: std::error::Error + 'static,
     {
         // Everything up to here has arrived, as the events prove.
-        let mut proven = from - 1;
+        let mut proven = from.prev();
         let mut retries = Retries::new(self.connection.command_timeout);
         loop {
             let member = self.member();
@@ -167,8 +171,8 @@ impl Etcd {
         member: &Member,
         watched: Watched<'_>,
         scope: Scope<'_>,
-        proven: &mut i64,
-        head: i64,
+        proven: &mut Revision,
+        head: Revision,
         sink: &mut S,
     ) -> Result<Stream, ReadError<S::Error>>
     where
@@ -182,7 +186,7 @@ impl Etcd {
             }
         };
         let mut opts = etcd_client::WatchOptions::new()
-            .with_start_revision(*proven + 1)
+            .with_start_revision(proven.next().0)
             .with_prev_key();
         let key: &[u8] = match watched {
             Watched::Everything => {
@@ -258,8 +262,8 @@ impl Etcd {
             if resp.canceled() {
                 if resp.compact_revision() > 0 {
                     return Ok(Stream::Ended(Replay::Compacted {
-                        missing_from: *proven + 1,
-                        retained_from: resp.compact_revision(),
+                        missing_from: proven.next(),
+                        retained_from: Revision(resp.compact_revision()),
                     }));
                 }
                 if resp.cancel_reason().contains("permission denied") {
@@ -282,13 +286,10 @@ impl Etcd {
                 // proves nothing beyond the events, but still lets the sink
                 // act (commit) on what they proved.
                 let through = match ordered {
-                    true => resp.header().map_or(0, |h| h.revision()),
+                    true => Revision(resp.header().map_or(0, |h| h.revision())),
                     false => *proven,
                 };
-                if !sink
-                    .progress(crate::source::Revision(through.min(head)))
-                    .map_err(ReadError::Sink)?
-                {
+                if !sink.progress(through.min(head)).map_err(ReadError::Sink)? {
                     return Ok(Stream::Ended(Replay::Stopped));
                 }
                 if ends_on_progress && through >= head {
@@ -302,10 +303,7 @@ impl Etcd {
             // A watch delivers revisions in order and never splits one
             // across responses: everything up to `newest` has arrived.
             *proven = (*proven).max(newest);
-            if !sink
-                .progress(crate::source::Revision(newest.min(head)))
-                .map_err(ReadError::Sink)?
-            {
+            if !sink.progress(newest.min(head)).map_err(ReadError::Sink)? {
                 return Ok(Stream::Ended(Replay::Stopped));
             }
             if newest >= head {
@@ -337,18 +335,19 @@ impl Etcd {
 fn push_events<S>(
     resp: &etcd_client::WatchResponse,
     scope: Scope<'_>,
-    head: i64,
+    head: Revision,
     sink: &mut S,
-) -> Result<Option<i64>, ReadError<S::Error>>
+) -> Result<Option<Revision>, ReadError<S::Error>>
 where
     S: crate::source::Sink,
     S::Error: std::error::Error + 'static,
 {
-    let mut newest = 0;
+    let mut newest = Revision::default();
     for ev in resp.events() {
         let Some(kv) = ev.kv() else { continue };
-        newest = newest.max(kv.mod_revision());
-        if kv.mod_revision() > head || !scope.keeps(kv.key()) {
+        let revision = Revision(kv.mod_revision());
+        newest = newest.max(revision);
+        if revision > head || !scope.keeps(kv.key()) {
             continue;
         }
         let prev_create = ev.prev_kv().map(|p| p.create_revision()).unwrap_or(0);
@@ -361,8 +360,8 @@ where
             etcd_client::EventType::Put => record_of(kv.clone()),
             etcd_client::EventType::Delete => crate::source::Record {
                 key: kv.key().to_vec(),
-                mod_revision: crate::source::Revision(kv.mod_revision()),
-                create_revision: crate::source::Revision(prev_create),
+                mod_revision: revision,
+                create_revision: Revision(prev_create),
                 version: 0,
                 lease: 0,
                 value: Vec::new(),

@@ -3,6 +3,7 @@
 //! the db had applied, the writes it placed and where they start, and what
 //! the read cut or skipped.
 
+use crate::source::Revision;
 use serde::{Deserialize, Serialize};
 
 /// A WAL as one run read it (fields a run from before them lacks read as
@@ -22,7 +23,7 @@ pub struct Recovered {
     pub beyond_db: u64,
     /// The revisions those the log's commit index covers wrote, (first,
     /// last), placed on the db's state: the run's head is the last.
-    pub past_db: Option<(i64, i64)>,
+    pub past_db: Option<(Revision, Revision)>,
     /// Entries past the log's last commit index that the db had not
     /// applied, in a cluster of several members: not read (etcd applies
     /// them on restart unless a new leader replaces them).
@@ -34,9 +35,9 @@ pub struct Recovered {
     pub writes: u64,
     /// The revisions the log adds to the db's: those at or below its
     /// compaction, (first, last); `None` when it adds none.
-    pub added: Option<(i64, i64)>,
+    pub added: Option<(Revision, Revision)>,
     /// Compactions the log asked for, by revision.
-    pub compactions: Vec<i64>,
+    pub compactions: Vec<Revision>,
     /// Writes whose revision the log alone cannot decide (an interval, not
     /// a revision): none while the log starts at entry 1.
     pub undecided: u64,

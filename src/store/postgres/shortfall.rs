@@ -2,7 +2,7 @@
 //! statement.
 
 use super::Store;
-use crate::source::LiveKey;
+use crate::source::{LiveKey, Revision};
 use crate::store::ClusterId;
 use crate::store::{Shortfall, StoreError};
 
@@ -10,7 +10,7 @@ impl crate::store::recorder::HistoryChecks for Store {
     fn history_shortfall(
         &self,
         cluster: ClusterId,
-        covered_from: i64,
+        covered_from: Revision,
         live: &[LiveKey],
         recorded: &dyn Fn(&[u8]) -> bool,
     ) -> Result<Option<Shortfall>, StoreError> {
@@ -33,7 +33,7 @@ impl crate::store::recorder::HistoryChecks for Store {
                     &[&cluster, &keys, &created, &modified],
                 )?
                 .iter()
-                .map(|r| (r.get(0), r.get(1)))
+                .map(|r| (r.get(0), r.get::<_, Option<i64>>(1).map(Revision)))
                 .collect())
         })
     }

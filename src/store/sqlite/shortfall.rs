@@ -2,7 +2,7 @@
 //! runs a killed writer left `running`.
 
 use super::Store;
-use crate::source::LiveKey;
+use crate::source::{LiveKey, Revision};
 use crate::store::ClusterId;
 use crate::store::{Shortfall, StoreError};
 use rusqlite::params;
@@ -26,7 +26,7 @@ impl crate::store::recorder::HistoryChecks for Store {
     fn history_shortfall(
         &self,
         cluster: ClusterId,
-        covered_from: i64,
+        covered_from: Revision,
         live: &[LiveKey],
         recorded: &dyn Fn(&[u8]) -> bool,
     ) -> Result<Option<Shortfall>, StoreError> {
@@ -43,7 +43,7 @@ impl crate::store::recorder::HistoryChecks for Store {
                 .map(|k| {
                     stmt.query_row(
                         params![cluster, k.key, k.create_revision.0, k.mod_revision.0],
-                        |r| Ok((r.get(0)?, r.get(1)?)),
+                        |r| Ok((r.get(0)?, r.get::<_, Option<i64>>(1)?.map(Revision))),
                     )
                     .map_err(|e| self.err(e))
                 })

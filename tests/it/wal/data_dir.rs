@@ -11,6 +11,7 @@ use crate::util::etcd::TestEtcd;
 use crate::util::k8s::pod;
 use crate::util::{every_revision, inspector, ok, one_line_error, runs, spawn_inspector, temp_db, terminate};
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+use etcd_inspector::source::Revision;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -125,7 +126,7 @@ fn read_data_dir(dir: &Path) -> (tempfile::TempDir, PathBuf, serde_json::Value) 
 pub(crate) fn stored(db: &std::path::Path, from: i64, to: i64) -> Vec<String> {
     every_revision(db)
         .into_iter()
-        .filter(|(_, r)| (from..=to).contains(&r.mod_revision))
+        .filter(|(_, r)| (Revision(from)..=Revision(to)).contains(&r.mod_revision))
         .map(|(key, r)| {
             format!(
                 "{key} @{} created {} v{} deleted {} lease {} {:?} {:?} {:?} {:?}",
@@ -398,7 +399,7 @@ fn holds(db: &Path, rev: i64) -> bool {
     clusters.iter().any(|cluster| {
         let mut found = false;
         let read = store.key_histories(cluster.row, &mut |history| {
-            found |= history.iter().any(|r| r.mod_revision >= rev);
+            found |= history.iter().any(|r| r.mod_revision >= Revision(rev));
         });
         read.is_ok() && found
     })
