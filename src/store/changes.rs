@@ -486,4 +486,37 @@ mod tests {
             "{e}"
         );
     }
+
+    #[test]
+    fn one_key_s_history_names_an_unknown_encoding_or_label_as_damage() {
+        use crate::store::reader::HistoryReads;
+        let dir = tempfile::tempdir().unwrap();
+        let (store, path, cluster) = database(&dir);
+        let mut key = String::new();
+        store
+            .key_histories(cluster, &mut |h| key = h[0].key.clone())
+            .unwrap();
+        assert_eq!(store.history(key.as_bytes(), Some(cluster)).unwrap().len(), 2);
+        crate::store::sqlite::damage(
+            &path,
+            "UPDATE revisions SET encoding = 'xml' WHERE mod_revision = 3",
+        );
+        let e = store
+            .history(key.as_bytes(), Some(cluster))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("revisions.encoding: \"xml\" is not an encoding"),
+            "{e}"
+        );
+        crate::store::sqlite::damage(
+            &path,
+            "UPDATE revisions SET encoding = 'json', encryption = 'rot13:k'",
+        );
+        let e = store
+            .history(key.as_bytes(), Some(cluster))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("revisions.encryption"), "{e}");
+    }
 }

@@ -245,6 +245,7 @@ impl<T: Sql + ClusterReads + ?Sized> HistoryReads for T {
                     last_seen_run: c.opt_int("runs.id")?,
                     diff: None,
                 };
+                super::changes::check_encoding(&c, row.encoding.as_deref(), row.encryption.as_deref())?;
                 // An attributed revision's time is exact; others the clock bounds.
                 let (earliest, latest) = (
                     c.opt_int("clock_envelope.earliest")?,
