@@ -103,7 +103,7 @@ pub fn place(facts: &Facts, steps: &Steps) -> Result<Start, String> {
     // Along the solution from the head down: the first decision whose other
     // branch leads to a solution too (or cannot be refuted) is where the
     // solutions part.
-    search = Search::new(facts, steps);
+    search.reset();
     let mut r = facts.revision;
     let mut from = 0;
     for f in &path {

@@ -39,6 +39,11 @@ pub(super) struct Search<'a> {
     beliefs: HashMap<KeyIx, Belief>,
     undo: Vec<(KeyIx, Option<Belief>)>,
     crossed: bool,
+    /// How many keys it believes live with each mod revision.
+    live_at: HashMap<Revision, u32>,
+    /// The keys the db kept at each revision at or below its compaction,
+    /// by their ids where the log names them.
+    kept_at: HashMap<Revision, Vec<Option<KeyIx>>>,
 }
 
 /// Where a search stands, to go back to: the undo log's length and whether
@@ -52,13 +57,30 @@ pub(super) struct Mark {
 impl<'a> Search<'a> {
     /// A search from the db's head, knowing nothing more than the db.
     pub(super) fn new(facts: &'a Facts, steps: &'a Steps) -> Search<'a> {
+        let mut kept_at: HashMap<Revision, Vec<Option<KeyIx>>> = HashMap::new();
+        for (key, held) in &facts.keys {
+            if let Some(s) = &held.kept_state {
+                let ix = steps.ids.get(key.as_slice()).copied();
+                kept_at.entry(s.mod_revision).or_default().push(ix);
+            }
+        }
         Search {
             facts,
             steps,
             beliefs: HashMap::new(),
             undo: Vec::new(),
             crossed: false,
+            live_at: HashMap::new(),
+            kept_at,
         }
+    }
+
+    /// Back to the db's head, knowing nothing more than the db.
+    pub(super) fn reset(&mut self) {
+        self.rewind(Mark {
+            undo: 0,
+            crossed: false,
+        });
     }
 
     /// Where it stands now.
@@ -73,10 +95,12 @@ impl<'a> Search<'a> {
     pub(super) fn rewind(&mut self, mark: Mark) {
         while self.undo.len() > mark.undo {
             let (key, old) = self.undo.pop().expect("longer than the mark");
-            match old {
+            self.tally(old.as_ref(), 1);
+            let now = match old {
                 Some(b) => self.beliefs.insert(key, b),
                 None => self.beliefs.remove(&key),
             };
+            self.tally(now.as_ref(), -1);
         }
         self.crossed = mark.crossed;
     }
@@ -104,8 +128,36 @@ impl<'a> Search<'a> {
     }
 
     fn set(&mut self, key: KeyIx, belief: Belief) {
+        self.tally(Some(&belief), 1);
         let old = self.beliefs.insert(key, belief);
+        self.tally(old.as_ref(), -1);
         self.undo.push((key, old));
+    }
+
+    /// Counts `belief` in [`Search::live_at`] (`by` 1) or out (-1).
+    fn tally(&mut self, belief: Option<&Belief>, by: i32) {
+        if let Some(Belief::Live(Known {
+            mod_revision: Some(m),
+            ..
+        })) = belief
+        {
+            let n = self.live_at.entry(*m).or_default();
+            *n = n.checked_add_signed(by).expect("counted in before out");
+        }
+    }
+
+    /// How many keys, where the search stands, are live with mod revision
+    /// `r`: those it believes so, and those it does not name that the db
+    /// kept at `r` (below the compaction, a key no step since touched is
+    /// as the db kept it).
+    fn live_with(&self, r: Revision) -> usize {
+        let believed = self.live_at.get(&r).copied().unwrap_or(0) as usize;
+        let kept = self.kept_at.get(&r).map_or(0, |keys| {
+            keys.iter()
+                .filter(|ix| ix.is_none_or(|ix| !self.beliefs.contains_key(&ix)))
+                .count()
+        });
+        believed + kept
     }
 
     /// Crossing the db's compaction: every key believed is what the db
@@ -308,6 +360,23 @@ impl<'a> Search<'a> {
                 sum.wrapping_add(write_digest(&self.steps.keys[*key as usize], *value))
             });
             if self.facts.whole.get(&r) != Some(&sum) {
+                return Err(Refused::Contradiction);
+            }
+        }
+        // Below the compaction, a key live after a raising step with mod
+        // revision `r` was written at `r`, so by this step: one it did not
+        // write contradicts (a swap of two steps' outcomes, which would
+        // otherwise surface only at the key's next write, thousands of
+        // steps away in a large keyspace).
+        if self.crossed && raised {
+            let wrote = changed
+                .iter()
+                .filter(|(key, value)| {
+                    value.is_some()
+                        && matches!(self.known(*key), Belief::Live(Known { mod_revision: Some(m), .. }) if m == r)
+                })
+                .count();
+            if self.live_with(r) > wrote {
                 return Err(Refused::Contradiction);
             }
         }
