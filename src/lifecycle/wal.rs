@@ -138,6 +138,7 @@ impl WalHistory {
             dir: where_.to_string(),
             applied,
             skipped: start.map_or(0, |s| s.skipped),
+            unsearched: start.and_then(|s| s.unsearched.clone()),
             ..Recovered::default()
         };
         let mut placer: Option<Placer<'_>> = None;

@@ -42,8 +42,13 @@ pub struct Recovered {
     /// a revision): none while the log starts at entry 1.
     pub undecided: u64,
     /// For a log that starts after a raft snapshot: the entries at its
-    /// start left unplaced, because more than one start fits them.
+    /// start left unplaced, because more than one start fits them or the
+    /// search did not begin there.
     pub skipped: u64,
+    /// Why the search for that start began after the log's first entry
+    /// (how the search from there failed): the skipped entries are then
+    /// those before the longest tail of the log it places.
+    pub unsearched: Option<String>,
     /// Writes of generations begun before such a log and ended in it
     /// before the db's compaction, whose version and create revision no
     /// file holds: not stored (their deletes are).
@@ -71,11 +76,14 @@ impl Recovered {
             }
             (None, None) => format!("db + WAL from {from}; the WAL adds nothing the db lacks"),
         };
-        if self.skipped > 0 {
-            said.push_str(&format!(
-                "; its first {} entries not placed (more than one start fits them)",
-                self.skipped
-            ));
+        match (self.skipped, &self.unsearched) {
+            (0, _) => {}
+            (n, None) => said.push_str(&format!(
+                "; its first {n} entries not placed (more than one start fits them)"
+            )),
+            (n, Some(why)) => said.push_str(&format!(
+                "; its first {n} entries not placed (placing it from its first entry failed: {why})"
+            )),
         }
         if self.counters_unknown > 0 {
             said.push_str(&format!(
@@ -101,5 +109,31 @@ impl Recovered {
             ));
         }
         said
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_says_why_a_purged_log_s_first_entries_are_not_placed() {
+        let mut recovered = Recovered {
+            first: Some((9001, 4)),
+            added: Some((Revision(120), Revision(480))),
+            skipped: 37,
+            ..Recovered::default()
+        };
+        assert_eq!(
+            recovered.describe(),
+            "WAL from entry 9001 (term 4) + db; the WAL adds revisions 120-480; \
+             its first 37 entries not placed (more than one start fits them)"
+        );
+        recovered.unsearched = Some("the search for where it starts ran out of steps".into());
+        assert_eq!(
+            recovered.describe(),
+            "WAL from entry 9001 (term 4) + db; the WAL adds revisions 120-480; its first 37 entries not placed \
+             (placing it from its first entry failed: the search for where it starts ran out of steps)"
+        );
     }
 }

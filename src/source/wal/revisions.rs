@@ -26,7 +26,7 @@
 //! older segments) starts from a state neither it nor the db holds: the
 //! revision it started under, and the keys it touches before writing
 //! them. [`place`] searches for them backward from the db's head
-//! (`purged.rs`); [`Placer::purged`] then replays the log forward from
+//! (`purged/`); [`Placer::purged`] then replays the log forward from
 //! what it found, each txn taking the branch the search decided, through
 //! the same checks.
 //!

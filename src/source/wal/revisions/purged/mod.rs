@@ -68,23 +68,65 @@ pub struct Start {
     /// The first entry placed.
     pub first: u64,
     /// The entries before it, whose revisions the log cannot decide: the
-    /// solutions that fit differ there.
+    /// solutions that fit differ there, or the search did not begin there.
     pub skipped: u64,
+    /// Why the search began after the log's first entry (how the search
+    /// from there failed), if it did.
+    pub unsearched: Option<String>,
 }
 
 /// Where a log that starts after a raft snapshot starts, or why it is not
-/// placed: the first solution the search finds, then, from the db's head
-/// down, each decision on its path whose other branch is not refuted ends
-/// what is decided (the log is placed from the entry after it).
+/// placed. The search begins at the log's first entry; where it fails from
+/// there (its budget spent, an entry it does not follow), the longest tail
+/// of the log it places is found by bisection, and the entries before it
+/// are counted as skipped, with the reason ([`Start::unsearched`]).
 pub fn place(facts: &Facts, steps: &Steps) -> Result<Start, String> {
-    if let Some((index, why)) = steps.unsupported {
-        return Err(format!(
-            "entry {index} is {why}, which placing such a log does not follow yet"
-        ));
-    }
-    let mut search = Search::new(facts, steps);
-    let mut budget = BUDGET_BASE + BUDGET_PER_STEP * steps.steps.len();
     let n = steps.steps.len();
+    let floor = steps.supported_from;
+    let why = match steps.unsupported {
+        Some((index, why)) => format!("entry {index} is {why}, which placing such a log does not follow yet"),
+        None => match place_from(facts, steps, 0) {
+            Ok(start) => return Ok(start),
+            Err(why) => why,
+        },
+    };
+    // Tails from below `lo` fail; the longest placed so far begins at `hi`
+    // (`n`: none yet). First the longest a search may begin at.
+    let (mut lo, mut hi, mut placed) = (floor.max(1), n, None);
+    if floor > 0 {
+        match place_from(facts, steps, floor) {
+            Ok(start) => (hi, placed) = (floor, Some(start)),
+            Err(_) => lo = floor + 1,
+        }
+    }
+    let precision = ((n - floor) / TAIL_PRECISION).max(1);
+    while lo < hi && (placed.is_none() || hi - lo > precision) {
+        let mid = lo + (hi - lo) / 2;
+        match place_from(facts, steps, mid) {
+            Ok(start) => (hi, placed) = (mid, Some(start)),
+            Err(_) => lo = mid + 1,
+        }
+    }
+    match placed {
+        Some(mut start) => {
+            start.unsearched = Some(why);
+            Ok(start)
+        }
+        None => Err(why),
+    }
+}
+
+/// How finely the bisection for the longest tail placed splits the log.
+const TAIL_PRECISION: usize = 256;
+
+/// Where the log starts from step `floor` on, the steps below left alone:
+/// the first solution the search finds, then, from the db's head down, each
+/// decision on its path whose other branch is not refuted ends what is
+/// decided (the log is placed from the entry after it).
+fn place_from(facts: &Facts, steps: &Steps, floor: usize) -> Result<Start, String> {
+    let mut search = Search::new(facts, steps, floor);
+    let n = steps.steps.len();
+    let mut budget = BUDGET_BASE + BUDGET_PER_STEP * (n - floor);
     let path = match search.first_solution(n, true, facts.revision, &mut budget) {
         Found::Solution(path) => path,
         Found::None => return Err("no start fits the log and the db".into()),
@@ -105,7 +147,7 @@ pub fn place(facts: &Facts, steps: &Steps) -> Result<Start, String> {
     // solutions part.
     search.reset();
     let mut r = facts.revision;
-    let mut from = 0;
+    let mut from = floor;
     for f in &path {
         if f.other_left {
             let mark = search.mark();
@@ -198,5 +240,6 @@ fn start(
         branches: branches.split_off(from),
         first: steps.first + from as u64,
         skipped: from as u64,
+        unsearched: None,
     })
 }

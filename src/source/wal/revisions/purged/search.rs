@@ -39,6 +39,9 @@ pub(super) struct Search<'a> {
     beliefs: HashMap<KeyIx, Belief>,
     undo: Vec<(KeyIx, Option<Belief>)>,
     crossed: bool,
+    /// The step it begins the log at: the state before it is what the
+    /// search finds.
+    floor: usize,
     /// How many keys it believes live with each mod revision.
     live_at: HashMap<Revision, u32>,
     /// The keys the db kept at each revision at or below its compaction,
@@ -55,8 +58,9 @@ pub(super) struct Mark {
 }
 
 impl<'a> Search<'a> {
-    /// A search from the db's head, knowing nothing more than the db.
-    pub(super) fn new(facts: &'a Facts, steps: &'a Steps) -> Search<'a> {
+    /// A search from the db's head, knowing nothing more than the db, for
+    /// the state before step `floor` (the steps below it are left alone).
+    pub(super) fn new(facts: &'a Facts, steps: &'a Steps, floor: usize) -> Search<'a> {
         let mut kept_at: HashMap<Revision, Vec<Option<KeyIx>>> = HashMap::new();
         for (key, held) in &facts.keys {
             if let Some(s) = &held.kept_state {
@@ -70,6 +74,7 @@ impl<'a> Search<'a> {
             beliefs: HashMap::new(),
             undo: Vec::new(),
             crossed: false,
+            floor,
             live_at: HashMap::new(),
             kept_at,
         }
@@ -419,7 +424,7 @@ impl Search<'_> {
                 return Found::Spent;
             }
             *budget -= 1;
-            if at_of(&path) == 0 {
+            if at_of(&path) == self.floor {
                 return Found::Solution(path);
             }
             let at = at_of(&path) - 1;

@@ -68,6 +68,8 @@ pub struct Steps {
     pub(super) revoked: HashMap<i64, usize>,
     /// The first entry this search does not follow, and why.
     pub(super) unsupported: Option<(u64, &'static str)>,
+    /// The position after the last such entry: a search may begin there.
+    pub(super) supported_from: usize,
 }
 
 impl Steps {
@@ -81,6 +83,7 @@ impl Steps {
             granted: HashMap::new(),
             revoked: HashMap::new(),
             unsupported: None,
+            supported_from: 0,
         }
     }
 
@@ -88,6 +91,7 @@ impl Steps {
     pub fn push(&mut self, entry: &Entry) {
         let step = self.step(&entry.request).unwrap_or_else(|why| {
             self.unsupported.get_or_insert((entry.index, why));
+            self.supported_from = self.steps.len() + 1;
             Step::Nothing
         });
         self.steps.push(step);

@@ -67,13 +67,17 @@ fn guarded(key: &str, m: i64, op: RequestOp) -> Request {
 /// deletes on the revision read (one in six from a stale read, which
 /// fail), blind puts, and a lease granted and revoked with nothing on it.
 fn log(seed: u64, entries: usize) -> (Vec<Entry>, Vec<Vec<Record>>) {
+    log_over(seed, entries, 14)
+}
+
+fn log_over(seed: u64, entries: usize, keys: u64) -> (Vec<Entry>, Vec<Vec<Record>>) {
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let mut placer = Placer::again();
     let mut live: HashMap<String, (i64, i64)> = HashMap::new(); // mod, the one before
     let (mut log, mut wrote) = (Vec::new(), Vec::new());
     let mut granted = None;
     for index in 1..=entries as u64 {
-        let key = format!("/registry/configmaps/shop/cm-{}.properties", rng.below(14));
+        let key = format!("/registry/configmaps/shop/cm-{}.properties", rng.below(keys));
         let value = format!("v{index}");
         let request = match (live.get(&key).copied(), rng.below(12)) {
             (_, 0) => {
@@ -144,9 +148,20 @@ fn db(wrote: &[Vec<Record>], compacted: i64) -> Facts {
     facts
 }
 
-/// Places the log from entry `cut` on: what it writes, entry by entry,
-/// and how many writes it left out for their counters; or why not.
-fn placed(log: &[Entry], facts: &Facts, cut: usize) -> Result<(Vec<Vec<Record>>, u64, usize), String> {
+/// What placing a cut log gave.
+struct Placed {
+    /// What it writes, entry by entry.
+    wrote: Vec<Vec<Record>>,
+    /// The writes it left out for their counters.
+    unknown: u64,
+    /// The entries it skipped at the start.
+    skipped: usize,
+    /// Whether it searched from a later entry than the first.
+    tail: bool,
+}
+
+/// Places the log from entry `cut` on, or says why not.
+fn placed(log: &[Entry], facts: &Facts, cut: usize) -> Result<Placed, String> {
     let mut steps = Steps::new(log[cut].index);
     for e in &log[cut..] {
         steps.push(e);
@@ -160,7 +175,12 @@ fn placed(log: &[Entry], facts: &Facts, cut: usize) -> Result<(Vec<Vec<Record>>,
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
     placer.finish().map_err(|e| e.to_string())?;
-    Ok((wrote, placer.counters_unknown(), skipped))
+    Ok(Placed {
+        wrote,
+        unknown: placer.counters_unknown(),
+        skipped,
+        tail: start.unsearched.is_some(),
+    })
 }
 
 /// The truth as the placed log can give it: the writes of generations
@@ -189,14 +209,20 @@ fn knowable(truth: &[Vec<Record>], got: &[Vec<Record>]) -> (Vec<Vec<Record>>, u6
 
 #[test]
 fn a_log_cut_anywhere_is_placed_exactly_or_not_at_all() {
-    let (mut exact, mut refused, mut unknown_total, mut skipped_total) = (0, Vec::new(), 0, 0);
+    let (mut exact, mut refused, mut unknown_total, mut skipped_total, mut tails) = (0, Vec::new(), 0, 0, 0);
     for seed in 1..=30 {
         let (log, wrote) = log(seed, 900);
         let head = wrote.iter().flatten().map(|w| w.mod_revision.0).max().unwrap();
         for (cut, compacted) in [(50, head - 300), (300, head - 100), (600, head / 2), (100, 0)] {
             let facts = db(&wrote, compacted.max(0));
             match placed(&log, &facts, cut) {
-                Ok((got, unknown, skipped)) => {
+                Ok(Placed {
+                    wrote: got,
+                    unknown,
+                    skipped,
+                    tail,
+                }) => {
+                    tails += usize::from(tail);
                     let (mut truth, left) = knowable(&wrote[cut + skipped..], &got);
                     skipped_total += skipped;
                     assert_eq!(
@@ -221,11 +247,69 @@ fn a_log_cut_anywhere_is_placed_exactly_or_not_at_all() {
         }
     }
     eprintln!(
-        "placed {exact} of 120, {skipped_total} entries skipped at the start, {unknown_total} writes left out; \
-         refused: {refused:#?}"
+        "placed {exact} of 120 ({tails} from a later entry than the first), {skipped_total} entries skipped \
+         at the start, {unknown_total} writes left out; refused: {refused:#?}"
     );
-    // Refused: the inherent ambiguity of where such a log starts beyond
-    // what this search tells apart, and leases granted before the cut
-    // revoked after it.
-    assert!(exact >= 90, "placed {exact} of 120; refused: {refused:#?}");
+    // Every cut is placed: where the search from the cut fails (a lease
+    // granted before it and revoked after, its budget spent), from the
+    // longest tail it places.
+    assert_eq!(exact, 120, "refused: {refused:#?}");
+    assert!(tails > 0, "no cut placed from a tail: the fallback went untested");
+}
+
+/// Issue 45's size: five full segments, about 300,000 entries, over
+/// `KEYS` objects (default 2,000), cut 1,000 entries in, compacted 2,000
+/// revisions below the head. Prints the time and the peak memory of
+/// building the steps and of the search, and requires the log placed with
+/// under 1 % of it skipped. Not met yet (the closing note of 2026-12-07
+/// says why: a wrong create and a wrong delete swapped fit until the keys'
+/// next writes); run it with
+/// `cargo test --release --lib purged::tests::a_long_log -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement at issue 45's size, in release; its target is not met yet"]
+fn a_long_log_in_a_large_keyspace_is_placed() {
+    let keys = std::env::var("KEYS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    let (log, wrote) = log_over(7, 300_000, keys);
+    let head = wrote
+        .iter()
+        .flatten()
+        .map(|w| w.mod_revision.0)
+        .max()
+        .unwrap_or_default();
+    let facts = db(&wrote, head - 2000);
+    drop(wrote);
+    let peak = || {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmHWM"))
+                    .map(|l| l.split_whitespace().nth(1).unwrap_or("?").to_string())
+            })
+            .unwrap_or_default()
+    };
+    eprintln!(
+        "{} entries over {keys} keys; peak before: {} kB",
+        log.len(),
+        peak()
+    );
+    let started = std::time::Instant::now();
+    let mut steps = Steps::new(log[1000].index);
+    for e in &log[1000..] {
+        steps.push(e);
+    }
+    eprintln!("steps: {:?}, peak {} kB", started.elapsed(), peak());
+    let started = std::time::Instant::now();
+    let start = place(&facts, &steps);
+    let skipped = start.as_ref().map(|s| s.skipped);
+    eprintln!(
+        "search: {:?}, peak {} kB: skipped {skipped:?}",
+        started.elapsed(),
+        peak()
+    );
+    let skipped = skipped.expect("placed");
+    assert!(skipped < 3000, "{skipped} entries skipped at the start");
 }
