@@ -5,7 +5,7 @@
 use super::super::write_digest;
 use super::super::Facts;
 use super::belief::{Belief, Known, Refused};
-use super::steps::{KeyIx, Step, Steps, Write};
+use super::steps::{Cmp, KeyIx, Step, Steps, Target, Write};
 use crate::source::Revision;
 use std::collections::HashMap;
 
@@ -18,6 +18,17 @@ enum LeaseAt {
 /// The steps the search may take before it gives up, per entry and over all.
 pub(super) const BUDGET_PER_STEP: usize = 20;
 pub(super) const BUDGET_BASE: usize = 100_000;
+
+/// The steps naming a key that [`Search::could_be_left`] looks back at.
+const LOOKAHEAD: usize = 16;
+
+/// The revision a compare holds a key's mod or create revision equal to.
+fn named_equal(c: &Cmp) -> Option<i64> {
+    match (c.result, c.target) {
+        (0, Target::Mod(x) | Target::Create(x)) => Some(x),
+        _ => None,
+    }
+}
 
 /// One decision on the search's path.
 #[derive(Clone, Copy)]
@@ -163,6 +174,78 @@ impl<'a> Search<'a> {
                 .count()
         });
         believed + kept
+    }
+
+    /// Whether the steps before `at` that name `key` could leave it as
+    /// `belief` right before `at` (`r` being the revision `at` writes if it
+    /// writes): the newest of them that could write it must fit it, and
+    /// those after it must be able to leave it alone. A wrong outcome that
+    /// fits where it is taken is so refuted there, not at the key's earlier
+    /// writes, thousands of steps below in a large keyspace. It looks at
+    /// [`LOOKAHEAD`] steps at most, none below the search's floor nor
+    /// across a revoke that may have deleted keys.
+    fn could_be_left(&self, key: KeyIx, at: usize, r: Revision, belief: &Belief) -> bool {
+        let mut below = at;
+        for _ in 0..LOOKAHEAD {
+            let Some(p) = self.steps.previous(key, below).filter(|&p| p >= self.floor) else {
+                return true;
+            };
+            if self.steps.deleting_revoke_between(p, at) {
+                return true;
+            }
+            let Step::Txn {
+                compares,
+                success,
+                failure,
+            } = &self.steps.steps[p]
+            else {
+                return true;
+            };
+            // A put at `p` wrote a revision no lower than one a step for
+            // each step since below `r`, and, where its compares held, above
+            // each revision they held equal to.
+            let lowest = r.0 - (at - p) as i64;
+            let mut left_alone = false;
+            for (branch, writes) in [(true, success), (false, failure)] {
+                let fits = match writes.iter().find(|w| w.key() == key) {
+                    Some(Write::Put { lease: 0, value, .. }) => {
+                        let above = match branch {
+                            true => compares.iter().filter_map(named_equal).max().unwrap_or(0),
+                            false => 0,
+                        };
+                        let revision_fits = match belief {
+                            Belief::Live(k) => k.mod_revision.is_none_or(|m| m.0 >= lowest && m.0 > above),
+                            _ => true,
+                        };
+                        let put = Known {
+                            value: Some(*value),
+                            lease: Some(0),
+                            ..Known::default()
+                        };
+                        revision_fits && belief.and(&Belief::Live(put)).is_some()
+                    }
+                    // Its lease may be gone by then: it may write nothing.
+                    Some(Write::Put { .. }) => true,
+                    Some(Write::Delete(_)) => belief.and(&Belief::Absent).is_some(),
+                    None => {
+                        let mut on_key = compares.iter().filter(|c| c.key == key).map(|c| belief.holds(c));
+                        left_alone |= match branch {
+                            true => on_key.all(|h| h != Some(false)),
+                            false => compares.iter().any(|c| c.key != key) || on_key.any(|h| h != Some(true)),
+                        };
+                        false
+                    }
+                };
+                if fits {
+                    return true;
+                }
+            }
+            if !left_alone {
+                return false;
+            }
+            below = p;
+        }
+        true
     }
 
     /// Crossing the db's compaction: every key believed is what the db
@@ -384,6 +467,12 @@ impl<'a> Search<'a> {
             if self.live_with(r) > wrote {
                 return Err(Refused::Contradiction);
             }
+        }
+        if before
+            .iter()
+            .any(|(key, belief)| !self.could_be_left(*key, at, r, belief))
+        {
+            return Err(Refused::Contradiction);
         }
         for (key, belief) in before {
             self.set(key, belief);

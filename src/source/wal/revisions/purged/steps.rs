@@ -3,7 +3,7 @@
 
 use super::super::{digest, ValueDigest};
 use crate::source::wal::{CompareTarget, DeleteRangeRequest, Entry, Op, PutRequest, Request, RequestOp};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// A key the log names: its index in [`Steps`]' keys.
 pub(super) type KeyIx = u32;
@@ -70,6 +70,13 @@ pub struct Steps {
     pub(super) unsupported: Option<(u64, &'static str)>,
     /// The position after the last such entry: a search may begin there.
     pub(super) supported_from: usize,
+    /// The steps that name each key (compare or write it), in order.
+    touches: Vec<Vec<u32>>,
+    /// Leases some put names.
+    leased: HashSet<i64>,
+    /// The revokes that may have deleted keys (of a lease granted before
+    /// the log, or one a put names), in order.
+    deleting_revokes: Vec<usize>,
 }
 
 impl Steps {
@@ -84,6 +91,9 @@ impl Steps {
             revoked: HashMap::new(),
             unsupported: None,
             supported_from: 0,
+            touches: Vec::new(),
+            leased: HashSet::new(),
+            deleting_revokes: Vec::new(),
         }
     }
 
@@ -94,7 +104,38 @@ impl Steps {
             self.supported_from = self.steps.len() + 1;
             Step::Nothing
         });
+        let at = self.steps.len();
+        if let Step::Txn {
+            compares,
+            success,
+            failure,
+        } = &step
+        {
+            let named = compares
+                .iter()
+                .map(|c| c.key)
+                .chain(success.iter().chain(failure).map(Write::key));
+            for key in named {
+                let touched = &mut self.touches[key as usize];
+                if touched.last() != Some(&(at as u32)) {
+                    touched.push(at as u32);
+                }
+            }
+        }
         self.steps.push(step);
+    }
+
+    /// The last step before `at` that names `key`.
+    pub(super) fn previous(&self, key: KeyIx, at: usize) -> Option<usize> {
+        let touched = &self.touches[key as usize];
+        let before = touched.partition_point(|&t| (t as usize) < at);
+        before.checked_sub(1).map(|i| touched[i] as usize)
+    }
+
+    /// Whether a revoke between steps `from` and `to` may have deleted keys.
+    pub(super) fn deleting_revoke_between(&self, from: usize, to: usize) -> bool {
+        let after = self.deleting_revokes.partition_point(|&r| r <= from);
+        self.deleting_revokes.get(after).is_some_and(|&r| r < to)
     }
 
     fn key(&mut self, key: &[u8]) -> KeyIx {
@@ -103,6 +144,7 @@ impl Steps {
         }
         let ix = self.keys.len() as KeyIx;
         self.keys.push(key.to_vec());
+        self.touches.push(Vec::new());
         self.ids.insert(key.to_vec(), ix);
         ix
     }
@@ -156,6 +198,9 @@ impl Steps {
             }
             Request::LeaseRevoke(r) => {
                 self.revoked.insert(r.id, at);
+                if !self.granted.contains_key(&r.id) || self.leased.contains(&r.id) {
+                    self.deleting_revokes.push(at);
+                }
                 Step::Revoke(r.id)
             }
             _ => Step::Nothing,
@@ -165,6 +210,9 @@ impl Steps {
     fn put(&mut self, p: &PutRequest) -> Result<Write, &'static str> {
         if p.ignore_value || p.ignore_lease {
             return Err("a put keeping the key's value or lease");
+        }
+        if p.lease != 0 {
+            self.leased.insert(p.lease);
         }
         Ok(Write::Put {
             key: self.key(&p.key),
