@@ -16,7 +16,7 @@ enum LeaseAt {
 }
 
 /// The steps the search may take before it gives up, per entry and over all.
-pub(super) const BUDGET_PER_STEP: usize = 20;
+pub(super) const BUDGET_PER_STEP: usize = 100;
 pub(super) const BUDGET_BASE: usize = 100_000;
 
 /// The steps naming a key that [`Search::could_be_left`] looks back at.
