@@ -19,6 +19,9 @@ enum LeaseAt {
 pub(super) const BUDGET_PER_STEP: usize = 100;
 pub(super) const BUDGET_BASE: usize = 100_000;
 
+/// The id of a key the db kept that the log does not name.
+const NOT_IN_LOG: KeyIx = KeyIx::MAX;
+
 /// The steps naming a key that [`Search::could_be_left`] looks back at.
 const LOOKAHEAD: usize = 16;
 
@@ -55,9 +58,10 @@ pub(super) struct Search<'a> {
     floor: usize,
     /// How many keys it believes live with each mod revision.
     live_at: HashMap<Revision, u32>,
-    /// The keys the db kept at each revision at or below its compaction,
-    /// by their ids where the log names them.
-    kept_at: HashMap<Revision, Vec<Option<KeyIx>>>,
+    /// The keys the db kept at or below its compaction, by the revision
+    /// it kept (sorted) and their ids where the log names them
+    /// ([`NOT_IN_LOG`] where not): 16 bytes a key.
+    kept_at: Vec<(Revision, KeyIx)>,
 }
 
 /// Where a search stands, to go back to: the undo log's length and whether
@@ -72,13 +76,18 @@ impl<'a> Search<'a> {
     /// A search from the db's head, knowing nothing more than the db, for
     /// the state before step `floor` (the steps below it are left alone).
     pub(super) fn new(facts: &'a Facts, steps: &'a Steps, floor: usize) -> Search<'a> {
-        let mut kept_at: HashMap<Revision, Vec<Option<KeyIx>>> = HashMap::new();
-        for (key, held) in &facts.keys {
-            if let Some(s) = &held.kept_state {
-                let ix = steps.ids.get(key.as_slice()).copied();
-                kept_at.entry(s.mod_revision).or_default().push(ix);
-            }
-        }
+        let mut kept_at: Vec<(Revision, KeyIx)> = facts
+            .keys
+            .iter()
+            .filter_map(|(key, held)| {
+                let kept = held.kept_state.as_ref()?;
+                Some((
+                    kept.mod_revision,
+                    steps.ids.get(key.as_slice()).copied().unwrap_or(NOT_IN_LOG),
+                ))
+            })
+            .collect();
+        kept_at.sort_unstable();
         Search {
             facts,
             steps,
@@ -168,11 +177,12 @@ impl<'a> Search<'a> {
     /// as the db kept it).
     fn live_with(&self, r: Revision) -> usize {
         let believed = self.live_at.get(&r).copied().unwrap_or(0) as usize;
-        let kept = self.kept_at.get(&r).map_or(0, |keys| {
-            keys.iter()
-                .filter(|ix| ix.is_none_or(|ix| !self.beliefs.contains_key(&ix)))
-                .count()
-        });
+        let from = self.kept_at.partition_point(|(at, _)| *at < r);
+        let kept = self.kept_at[from..]
+            .iter()
+            .take_while(|(at, _)| *at == r)
+            .filter(|(_, ix)| *ix == NOT_IN_LOG || !self.beliefs.contains_key(ix))
+            .count();
         believed + kept
     }
 
