@@ -84,7 +84,7 @@ pub fn place(facts: &Facts, steps: &Steps) -> Result<Start, String> {
     let n = steps.steps.len();
     let floor = steps.supported_from;
     let why = match steps.unsupported {
-        Some((index, why)) => format!("entry {index} is {why}, which placing such a log does not follow yet"),
+        Some((index, why)) => not_followed(index, why),
         None => match place_from(facts, steps, 0) {
             Ok(start) => return Ok(start),
             Err(why) => why,
@@ -116,6 +116,12 @@ pub fn place(facts: &Facts, steps: &Steps) -> Result<Start, String> {
     }
 }
 
+/// Why a log is not placed from before entry `index`: `why` it is an entry
+/// the search does not follow.
+fn not_followed(index: u64, why: &str) -> String {
+    format!("entry {index} is {why}, which placing such a log does not follow yet")
+}
+
 /// How finely the bisection for the longest tail placed splits the log.
 const TAIL_PRECISION: usize = 256;
 
@@ -131,12 +137,7 @@ fn place_from(facts: &Facts, steps: &Steps, floor: usize) -> Result<Start, Strin
         Found::Solution(path) => path,
         Found::None => return Err("no start fits the log and the db".into()),
         Found::Spent => return Err("the search for where it starts ran out of steps".into()),
-        Found::Cannot(at, why) => {
-            return Err(format!(
-                "entry {} is {why}, which placing such a log does not follow yet",
-                steps.first + at as u64
-            ))
-        }
+        Found::Cannot(at, why) => return Err(not_followed(steps.first + at as u64, why)),
     };
     let mut branches = vec![true; n];
     for f in &path {
